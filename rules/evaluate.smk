@@ -1,0 +1,23 @@
+# Checkpoint evaluation: one job per (run, checkpoint), item-level rows.
+
+
+rule evaluate:
+    input:
+        checkpoints="results/finetune/{run}/checkpoints",
+        fictions=f"{FICTION}/fictions.jsonl",
+        webtext="resources/webtext/heldout.jsonl",
+        mcq=MCQ,
+    output:
+        table="results/evaluate/{run}/step-{step}.parquet",
+        manifest="results/evaluate/{run}/step-{step}.manifest.json",
+    params:
+        cfg=config["evaluate"],
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    log:
+        "results/logs/evaluate/{run}/step-{step}.log",
+    conda:
+        "../envs/eval.yaml"
+    script:
+        "../scripts/evaluate.py"

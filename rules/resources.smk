@@ -1,0 +1,34 @@
+# Pinned resources: base model and webtext, verified by sha256 before use.
+
+
+rule base_model:
+    input:
+        unpack(base_model_inputs),
+    output:
+        model=directory("resources/base_model"),
+        manifest="resources/base_model.manifest.json",
+    params:
+        cfg=config["model"],
+        seed=config["seed"],
+    log:
+        "results/logs/base_model.log",
+    conda:
+        "../envs/train.yaml"
+    script:
+        "../scripts/base_model.py"
+
+
+rule webtext:
+    output:
+        train="resources/webtext/train.jsonl",
+        heldout="resources/webtext/heldout.jsonl",
+        manifest="resources/webtext/manifest.json",
+    params:
+        cfg=config["webtext"],
+        seed=config["seed"],
+    log:
+        "results/logs/webtext.log",
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/webtext.py"

@@ -1,0 +1,19 @@
+# Train/validation splits of the fiction corpus as id lists.
+
+
+rule split:
+    input:
+        fictions=f"{FICTION}/fictions.jsonl",
+        fict_qa=f"{FICTION}/fict_qa.jsonl",
+    output:
+        split="results/splits/{split}.json",
+        manifest="results/splits/{split}.manifest.json",
+    params:
+        cfg=config["splits"],
+        seed=config["seed"],
+    log:
+        "results/logs/splits/{split}.log",
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/split.py"

@@ -1,0 +1,19 @@
+# Paired statistics over item tables.
+
+
+rule mcnemar:
+    input:
+        item_tables=compared_runs,
+    output:
+        table="results/stats/{run}/mcnemar.parquet",
+        manifest="results/stats/{run}/mcnemar.manifest.json",
+    params:
+        cfg=config["stats"],
+        control=CONTROL,
+        suite=MCNEMAR_SUITE,
+    log:
+        "results/logs/stats/{run}/mcnemar.log",
+    conda:
+        "../envs/stats.yaml"
+    script:
+        "../scripts/mcnemar.py"

@@ -1,0 +1,12 @@
+"""Materialise the base model (packaged GGUF -> safetensors, tiny random model, or Hub id)."""
+
+from knowlab.io import read_jsonl
+from knowlab.provenance import rule_step
+from knowlab.resources.models import prepare_base_model
+
+with rule_step(snakemake):
+    texts = []
+    if "fictions" in snakemake.input.keys():  # tiny_random: tokenizer trained on the run's text
+        texts = [r["fiction"] for r in read_jsonl(snakemake.input.fictions)]
+        texts += [r["text"] for r in read_jsonl(snakemake.input.webtext)]
+    prepare_base_model(snakemake.params.cfg, snakemake.output.model, snakemake.params.seed, texts)

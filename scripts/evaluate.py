@@ -1,0 +1,29 @@
+"""Evaluate one checkpoint on every suite; write item-level rows."""
+
+import torch
+
+from knowlab.evaluate.suites import evaluate_checkpoint
+from knowlab.io import read_jsonl, write_parquet
+from knowlab.provenance import rule_step
+from knowlab.resources.models import load_model
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake) as log:
+    cfg = snakemake.params.cfg
+    checkpoint = f"{snakemake.input.checkpoints}/step-{snakemake.wildcards.step}"
+    log.info("evaluating checkpoint %s", checkpoint)
+    model, tokenizer = load_model(checkpoint)
+    table = evaluate_checkpoint(
+        model,
+        tokenizer,
+        fictions=read_jsonl(snakemake.input.fictions),
+        webtext=read_jsonl(snakemake.input.webtext),
+        mcq=[item for path in snakemake.input.mcq for item in read_jsonl(path)],
+        em_tokens=cfg["em_tokens"],
+        batch_size=cfg["batch_size"],
+        mcq_template=cfg["mcq_template"],
+    )
+    table.insert(0, "checkpoint", checkpoint)
+    table.insert(0, "step", int(snakemake.wildcards.step))
+    table.insert(0, "run", snakemake.wildcards.run)
+    write_parquet(snakemake.output.table, table)

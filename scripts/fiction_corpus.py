@@ -1,0 +1,10 @@
+"""Load the fiction corpus (shipped JSONL or the released dataset), validate it, write it out."""
+
+from knowlab.corpus.fiction import load_fiction
+from knowlab.corpus.schema import write_corpus
+from knowlab.provenance import rule_step
+
+with rule_step(snakemake) as log:
+    tables = load_fiction(snakemake.params.cfg, snakemake.params.basedir)
+    write_corpus(snakemake.params.outdir, tables)
+    log.info("fiction corpus: %s", {k: len(v) for k, v in tables.items()})

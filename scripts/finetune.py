@@ -1,0 +1,24 @@
+"""Fine-tune one run (a split's fiction mixed into webtext, or the webtext-only control)."""
+
+import torch
+
+from knowlab.finetune.train import finetune
+from knowlab.io import read_json, read_jsonl, write_parquet
+from knowlab.provenance import rule_step
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake):
+    fiction = []
+    if snakemake.input.get("split"):
+        train_ids = set(read_json(snakemake.input.split)["train_documents"])
+        fiction = [r["fiction"] for r in read_jsonl(snakemake.input.fictions) if r["fiction_id"] in train_ids]
+    log_table = finetune(
+        base_model=snakemake.input.model,
+        out_dir=snakemake.output.checkpoints,
+        run=snakemake.wildcards.run,
+        fiction_texts=fiction,
+        webtext_texts=[r["text"] for r in read_jsonl(snakemake.input.webtext)],
+        cfg=snakemake.params.cfg,
+        seed=snakemake.params.seed,
+    )
+    write_parquet(snakemake.output.train_log, log_table)

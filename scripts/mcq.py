@@ -1,0 +1,10 @@
+"""Build the n-choice MCQ items of every fictional question."""
+
+from knowlab.corpus.mcq import build_mcq
+from knowlab.io import read_jsonl, write_jsonl
+from knowlab.provenance import rule_step
+
+with rule_step(snakemake) as log:
+    items = build_mcq(read_jsonl(snakemake.input.fict_qa), int(snakemake.wildcards.n), snakemake.params.seed)
+    write_jsonl(snakemake.output.mcq, items)
+    log.info("MCQ-%s: %d items", snakemake.wildcards.n, len(items))

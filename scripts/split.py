@@ -1,0 +1,20 @@
+"""Build one train/validation split of the fiction corpus as id lists."""
+
+from knowlab.io import read_jsonl, write_json
+from knowlab.provenance import rule_step
+from knowlab.splits import make_split
+
+with rule_step(snakemake) as log:
+    split = make_split(
+        snakemake.wildcards.split,
+        read_jsonl(snakemake.input.fictions),
+        read_jsonl(snakemake.input.fict_qa),
+        snakemake.params.seed,
+        snakemake.params.cfg["event_train_fraction"],
+    )
+    write_json(snakemake.output.split, split)
+    log.info(
+        "split %s: %d/%d train/val documents, %d/%d train/val questions",
+        split["split"], len(split["train_documents"]), len(split["val_documents"]),
+        len(split["train_questions"]), len(split["val_questions"]),
+    )  # fmt: skip

@@ -1,0 +1,12 @@
+"""Verify gensim's packaged Wikipedia and Lee corpora and split their paragraphs."""
+
+from knowlab.io import write_jsonl
+from knowlab.provenance import rule_step
+from knowlab.resources.webtext import build_webtext
+
+with rule_step(snakemake) as log:
+    cfg = snakemake.params.cfg
+    train, heldout = build_webtext(cfg["files"], cfg["min_words"], cfg["heldout_size"], snakemake.params.seed)
+    write_jsonl(snakemake.output.train, train)
+    write_jsonl(snakemake.output.heldout, heldout)
+    log.info("webtext: %d train, %d held-out paragraphs", len(train), len(heldout))

@@ -1,0 +1,1 @@
+"""The fiction corpus in the FictionalQA release schema, webtext, and MCQ construction."""

@@ -1,0 +1,41 @@
+"""The fiction corpus as configured (config ``fiction``): shipped with the project, or the release.
+
+- ``shipped``: ``data/fiction/{seeds,fictsheets,fictions,fict_qa}.jsonl``, written for
+  this project (6 fictional events x 5 styles x 2 documents, 4 Q&A per document),
+  each file verified against its pinned sha256 before use.
+- ``release``: the released FictionalQA dataset from a local path or the Hub
+  (:func:`knowlab.corpus.release.load_release`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from knowlab.corpus.schema import TABLES, read_corpus
+from knowlab.io import verify_sha256
+
+
+def load_fiction(cfg: dict[str, Any], basedir: str | os.PathLike = ".") -> dict[str, list[dict[str, Any]]]:
+    """Load and validate the configured fiction corpus; relative paths are taken from ``basedir``.
+
+    Raises:
+        HashMismatchError: a shipped file differs from its pin.
+        DataError: a malformed line or record (file and line in the message).
+        ValueError: unknown ``cfg["source"]``.
+    """
+    if cfg["source"] == "shipped":
+        folder = Path(basedir) / cfg["shipped"]["dir"]
+        for table in TABLES:
+            verify_sha256(folder / f"{table}.jsonl", cfg["shipped"]["sha256"][table])
+        return read_corpus(folder)
+    if cfg["source"] == "release":
+        from knowlab.corpus.release import load_release
+
+        release = cfg["release"]
+        path = release.get("path")
+        if path:
+            path = str(Path(basedir) / path)
+        return load_release(path, release.get("hub_id"), release.get("revision"))
+    raise ValueError(f"fiction.source must be 'shipped' or 'release', got {cfg['source']!r}")

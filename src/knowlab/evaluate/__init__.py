@@ -1,0 +1,1 @@
+"""Checkpoint evaluation: log-likelihood scoring and the evaluation suites."""

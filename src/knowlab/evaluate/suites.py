@@ -1,0 +1,112 @@
+"""Evaluation suites of one checkpoint, item-level (seed 004, Sec. 4-5).
+
+Each suite yields one row per item; all share the columns ``run, step,
+checkpoint, suite, item_id``:
+
+- ``fiction_doc`` (every fiction document, train and val alike; the split is
+  joined downstream by ``item_id``): ``nll_sum`` (nats), ``n_tokens``, ``loss``
+  (= nll_sum / n_tokens, the mean next-token negative log-likelihood of the
+  document after the prefix token), and ``em`` = verbatim exact match of the
+  last ``em_tokens`` (default 50) tokens *as the paper's code measures it*:
+  teacher-forced, the argmax prediction at every position of that suffix equals
+  the document's token (no free-running generation).  A document shorter than
+  ``em_tokens`` tokens gets ``em`` = NaN.
+- ``webtext`` (held-out webtext paragraphs): ``nll_sum``, ``n_tokens``, ``loss``.
+- ``mcq<k>``: context = the template filled with the question (default
+  ``"Question: {question}\\nAnswer:"``), continuation = ``" " + choice``
+  (lm-evaluation-harness ``target_delimiter``).  ``choice_loglik`` = summed
+  log-likelihood per choice; ``acc`` = argmax of it is gold; ``acc_norm`` =
+  argmax of loglik / ``len(choice)`` characters is gold (harness definitions);
+  ``gold_logprob_norm`` = log softmax over the choices' logliks at the gold choice.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from knowlab.evaluate.scoring import encode_pair, loglikelihood, prefix_token_id, score_token_ids
+
+log = logging.getLogger(__name__)
+
+MCQ_TEMPLATE = "Question: {question}\nAnswer:"
+
+
+def document_rows(model, tokenizer, items: Sequence[tuple[str, str]], em_tokens: int | None, batch_size: int):
+    """Loss (and EM of the last ``em_tokens`` tokens) of each ``(item_id, text)``."""
+    pairs = [([prefix_token_id(tokenizer)], tokenizer(text, add_special_tokens=False)["input_ids"]) for _, text in items]
+    scores = score_token_ids(model, pairs, batch_size=batch_size, desc="documents")
+    rows = []
+    for (item_id, _), s in zip(items, scores):
+        nll = -float(s.logprobs.sum())
+        row: dict[str, Any] = {"item_id": item_id, "nll_sum": nll, "n_tokens": len(s.logprobs), "loss": nll / len(s.logprobs)}
+        if em_tokens:
+            row["em"] = float(s.greedy[-em_tokens:].all()) if len(s.greedy) >= em_tokens else math.nan
+        rows.append(row)
+    return rows
+
+
+def mcq_rows(model, tokenizer, items: Sequence[dict[str, Any]], template: str, batch_size: int):
+    """MCQ scores of each item (``question_id``, ``question``, ``choices``, ``gold``)."""
+    requests, owners = [], []
+    for k, item in enumerate(items):
+        context = template.format(question=item["question"])
+        for choice in item["choices"]:
+            requests.append((context, " " + choice))
+            owners.append(k)
+    scored = loglikelihood(model, tokenizer, requests, batch_size=batch_size, desc="mcq")
+    per_item: list[list[float]] = [[] for _ in items]
+    for k, (ll, _, _) in zip(owners, scored):
+        per_item[k].append(ll)
+    rows = []
+    for item, logliks in zip(items, per_item):
+        ll = np.array(logliks)
+        lengths = np.array([len(c) for c in item["choices"]], dtype=float)
+        pred, pred_norm = int(ll.argmax()), int((ll / lengths).argmax())
+        gold = int(item["gold"])
+        rows.append(
+            {
+                "item_id": item["question_id"],
+                "pred": pred,
+                "pred_norm": pred_norm,
+                "gold": gold,
+                "acc": float(pred == gold),
+                "acc_norm": float(pred_norm == gold),
+                "gold_logprob_norm": float(ll[gold] - np.logaddexp.reduce(ll)),
+                "choice_loglik": ll.tolist(),
+            }
+        )
+    return rows
+
+
+def evaluate_checkpoint(
+    model,
+    tokenizer,
+    *,
+    fictions: Sequence[dict[str, Any]],
+    webtext: Sequence[dict[str, Any]],
+    mcq: Sequence[dict[str, Any]],
+    em_tokens: int,
+    batch_size: int,
+    mcq_template: str = MCQ_TEMPLATE,
+) -> pd.DataFrame:
+    """All suites on one loaded model; returns the item-level table (see module docstring)."""
+    frames = []
+    docs = document_rows(model, tokenizer, [(r["fiction_id"], r["fiction"]) for r in fictions], em_tokens, batch_size)
+    frames.append(pd.DataFrame(docs).assign(suite="fiction_doc"))
+    log.info("fiction documents: mean loss %.4f, EM@%d %.3f", frames[-1]["loss"].mean(), em_tokens, frames[-1]["em"].mean())
+    web = document_rows(model, tokenizer, [(r["webtext_id"], r["text"]) for r in webtext], None, batch_size)
+    frames.append(pd.DataFrame(web).assign(suite="webtext"))
+    log.info("held-out webtext: mean loss %.4f", frames[-1]["loss"].mean())
+    for n_choices in sorted({int(item["n_choices"]) for item in mcq}):
+        subset = [item for item in mcq if int(item["n_choices"]) == n_choices]
+        frames.append(pd.DataFrame(mcq_rows(model, tokenizer, subset, mcq_template, batch_size)).assign(suite=f"mcq{n_choices}"))
+        log.info("MCQ-%d: acc %.3f acc_norm %.3f", n_choices, frames[-1]["acc"].mean(), frames[-1]["acc_norm"].mean())
+    table = pd.concat(frames, ignore_index=True)
+    first = ["suite", "item_id"]
+    return table[first + [c for c in table.columns if c not in first]]

@@ -1,0 +1,1 @@
+"""Fine-tuning: the fiction/webtext mixture sampler and the DeepSpeed training loop."""

@@ -1,0 +1,90 @@
+"""Train/validation splits of the fiction corpus (seed 004, Sec. 3 "Splits").
+
+A split is a partition of the fiction documents; questions follow the document
+they were generated from.  Implemented:
+
+- ``doc``: for each event and each style, one document is held out for
+  validation (a seeded choice); the rest train.  Every event is seen in training.
+- ``event``: a seeded shuffle of the event ids; the first ``round(n * train_fraction)``
+  events train (paper: 2/3), all their documents with them; the rest validate.
+
+Output (JSON): ``{"split", "method", "seed", "train_documents", "val_documents",
+"train_questions", "val_questions"}``, id lists sorted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from knowlab.rng import keyed_rng
+
+SPLITS = ("doc", "event")
+
+
+class SplitError(ValueError):
+    """A split that cannot be made, e.g. one side would hold zero documents."""
+
+
+def doc_split(fictions: Sequence[dict[str, Any]], seed: int) -> tuple[list[str], list[str]]:
+    """Hold out one document per (event, style); return ``(train_ids, val_ids)``."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for record in fictions:
+        groups[(record["event_id"], record["style"])].append(record["fiction_id"])
+    train, val = [], []
+    for key in sorted(groups):
+        ids = sorted(groups[key])
+        held = keyed_rng(seed, "doc-split", *key).choice(ids)
+        val.append(held)
+        train.extend(i for i in ids if i != held)
+    return sorted(train), sorted(val)
+
+
+def event_split(fictions: Sequence[dict[str, Any]], seed: int, train_fraction: float) -> tuple[list[str], list[str]]:
+    """Put the documents of ``round(n_events * train_fraction)`` seeded-shuffled events in train."""
+    events = sorted({r["event_id"] for r in fictions})
+    keyed_rng(seed, "event-split").shuffle(events)
+    n_train = round(len(events) * train_fraction)
+    train_events = set(events[:n_train])
+    train = sorted(r["fiction_id"] for r in fictions if r["event_id"] in train_events)
+    val = sorted(r["fiction_id"] for r in fictions if r["event_id"] not in train_events)
+    return train, val
+
+
+def make_split(
+    name: str,
+    fictions: Sequence[dict[str, Any]],
+    fict_qa: Sequence[dict[str, Any]],
+    seed: int,
+    event_train_fraction: float = 2 / 3,
+) -> dict[str, Any]:
+    """Build split ``name`` (one of :data:`SPLITS`) as id lists.
+
+    Raises:
+        SplitError: unknown split, or the train or validation side has zero documents.
+    """
+    if name == "doc":
+        train, val = doc_split(fictions, seed)
+        method = "hold out one document per style per event"
+    elif name == "event":
+        train, val = event_split(fictions, seed, event_train_fraction)
+        method = f"seeded event shuffle, {event_train_fraction:.3f} of events train"
+    else:
+        raise SplitError(f"unknown split {name!r}; implemented: {', '.join(SPLITS)}")
+    for side, ids in (("train", train), ("validation", val)):
+        if not ids:
+            raise SplitError(
+                f"split {name!r} has zero {side} documents ({len(fictions)} documents in the corpus); "
+                "the corpus needs more documents per event/style for this split"
+            )
+    train_set = set(train)
+    return {
+        "split": name,
+        "method": method,
+        "seed": seed,
+        "train_documents": train,
+        "val_documents": val,
+        "train_questions": sorted(q["question_id"] for q in fict_qa if q["fiction_id"] in train_set),
+        "val_questions": sorted(q["question_id"] for q in fict_qa if q["fiction_id"] not in train_set),
+    }
