@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-_SRC = Path(__file__).resolve().parents[1] / "src"
-if str(_SRC) not in sys.path:  # run without an installed package
-    sys.path.insert(0, str(_SRC))
-
-from knowlab.corpus import release  # noqa: E402
-from knowlab.corpus.release import (  # noqa: E402
+from knowlab.corpus import release
+from knowlab.corpus.release import (
     load_batch_results,
     load_release,
     load_release_folder,
     parse_fict_qa_yaml,
     parse_fictsheet,
 )
-from knowlab.corpus.schema import FICTION_RE, STYLES, TABLES, validate_corpus  # noqa: E402
-from knowlab.io import DataError  # noqa: E402
+from knowlab.corpus.schema import FICTION_RE, STYLES, TABLES, validate_corpus
+from knowlab.io import DataError
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fictionalqa_pipeline_sample"
 

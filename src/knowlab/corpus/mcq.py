@@ -4,8 +4,9 @@ The paper ranks every other answer in the corpus with a model and keeps the top
 k; that construction is ``distractors="model_ranked"`` (a later stage).  Here is
 the simple, model-free construction, named ``random_other_event`` in the output:
 
-- candidates are the natural answers of questions from *other* events, so no
-  distractor can be a true answer about the question's own event;
+- candidates are the natural answers of questions from *other* events, never an
+  answer to any question of the question's own event, so no distractor can be a
+  true answer about that event;
 - candidates equal to the gold answer (case-insensitive, whitespace-normalised)
   or duplicating another chosen choice are dropped;
 - candidates of the gold answer's coarse kind (year, other number, text) are
@@ -53,10 +54,12 @@ def build_mcq(fict_qa: Sequence[dict[str, Any]], n_choices: int, seed: int) -> l
         ValueError: fewer than ``n_choices - 1`` usable distractors exist for some question.
     """
     questions = sorted(fict_qa, key=lambda r: r["question_id"])
-    pool: dict[str, dict[str, str]] = {}  # normalised answer -> first surface form, event
+    surface: dict[str, str] = {}  # normalised answer -> first surface form
+    events: dict[str, set[str]] = {}  # normalised answer -> events it answers a question of
     for record in questions:
         key = normalise(record["natural_answer"])
-        pool.setdefault(key, {"answer": record["natural_answer"].strip(), "event_id": record["event_id"]})
+        surface.setdefault(key, record["natural_answer"].strip())
+        events.setdefault(key, set()).add(record["event_id"])
     positions = [i % n_choices for i in range(len(questions))]
     keyed_rng(seed, "mcq-gold-positions", n_choices).shuffle(positions)
     items = []
@@ -64,9 +67,9 @@ def build_mcq(fict_qa: Sequence[dict[str, Any]], n_choices: int, seed: int) -> l
         gold = record["natural_answer"].strip()
         gold_key = normalise(gold)
         others = [
-            (key, entry["answer"])
-            for key, entry in sorted(pool.items())
-            if entry["event_id"] != record["event_id"] and key != gold_key
+            (key, surface[key])
+            for key in sorted(surface)
+            if record["event_id"] not in events[key] and key != gold_key
         ]
         kind = answer_kind(gold)
         same = [a for k, a in others if answer_kind(k) == kind]

@@ -1,0 +1,73 @@
+"""The config schema: defaults, and errors that name the offending key."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = str(ROOT / "config" / "schema.yaml")
+CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+def _validate(cfg):
+    cfg = copy.deepcopy(cfg)
+    validate(cfg, SCHEMA, set_default=True)
+    return cfg
+
+
+def test_default_and_test_configs_validate():
+    _validate(CONFIG)
+    test = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+    merged = copy.deepcopy(CONFIG)
+    for key, value in test.items():
+        merged[key] = {**merged[key], **value} if isinstance(value, dict) else value
+    assert _validate(merged)["model"]["source"] == "tiny_random"
+
+
+def test_wrong_type_names_the_key():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["finetune"]["max_steps"] = "many"
+    with pytest.raises(WorkflowError, match=r"(?s)'many' is not of type 'integer'.*max_steps"):
+        _validate(cfg)
+
+
+def test_unknown_key_names_the_key():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["finetune"]["learning_rate"] = 1e-4
+    with pytest.raises(WorkflowError, match="'learning_rate' was unexpected"):
+        _validate(cfg)
+
+
+def test_bad_enum_and_bad_hash():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["model"]["source"] = "gpt5"
+    with pytest.raises(WorkflowError, match="gpt5"):
+        _validate(cfg)
+    cfg = copy.deepcopy(CONFIG)
+    cfg["fiction"]["shipped"]["sha256"]["seeds"] = "abc"
+    with pytest.raises(WorkflowError, match="abc"):
+        _validate(cfg)
+
+
+def test_defaults_fill_missing_optional_keys():
+    cfg = copy.deepcopy(CONFIG)
+    del cfg["evaluate"]["em_tokens"]
+    assert _validate(cfg)["evaluate"]["em_tokens"] == 50
+
+
+def test_every_key_is_documented():
+    readme = (ROOT / "config" / "README.md").read_text()
+
+    def walk(node, prefix=""):
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            yield path
+            if isinstance(value, dict) and key not in ("sha256", "files", "tiny_random", "gguf_package", "lora", "hub"):
+                yield from walk(value, path + ".")
+
+    undocumented = [p for p in walk(CONFIG) if f"`{p}" not in readme]
+    assert not undocumented, f"keys missing from config/README.md: {undocumented}"

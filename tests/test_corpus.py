@@ -1,0 +1,135 @@
+"""The shipped fiction corpus and its schema; MCQ construction."""
+
+import hashlib
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knowlab.corpus.fiction import load_fiction
+from knowlab.corpus.mcq import answer_kind, build_mcq, normalise
+from knowlab.corpus.schema import STYLES, TABLES, read_corpus
+from knowlab.io import DataError, HashMismatchError
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+def test_shipped_corpus_meets_the_design(corpus):
+    events = {r["event_id"] for r in corpus["seeds"]}
+    assert len(events) >= 6
+    assert {r["event_id"] for r in corpus["fictsheets"]} == events
+    per_style = Counter((r["event_id"], r["style"]) for r in corpus["fictions"])
+    assert set(per_style) == {(e, s) for e in events for s in STYLES}
+    assert min(per_style.values()) >= 2
+    per_doc = Counter(q["fiction_id"] for q in corpus["fict_qa"])
+    assert set(per_doc) == {r["fiction_id"] for r in corpus["fictions"]}
+    assert min(per_doc.values()) >= 3
+    text = {r["fiction_id"]: r["fiction"] for r in corpus["fictions"]}
+    for q in corpus["fict_qa"]:
+        assert q["span_answer"] in text[q["fiction_id"]], q["question_id"]
+    for sheet in corpus["fictsheets"]:
+        assert sheet["entities"] and sheet["events"] and "**Entities:**" in sheet["fictsheet"]
+    for doc in corpus["fictions"]:
+        assert 150 <= len(doc["fiction"].split()) <= 400
+
+
+def test_shipped_corpus_hashes_are_pinned():
+    assert load_fiction(CONFIG["fiction"], ROOT)["fictions"]
+
+
+def _copy_corpus(tmp_path):
+    folder = tmp_path / "fiction"
+    shutil.copytree(ROOT / "data" / "fiction", folder)
+    return folder
+
+
+def _pins(folder):
+    return {t: hashlib.sha256((folder / f"{t}.jsonl").read_bytes()).hexdigest() for t in TABLES}
+
+
+def test_tampered_shipped_file_fails_naming_it(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    with open(folder / "fict_qa.jsonl", "a") as handle:
+        handle.write("\n")
+    cfg = {**CONFIG["fiction"], "shipped": {"dir": str(folder), "sha256": CONFIG["fiction"]["shipped"]["sha256"]}}
+    with pytest.raises(HashMismatchError, match="fict_qa.jsonl"):
+        load_fiction(cfg, ROOT)
+
+
+def test_record_missing_a_field_names_field_file_and_line(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    lines = (folder / "fictions.jsonl").read_text().splitlines()
+    record = json.loads(lines[4])
+    del record["style"]
+    lines[4] = json.dumps(record)
+    (folder / "fictions.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"fictions\.jsonl:5: fictions record is missing required field 'style'"):
+        read_corpus(folder)
+
+
+def test_malformed_line_in_corpus(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    with open(folder / "seeds.jsonl", "a") as handle:
+        handle.write('{"event_id": "event_009", \n')
+    cfg = {"source": "shipped", "shipped": {"dir": str(folder), "sha256": _pins(folder)}}
+    with pytest.raises(DataError, match=r"seeds\.jsonl:7: malformed JSON"):
+        load_fiction(cfg, ROOT)
+
+
+def test_orphan_question_is_rejected(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    with open(folder / "fict_qa.jsonl", "a") as handle:
+        orphan = {
+            "event_id": "event_000",
+            "fiction_id": "event_000_style_news_num_009",
+            "question_id": "event_000_style_news_num_009_question_000",
+            "fict": "f",
+            "question": "q",
+            "span_answer": "s",
+            "natural_answer": "a",
+        }
+        handle.write(json.dumps(orphan) + "\n")
+    with pytest.raises(DataError, match="missing fiction"):
+        read_corpus(folder)
+
+
+def test_mcq_is_deterministic_balanced_and_valid(corpus):
+    items = build_mcq(corpus["fict_qa"], 4, seed=7)
+    assert items == build_mcq(corpus["fict_qa"], 4, seed=7)
+    assert items != build_mcq(corpus["fict_qa"], 4, seed=8)
+    assert len(items) == len(corpus["fict_qa"])
+    counts = Counter(item["gold"] for item in items)
+    assert max(counts.values()) - min(counts.values()) <= 1
+    answers = {q["question_id"]: q for q in corpus["fict_qa"]}
+    event_answers = {}
+    for q in corpus["fict_qa"]:
+        event_answers.setdefault(q["event_id"], set()).add(normalise(q["natural_answer"]))
+    for item in items:
+        gold = answers[item["question_id"]]["natural_answer"].strip()
+        assert item["choices"][item["gold"]] == gold
+        distractors = [c for i, c in enumerate(item["choices"]) if i != item["gold"]]
+        assert len({normalise(c) for c in item["choices"]}) == 4
+        assert all(normalise(c) not in event_answers[item["event_id"]] for c in distractors)
+        assert item["distractors"] == "random_other_event"
+
+
+def test_mcq_prefers_answers_of_the_same_kind(corpus):
+    items = build_mcq(corpus["fict_qa"], 4, seed=1)
+    years = [i for i in items if answer_kind(i["choices"][i["gold"]]) == "year"]
+    assert years
+    for item in years:
+        assert all(answer_kind(c) == "year" for c in item["choices"])
+
+
+def test_mcq_needs_enough_distractors():
+    qa = [
+        {"event_id": f"event_00{e}", "fiction_id": f"event_00{e}_style_news_num_000",
+         "question_id": f"event_00{e}_style_news_num_000_question_000", "question": "q", "natural_answer": f"a{e}"}
+        for e in range(2)
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="only 1 distractors"):
+        build_mcq(qa, 4, seed=0)

@@ -1,0 +1,134 @@
+"""The whole workflow on config/test.yaml (tiny random model), as a user runs it.
+
+Also: the second run re-runs nothing; bad input stops the workflow with a clear
+message and no partial output; lint, format and the SLURM profile's dry run.
+"""
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+TEST_CONFIG = str(ROOT / "config" / "test.yaml")
+
+pytestmark = pytest.mark.pipeline
+
+
+def snakemake(workdir, *args, check=True):
+    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", TEST_CONFIG, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    work = tmp_path_factory.mktemp("pipeline")
+    snakemake(work, "--cores", "2")
+    return work
+
+
+def test_every_figure_is_written(workdir):
+    for run in ("doc", "event"):
+        for fig in ("loss", "em", "mcq", "mcnemar"):
+            for ext in ("pdf", "png"):
+                path = workdir / "results" / "figures" / run / f"{fig}.{ext}"
+                assert path.stat().st_size > 1000, path
+    assert (workdir / "results" / "figures" / "mixture.png").stat().st_size > 1000
+
+
+def test_item_tables_and_statistics(workdir):
+    items = pd.read_parquet(workdir / "results" / "evaluate" / "doc" / "step-6.parquet")
+    assert set(items["suite"]) == {"fiction_doc", "webtext", "mcq4"}
+    assert {"item_id", "run", "step", "checkpoint", "loss", "em", "acc", "acc_norm"} <= set(items.columns)
+    assert (items["run"] == "doc").all() and (items["step"] == 6).all()
+    assert items.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
+    mcnemar = pd.read_parquet(workdir / "results" / "stats" / "doc" / "mcnemar.parquet")
+    assert len(mcnemar) == 3 * 3 + 3  # checkpoint matrix + matched steps vs control
+    assert mcnemar["pvalue"].between(0, 1).all()
+    log = pd.read_parquet(workdir / "results" / "finetune" / "doc" / "train_log.parquet")
+    assert list(log["step"]) == [1, 2, 3, 4, 5, 6]
+    assert log["fiction_samples_seen"].is_monotonic_increasing
+    assert (log["fiction_samples_seen"] + log["webtext_samples_seen"] == log["step"] * 4).all()
+    control = pd.read_parquet(workdir / "results" / "finetune" / "control" / "train_log.parquet")
+    assert (control["fiction_samples_seen"] == 0).all()
+
+
+def test_checkpoints_load_with_transformers(workdir):
+    from transformers import AutoModelForCausalLM
+
+    for step in (0, 3, 6):
+        model = AutoModelForCausalLM.from_pretrained(workdir / "results" / "finetune" / "doc" / "checkpoints" / f"step-{step}")
+        assert model.config.num_hidden_layers == 2
+
+
+def test_manifests_record_provenance(workdir):
+    manifest = json.loads((workdir / "results" / "evaluate" / "doc" / "step-3.manifest.json").read_text())
+    assert manifest["rule"] == "evaluate" and manifest["wildcards"] == {"run": "doc", "step": "3"}
+    fictions = next(i for i in manifest["inputs"] if i["path"].endswith("fictions.jsonl"))
+    digest = hashlib.sha256((workdir / fictions["path"]).read_bytes()).hexdigest()
+    assert fictions["sha256"] == digest
+    assert manifest["config"]["cfg"]["em_tokens"] == 50
+    assert manifest["packages"]["torch"].startswith("2.13.0")
+    assert manifest["wall_time_s"] > 0 and "commit" in manifest["git"]
+    finetune = json.loads((workdir / "results" / "finetune" / "doc" / "manifest.json").read_text())
+    assert finetune["seed"] == 1234
+    assert any("step-6/model.safetensors" in f for o in finetune["outputs"] for f in o.get("files", {}))
+    for log in ("finetune/doc.log", "evaluate/doc/step-3.log", "base_model.log"):
+        assert "finished in" in (workdir / "results" / "logs" / log).read_text()
+
+
+def test_second_run_does_nothing(workdir):
+    proc = snakemake(workdir, "--cores", "2")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_malformed_corpus_stops_with_no_partial_output(tmp_path):
+    import shutil
+
+    corpus = tmp_path / "fiction"
+    shutil.copytree(ROOT / "data" / "fiction", corpus)
+    lines = (corpus / "fictions.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:40]  # truncated line
+    (corpus / "fictions.jsonl").write_text("\n".join(lines) + "\n")
+    pins = {t: hashlib.sha256((corpus / f"{t}.jsonl").read_bytes()).hexdigest() for t in ("seeds", "fictsheets", "fictions", "fict_qa")}
+    config = tmp_path / "bad.yaml"
+    config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
+    work = tmp_path / "work"
+    proc = snakemake(work, "--cores", "1", "--configfile", TEST_CONFIG, str(config), "results/corpus/fiction/fictions.jsonl", check=False)
+    assert proc.returncode != 0
+    log = (work / "results" / "logs" / "fiction_corpus.log").read_text()
+    assert "fictions.jsonl:3: malformed JSON" in log
+    assert not (work / "results" / "corpus" / "fiction").exists() or not any((work / "results" / "corpus" / "fiction").iterdir())
+
+
+def test_config_error_names_the_key(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("finetune:\n  max_steps: lots\n")
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0
+    assert "max_steps" in proc.stderr + proc.stdout and "integer" in proc.stderr + proc.stdout
+
+
+def test_lint_and_format_are_clean():
+    lint = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=ROOT)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    files = [str(ROOT / "Snakefile"), *map(str, sorted((ROOT / "rules").glob("*.smk")))]
+    fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+def test_slurm_profile_dry_run(tmp_path):
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "finetune" in proc.stdout

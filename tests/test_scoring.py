@@ -1,0 +1,102 @@
+"""Log-likelihood scoring with lm-evaluation-harness semantics; the evaluation suites."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from knowlab.evaluate.scoring import encode_pair, loglikelihood, prefix_token_id, score_token_ids
+from knowlab.evaluate.suites import document_rows, evaluate_checkpoint, mcq_rows
+from knowlab.resources.models import load_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    torch.manual_seed(0)
+    return load_model(tiny_model_dir)
+
+
+def test_encode_pair_moves_trailing_space_into_continuation(tiny):
+    _, tok = tiny
+    ctx, cont = encode_pair(tok, "Question: Who won?\nAnswer: ", "Jonas")
+    ctx2, cont2 = encode_pair(tok, "Question: Who won?\nAnswer:", " Jonas")
+    assert (ctx, cont) == (ctx2, cont2)
+    whole = tok("Question: Who won?\nAnswer: Jonas", add_special_tokens=False)["input_ids"]
+    assert ctx + cont == whole
+    empty_ctx, body = encode_pair(tok, "", "Jonas")
+    assert empty_ctx == [prefix_token_id(tok)]
+
+
+def _manual_loglik(model, ids, n_cont):
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids[:-1]])).logits[0]
+    lp = torch.log_softmax(logits.double(), -1)
+    targets = ids[1:]
+    return sum(lp[i, targets[i]].item() for i in range(len(targets) - n_cont, len(targets)))
+
+
+def test_loglikelihood_matches_a_manual_forward_pass(tiny):
+    model, tok = tiny
+    requests = [("The barrier failed in", " 1911"), ("Who chaired the inquiry?", " Edwin Tarrant"), ("", "A whole text.")]
+    scored = loglikelihood(model, tok, requests, batch_size=2)
+    for (ctx, cont), (ll, n, _) in zip(requests, scored):
+        c, x = encode_pair(tok, ctx, cont)
+        assert n == len(x)
+        assert ll == pytest.approx(_manual_loglik(model, c + x, len(x)), abs=1e-4)
+
+
+def test_results_do_not_depend_on_batch_size(tiny, corpus):
+    model, tok = tiny
+    requests = [(q["question"], " " + q["natural_answer"]) for q in corpus["fict_qa"][:40]]
+    requests += [("", r["fiction"][:300]) for r in corpus["fictions"][:5]]
+    runs = [loglikelihood(model, tok, requests, batch_size=b) for b in (1, 3, 16)]
+    for other in runs[1:]:
+        for (a, na, ga), (b, nb, gb) in zip(runs[0], other):
+            assert na == nb and ga == gb
+            assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_greedy_flag_and_empty_continuation(tiny):
+    model, tok = tiny
+    ids = tok("the the the the", add_special_tokens=False)["input_ids"]
+    (scores,) = score_token_ids(model, [([prefix_token_id(tok)], ids)])
+    assert scores.greedy.dtype == bool and len(scores.greedy) == len(ids)
+    with pytest.raises(ValueError, match="empty continuation"):
+        score_token_ids(model, [([1], [])])
+
+
+def test_mcq_acc_and_acc_norm_definitions(tiny, monkeypatch):
+    model, tok = tiny
+    # fixed log-likelihoods: choice 0 wins on the sum, choice 1 per character
+    fake = {" a": -2.0, " bbbbbbbbbb": -3.0, " cc": -9.0}
+    monkeypatch.setattr(
+        "knowlab.evaluate.suites.loglikelihood",
+        lambda m, t, reqs, batch_size, desc: [(fake[cont], 1, False) for _, cont in reqs],
+    )
+    (row,) = mcq_rows(model, tok, [{"question_id": "q", "question": "?", "choices": ["a", "bbbbbbbbbb", "cc"], "gold": 1}], "Q: {question}", 4)
+    assert row["pred"] == 0 and row["acc"] == 0.0
+    assert row["pred_norm"] == 1 and row["acc_norm"] == 1.0
+    expected = -3.0 - np.logaddexp.reduce([-2.0, -3.0, -9.0])
+    assert row["gold_logprob_norm"] == pytest.approx(expected)
+
+
+def test_document_rows_loss_and_em(tiny, corpus):
+    model, tok = tiny
+    items = [(r["fiction_id"], r["fiction"]) for r in corpus["fictions"][:3]] + [("short", "Too short.")]
+    rows = document_rows(model, tok, items, em_tokens=50, batch_size=2)
+    for row in rows[:3]:
+        assert row["loss"] == pytest.approx(row["nll_sum"] / row["n_tokens"])
+        assert row["em"] in (0.0, 1.0)
+    assert math.isnan(rows[3]["em"])
+
+
+def test_evaluate_checkpoint_item_table(tiny, corpus):
+    from knowlab.corpus.mcq import build_mcq
+
+    model, tok = tiny
+    mcq = build_mcq(corpus["fict_qa"], 4, seed=0)[:12]
+    webtext = [{"webtext_id": "w0", "text": "Some held-out webtext paragraph about a river and a town."}]
+    table = evaluate_checkpoint(model, tok, fictions=corpus["fictions"][:4], webtext=webtext, mcq=mcq, em_tokens=50, batch_size=4)
+    assert table.groupby("suite").size().to_dict() == {"fiction_doc": 4, "mcq4": 12, "webtext": 1}
+    assert table["item_id"].is_unique
