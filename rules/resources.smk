@@ -7,13 +7,13 @@ rule base_model:
     output:
         model=directory("resources/base_model"),
         manifest="resources/base_model.manifest.json",
-    params:
-        cfg=config["model"],
-        seed=config["seed"],
     log:
         "results/logs/base_model.log",
     conda:
         "../envs/train.yaml"
+    params:
+        cfg=config["model"],
+        seed=config["seed"],
     script:
         "../scripts/base_model.py"
 
@@ -23,12 +23,12 @@ rule webtext:
         train="resources/webtext/train.jsonl",
         heldout="resources/webtext/heldout.jsonl",
         manifest="resources/webtext/manifest.json",
-    params:
-        cfg=config["webtext"],
-        seed=config["seed"],
     log:
         "results/logs/webtext.log",
     conda:
         "../envs/data.yaml"
+    params:
+        cfg=config["webtext"],
+        seed=config["seed"],
     script:
         "../scripts/webtext.py"

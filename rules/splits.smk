@@ -8,12 +8,12 @@ rule split:
     output:
         split="results/splits/{split}.json",
         manifest="results/splits/{split}.manifest.json",
-    params:
-        cfg=config["splits"],
-        seed=config["seed"],
     log:
         "results/logs/splits/{split}.log",
     conda:
         "../envs/data.yaml"
+    params:
+        cfg=config["splits"],
+        seed=config["seed"],
     script:
         "../scripts/split.py"

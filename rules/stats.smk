@@ -7,13 +7,13 @@ rule mcnemar:
     output:
         table="results/stats/{run}/mcnemar.parquet",
         manifest="results/stats/{run}/mcnemar.manifest.json",
-    params:
-        cfg=config["stats"],
-        control=CONTROL,
-        suite=MCNEMAR_SUITE,
     log:
         "results/logs/stats/{run}/mcnemar.log",
     conda:
         "../envs/stats.yaml"
+    params:
+        cfg=config["stats"],
+        control=CONTROL,
+        suite=MCNEMAR_SUITE,
     script:
         "../scripts/mcnemar.py"

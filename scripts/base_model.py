@@ -1,5 +1,10 @@
 """Materialise the base model (packaged GGUF -> safetensors, tiny random model, or Hub id)."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 from knowlab.io import read_jsonl
 from knowlab.provenance import rule_step
 from knowlab.resources.models import prepare_base_model

@@ -1,5 +1,10 @@
 """Evaluate one checkpoint on every suite; write item-level rows."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 import torch
 
 from knowlab.evaluate.suites import evaluate_checkpoint

@@ -1,5 +1,10 @@
 """Load the fiction corpus (shipped JSONL or the released dataset), validate it, write it out."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 from knowlab.corpus.fiction import load_fiction
 from knowlab.corpus.schema import write_corpus
 from knowlab.provenance import rule_step

@@ -1,5 +1,10 @@
 """Draw samples seen and epochs completed per source for every run (paper Fig. 2)."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 import pandas as pd
 
 from knowlab import figures

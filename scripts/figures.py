@@ -1,5 +1,10 @@
 """Draw the FictionalQA figures of one fiction run (and its control)."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 import pandas as pd
 
 from knowlab import figures

@@ -1,5 +1,10 @@
 """Fine-tune one run (a split's fiction mixed into webtext, or the webtext-only control)."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 import torch
 
 from knowlab.finetune.train import finetune

@@ -1,5 +1,10 @@
 """McNemar tests between every pair of a run's checkpoints and against the control at matched steps."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 import pandas as pd
 
 from knowlab.io import write_parquet

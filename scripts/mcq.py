@@ -1,5 +1,10 @@
 """Build the n-choice MCQ items of every fictional question."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 from knowlab.corpus.mcq import build_mcq
 from knowlab.io import read_jsonl, write_jsonl
 from knowlab.provenance import rule_step

@@ -1,5 +1,10 @@
 """Build one train/validation split of the fiction corpus as id lists."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 from knowlab.io import read_jsonl, write_json
 from knowlab.provenance import rule_step
 from knowlab.splits import make_split

@@ -1,5 +1,10 @@
 """Verify gensim's packaged Wikipedia and Lee corpora and split their paragraphs."""
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
 from knowlab.io import write_jsonl
 from knowlab.provenance import rule_step
 from knowlab.resources.webtext import build_webtext

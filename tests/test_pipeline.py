@@ -102,9 +102,12 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
     work = tmp_path / "work"
-    proc = snakemake(work, "--cores", "1", "--configfile", TEST_CONFIG, str(config), "results/corpus/fiction/fictions.jsonl", check=False)
-    assert proc.returncode != 0
-    log = (work / "results" / "logs" / "fiction_corpus.log").read_text()
+    target = "results/corpus/fiction/fictions.jsonl"
+    proc = snakemake(work, "--configfile", TEST_CONFIG, str(config), "--cores", "1", target, check=False)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    log_file = work / "results" / "logs" / "fiction_corpus.log"
+    assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
+    log = log_file.read_text()
     assert "fictions.jsonl:3: malformed JSON" in log
     assert not (work / "results" / "corpus" / "fiction").exists() or not any((work / "results" / "corpus" / "fiction").iterdir())
 

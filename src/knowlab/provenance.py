@@ -154,7 +154,8 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
 
     ``smk`` is the ``snakemake`` object of a ``script:``.  The manifest is written
     to ``smk.output.manifest`` after the body succeeds; the other outputs are the
-    manifest's ``outputs``.  ``params`` are recorded as the config slice; a
+    manifest's ``outputs``.  A failure is logged with its traceback and re-raised,
+    so Snakemake removes the job's outputs.  ``params`` are recorded as the config slice; a
     ``seed`` param (or the ``seed`` argument) is recorded as the seed.
     """
     log_file = smk.log[0] if len(smk.log) else None
@@ -162,7 +163,11 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
     started = time.time()
     params = dict(smk.params.items())
     log.info("rule %s %s started", smk.rule, dict(smk.wildcards.items()))
-    yield log
+    try:
+        yield log
+    except Exception as err:
+        log.error("rule %s failed: %s: %s", smk.rule, type(err).__name__, err, exc_info=True)
+        raise
     finished = time.time()
     outputs = [str(p) for k, p in smk.output.items() if k != "manifest"]
     manifest = build_manifest(
