@@ -24,9 +24,10 @@ plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 120, "
 SIDE_STYLE = {"train": "-", "val": "--"}
 
 
-def save(fig, pdf: str | Path, png: str | Path) -> None:
+def save(fig, pdf: str | Path, png: str | Path, tight: bool = True) -> None:
     """Save ``fig`` to both paths atomically and close it."""
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     for path in (pdf, png):
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=Path(path).suffix[1:], dpi=150)
@@ -106,20 +107,37 @@ def plot_mixture(logs: pd.DataFrame, pdf, png) -> None:
     save(fig, pdf, png)
 
 
+def _pvalue_cells(ax, matrix: np.ndarray) -> None:
+    for (i, j), value in np.ndenumerate(matrix):
+        ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=8, color="w" if value > 0.5 else "k")
+    ax.grid(False)
+
+
 def plot_mcnemar(table: pd.DataFrame, title: str, pdf, png) -> None:
-    """Heatmap of Holm-corrected McNemar p-values between the checkpoints of each run."""
-    runs = sorted(table["run_a"].unique())
-    fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4.3), squeeze=False)
-    for ax, run in zip(axes[0], runs):
-        part = table[(table["run_a"] == run) & (table["run_b"] == run)]
-        matrix = part.pivot(index="step_a", columns="step_b", values="pvalue_holm").sort_index().sort_index(axis=1)
-        image = ax.imshow(matrix.to_numpy(), vmin=0, vmax=1, cmap="viridis_r")
-        ax.set_xticks(range(len(matrix.columns)), matrix.columns)
-        ax.set_yticks(range(len(matrix.index)), matrix.index)
-        for (i, j), value in np.ndenumerate(matrix.to_numpy()):
-            ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=7, color="w" if value < 0.5 else "k")
-        ax.set(title=f"{run}", xlabel="checkpoint step", ylabel="checkpoint step")
-        ax.grid(False)
-        fig.colorbar(image, ax=ax, label="p-value (Holm-corrected)")
+    """Holm-corrected McNemar p-values: checkpoint x checkpoint of the run (left) and,
+    when present, the run vs the control at matched steps (right)."""
+    run = table["run_a"].iloc[0]
+    within = table[(table["run_a"] == run) & (table["run_b"] == run)]
+    versus = table[table["run_b"] != run]
+    fig, axes = plt.subplots(
+        1, 2 if len(versus) else 1, figsize=(11 if len(versus) else 5.5, 4.5), squeeze=False, layout="constrained"
+    )
+    matrix = within.pivot(index="step_a", columns="step_b", values="pvalue_holm").sort_index().sort_index(axis=1)
+    ax = axes[0][0]
+    image = ax.imshow(matrix.to_numpy(), vmin=0, vmax=1, cmap="viridis_r")
+    ax.set_xticks(range(len(matrix.columns)), matrix.columns)
+    ax.set_yticks(range(len(matrix.index)), matrix.index)
+    _pvalue_cells(ax, matrix.to_numpy())
+    ax.set(title=f"{run}: checkpoint vs checkpoint", xlabel="checkpoint step", ylabel="checkpoint step")
+    if len(versus):
+        ax = axes[0][1]
+        row = versus.sort_values("step_a")
+        strip = row["pvalue_holm"].to_numpy()[None, :]
+        ax.imshow(strip, vmin=0, vmax=1, cmap="viridis_r")
+        ax.set_xticks(range(len(row)), row["step_a"])
+        ax.set_yticks([0], [f"vs {row['run_b'].iloc[0]}"])
+        _pvalue_cells(ax, strip)
+        ax.set(title=f"{run} vs control at matched steps", xlabel="checkpoint step")
+    fig.colorbar(image, ax=axes[0].tolist(), label=f"p-value ({table['correction'].iloc[0].capitalize()}-corrected)")
     fig.suptitle(title)
-    save(fig, pdf, png)
+    save(fig, pdf, png, tight=False)

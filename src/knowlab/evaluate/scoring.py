@@ -91,15 +91,16 @@ def score_token_ids(
                 seq = inputs[i][0]
                 ids[row, : len(seq)] = torch.tensor(seq)
                 mask[row, : len(seq)] = 1
-            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()
-            logprobs = torch.log_softmax(logits, dim=-1)
+            # logits only from the first scored position of the batch on (logits_to_keep),
+            # and log-probabilities only at scored positions: no full-vocabulary log_softmax
+            starts = [len(inputs[i][0]) - min(inputs[i][2], len(inputs[i][1])) for i in batch]
+            first = min(starts)
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), logits_to_keep=width - first).logits
             for row, i in enumerate(batch):
-                _, targets, n_cont = inputs[i]
-                length = len(targets)
-                n_cont = min(n_cont, length)
-                span = logprobs[row, length - n_cont : length]
-                target = torch.tensor(targets[length - n_cont :], device=span.device)
-                token_lp = span.gather(-1, target[:, None])[:, 0]
+                _, targets, _ = inputs[i]
+                span = logits[row, starts[row] - first : len(targets) - first].float()
+                target = torch.tensor(targets[starts[row] :], device=span.device)
+                token_lp = span.gather(-1, target[:, None])[:, 0] - span.logsumexp(-1)
                 greedy = span.argmax(-1) == target
                 results[i] = TokenScores(token_lp.double().cpu().numpy(), greedy.cpu().numpy())
     return results  # type: ignore[return-value]
