@@ -27,7 +27,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
-	$(BIN)/snakefmt --check Snakefile rules/
+	$(BIN)/snakefmt --check Snakefile rules/*.smk
 
 dryrun-slurm: $(STAMP)
 	$(BIN)/snakemake --profile workflow/profiles/slurm -n

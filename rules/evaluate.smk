@@ -1,4 +1,30 @@
 # Checkpoint evaluation: one job per (run, checkpoint), item-level rows.
+# Step 0 of every run is the base model: it is evaluated once and shared.
+
+
+rule evaluate_base:
+    input:
+        model="resources/base_model",
+        fictions=f"{FICTION}/fictions.jsonl",
+        webtext="resources/webtext/heldout.jsonl",
+        mcq=MCQ,
+    output:
+        table="results/evaluate/base_model.parquet",
+        manifest="results/evaluate/base_model.manifest.json",
+    log:
+        "results/logs/evaluate/base_model.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["evaluate"],
+        checkpoint=lambda wildcards, input: input.model,
+        run="base_model",
+        step=0,
+    script:
+        "../scripts/evaluate.py"
 
 
 rule evaluate:
@@ -12,6 +38,8 @@ rule evaluate:
         manifest="results/evaluate/{run}/step-{step}.manifest.json",
     log:
         "results/logs/evaluate/{run}/step-{step}.log",
+    wildcard_constraints:
+        step="[1-9][0-9]*",
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -19,5 +47,22 @@ rule evaluate:
         gpu=1,
     params:
         cfg=config["evaluate"],
+        checkpoint=lambda wildcards, input: f"{input.checkpoints}/step-{wildcards.step}",
+        run=lambda wildcards: wildcards.run,
+        step=lambda wildcards: int(wildcards.step),
     script:
         "../scripts/evaluate.py"
+
+
+rule evaluate_step0:
+    input:
+        table="results/evaluate/base_model.parquet",
+    output:
+        table="results/evaluate/{run}/step-0.parquet",
+        manifest="results/evaluate/{run}/step-0.manifest.json",
+    log:
+        "results/logs/evaluate/{run}/step-0.log",
+    conda:
+        "../envs/eval.yaml"
+    script:
+        "../scripts/evaluate_step0.py"

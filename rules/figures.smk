@@ -28,12 +28,12 @@ rule figure_loss:
             subcategory="{run} split",
         ),
         manifest="results/figures/{run}/loss.manifest.json",
-    params:
-        control=CONTROL,
     log:
         "results/logs/figures/{run}/loss.log",
     conda:
         "../envs/plot.yaml"
+    params:
+        control=CONTROL,
     script:
         "../scripts/figure_loss.py"
 
@@ -51,12 +51,12 @@ rule figure_em:
             subcategory="{run} split",
         ),
         manifest="results/figures/{run}/em.manifest.json",
-    params:
-        em_tokens=config["evaluate"]["em_tokens"],
     log:
         "results/logs/figures/{run}/em.log",
     conda:
         "../envs/plot.yaml"
+    params:
+        em_tokens=config["evaluate"]["em_tokens"],
     script:
         "../scripts/figure_em.py"
 
@@ -73,13 +73,13 @@ rule figure_mcq:
             subcategory="{run} split",
         ),
         manifest="results/figures/{run}/mcq.manifest.json",
-    params:
-        control=CONTROL,
-        suite=MCNEMAR_SUITE,
     log:
         "results/logs/figures/{run}/mcq.log",
     conda:
         "../envs/plot.yaml"
+    params:
+        control=CONTROL,
+        suite=MCNEMAR_SUITE,
     script:
         "../scripts/figure_mcq.py"
 

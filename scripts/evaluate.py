@@ -14,10 +14,9 @@ from knowlab.resources.models import load_model
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
-    cfg = snakemake.params.cfg
-    checkpoint = f"{snakemake.input.checkpoints}/step-{snakemake.wildcards.step}"
-    log.info("evaluating checkpoint %s", checkpoint)
-    model, tokenizer = load_model(checkpoint)
+    cfg, params = snakemake.params.cfg, snakemake.params
+    log.info("evaluating checkpoint %s", params.checkpoint)
+    model, tokenizer = load_model(params.checkpoint)
     table = evaluate_checkpoint(
         model,
         tokenizer,
@@ -28,7 +27,7 @@ with rule_step(snakemake) as log:
         batch_size=cfg["batch_size"],
         mcq_template=cfg["mcq_template"],
     )
-    table.insert(0, "checkpoint", checkpoint)
-    table.insert(0, "step", int(snakemake.wildcards.step))
-    table.insert(0, "run", snakemake.wildcards.run)
+    table.insert(0, "checkpoint", str(params.checkpoint))
+    table.insert(0, "step", params.step)
+    table.insert(0, "run", params.run)
     write_parquet(snakemake.output.table, table)

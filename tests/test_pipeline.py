@@ -61,6 +61,14 @@ def test_item_tables_and_statistics(workdir):
     assert (control["fiction_samples_seen"] == 0).all()
 
 
+def test_step_zero_is_the_base_model_evaluated_once(workdir):
+    base = pd.read_parquet(workdir / "results" / "evaluate" / "base_model.parquet")
+    for run in ("doc", "event", "control"):
+        step0 = pd.read_parquet(workdir / "results" / "evaluate" / run / "step-0.parquet")
+        assert (step0["run"] == run).all() and (step0["step"] == 0).all()
+        pd.testing.assert_frame_equal(step0.drop(columns="run"), base.drop(columns="run"))
+
+
 def test_checkpoints_load_with_transformers(workdir):
     from transformers import AutoModelForCausalLM
 
