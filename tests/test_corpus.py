@@ -133,3 +133,12 @@ def test_mcq_needs_enough_distractors():
     ]  # fmt: skip
     with pytest.raises(ValueError, match="only 1 distractors"):
         build_mcq(qa, 4, seed=0)
+
+
+def test_release_source_switch_reads_the_authors_sample():
+    sample = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
+    if not sample.is_dir():
+        pytest.skip(f"FictionalQA pipeline sample not found at {sample}")
+    tables = load_fiction({"source": "release", "release": {"path": str(sample), "hub_id": None}}, ROOT)
+    assert len(tables["fictions"]) == 15 and len(tables["fict_qa"]) == 75
+    assert {r["style"] for r in tables["fictions"]} == set(STYLES)

@@ -34,3 +34,14 @@ def test_gguf_hash_is_checked_before_loading(tmp_path):
     with pytest.raises(HashMismatchError, match="SmolLM2-135M-Instruct.Q4_1.gguf"):
         convert_gguf(fake, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_hub_loader_with_a_local_folder(tiny_model_dir, tmp_path):
+    # the Hub path of prepare_base_model; offline, from_pretrained takes a local folder the same way
+    from knowlab.resources.models import prepare_base_model
+
+    prepare_base_model({"source": "hub", "hub": {"id": str(tiny_model_dir), "revision": None}}, tmp_path / "m", seed=0)
+    model, _ = load_model(tmp_path / "m")
+    assert model.config.hidden_size == 32
+    with pytest.raises(ValueError, match="model.source"):
+        prepare_base_model({"source": "ftp"}, tmp_path / "x", seed=0)

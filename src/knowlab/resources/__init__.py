@@ -1,0 +1,1 @@
+"""Pinned resources: base models and webtext, each verified by sha256 before use."""
