@@ -6,6 +6,7 @@ from pathlib import Path
 # does every script (first line), in the venv, in conda envs and on SLURM nodes.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
+from knowlab.corpus.schema import TABLES
 from knowlab.finetune.train import checkpoint_steps
 
 BASEDIR = workflow.basedir
@@ -33,10 +34,7 @@ def shipped_fiction_files(wildcards):
     if config["fiction"]["source"] != "shipped":
         return []
     folder = Path(BASEDIR) / config["fiction"]["shipped"]["dir"]
-    return [
-        str(folder / f"{table}.jsonl")
-        for table in ("seeds", "fictsheets", "fictions", "fict_qa")
-    ]
+    return [str(folder / f"{table}.jsonl") for table in TABLES]
 
 
 def base_model_inputs(wildcards):
