@@ -1,5 +1,7 @@
 """DeepSpeed fine-tuning on CPU (gloo): full weights and LoRA adapters, checkpoints that transformers loads."""
 
+import os
+
 import pytest
 import torch
 
@@ -22,6 +24,16 @@ CFG = {
     "zero_stage": 0,
     "lora": {"enabled": False, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
 }
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    # init_distributed sets the launcher variables in this process: keep them out of
+    # later tests' subprocesses (their jobs pick free ports of their own)
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def test_checkpoint_steps():

@@ -16,7 +16,7 @@ loads on top of the base model when peft is installed.
 
 On CPU, DeepSpeed needs ``DS_ACCELERATOR=cpu`` and the launcher variables
 RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; :func:`init_distributed`
-sets them for a single process when no launcher did.  The first CPU run
+sets them for a single process (with a free port) when no launcher did.  The first CPU run
 compiles DeepSpeed's small ``deepspeed_shm_comm`` C++ op (about a minute),
 cached under ``~/.cache/torch_extensions`` (``TORCH_EXTENSIONS_DIR`` overrides).
 """
@@ -47,16 +47,21 @@ def _free_port() -> int:
 
 
 def init_distributed() -> str:
-    """Initialise the process group once; return the device type (``cuda`` or ``cpu``)."""
+    """Initialise the process group once; return the device type (``cuda`` or ``cpu``).
+
+    Under a launcher (``deepspeed``, ``torchrun``, SLURM with ``WORLD_SIZE`` set) its
+    variables are used as they are; otherwise this process is rank 0 of 1.
+    """
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    defaults = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
-    for key, value in defaults.items():
-        os.environ.setdefault(key, value)
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+    if "WORLD_SIZE" not in os.environ:
+        # no launcher: a single process with a port of its own, so that parallel
+        # jobs on one machine never share a rendezvous port
+        single = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+        os.environ.update(single, MASTER_PORT=str(_free_port()))
     import deepspeed
 
     if not torch.distributed.is_initialized():
