@@ -97,6 +97,8 @@ def plot_mixture(logs: pd.DataFrame, pdf, png) -> None:
     """Samples seen (left) and epochs completed (right) per source vs step, one line per run."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for i, (run, log) in enumerate(logs.groupby("run")):
+        start = {"step": 0, **{f"{s}_{k}": 0 for s in ("fiction", "webtext") for k in ("samples_seen", "epochs")}}
+        log = pd.concat([pd.DataFrame([start]), log], ignore_index=True)
         for source, style in (("fiction", "-"), ("webtext", "--")):
             kwargs = {"color": f"C{i}", "linestyle": style, "label": f"{run}: {source}"}
             left.plot(log["step"], log[f"{source}_samples_seen"], **kwargs)

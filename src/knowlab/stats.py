@@ -8,9 +8,11 @@ right): the exact binomial test is used when ``b + c < exact_below`` (default
 ``b + c == 0`` (e.g. a checkpoint against itself on the diagonal) the two
 checkpoints agree on every question and the p-value is defined as 1.0.
 
-Every p-value matrix is also corrected for multiple comparisons with Holm's
-step-down method (``statsmodels.stats.multitest.multipletests``) over the
-distinct off-diagonal pairs of that matrix; the figure names the correction.
+Every table of tests is also corrected for multiple comparisons with Holm's
+step-down method (``statsmodels.stats.multitest.multipletests``): the family is
+every distinct pair of different checkpoints in the table (the run's
+checkpoint-by-checkpoint matrix and its matched-step comparisons with the
+control together); the figure names the correction.
 """
 
 from __future__ import annotations
