@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from knowlab.stats import checkpoint_pairs, matched_pairs, mcnemar_pair, mcnemar_table
+from knowlab.stats import checkpoint_pairs, matched_pairs, mcnemar_for_run, mcnemar_pair, mcnemar_table
 
 
 def _series(values, ids=None):
@@ -61,3 +61,17 @@ def test_matrix_with_holm_correction():
     sym = table[(table.run_a == "doc") & (table.run_b == "doc")].set_index(["step_a", "step_b"])["pvalue_holm"]
     assert sym[(0, 20)] == sym[(20, 0)] < 0.05
     assert set(table["correction"]) == {"holm"}
+
+
+def test_mcnemar_for_run_selects_suite_and_control():
+    rows = []
+    for run in ("doc", "control"):
+        for step in (0, 5):
+            for i in range(30):
+                rows.append({"run": run, "step": step, "suite": "mcq4", "item_id": f"q{i}", "acc": float((i + step) % 3 == 0)})
+                rows.append({"run": run, "step": step, "suite": "fiction_doc", "item_id": f"d{i}", "acc": None})
+    items = pd.DataFrame(rows)
+    table = mcnemar_for_run(items, "doc", "control", "mcq4")
+    assert len(table) == 4 + 2 and set(table["suite"]) == {"mcq4"} and (table["n"] == 30).all()
+    alone = mcnemar_for_run(items[items["run"] == "doc"], "doc", "control", "mcq4")
+    assert len(alone) == 4

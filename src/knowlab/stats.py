@@ -91,3 +91,20 @@ def checkpoint_pairs(steps: Sequence[int], run: str) -> list[tuple[tuple[str, in
 def matched_pairs(steps: Sequence[int], run: str, control: str) -> list[tuple[tuple[str, int], tuple[str, int]]]:
     """Fiction run vs control at each matched step."""
     return [((run, s), (control, s)) for s in steps]
+
+
+def mcnemar_for_run(
+    items: pd.DataFrame, run: str, control: str | None, suite: str, exact_below: int = 25
+) -> pd.DataFrame:
+    """McNemar on per-question ``acc`` of ``suite``: every pair of ``run``'s checkpoints and,
+    when ``items`` hold a ``control`` run other than ``run``, ``run`` vs ``control`` at each step.
+
+    ``items`` is the concatenation of item tables (columns ``run, step, suite, item_id, acc``).
+    """
+    rows = items[items["suite"] == suite]
+    correct = rows[["run", "step", "item_id", "acc"]].rename(columns={"acc": "correct"})
+    steps = sorted(correct.loc[correct["run"] == run, "step"].unique().tolist())
+    pairs = checkpoint_pairs(steps, run)
+    if control and control != run and (correct["run"] == control).any():
+        pairs += matched_pairs(steps, run, control)
+    return mcnemar_table(correct, pairs, exact_below).assign(suite=suite, metric="acc")
