@@ -4,10 +4,11 @@ from collections import Counter
 
 import pytest
 
-from knowlab.splits import SplitError, make_split
+from knowlab.corpus.schema import STYLES
+from knowlab.splits import SPLITS, SplitError, make_split
 
 
-@pytest.mark.parametrize("name", ["doc", "event"])
+@pytest.mark.parametrize("name", SPLITS)
 def test_no_document_or_question_on_both_sides(corpus, name):
     split = make_split(name, corpus["fictions"], corpus["fict_qa"], seed=3)
     train_docs, val_docs = set(split["train_documents"]), set(split["val_documents"])
@@ -39,6 +40,14 @@ def test_event_split_keeps_events_whole(corpus):
     assert len(train_events) == round(len(train_events | val_events) * 2 / 3)
 
 
+@pytest.mark.parametrize("style", STYLES)
+def test_style_split_holds_out_one_whole_style(corpus, style):
+    split = make_split(f"style_{style}", corpus["fictions"], corpus["fict_qa"], seed=0)
+    styles = {r["fiction_id"]: r["style"] for r in corpus["fictions"]}
+    assert {styles[i] for i in split["val_documents"]} == {style}
+    assert {styles[i] for i in split["train_documents"]} == set(STYLES) - {style}
+
+
 def test_split_with_zero_documents_fails(corpus):
     one_event = [r for r in corpus["fictions"] if r["event_id"] == "event_000"]
     with pytest.raises(SplitError, match="zero validation documents"):
@@ -48,3 +57,6 @@ def test_split_with_zero_documents_fails(corpus):
         make_split("doc", single, corpus["fict_qa"], seed=0)
     with pytest.raises(SplitError, match="unknown split"):
         make_split("style", corpus["fictions"], corpus["fict_qa"], seed=0)
+    no_blog = [r for r in corpus["fictions"] if r["style"] != "blog"]
+    with pytest.raises(SplitError, match="zero validation documents"):
+        make_split("style_blog", no_blog, corpus["fict_qa"], seed=0)

@@ -7,6 +7,9 @@ they were generated from.  Implemented:
   validation (a seeded choice); the rest train.  Every event is seen in training.
 - ``event``: a seeded shuffle of the event ids; the first ``round(n * train_fraction)``
   events train (paper: 2/3), all their documents with them; the rest validate.
+- ``style_<s>`` (one per style: news, social, encyclopedia, corporate, blog): every
+  document of style ``s`` validates, the other four styles train.  The paper builds
+  all five and fine-tunes on the News and Blog variants.
 
 Output (JSON): ``{"split", "method", "seed", "train_documents", "val_documents",
 "train_questions", "val_questions"}``, id lists sorted.
@@ -18,9 +21,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from knowlab.corpus.schema import STYLES
 from knowlab.rng import keyed_rng
 
-SPLITS = ("doc", "event")
+SPLITS = ("doc", "event", *(f"style_{style}" for style in STYLES))
 
 
 class SplitError(ValueError):
@@ -52,6 +56,13 @@ def event_split(fictions: Sequence[dict[str, Any]], seed: int, train_fraction: f
     return train, val
 
 
+def style_split(fictions: Sequence[dict[str, Any]], held_out_style: str) -> tuple[list[str], list[str]]:
+    """Hold out every document of ``held_out_style``; return ``(train_ids, val_ids)``."""
+    train = sorted(r["fiction_id"] for r in fictions if r["style"] != held_out_style)
+    val = sorted(r["fiction_id"] for r in fictions if r["style"] == held_out_style)
+    return train, val
+
+
 def make_split(
     name: str,
     fictions: Sequence[dict[str, Any]],
@@ -70,6 +81,10 @@ def make_split(
     elif name == "event":
         train, val = event_split(fictions, seed, event_train_fraction)
         method = f"seeded event shuffle, {event_train_fraction:.3f} of events train"
+    elif name in SPLITS:
+        style = name.removeprefix("style_")
+        train, val = style_split(fictions, style)
+        method = f"hold out every {style} document"
     else:
         raise SplitError(f"unknown split {name!r}; implemented: {', '.join(SPLITS)}")
     for side, ids in (("train", train), ("validation", val)):
