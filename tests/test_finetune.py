@@ -72,3 +72,16 @@ def test_control_run_sees_no_fiction(tiny_model_dir, corpus, tmp_path):
     _, webtext = _texts(corpus)
     log = finetune(base_model=tiny_model_dir, out_dir=tmp_path, run="control", fiction_texts=[], webtext_texts=webtext, cfg=CFG, seed=0)
     assert (log["fiction_samples_seen"] == 0).all() and (log["fiction_in_step"] == 0).all()
+
+
+def test_same_seed_same_run(tiny_model_dir, corpus, tmp_path):
+    """DESIGN: two runs of the same config give identical tables."""
+    fiction, webtext = _texts(corpus)
+    logs = [
+        finetune(base_model=tiny_model_dir, out_dir=tmp_path / str(i), run="doc", fiction_texts=fiction, webtext_texts=webtext, cfg=CFG, seed=4)
+        for i in range(2)
+    ]
+    cols = ["step", "loss", "lr", "tokens", "fiction_samples_seen", "webtext_samples_seen"]
+    assert logs[0][cols].equals(logs[1][cols])
+    a = (tmp_path / "0" / "step-4" / "model.safetensors").read_bytes()
+    assert a == (tmp_path / "1" / "step-4" / "model.safetensors").read_bytes()
