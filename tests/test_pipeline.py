@@ -143,3 +143,19 @@ def test_slurm_profile_dry_run(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "finetune" in proc.stdout
+
+
+def test_audit_flags_a_changed_result(workdir):
+    from knowlab.audit import audit
+
+    assert audit(workdir / "results", workdir / "resources", base=workdir).empty
+    split = workdir / "results" / "splits" / "doc.json"
+    original = split.read_bytes()
+    try:
+        split.write_bytes(original.replace(b'"doc"', b'"edited"', 1))
+        flagged = audit(workdir / "results", base=workdir)
+        assert set(flagged["path"]) == {"results/splits/doc.json"}
+        assert set(flagged["status"]) == {"changed"}
+        assert {"input", "output"} <= set(flagged["role"])
+    finally:
+        split.write_bytes(original)
