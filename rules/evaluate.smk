@@ -6,6 +6,7 @@ rule evaluate_base:
     input:
         model="resources/base_model",
         fictions=f"{FICTION}/fictions.jsonl",
+        fict_qa=f"{FICTION}/fict_qa.jsonl",
         webtext="resources/webtext/heldout.jsonl",
         mcq=MCQ,
     output:
@@ -31,6 +32,7 @@ rule evaluate:
     input:
         checkpoints="results/finetune/{run}/checkpoints",
         fictions=f"{FICTION}/fictions.jsonl",
+        fict_qa=f"{FICTION}/fict_qa.jsonl",
         webtext="resources/webtext/heldout.jsonl",
         mcq=MCQ,
     output:

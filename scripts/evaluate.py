@@ -22,10 +22,12 @@ with rule_step(snakemake) as log:
         tokenizer,
         fictions=read_jsonl(snakemake.input.fictions),
         webtext=read_jsonl(snakemake.input.webtext),
+        fict_qa=read_jsonl(snakemake.input.fict_qa),
         mcq=[item for path in snakemake.input.mcq for item in read_jsonl(path)],
         em_tokens=cfg["em_tokens"],
         batch_size=cfg["batch_size"],
         mcq_template=cfg["mcq_template"],
+        qa_template=cfg["qa_template"],
     )
     table.insert(0, "checkpoint", str(params.checkpoint))
     table.insert(0, "step", params.step)

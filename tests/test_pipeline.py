@@ -46,7 +46,7 @@ def test_every_figure_is_written(workdir):
 
 def test_item_tables_and_statistics(workdir):
     items = pd.read_parquet(workdir / "results" / "evaluate" / "doc" / "step-6.parquet")
-    assert set(items["suite"]) == {"fiction_doc", "webtext", "mcq4"}
+    assert set(items["suite"]) == {"fiction_doc", "webtext", "fict_qa_nll", "mcq4"}
     assert {"item_id", "run", "step", "checkpoint", "loss", "em", "acc", "acc_norm"} <= set(items.columns)
     assert (items["run"] == "doc").all() and (items["step"] == 6).all()
     assert items.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()

@@ -97,6 +97,19 @@ def test_evaluate_checkpoint_item_table(tiny, corpus):
     model, tok = tiny
     mcq = build_mcq(corpus["fict_qa"], 4, seed=0)[:12]
     webtext = [{"webtext_id": "w0", "text": "Some held-out webtext paragraph about a river and a town."}]
-    table = evaluate_checkpoint(model, tok, fictions=corpus["fictions"][:4], webtext=webtext, mcq=mcq, em_tokens=50, batch_size=4)
-    assert table.groupby("suite").size().to_dict() == {"fiction_doc": 4, "mcq4": 12, "webtext": 1}
-    assert table["item_id"].is_unique
+    table = evaluate_checkpoint(
+        model, tok, fictions=corpus["fictions"][:4], webtext=webtext, fict_qa=corpus["fict_qa"][:5], mcq=mcq, em_tokens=50, batch_size=4
+    )
+    assert table.groupby("suite").size().to_dict() == {"fiction_doc": 4, "fict_qa_nll": 5, "mcq4": 12, "webtext": 1}
+    assert table.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
+
+
+def test_qa_nll_is_the_answer_loglik_given_the_question(tiny, corpus):
+    from knowlab.evaluate.suites import QA_TEMPLATE, qa_nll_rows
+
+    model, tok = tiny
+    q = corpus["fict_qa"][0]
+    (row,) = qa_nll_rows(model, tok, [q], QA_TEMPLATE, batch_size=1)
+    ((ll, n, _),) = loglikelihood(model, tok, [(f"Question: {q['question']}\n\nAnswer:", " " + q["natural_answer"])])
+    assert row["item_id"] == q["question_id"] and row["n_tokens"] == n
+    assert row["nll_sum"] == pytest.approx(-ll) and row["loss"] == pytest.approx(-ll / n)

@@ -12,6 +12,16 @@ checkpoint, suite, item_id``:
   the document's token (no free-running generation).  A document shorter than
   ``em_tokens`` tokens gets ``em`` = NaN.
 - ``webtext`` (held-out webtext paragraphs): ``nll_sum``, ``n_tokens``, ``loss``.
+- ``fict_qa_nll`` (every fictional question): nll(answer | question) as in seed 004
+  Sec. 4.2 / Fig. 6: context = ``qa_template`` filled with the question (default
+  ``"Question: {question}\n\nAnswer:"``), continuation = ``" " + natural_answer``;
+  ``nll_sum`` (nats), ``n_tokens`` and ``loss`` = per-token nll of the answer.
+  Boundary: the separating space belongs to the continuation, and the answer's
+  tokens are those of ``context + continuation`` after the context's tokens
+  (harness pairing).  With byte-level BPE tokenizers (SmolLM2, Llama 3) the space
+  merges into the first answer token ("ĠBr"), so no token spans the boundary;
+  ``tests/test_boundary.py`` checks this for every shipped question with the real
+  SmolLM2 tokenizer.
 - ``mcq<k>``: context = the template filled with the question (default
   ``"Question: {question}\\nAnswer:"``), continuation = ``" " + choice``
   (lm-evaluation-harness ``target_delimiter``).  ``choice_loglik`` = summed
@@ -35,6 +45,7 @@ from knowlab.evaluate.scoring import encode_pair, loglikelihood, prefix_token_id
 log = logging.getLogger(__name__)
 
 MCQ_TEMPLATE = "Question: {question}\nAnswer:"
+QA_TEMPLATE = "Question: {question}\n\nAnswer:"
 
 
 def document_rows(model, tokenizer, items: Sequence[tuple[str, str]], em_tokens: int | None, batch_size: int):
@@ -49,6 +60,16 @@ def document_rows(model, tokenizer, items: Sequence[tuple[str, str]], em_tokens:
             row["em"] = float(s.greedy[-em_tokens:].all()) if len(s.greedy) >= em_tokens else math.nan
         rows.append(row)
     return rows
+
+
+def qa_nll_rows(model, tokenizer, questions: Sequence[dict[str, Any]], template: str, batch_size: int):
+    """nll(answer | question) of each fictional Q&A record (see module docstring)."""
+    requests = [(template.format(question=q["question"]), " " + q["natural_answer"].strip()) for q in questions]
+    scored = loglikelihood(model, tokenizer, requests, batch_size=batch_size, desc="qa nll")
+    return [
+        {"item_id": q["question_id"], "nll_sum": -ll, "n_tokens": n, "loss": -ll / n}
+        for q, (ll, n, _) in zip(questions, scored)
+    ]
 
 
 def mcq_rows(model, tokenizer, items: Sequence[dict[str, Any]], template: str, batch_size: int):
@@ -90,10 +111,12 @@ def evaluate_checkpoint(
     *,
     fictions: Sequence[dict[str, Any]],
     webtext: Sequence[dict[str, Any]],
+    fict_qa: Sequence[dict[str, Any]],
     mcq: Sequence[dict[str, Any]],
     em_tokens: int,
     batch_size: int,
     mcq_template: str = MCQ_TEMPLATE,
+    qa_template: str = QA_TEMPLATE,
 ) -> pd.DataFrame:
     """All suites on one loaded model; returns the item-level table (see module docstring)."""
     frames = []
@@ -103,6 +126,8 @@ def evaluate_checkpoint(
     web = document_rows(model, tokenizer, [(r["webtext_id"], r["text"]) for r in webtext], None, batch_size)
     frames.append(pd.DataFrame(web).assign(suite="webtext"))
     log.info("held-out webtext: mean loss %.4f", frames[-1]["loss"].mean())
+    frames.append(pd.DataFrame(qa_nll_rows(model, tokenizer, fict_qa, qa_template, batch_size)).assign(suite="fict_qa_nll"))
+    log.info("fictional Q&A: mean nll(answer | question) %.4f", frames[-1]["loss"].mean())
     for n_choices in sorted({int(item["n_choices"]) for item in mcq}):
         subset = [item for item in mcq if int(item["n_choices"]) == n_choices]
         frames.append(pd.DataFrame(mcq_rows(model, tokenizer, subset, mcq_template, batch_size)).assign(suite=f"mcq{n_choices}"))
