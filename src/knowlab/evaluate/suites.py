@@ -14,7 +14,7 @@ checkpoint, suite, item_id``:
 - ``webtext`` (held-out webtext paragraphs): ``nll_sum``, ``n_tokens``, ``loss``.
 - ``fict_qa_nll`` (every fictional question): nll(answer | question) as in seed 004
   Sec. 4.2 / Fig. 6: context = ``qa_template`` filled with the question (default
-  ``"Question: {question}\n\nAnswer:"``), continuation = ``" " + natural_answer``;
+  ``"Question: {question}\\n\\nAnswer:"``), continuation = ``" " + natural_answer``;
   ``nll_sum`` (nats), ``n_tokens`` and ``loss`` = per-token nll of the answer.
   Boundary: the separating space belongs to the continuation, and the answer's
   tokens are those of ``context + continuation`` after the context's tokens
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from knowlab.evaluate.scoring import encode_pair, loglikelihood, prefix_token_id, score_token_ids
+from knowlab.evaluate.scoring import loglikelihood, prefix_token_id, score_token_ids
 
 log = logging.getLogger(__name__)
 
