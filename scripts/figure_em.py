@@ -13,4 +13,4 @@ from knowlab.provenance import rule_step
 with rule_step(snakemake):
     run = snakemake.wildcards.run
     summary, train_log = pd.read_csv(snakemake.input.summary), pd.read_parquet(snakemake.input.train_log)
-    plot_em(summary, train_log, run, run, snakemake.params.em_tokens, snakemake.output.pdf, snakemake.output.png)
+    plot_em(summary, train_log, run, snakemake.params.em_tokens, snakemake.output.pdf, snakemake.output.png)

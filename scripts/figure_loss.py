@@ -13,4 +13,4 @@ from knowlab.provenance import rule_step
 with rule_step(snakemake):
     run = snakemake.wildcards.run
     summary = pd.read_csv(snakemake.input.summary)
-    plot_loss(summary, run, snakemake.params.control, run, snakemake.output.pdf, snakemake.output.png)
+    plot_loss(summary, run, snakemake.params.control, snakemake.output.pdf, snakemake.output.png)

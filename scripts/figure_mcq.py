@@ -13,4 +13,4 @@ from knowlab.provenance import rule_step
 with rule_step(snakemake):
     run, params = snakemake.wildcards.run, snakemake.params
     summary = pd.read_csv(snakemake.input.summary)
-    plot_mcq(summary, run, params.control, run, params.suite, snakemake.output.pdf, snakemake.output.png)
+    plot_mcq(summary, run, params.control, params.suite, snakemake.output.pdf, snakemake.output.png)

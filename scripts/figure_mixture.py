@@ -5,11 +5,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-import pandas as pd
-
 from knowlab import figures
+from knowlab.io import read_parquets
 from knowlab.provenance import rule_step
 
 with rule_step(snakemake):
-    logs = pd.concat([pd.read_parquet(p) for p in snakemake.input.train_logs], ignore_index=True)
+    logs = read_parquets(snakemake.input.train_logs)
     figures.plot_mixture(logs, snakemake.output.pdf, snakemake.output.png)

@@ -5,6 +5,8 @@
 - :func:`plot_mcq`: MCQ accuracy vs step on train-/val-document questions, fiction run vs control (Figs. 7, 10).
 - :func:`plot_mixture`: samples seen and epochs completed per source vs step (Fig. 2).
 - :func:`plot_mcnemar`: McNemar p-value matrix between checkpoints (Holm-corrected).
+
+A fiction run is named after the split it trains on (``doc``, ``event``, ``style_news``...).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def _line(ax, frame: pd.DataFrame, x: str, y: str, **kwargs) -> None:
     ax.plot(frame[x], frame[y], marker="o", markersize=3, **kwargs)
 
 
-def plot_loss(summary: pd.DataFrame, run: str, control: str, split_name: str, pdf, png) -> None:
+def plot_loss(summary: pd.DataFrame, run: str, control: str, pdf, png) -> None:
     """Left: fiction loss on train/val documents of the split; right: held-out webtext loss."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     docs = summary[summary["suite"] == "fiction_doc"]
@@ -50,14 +52,14 @@ def plot_loss(summary: pd.DataFrame, run: str, control: str, split_name: str, pd
             _line(left, part, "step", "loss", color=color, linestyle=SIDE_STYLE[side], label=label)
         web = summary[(summary["suite"] == "webtext") & (summary["run"] == r) & (summary["side"] == "all")]
         _line(right, web, "step", "loss", color=color, label="fiction run" if r == run else "webtext-only control")
-    left.set(title=f"Fiction document loss ({split_name} split)", xlabel="optimizer step", ylabel="loss (nats/token)")
+    left.set(title=f"Fiction document loss ({run} split)", xlabel="optimizer step", ylabel="loss (nats/token)")
     right.set(title="Held-out webtext loss", xlabel="optimizer step", ylabel="loss (nats/token)")
     left.legend(fontsize=8)
     right.legend(fontsize=8)
     save(fig, pdf, png)
 
 
-def plot_em(summary: pd.DataFrame, train_log: pd.DataFrame, run: str, split_name: str, em_tokens: int, pdf, png) -> None:
+def plot_em(summary: pd.DataFrame, train_log: pd.DataFrame, run: str, em_tokens: int, pdf, png) -> None:
     """EM of the last ``em_tokens`` tokens vs fiction epochs completed at each checkpoint."""
     epochs = dict(zip(train_log["step"], train_log["fiction_epochs"]))
     epochs[0] = 0.0
@@ -67,7 +69,7 @@ def plot_em(summary: pd.DataFrame, train_log: pd.DataFrame, run: str, split_name
     for side in ("train", "val"):
         _line(ax, docs[docs["side"] == side], "epochs", "em", linestyle=SIDE_STYLE[side], label=f"{side} documents")
     ax.set(
-        title=f"Verbatim exact match of the last {em_tokens} tokens ({split_name} split)",
+        title=f"Verbatim exact match of the last {em_tokens} tokens ({run} split)",
         xlabel="epochs completed on the fiction training documents",
         ylabel=f"EM@{em_tokens} (teacher-forced)",
         ylim=(-0.05, 1.05),
@@ -76,7 +78,7 @@ def plot_em(summary: pd.DataFrame, train_log: pd.DataFrame, run: str, split_name
     save(fig, pdf, png)
 
 
-def plot_mcq(summary: pd.DataFrame, run: str, control: str, split_name: str, suite: str, pdf, png) -> None:
+def plot_mcq(summary: pd.DataFrame, run: str, control: str, suite: str, pdf, png) -> None:
     """MCQ ``acc`` and ``acc_norm`` vs step, train-/val-document questions, run vs control."""
     mcq = summary[summary["suite"] == suite]
     n_choices = int(suite.removeprefix("mcq"))
@@ -88,7 +90,7 @@ def plot_mcq(summary: pd.DataFrame, run: str, control: str, split_name: str, sui
                 label = f"{'fiction run' if r == run else 'control'}: {side}-document questions"
                 _line(ax, part, "step", metric, color=color, linestyle=SIDE_STYLE[side], label=label)
         ax.axhline(1 / n_choices, color="k", linewidth=0.8, linestyle=":", label="chance")
-        ax.set(title=f"MCQ-{n_choices} {metric} ({split_name} split)", xlabel="optimizer step", ylabel=metric)
+        ax.set(title=f"MCQ-{n_choices} {metric} ({run} split)", xlabel="optimizer step", ylabel=metric)
     axes[0].legend(fontsize=8)
     save(fig, pdf, png)
 

@@ -59,13 +59,7 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
     Raises:
         DataError: a line is not valid JSON or not a JSON object ("<file>:<line>: ...").
     """
-    return list(iter_jsonl(path))
-
-
-def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """Yield the JSON objects of a JSON Lines file (see :func:`read_jsonl`)."""
-    for _, record in iter_jsonl_numbered(path):
-        yield record
+    return [record for _, record in iter_jsonl_numbered(path)]
 
 
 def iter_jsonl_numbered(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -123,6 +117,19 @@ def write_parquet(path: str | os.PathLike, frame) -> None:
     """Write a pandas DataFrame to Parquet (pyarrow), atomically."""
     with atomic_path(path) as tmp:
         frame.to_parquet(tmp, index=False)
+
+
+def write_csv(path: str | os.PathLike, frame) -> None:
+    """Write a pandas DataFrame to CSV, atomically."""
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
+
+
+def read_parquets(paths: Iterable[str | os.PathLike]):
+    """Concatenate the Parquet tables at ``paths`` into one DataFrame (fresh index)."""
+    import pandas as pd
+
+    return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
 
 
 @contextlib.contextmanager

@@ -42,11 +42,6 @@ FICTION_RE = re.compile(r"^(event_\d+)_style_([a-z]+)_num_(\d+)$")
 QUESTION_RE = re.compile(r"^(event_\d+_style_[a-z]+_num_\d+)_question_(\d+)$")
 
 
-def fiction_id(event: int, style: str, num: int) -> str:
-    """Compose a fiction id, zero-padded as in the release: ``event_000_style_news_num_000``."""
-    return f"event_{event:03d}_style_{style}_num_{num:03d}"
-
-
 def validate_record(table: str, record: Mapping[str, Any], where: str) -> None:
     """Check one record of ``table``; ``where`` ("file:line") prefixes every error.
 

@@ -23,7 +23,6 @@ cached under ``~/.cache/torch_extensions`` (``TORCH_EXTENSIONS_DIR`` overrides).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -232,7 +231,3 @@ def _save_checkpoint(model, tokenizer, path: Path, step: int, run: str, counters
         write_json(tmp / "trainer_state.json", {"run": run, "step": step, "seed": seed, **counters})
     log.info("checkpoint step %d saved to %s", step, path)
 
-
-def read_trainer_state(path: str | os.PathLike) -> dict[str, Any]:
-    """The ``trainer_state.json`` of a checkpoint folder (step, run, sampler counters)."""
-    return json.loads((Path(path) / "trainer_state.json").read_text())
