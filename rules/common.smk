@@ -18,13 +18,32 @@ STEPS = checkpoint_steps(
 )
 SPLITS = sorted(set(config["splits"]["names"]) | set(FICTION_RUNS))
 MCQ = [f"results/corpus/mcq/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
+RANKED = "results/corpus/mcq/ranked_candidates.parquet"
+REAL_QA = "results/corpus/real_qa.jsonl"
 FICTION = "results/corpus/fiction"
-MCNEMAR_SUITE = config["stats"]["mcnemar_suite"]
+STATS_SUITES = config["stats"]["suites"]
+TESTS = ("mcnemar", "ttest")
+# Figure families of the FictionalQA paper (knowlab.figures): one rule each.
+FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
+# Printed under every figure: which model and settings produced it.
+MODEL_NAME = {
+    "gguf_package": Path(config["model"]["gguf_package"]["file"]).stem,
+    "hub": str(config["model"]["hub"]["id"]),
+    "tiny_random": "tiny random Llama (test)",
+}[config["model"]["source"]]
+FIGURE_NOTE = (
+    f"{MODEL_NAME}; seed {config['seed']}; "
+    f"{config['finetune']['max_steps']} steps of "
+    f"{config['finetune']['micro_batch_size'] * config['finetune']['gradient_accumulation_steps']} sequences, "
+    f"fiction rate {config['finetune']['fiction_rate']}; MCQ distractors: {config['mcq']['distractors']}"
+)
 
 
 wildcard_constraints:
     run="|".join([*FICTION_RUNS, CONTROL]),
     split="[a-z_]+",
+    suite="mcq[0-9]+",
+    test="|".join(TESTS),
     step=r"\d+",
     n=r"\d+",
 
@@ -35,6 +54,21 @@ def shipped_fiction_files(wildcards):
         return []
     folder = Path(BASEDIR) / config["fiction"]["shipped"]["dir"]
     return [str(folder / f"{table}.jsonl") for table in TABLES]
+
+
+def ranker_inputs(wildcards):
+    """The ranker model: the project's base model unless the config names another."""
+    inputs = {"fict_qa": f"{FICTION}/fict_qa.jsonl"}
+    if config["mcq"]["ranker"]["model"] == "base_model":
+        inputs["model"] = "resources/base_model"
+    return inputs
+
+
+def mcq_inputs(wildcards):
+    inputs = {"fict_qa": f"{FICTION}/fict_qa.jsonl"}
+    if config["mcq"]["distractors"] == "model_ranked":
+        inputs["ranking"] = RANKED
+    return inputs
 
 
 def base_model_inputs(wildcards):
@@ -55,6 +89,7 @@ def finetune_inputs(wildcards):
     if wildcards.run != CONTROL:
         inputs["split"] = f"results/splits/{wildcards.run}.json"
         inputs["fictions"] = f"{FICTION}/fictions.jsonl"
+        inputs["fictsheets"] = f"{FICTION}/fictsheets.jsonl"
     return inputs
 
 
@@ -71,17 +106,16 @@ def compared_runs(wildcards):
     return [p for r in runs for p in run_items(r)]
 
 
-FIGURES = ("loss", "em", "mcq", "mcnemar")
-
-
 def all_outputs():
-    outputs = expand(
-        "results/figures/{run}/{figure}.{ext}",
+    outputs = expand("results/splits/{split}.json", split=SPLITS)
+    if not FICTION_RUNS:
+        return outputs
+    outputs += expand("results/figures/{family}.{ext}", family=FIGURE_FAMILIES, ext=("pdf", "png"))
+    outputs += expand(
+        "results/figures/stats/{run}/{suite}_{test}.{ext}",
         run=FICTION_RUNS,
-        figure=FIGURES,
+        suite=STATS_SUITES,
+        test=TESTS,
         ext=("pdf", "png"),
     )
-    if RUNS:
-        outputs += expand("results/figures/mixture.{ext}", ext=("pdf", "png"))
-    outputs += expand("results/splits/{split}.json", split=SPLITS)
     return outputs

@@ -6,7 +6,9 @@ rule evaluate_base:
     input:
         model="resources/base_model",
         fictions=f"{FICTION}/fictions.jsonl",
+        fictsheets=f"{FICTION}/fictsheets.jsonl",
         fict_qa=f"{FICTION}/fict_qa.jsonl",
+        real_qa=REAL_QA,
         webtext="resources/webtext/heldout.jsonl",
         mcq=MCQ,
     output:
@@ -32,7 +34,9 @@ rule evaluate:
     input:
         checkpoints="results/finetune/{run}/checkpoints",
         fictions=f"{FICTION}/fictions.jsonl",
+        fictsheets=f"{FICTION}/fictsheets.jsonl",
         fict_qa=f"{FICTION}/fict_qa.jsonl",
+        real_qa=REAL_QA,
         webtext="resources/webtext/heldout.jsonl",
         mcq=MCQ,
     output:

@@ -1,123 +1,71 @@
-# Aggregates and figures (PDF and PNG) of the FictionalQA study, one rule per figure family.
+# The study's summary table and the FictionalQA paper's figures (PDF and PNG),
+# one rule per figure family; p-value matrices of the paired tests per run.
 
 
 rule summary:
     input:
-        item_tables=compared_runs,
-        split="results/splits/{run}.json",
+        item_tables=expand("results/evaluate/{run}/step-{step}.parquet", run=RUNS, step=STEPS),
+        splits=expand("results/splits/{split}.json", split=FICTION_RUNS),
+        train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
     output:
-        summary="results/summary/{run}.csv",
-        manifest="results/summary/{run}.manifest.json",
+        summary="results/summary/fictionalqa.csv",
+        manifest="results/summary/fictionalqa.manifest.json",
     log:
-        "results/logs/summary/{run}.log",
+        "results/logs/summary.log",
     conda:
-        "../envs/plot.yaml"
+        "../envs/stats.yaml"
+    params:
+        seed=config["seed"],
+        resamples=config["stats"]["bootstrap_resamples"],
     script:
         "../scripts/summary.py"
 
 
-rule figure_loss:
+for family in FIGURE_FAMILIES:
+
+    rule:
+        name:
+            f"figure_{family}"
+        input:
+            summary="results/summary/fictionalqa.csv",
+            train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
+        output:
+            pdf=f"results/figures/{family}.pdf",
+            png=report(
+                f"results/figures/{family}.png",
+                caption=f"../workflow/report/{family}.rst",
+                category="FictionalQA",
+                subcategory="Paper figures",
+            ),
+            manifest=f"results/figures/{family}.manifest.json",
+        log:
+            f"results/logs/figures/{family}.log",
+        conda:
+            "../envs/plot.yaml"
+        params:
+            family=family,
+            note=FIGURE_NOTE,
+        script:
+            "../scripts/figure.py"
+
+
+rule figure_pvalues:
     input:
-        summary="results/summary/{run}.csv",
+        table="results/stats/{run}/{suite}_{test}.parquet",
     output:
-        pdf="results/figures/{run}/loss.pdf",
+        pdf="results/figures/stats/{run}/{suite}_{test}.pdf",
         png=report(
-            "results/figures/{run}/loss.png",
-            caption="../workflow/report/loss.rst",
+            "results/figures/stats/{run}/{suite}_{test}.png",
+            caption="../workflow/report/pvalues.rst",
             category="FictionalQA",
-            subcategory="{run} split",
+            subcategory="Paired tests",
         ),
-        manifest="results/figures/{run}/loss.manifest.json",
+        manifest="results/figures/stats/{run}/{suite}_{test}.manifest.json",
     log:
-        "results/logs/figures/{run}/loss.log",
+        "results/logs/figures/stats/{run}/{suite}_{test}.log",
     conda:
         "../envs/plot.yaml"
     params:
-        control=CONTROL,
+        note=FIGURE_NOTE,
     script:
-        "../scripts/figure_loss.py"
-
-
-rule figure_em:
-    input:
-        summary="results/summary/{run}.csv",
-        train_log="results/finetune/{run}/train_log.parquet",
-    output:
-        pdf="results/figures/{run}/em.pdf",
-        png=report(
-            "results/figures/{run}/em.png",
-            caption="../workflow/report/em.rst",
-            category="FictionalQA",
-            subcategory="{run} split",
-        ),
-        manifest="results/figures/{run}/em.manifest.json",
-    log:
-        "results/logs/figures/{run}/em.log",
-    conda:
-        "../envs/plot.yaml"
-    params:
-        em_tokens=config["evaluate"]["em_tokens"],
-    script:
-        "../scripts/figure_em.py"
-
-
-rule figure_mcq:
-    input:
-        summary="results/summary/{run}.csv",
-    output:
-        pdf="results/figures/{run}/mcq.pdf",
-        png=report(
-            "results/figures/{run}/mcq.png",
-            caption="../workflow/report/mcq.rst",
-            category="FictionalQA",
-            subcategory="{run} split",
-        ),
-        manifest="results/figures/{run}/mcq.manifest.json",
-    log:
-        "results/logs/figures/{run}/mcq.log",
-    conda:
-        "../envs/plot.yaml"
-    params:
-        control=CONTROL,
-        suite=MCNEMAR_SUITE,
-    script:
-        "../scripts/figure_mcq.py"
-
-
-rule figure_mcnemar:
-    input:
-        table="results/stats/{run}/mcnemar.parquet",
-    output:
-        pdf="results/figures/{run}/mcnemar.pdf",
-        png=report(
-            "results/figures/{run}/mcnemar.png",
-            caption="../workflow/report/mcnemar.rst",
-            category="FictionalQA",
-            subcategory="{run} split",
-        ),
-        manifest="results/figures/{run}/mcnemar.manifest.json",
-    log:
-        "results/logs/figures/{run}/mcnemar.log",
-    conda:
-        "../envs/plot.yaml"
-    script:
-        "../scripts/figure_mcnemar.py"
-
-
-rule figure_mixture:
-    input:
-        train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
-    output:
-        pdf="results/figures/mixture.pdf",
-        png=report(
-            "results/figures/mixture.png",
-            caption="../workflow/report/mixture.rst",
-            category="FictionalQA",
-        ),
-        manifest="results/figures/mixture.manifest.json",
-    log:
-        "results/logs/figures/mixture.log",
-    conda:
-        "../envs/plot.yaml"
-    script:
-        "../scripts/figure_mixture.py"
+        "../scripts/figure_pvalues.py"

@@ -10,13 +10,15 @@ import torch
 from knowlab.finetune.train import finetune
 from knowlab.io import read_json, read_jsonl, write_parquet
 from knowlab.provenance import rule_step
+from knowlab.splits import training_texts
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake):
     fiction = []
     if snakemake.input.get("split"):
-        train_ids = set(read_json(snakemake.input.split)["train_documents"])
-        fiction = [r["fiction"] for r in read_jsonl(snakemake.input.fictions) if r["fiction_id"] in train_ids]
+        split = read_json(snakemake.input.split)
+        table = split["documents"]
+        fiction = training_texts(split, {table: read_jsonl(snakemake.input[table])})
     log_table = finetune(
         base_model=snakemake.input.model,
         out_dir=snakemake.output.checkpoints,

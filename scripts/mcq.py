@@ -5,11 +5,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
+import pandas as pd
+
 from knowlab.corpus.mcq import build_mcq
 from knowlab.io import read_jsonl, write_jsonl
 from knowlab.provenance import rule_step
 
 with rule_step(snakemake) as log:
-    items = build_mcq(read_jsonl(snakemake.input.fict_qa), int(snakemake.wildcards.n), snakemake.params.seed)
+    ranking = pd.read_parquet(snakemake.input.ranking) if snakemake.input.get("ranking") else None
+    items = build_mcq(
+        read_jsonl(snakemake.input.fict_qa),
+        int(snakemake.wildcards.n),
+        snakemake.params.seed,
+        distractors=snakemake.params.distractors,
+        ranking=ranking,
+    )
     write_jsonl(snakemake.output.mcq, items)
-    log.info("MCQ-%s: %d items", snakemake.wildcards.n, len(items))
+    log.info("MCQ-%s: %d items, %s distractors", snakemake.wildcards.n, len(items), snakemake.params.distractors)

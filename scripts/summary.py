@@ -1,4 +1,4 @@
-"""Aggregate a run's (and its control's) item tables by the run's split."""
+"""Aggregate every run's item tables by each split's train/val sides (one study table)."""
 
 import sys
 from pathlib import Path
@@ -9,6 +9,13 @@ from knowlab.io import read_json, read_parquets, write_csv
 from knowlab.provenance import rule_step
 from knowlab.summary import summarise
 
-with rule_step(snakemake):
-    summary = summarise(read_parquets(snakemake.input.item_tables), read_json(snakemake.input.split))
+with rule_step(snakemake) as log:
+    summary = summarise(
+        read_parquets(snakemake.input.item_tables),
+        [read_json(path) for path in snakemake.input.splits],
+        read_parquets(snakemake.input.train_logs),
+        seed=snakemake.params.seed,
+        n_resamples=snakemake.params.resamples,
+    )
     write_csv(snakemake.output.summary, summary)
+    log.info("summary: %d rows over %d splits", len(summary), summary["split"].nunique())

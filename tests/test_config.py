@@ -56,7 +56,7 @@ def test_bad_enum_and_bad_hash():
 def test_defaults_fill_missing_optional_keys():
     cfg = copy.deepcopy(CONFIG)
     del cfg["evaluate"]["em_tokens"]
-    assert _validate(cfg)["evaluate"]["em_tokens"] == 50
+    assert _validate(cfg)["evaluate"]["em_tokens"] == [10, 25, 50]
 
 
 def test_every_key_is_documented():
@@ -66,8 +66,22 @@ def test_every_key_is_documented():
         for key, value in node.items():
             path = f"{prefix}{key}"
             yield path
-            if isinstance(value, dict) and key not in ("sha256", "files", "tiny_random", "gguf_package", "lora", "hub"):
+            if isinstance(value, dict) and key not in ("sha256", "files", "tiny_random", "gguf_package", "lora", "hub", "triviaqa"):
                 yield from walk(value, path + ".")
 
     undocumented = [p for p in walk(CONFIG) if f"`{p}" not in readme]
     assert not undocumented, f"keys missing from config/README.md: {undocumented}"
+
+
+def test_wrong_split_name_fails_naming_it():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["finetune"]["runs"] = ["doc", "fictsheet"]
+    with pytest.raises(WorkflowError, match=r"(?s)'fictsheet' is not one of.*runs"):
+        _validate(cfg)
+
+
+def test_ranker_template_needs_its_fields():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["mcq"]["ranker"]["template"] = "Question: {question} Verdict:"
+    with pytest.raises(WorkflowError, match="true_answer"):
+        _validate(cfg)

@@ -1,4 +1,4 @@
-"""The shipped fiction corpus and its schema; MCQ construction."""
+"""The shipped fiction corpus and its schema (MCQ construction: test_mcq.py)."""
 
 import hashlib
 import json
@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from knowlab.corpus.fiction import load_fiction
-from knowlab.corpus.mcq import answer_kind, build_mcq, normalise
 from knowlab.corpus.schema import STYLES, TABLES, read_corpus
 from knowlab.io import DataError, HashMismatchError
 
@@ -95,44 +94,6 @@ def test_orphan_question_is_rejected(tmp_path):
         handle.write(json.dumps(orphan) + "\n")
     with pytest.raises(DataError, match="missing fiction"):
         read_corpus(folder)
-
-
-def test_mcq_is_deterministic_balanced_and_valid(corpus):
-    items = build_mcq(corpus["fict_qa"], 4, seed=7)
-    assert items == build_mcq(corpus["fict_qa"], 4, seed=7)
-    assert items != build_mcq(corpus["fict_qa"], 4, seed=8)
-    assert len(items) == len(corpus["fict_qa"])
-    counts = Counter(item["gold"] for item in items)
-    assert max(counts.values()) - min(counts.values()) <= 1
-    answers = {q["question_id"]: q for q in corpus["fict_qa"]}
-    event_answers = {}
-    for q in corpus["fict_qa"]:
-        event_answers.setdefault(q["event_id"], set()).add(normalise(q["natural_answer"]))
-    for item in items:
-        gold = answers[item["question_id"]]["natural_answer"].strip()
-        assert item["choices"][item["gold"]] == gold
-        distractors = [c for i, c in enumerate(item["choices"]) if i != item["gold"]]
-        assert len({normalise(c) for c in item["choices"]}) == 4
-        assert all(normalise(c) not in event_answers[item["event_id"]] for c in distractors)
-        assert item["distractors"] == "random_other_event"
-
-
-def test_mcq_prefers_answers_of_the_same_kind(corpus):
-    items = build_mcq(corpus["fict_qa"], 4, seed=1)
-    years = [i for i in items if answer_kind(i["choices"][i["gold"]]) == "year"]
-    assert years
-    for item in years:
-        assert all(answer_kind(c) == "year" for c in item["choices"])
-
-
-def test_mcq_needs_enough_distractors():
-    qa = [
-        {"event_id": f"event_00{e}", "fiction_id": f"event_00{e}_style_news_num_000",
-         "question_id": f"event_00{e}_style_news_num_000_question_000", "question": "q", "natural_answer": f"a{e}"}
-        for e in range(2)
-    ]  # fmt: skip
-    with pytest.raises(ValueError, match="only 1 distractors"):
-        build_mcq(qa, 4, seed=0)
 
 
 def test_release_source_switch_reads_the_authors_sample():

@@ -84,11 +84,11 @@ def test_mcq_acc_and_acc_norm_definitions(tiny, monkeypatch):
 def test_document_rows_loss_and_em(tiny, corpus):
     model, tok = tiny
     items = [(r["fiction_id"], r["fiction"]) for r in corpus["fictions"][:3]] + [("short", "Too short.")]
-    rows = document_rows(model, tok, items, em_tokens=50, batch_size=2)
+    rows = document_rows(model, tok, items, em_tokens=(1, 10, 50), batch_size=2)
     for row in rows[:3]:
         assert row["loss"] == pytest.approx(row["nll_sum"] / row["n_tokens"])
-        assert row["em"] in (0.0, 1.0)
-    assert math.isnan(rows[3]["em"])
+        assert row["em50"] in (0.0, 1.0) and row["em10"] >= row["em50"] and row["em1"] >= row["em10"]
+    assert math.isnan(rows[3]["em50"]) and not math.isnan(rows[3]["em1"])
 
 
 def test_evaluate_checkpoint_item_table(tiny, corpus):
@@ -97,10 +97,22 @@ def test_evaluate_checkpoint_item_table(tiny, corpus):
     model, tok = tiny
     mcq = build_mcq(corpus["fict_qa"], 4, seed=0)[:12]
     webtext = [{"webtext_id": "w0", "text": "Some held-out webtext paragraph about a river and a town."}]
+    real_qa = [{"question_id": "real_000", "question": "Which planet is closest to the Sun?", "answer": "Mercury"}]
     table = evaluate_checkpoint(
-        model, tok, fictions=corpus["fictions"][:4], webtext=webtext, fict_qa=corpus["fict_qa"][:5], mcq=mcq, em_tokens=50, batch_size=4
+        model,
+        tok,
+        fictions=corpus["fictions"][:4],
+        fictsheets=corpus["fictsheets"][:2],
+        webtext=webtext,
+        fict_qa=corpus["fict_qa"][:5],
+        real_qa=real_qa,
+        mcq=mcq,
+        em_tokens=(10, 25, 50),
+        batch_size=4,
     )
-    assert table.groupby("suite").size().to_dict() == {"fiction_doc": 4, "fict_qa_nll": 5, "mcq4": 12, "webtext": 1}
+    sizes = {"fiction_doc": 4, "fictsheet_doc": 2, "fict_qa_nll": 5, "mcq4": 12, "real_qa_nll": 1, "webtext": 1}
+    assert table.groupby("suite").size().to_dict() == sizes
+    assert {"em10", "em25", "em50"} <= set(table.columns)
     assert table.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
 
 
@@ -109,7 +121,7 @@ def test_qa_nll_is_the_answer_loglik_given_the_question(tiny, corpus):
 
     model, tok = tiny
     q = corpus["fict_qa"][0]
-    (row,) = qa_nll_rows(model, tok, [q], QA_TEMPLATE, batch_size=1)
+    (row,) = qa_nll_rows(model, tok, [q], "natural_answer", QA_TEMPLATE, batch_size=1)
     ((ll, n, _),) = loglikelihood(model, tok, [(f"Question: {q['question']}\n\nAnswer:", " " + q["natural_answer"])])
     assert row["item_id"] == q["question_id"] and row["n_tokens"] == n
     assert row["nll_sum"] == pytest.approx(-ll) and row["loss"] == pytest.approx(-ll / n)

@@ -10,9 +10,17 @@ they were generated from.  Implemented:
 - ``style_<s>`` (one per style: news, social, encyclopedia, corporate, blog): every
   document of style ``s`` validates, the other four styles train.  The paper builds
   all five and fine-tunes on the News and Blog variants.
+- ``fictsheets``: the event split (same seeded shuffle, same train events) applied
+  to the fictsheets instead of the fictions: the training texts are the train
+  events' fictsheets (document id = ``event_id``), the validation texts the others'.
+  Questions follow their event.
 
-Output (JSON): ``{"split", "method", "seed", "train_documents", "val_documents",
-"train_questions", "val_questions"}``, id lists sorted.
+Output (JSON): ``{"split", "method", "seed", "documents", "train_documents",
+"val_documents", "train_questions", "val_questions"}``, id lists sorted;
+``documents`` names the corpus table the document ids refer to (``fictions`` or
+``fictsheets``).  Questions are partitioned by the document they were generated
+from (for ``fictsheets``: by that document's event), so every metric can be
+reported on train-document and val-document questions.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ from typing import Any
 from knowlab.corpus.schema import STYLES
 from knowlab.rng import keyed_rng
 
-SPLITS = ("doc", "event", *(f"style_{style}" for style in STYLES))
+SPLITS = ("doc", "event", *(f"style_{style}" for style in STYLES), "fictsheets")
+TEXT_FIELD = {"fictions": ("fiction_id", "fiction"), "fictsheets": ("event_id", "fictsheet")}
 
 
 class SplitError(ValueError):
@@ -75,12 +84,19 @@ def make_split(
     Raises:
         SplitError: unknown split, or the train or validation side has zero documents.
     """
+    documents = "fictions"
     if name == "doc":
         train, val = doc_split(fictions, seed)
         method = "hold out one document per style per event"
     elif name == "event":
         train, val = event_split(fictions, seed, event_train_fraction)
         method = f"seeded event shuffle, {event_train_fraction:.3f} of events train"
+    elif name == "fictsheets":
+        train, val = event_split(fictions, seed, event_train_fraction)
+        event_of = {r["fiction_id"]: r["event_id"] for r in fictions}
+        train, val = sorted({event_of[i] for i in train}), sorted({event_of[i] for i in val})
+        documents = "fictsheets"
+        method = f"event split ({event_train_fraction:.3f} of events train) applied to the fictsheets"
     elif name in SPLITS:
         style = name.removeprefix("style_")
         train, val = style_split(fictions, style)
@@ -94,12 +110,28 @@ def make_split(
                 "the corpus needs more documents per event/style for this split"
             )
     train_set = set(train)
+    owner = TEXT_FIELD[documents][0]  # fict_qa records carry both fiction_id and event_id
     return {
         "split": name,
         "method": method,
         "seed": seed,
+        "documents": documents,
         "train_documents": train,
         "val_documents": val,
-        "train_questions": sorted(q["question_id"] for q in fict_qa if q["fiction_id"] in train_set),
-        "val_questions": sorted(q["question_id"] for q in fict_qa if q["fiction_id"] not in train_set),
+        "train_questions": sorted(q["question_id"] for q in fict_qa if q[owner] in train_set),
+        "val_questions": sorted(q["question_id"] for q in fict_qa if q[owner] not in train_set),
     }
+
+
+def training_texts(split: dict[str, Any], tables: dict[str, Sequence[dict[str, Any]]]) -> list[str]:
+    """Texts of the split's train documents, in id order, from ``tables[split["documents"]]``.
+
+    Raises:
+        SplitError: a train document id is missing from the table (split and corpus disagree).
+    """
+    id_field, text_field = TEXT_FIELD[split["documents"]]
+    texts = {r[id_field]: r[text_field] for r in tables[split["documents"]]}
+    missing = [i for i in split["train_documents"] if i not in texts]
+    if missing:
+        raise SplitError(f"split {split['split']!r}: {len(missing)} train documents not in {split['documents']}: {missing[:3]}")
+    return [texts[i] for i in split["train_documents"]]

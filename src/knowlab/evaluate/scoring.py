@@ -113,3 +113,62 @@ def loglikelihood(
     pairs = [encode_pair(tokenizer, c, x) for c, x in requests]
     scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc)
     return [(float(s.logprobs.sum()), len(s.logprobs), bool(s.greedy.all())) for s in scores]
+
+
+def next_token_logprobs(
+    model,
+    tokenizer,
+    contexts: Sequence[str],
+    continuations: Sequence[str],
+    batch_size: int = 8,
+    desc: str = "next token",
+) -> np.ndarray:
+    """``log p(continuation | context)`` (nats) of single-token continuations, one forward pass per context.
+
+    Equals :func:`loglikelihood` on every ``(context, continuation)`` request (same pairing by
+    :func:`encode_pair`, window cut and batching), but scores all continuations of a context from
+    the logits at its last position, so ``n_contexts`` sequences are run instead of
+    ``n_contexts * n_continuations``.
+
+    Returns:
+        float64 array of shape ``(len(contexts), len(continuations))``.
+
+    Raises:
+        ValueError: no continuations; or a continuation that, after some context, is not exactly
+            one token or changes the context's tokens: the message names it (then use
+            :func:`loglikelihood`).
+    """
+    import torch
+
+    if not continuations:
+        raise ValueError("no continuations to score")
+    max_length = getattr(model.config, "max_position_embeddings", 2048)
+    inputs, targets = [], []
+    for context in contexts:
+        pairs = [encode_pair(tokenizer, context, x) for x in continuations]
+        for x, (context_ids, continuation_ids) in zip(continuations, pairs):
+            if len(continuation_ids) != 1 or context_ids != pairs[0][0]:
+                raise ValueError(f"continuation {x!r} is not a single token after context ...{context[-40:]!r}")
+        inputs.append(pairs[0][0][-max_length:])
+        targets.append([ids[0] for _, ids in pairs])
+    order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i]))
+    out = np.zeros((len(inputs), len(continuations)))
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        for start in tqdm(range(0, len(order), batch_size), desc=desc, leave=False, mininterval=5):
+            batch = order[start : start + batch_size]
+            lengths = [len(inputs[i]) for i in batch]
+            ids = torch.zeros((len(batch), lengths[0]), dtype=torch.long)
+            mask = torch.zeros((len(batch), lengths[0]), dtype=torch.long)
+            for row, i in enumerate(batch):
+                ids[row, : lengths[row]] = torch.tensor(inputs[i])
+                mask[row, : lengths[row]] = 1
+            # keep logits from the shortest sequence's last position on; row r's last is lengths[r] - 1
+            keep = lengths[0] - lengths[-1] + 1
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), logits_to_keep=keep).logits
+            rows = torch.arange(len(batch), device=logits.device)
+            last = logits[rows, torch.tensor(lengths, device=logits.device) - lengths[-1]].float()
+            target = torch.tensor([targets[i] for i in batch], device=last.device)
+            token_lp = last.gather(-1, target) - last.logsumexp(-1, keepdim=True)
+            out[batch] = token_lp.double().cpu().numpy()
+    return out

@@ -6,11 +6,13 @@ checkpoint, suite, item_id``:
 - ``fiction_doc`` (every fiction document, train and val alike; the split is
   joined downstream by ``item_id``): ``nll_sum`` (nats), ``n_tokens``, ``loss``
   (= nll_sum / n_tokens, the mean next-token negative log-likelihood of the
-  document after the prefix token), and ``em`` = verbatim exact match of the
-  last ``em_tokens`` (default 50) tokens *as the paper's code measures it*:
-  teacher-forced, the argmax prediction at every position of that suffix equals
-  the document's token (no free-running generation).  A document shorter than
-  ``em_tokens`` tokens gets ``em`` = NaN.
+  document after the prefix token), and ``em<n>`` for each ``n`` of
+  ``em_tokens`` (paper: 10, 25, 50) = verbatim exact match of the document's last
+  ``n`` tokens *as the paper's code measures it*: teacher-forced, the argmax
+  prediction at every position of that suffix equals the document's token (no
+  free-running generation).  A document shorter than ``n`` tokens gets NaN.
+- ``fictsheet_doc`` (every fictsheet, ``item_id`` = its ``event_id``): the same
+  columns; the training and validation texts of the Fictsheets split (Fig. 5).
 - ``webtext`` (held-out webtext paragraphs): ``nll_sum``, ``n_tokens``, ``loss``.
 - ``fict_qa_nll`` (every fictional question): nll(answer | question) as in seed 004
   Sec. 4.2 / Fig. 6: context = ``qa_template`` filled with the question (default
@@ -22,6 +24,8 @@ checkpoint, suite, item_id``:
   merges into the first answer token ("ĠBr"), so no token spans the boundary;
   ``tests/test_boundary.py`` checks this for every shipped question with the real
   SmolLM2 tokenizer.
+- ``real_qa_nll`` (real-world questions: the shipped set or TriviaQA, App. C.7):
+  the same nll(answer | question) with the same template, on ``answer``.
 - ``mcq<k>``: context = the template filled with the question (default
   ``"Question: {question}\\nAnswer:"``), continuation = ``" " + choice``
   (lm-evaluation-harness ``target_delimiter``).  ``choice_loglik`` = summed
@@ -48,23 +52,24 @@ MCQ_TEMPLATE = "Question: {question}\nAnswer:"
 QA_TEMPLATE = "Question: {question}\n\nAnswer:"
 
 
-def document_rows(model, tokenizer, items: Sequence[tuple[str, str]], em_tokens: int | None, batch_size: int):
-    """Loss (and EM of the last ``em_tokens`` tokens) of each ``(item_id, text)``."""
+def document_rows(model, tokenizer, items: Sequence[tuple[str, str]], em_tokens: Sequence[int], batch_size: int):
+    """Loss (and ``em<n>``, exact match of the last ``n`` tokens, for each ``n`` in ``em_tokens``)
+    of each ``(item_id, text)``."""
     pairs = [([prefix_token_id(tokenizer)], tokenizer(text, add_special_tokens=False)["input_ids"]) for _, text in items]
     scores = score_token_ids(model, pairs, batch_size=batch_size, desc="documents")
     rows = []
     for (item_id, _), s in zip(items, scores):
         nll = -float(s.logprobs.sum())
         row: dict[str, Any] = {"item_id": item_id, "nll_sum": nll, "n_tokens": len(s.logprobs), "loss": nll / len(s.logprobs)}
-        if em_tokens:
-            row["em"] = float(s.greedy[-em_tokens:].all()) if len(s.greedy) >= em_tokens else math.nan
+        for n in em_tokens:
+            row[f"em{n}"] = float(s.greedy[-n:].all()) if len(s.greedy) >= n else math.nan
         rows.append(row)
     return rows
 
 
-def qa_nll_rows(model, tokenizer, questions: Sequence[dict[str, Any]], template: str, batch_size: int):
-    """nll(answer | question) of each fictional Q&A record (see module docstring)."""
-    requests = [(template.format(question=q["question"]), " " + q["natural_answer"].strip()) for q in questions]
+def qa_nll_rows(model, tokenizer, questions: Sequence[dict[str, Any]], answer_field: str, template: str, batch_size: int):
+    """nll(answer | question) of each Q&A record, answer in ``answer_field`` (see module docstring)."""
+    requests = [(template.format(question=q["question"]), " " + q[answer_field].strip()) for q in questions]
     scored = loglikelihood(model, tokenizer, requests, batch_size=batch_size, desc="qa nll")
     return [
         {"item_id": q["question_id"], "nll_sum": -ll, "n_tokens": n, "loss": -ll / n}
@@ -110,28 +115,37 @@ def evaluate_checkpoint(
     tokenizer,
     *,
     fictions: Sequence[dict[str, Any]],
+    fictsheets: Sequence[dict[str, Any]],
     webtext: Sequence[dict[str, Any]],
     fict_qa: Sequence[dict[str, Any]],
+    real_qa: Sequence[dict[str, Any]],
     mcq: Sequence[dict[str, Any]],
-    em_tokens: int,
+    em_tokens: Sequence[int],
     batch_size: int,
     mcq_template: str = MCQ_TEMPLATE,
     qa_template: str = QA_TEMPLATE,
 ) -> pd.DataFrame:
     """All suites on one loaded model; returns the item-level table (see module docstring)."""
     frames = []
-    docs = document_rows(model, tokenizer, [(r["fiction_id"], r["fiction"]) for r in fictions], em_tokens, batch_size)
-    frames.append(pd.DataFrame(docs).assign(suite="fiction_doc"))
-    log.info("fiction documents: mean loss %.4f, EM@%d %.3f", frames[-1]["loss"].mean(), em_tokens, frames[-1]["em"].mean())
-    web = document_rows(model, tokenizer, [(r["webtext_id"], r["text"]) for r in webtext], None, batch_size)
-    frames.append(pd.DataFrame(web).assign(suite="webtext"))
-    log.info("held-out webtext: mean loss %.4f", frames[-1]["loss"].mean())
-    frames.append(pd.DataFrame(qa_nll_rows(model, tokenizer, fict_qa, qa_template, batch_size)).assign(suite="fict_qa_nll"))
-    log.info("fictional Q&A: mean nll(answer | question) %.4f", frames[-1]["loss"].mean())
+
+    def add(suite: str, rows: list[dict[str, Any]]) -> None:
+        frame = pd.DataFrame(rows).assign(suite=suite)
+        means = frame.drop(columns=["item_id", "suite", "nll_sum", "n_tokens", "pred", "pred_norm", "gold"], errors="ignore")
+        summary = ", ".join(f"{c} {frame[c].mean():.4f}" for c in means.columns if frame[c].dtype.kind == "f")
+        log.info("%s (%d items): mean %s", suite, len(frame), summary)
+        frames.append(frame)
+
+    for suite, texts in (
+        ("fiction_doc", [(r["fiction_id"], r["fiction"]) for r in fictions]),
+        ("fictsheet_doc", [(r["event_id"], r["fictsheet"]) for r in fictsheets]),
+    ):
+        add(suite, document_rows(model, tokenizer, texts, em_tokens, batch_size))
+    add("webtext", document_rows(model, tokenizer, [(r["webtext_id"], r["text"]) for r in webtext], (), batch_size))
+    for suite, questions, field in (("fict_qa_nll", fict_qa, "natural_answer"), ("real_qa_nll", real_qa, "answer")):
+        add(suite, qa_nll_rows(model, tokenizer, questions, field, qa_template, batch_size))
     for n_choices in sorted({int(item["n_choices"]) for item in mcq}):
         subset = [item for item in mcq if int(item["n_choices"]) == n_choices]
-        frames.append(pd.DataFrame(mcq_rows(model, tokenizer, subset, mcq_template, batch_size)).assign(suite=f"mcq{n_choices}"))
-        log.info("MCQ-%d: acc %.3f acc_norm %.3f", n_choices, frames[-1]["acc"].mean(), frames[-1]["acc_norm"].mean())
+        add(f"mcq{n_choices}", mcq_rows(model, tokenizer, subset, mcq_template, batch_size))
     table = pd.concat(frames, ignore_index=True)
     first = ["suite", "item_id"]
     return table[first + [c for c in table.columns if c not in first]]

@@ -1,0 +1,30 @@
+"""Rank every candidate alternate answer of every question with a model (paper App. C.6)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import torch
+
+from knowlab.corpus.mcq import RANKER_TEMPLATE, rank_candidates
+from knowlab.io import read_jsonl, write_parquet
+from knowlab.provenance import rule_step
+from knowlab.resources.models import load_model
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake) as log:
+    cfg = snakemake.params.cfg
+    model_path = snakemake.input.get("model") or cfg["model"]
+    log.info("ranker model %s, candidates per question: %s", model_path, cfg["max_candidates"] or "every answer")
+    model, tokenizer = load_model(model_path)
+    ranking = rank_candidates(
+        model,
+        tokenizer,
+        read_jsonl(snakemake.input.fict_qa),
+        seed=snakemake.params.seed,
+        template=cfg["template"] or RANKER_TEMPLATE,
+        max_candidates=cfg["max_candidates"],
+        batch_size=cfg["batch_size"],
+    )
+    write_parquet(snakemake.output.ranking, ranking)

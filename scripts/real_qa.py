@@ -1,0 +1,15 @@
+"""Real-world Q&A for nll(answer | question): the shipped set or TriviaQA (paper App. C.7)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab.corpus.real_qa import load_real_qa
+from knowlab.io import write_jsonl
+from knowlab.provenance import rule_step
+
+with rule_step(snakemake) as log:
+    records = load_real_qa(snakemake.params.cfg, snakemake.params.basedir, seed=snakemake.params.seed)
+    write_jsonl(snakemake.output.real_qa, records)
+    log.info("%d real-world questions from %s", len(records), snakemake.params.cfg["source"])
