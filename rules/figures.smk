@@ -44,6 +44,7 @@ for family in FIGURE_FAMILIES:
             "../envs/plot.yaml"
         params:
             family=family,
+            model=MODEL_NAME,
             note=FIGURE_NOTE,
         script:
             "../scripts/figure.py"

@@ -142,6 +142,10 @@ def test_summary_curves_select_each_split_and_one_control():
     fig3 = curves_from_summary(_summary(), "fig3")
     em = fig3[fig3["panel"] == "Exact match of the last 50 tokens"]
     assert sorted(em["x"].unique()) == [0.0, 1.0, 2.0], "EM is drawn against epochs"
+    no_doc = curves_from_summary(_summary(splits=("event",)), "fig7")
+    assert set(no_doc["panel"]) == {"Across splits"}, "no control-only across-models panel"
+    with pytest.raises(ValueError, match="curves_from_train_logs"):
+        curves_from_summary(_summary(), "fig2")
 
 
 def test_train_log_curves_start_at_zero_and_control_has_no_fiction():
@@ -168,7 +172,9 @@ def _pvalues(alternative=None) -> pd.DataFrame:
     ],
 )
 def test_pvalue_matrix_names_test_and_correction(alternative, value, test, label, tmp_path):
-    fig = plot_pvalue_matrix(_pvalues(alternative), "MCQ-4 accuracy", tmp_path / "p.pdf", tmp_path / "p.png", value)
+    fig = plot_pvalue_matrix(
+        _pvalues(alternative), "MCQ-4 accuracy", tmp_path / "p.pdf", tmp_path / "p.png", value, note="SmolLM2-135M"
+    )
     assert (tmp_path / "p.png").stat().st_size > 0
     assert test in fig.get_suptitle()
     assert [ax.get_title() for ax in fig.axes[:2]] == [
@@ -176,6 +182,7 @@ def test_pvalue_matrix_names_test_and_correction(alternative, value, test, label
         "Doc split vs control at matched steps",
     ]
     assert fig.axes[-1].get_ylabel() == label
+    assert fig.get_supxlabel() == "SmolLM2-135M"
 
 
 def test_read_wandb_export_keeps_values_only(tmp_path):

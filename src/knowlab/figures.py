@@ -294,6 +294,8 @@ def curves_from_summary(
     the fiction runs in the across-models panels.  Runs missing from the config give
     empty panels, never an error.
     """
+    if family not in FAMILIES or family == "fig2":
+        raise ValueError(f"no summary curves for family {family!r} (fig2 comes from curves_from_train_logs)")
     panels = [p.title for p in FAMILIES[family].panels]
     fiction = [s for s in SPLITS if s in set(summary["run"])]
     docs = ("train", "val")
@@ -314,17 +316,20 @@ def curves_from_summary(
         sheets = _select(summary, "fictsheet_doc", ["fictsheets", CONTROL], docs, split="fictsheets")
         web = _select(summary, "webtext", ["doc", CONTROL], split="doc")
         return pd.concat([_tidy(sheets, panels[0], "loss", sides=DOC_SIDES), _tidy(web, panels[1], "loss")])
-    if family in ("fig6", "fig9"):
-        runs = fiction + [CONTROL] if family == "fig6" else ["doc", CONTROL]
-        labels = model if family == "fig9" else None
+    if family == "fig6":
         return pd.concat(
-            _tidy(_select(summary, suite, runs), p, "loss", model=labels)
+            _tidy(_select(summary, suite, fiction + [CONTROL]), p, "loss")
+            for p, suite in zip(panels, ("fict_qa_nll", "real_qa_nll"))
+        )
+    if family == "fig9":
+        return pd.concat(
+            _tidy(_select(summary, suite, ["doc", CONTROL], split="doc"), p, "loss", model=model)
             for p, suite in zip(panels, ("fict_qa_nll", "real_qa_nll"))
         )
     if family == "fig7":
         return pd.concat(
             [
-                _tidy(_select(summary, "mcq4", ["doc", CONTROL]), panels[0], metric, model=model),
+                _tidy(_select(summary, "mcq4", ["doc", CONTROL], split="doc"), panels[0], metric, model=model),
                 _tidy(_select(summary, "mcq4", fiction + [CONTROL]), panels[1], metric),
             ]
         )
@@ -344,12 +349,10 @@ def curves_from_summary(
             ]
             or [pd.DataFrame(columns=["panel", "series", "x", "y"])]
         )
-    if family == "fig10_11":
-        runs = fiction + [CONTROL]
-        return pd.concat(
-            _tidy(_select(summary, suite, runs), p, metric, model=model) for p, suite in zip(panels, ("mcq4", "mcq10"))
-        )
-    raise ValueError(f"no summary curves for family {family!r} (fig2 comes from curves_from_train_logs)")
+    return pd.concat(  # fig10_11
+        _tidy(_select(summary, suite, fiction + [CONTROL]), p, metric, model=model)
+        for p, suite in zip(panels, ("mcq4", "mcq10"))
+    )
 
 
 def curves_from_train_logs(train_logs: pd.DataFrame) -> pd.DataFrame:
@@ -389,13 +392,14 @@ def _pvalue_cells(ax, matrix: np.ndarray) -> None:
     ax.grid(False)
 
 
-def plot_pvalue_matrix(table: pd.DataFrame, title: str, pdf, png, value: str = "pvalue_holm"):
+def plot_pvalue_matrix(table: pd.DataFrame, title: str, pdf, png, value: str = "pvalue_holm", note: str | None = None):
     """Paired-test p-values between checkpoints: checkpoint x checkpoint of the run (left) and,
     when present, the run vs the control at matched steps (right).  Returns the Figure.
 
     ``table`` columns: ``run_a, step_a, run_b, step_b, pvalue, pvalue_holm, correction``
     (:mod:`knowlab.stats`); a paired t-test table also has ``alternative``, else the
     test is McNemar's.  ``value`` is the column drawn; the colorbar names its correction.
+    ``note`` is printed small under the figure.
     """
     run = table["run_a"].iloc[0]
     within = table[(table["run_a"] == run) & (table["run_b"] == run)]
@@ -423,5 +427,7 @@ def plot_pvalue_matrix(table: pd.DataFrame, title: str, pdf, png, value: str = "
         ax.set(title=f"{run_name(run)} vs control at matched steps", xlabel="checkpoint step")
     fig.colorbar(image, ax=axes[0].tolist(), label=f"p-value ({correction})")
     fig.suptitle(f"{title}\n{test}")
+    if note:
+        fig.supxlabel(note, fontsize=8, color="0.3")
     save(fig, pdf, png)
     return fig
