@@ -110,7 +110,9 @@ def all_outputs():
     outputs = expand("results/splits/{split}.json", split=SPLITS)
     if not FICTION_RUNS:
         return outputs
-    outputs += expand("results/figures/{family}.{ext}", family=FIGURE_FAMILIES, ext=("pdf", "png"))
+    outputs += expand(
+        "results/figures/{family}.{ext}", family=FIGURE_FAMILIES, ext=("pdf", "png")
+    )
     outputs += expand(
         "results/figures/stats/{run}/{suite}_{test}.{ext}",
         run=FICTION_RUNS,

@@ -4,7 +4,9 @@
 
 rule summary:
     input:
-        item_tables=expand("results/evaluate/{run}/step-{step}.parquet", run=RUNS, step=STEPS),
+        item_tables=expand(
+            "results/evaluate/{run}/step-{step}.parquet", run=RUNS, step=STEPS
+        ),
         splits=expand("results/splits/{split}.json", split=FICTION_RUNS),
         train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
     output:

@@ -35,35 +35,79 @@ def workdir(tmp_path_factory):
     return work
 
 
+FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
+RUNS = ("doc", "event", "fictsheets")
+
+
 def test_every_figure_is_written(workdir):
-    for run in ("doc", "event"):
-        for fig in ("loss", "em", "mcq", "mcnemar"):
-            for ext in ("pdf", "png"):
-                path = workdir / "results" / "figures" / run / f"{fig}.{ext}"
-                assert path.stat().st_size > 1000, path
-    assert (workdir / "results" / "figures" / "mixture.png").stat().st_size > 1000
+    figures = workdir / "results" / "figures"
+    for ext in ("pdf", "png"):
+        for family in FAMILIES:
+            assert (figures / f"{family}.{ext}").stat().st_size > 1000, family
+        for run in RUNS:
+            for suite in ("mcq4", "mcq10"):
+                for test in ("mcnemar", "ttest"):
+                    assert (figures / "stats" / run / f"{suite}_{test}.{ext}").stat().st_size > 1000
 
 
 def test_item_tables_and_statistics(workdir):
     items = pd.read_parquet(workdir / "results" / "evaluate" / "doc" / "step-6.parquet")
-    assert set(items["suite"]) == {"fiction_doc", "webtext", "fict_qa_nll", "mcq4"}
-    assert {"item_id", "run", "step", "checkpoint", "loss", "em", "acc", "acc_norm"} <= set(items.columns)
+    suites = {"fiction_doc", "fictsheet_doc", "webtext", "fict_qa_nll", "real_qa_nll", "mcq4", "mcq10"}
+    assert set(items["suite"]) == suites
+    assert {"item_id", "run", "step", "checkpoint", "loss", "em10", "em25", "em50", "acc", "acc_norm"} <= set(items.columns)
     assert (items["run"] == "doc").all() and (items["step"] == 6).all()
     assert items.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
-    mcnemar = pd.read_parquet(workdir / "results" / "stats" / "doc" / "mcnemar.parquet")
-    assert len(mcnemar) == 3 * 3 + 3  # checkpoint matrix + matched steps vs control
-    assert mcnemar["pvalue"].between(0, 1).all()
+    for test, n_pairs in (("mcnemar", 3 * 3 + 3), ("ttest", 3 * 3 + 3)):
+        table = pd.read_parquet(workdir / "results" / "stats" / "doc" / f"mcq4_{test}.parquet")
+        assert len(table) == n_pairs  # checkpoint matrix + matched steps vs control
+        assert table["pvalue"].between(0, 1).all() and (table["correction"] == "holm").all()
     log = pd.read_parquet(workdir / "results" / "finetune" / "doc" / "train_log.parquet")
     assert list(log["step"]) == [1, 2, 3, 4, 5, 6]
     assert log["fiction_samples_seen"].is_monotonic_increasing
     assert (log["fiction_samples_seen"] + log["webtext_samples_seen"] == log["step"] * 4).all()
     control = pd.read_parquet(workdir / "results" / "finetune" / "control" / "train_log.parquet")
     assert (control["fiction_samples_seen"] == 0).all()
+    sheets = pd.read_parquet(workdir / "results" / "finetune" / "fictsheets" / "train_log.parquet")
+    assert sheets["fiction_epochs"].iloc[-1] > log["fiction_epochs"].iloc[-1]  # 4 fictsheets epoch fastest
+
+
+def test_saved_pvalues_recompute_from_item_rows(workdir):
+    """Every p-value in the saved tables, recomputed with statsmodels/scipy from the item rows."""
+    from knowlab.stats import recompute_pvalue
+
+    items = pd.concat(map(pd.read_parquet, (workdir / "results" / "evaluate").glob("*/step-*.parquet")))
+    tables = list((workdir / "results" / "stats").glob("*/*.parquet"))
+    assert len(tables) == len(RUNS) * 2 * 2
+    for path in tables:
+        for row in pd.read_parquet(path).to_dict("records"):
+            assert recompute_pvalue(row, items) == pytest.approx(row["pvalue"], rel=1e-9, abs=1e-12), (path, row)
+
+
+def test_mcq_items_name_their_construction(workdir):
+    for n in (4, 10):
+        lines = (workdir / "results" / "corpus" / "mcq" / f"mcq{n}.jsonl").read_text().splitlines()
+        items = [json.loads(line) for line in lines]
+        assert len(items) == 240 and all(i["distractors"] == "model_ranked" and len(i["choices"]) == n for i in items)
+
+
+def test_summary_has_every_split_and_side(workdir):
+    summary = pd.read_csv(workdir / "results" / "summary" / "fictionalqa.csv")
+    assert set(summary["split"]) == set(RUNS)
+    assert set(summary["run"]) == {*RUNS, "control"}
+    mcq = summary[(summary["suite"] == "mcq4") & (summary["side"] != "all")]
+    assert set(mcq["side"]) == {"train", "val"} and (mcq["acc_lo"] <= mcq["acc"]).all()
+
+
+def test_report_builds(workdir):
+    report = workdir / "report.html"
+    snakemake(workdir, "--report", str(report))
+    html = report.read_text()
+    assert "paper Fig. 4" in html and "SmolLM2" not in html and "tiny random Llama" in html
 
 
 def test_step_zero_is_the_base_model_evaluated_once(workdir):
     base = pd.read_parquet(workdir / "results" / "evaluate" / "base_model.parquet")
-    for run in ("doc", "event", "control"):
+    for run in (*RUNS, "control"):
         step0 = pd.read_parquet(workdir / "results" / "evaluate" / run / "step-0.parquet")
         assert (step0["run"] == run).all() and (step0["step"] == 0).all()
         pd.testing.assert_frame_equal(step0.drop(columns="run"), base.drop(columns="run"))
@@ -83,7 +127,7 @@ def test_manifests_record_provenance(workdir):
     fictions = next(i for i in manifest["inputs"] if i["path"].endswith("fictions.jsonl"))
     digest = hashlib.sha256((workdir / fictions["path"]).read_bytes()).hexdigest()
     assert fictions["sha256"] == digest
-    assert manifest["config"]["cfg"]["em_tokens"] == 50
+    assert manifest["config"]["cfg"]["em_tokens"] == [10, 25, 50]
     assert manifest["packages"]["torch"].startswith("2.13.0")
     assert manifest["wall_time_s"] > 0 and "commit" in manifest["git"]
     finetune = json.loads((workdir / "results" / "finetune" / "doc" / "manifest.json").read_text())
