@@ -19,13 +19,20 @@ def _validate(cfg):
     return cfg
 
 
-def test_default_and_test_configs_validate():
-    _validate(CONFIG)
-    test = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())
+def _merged(name):
+    """config.yaml updated recursively by ``config/<name>``, as ``--configfile`` does."""
+    from snakemake.utils import update_config
+
     merged = copy.deepcopy(CONFIG)
-    for key, value in test.items():
-        merged[key] = {**merged[key], **value} if isinstance(value, dict) else value
-    assert _validate(merged)["model"]["source"] == "tiny_random"
+    update_config(merged, yaml.safe_load((ROOT / "config" / name).read_text()))
+    return merged
+
+
+def test_default_test_and_paper_configs_validate():
+    _validate(CONFIG)
+    assert _validate(_merged("test.yaml"))["model"]["source"] == "tiny_random"
+    paper = _validate(_merged("paper.yaml"))
+    assert paper["finetune"]["fiction_rate"] == 0.05 and paper["mcq"]["ranker"]["max_candidates"] is None
 
 
 def test_wrong_type_names_the_key():

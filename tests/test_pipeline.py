@@ -180,13 +180,14 @@ def test_lint_and_format_are_clean():
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
-def test_slurm_profile_dry_run(tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--configfile", str(ROOT / "config" / "paper.yaml")]], ids=["default", "paper"])
+def test_slurm_profile_dry_run(tmp_path, extra):
     proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n"],
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n", *extra],
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "finetune" in proc.stdout
+    assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
 
 
 def test_audit_flags_a_changed_result(workdir):
