@@ -238,3 +238,14 @@ def test_paper_values_match_the_export():
     assert "Gemma-2-9B" not in set(fig3["series"]), "single-value runs are left out"
     with pytest.raises(ValueError, match="not in the paper's W&B exports"):
         paper_curves(PAPER, "fig2")
+
+
+@paper
+def test_command_line_renders_every_exported_family(tmp_path, capsys):
+    from knowlab.figures import FAMILIES
+    from knowlab.paper_figures import main
+
+    main([str(PAPER), str(tmp_path)])
+    written = capsys.readouterr().out.split()
+    assert len(written) == len(FAMILIES) - 1  # all but fig2
+    assert all(Path(p).stat().st_size > 1000 for p in written)

@@ -188,3 +188,27 @@ def paper_curves(folder: str | Path, family: str) -> pd.DataFrame:
             )
         )
     return pd.concat(frames, ignore_index=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m knowlab.paper_figures FOLDER OUTDIR``: draw every family the exports cover,
+    as ``OUTDIR/paper_<family>.{pdf,png}``, for side-by-side comparison with this pipeline's figures."""
+    import argparse
+
+    from knowlab.figures import FAMILIES, plot_family
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("folder", type=Path, help="the paper's raw_data folder (v5/, v6-7/, 6-7/)")
+    parser.add_argument("outdir", type=Path)
+    args = parser.parse_args(argv)
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    for family in FAMILIES:
+        if family == "fig2":
+            continue  # not in the exports
+        out = args.outdir / f"paper_{family}"
+        plot_family(family, paper_curves(args.folder, family), f"{out}.pdf", f"{out}.png", note="the paper's W&B exports")
+        print(f"{out}.png")
+
+
+if __name__ == "__main__":
+    main()
