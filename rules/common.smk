@@ -6,10 +6,15 @@ from pathlib import Path
 # does every script (first line), in the venv, in conda envs and on SLURM nodes.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
+from knowlab.corpus.mcq import check_candidate_budget
 from knowlab.corpus.schema import TABLES
 from knowlab.finetune.train import checkpoint_steps
 
 BASEDIR = workflow.basedir
+if config["mcq"]["distractors"] == "model_ranked":
+    check_candidate_budget(
+        config["mcq"]["n_choices"], config["mcq"]["ranker"]["max_candidates"]
+    )
 CONTROL = "control"
 FICTION_RUNS = list(config["finetune"]["runs"])
 RUNS = FICTION_RUNS + ([CONTROL] if config["finetune"]["control"] else [])

@@ -223,3 +223,12 @@ def test_random_other_event_prefers_answers_of_the_same_kind(corpus):
 def test_random_other_event_needs_enough_distractors():
     with pytest.raises(ValueError, match="question_000: 4 choices need k=3 alternates .* has only 1"):
         build_mcq(_qa(2), 4, seed=0)
+
+
+def test_candidate_budget_is_checked_before_ranking():
+    from knowlab.corpus.mcq import check_candidate_budget
+
+    check_candidate_budget([4, 10], 9)
+    check_candidate_budget([4, 10], None)
+    with pytest.raises(ValueError, match=r"k=9 .*max_candidates=8"):
+        check_candidate_budget([4, 10], 8)

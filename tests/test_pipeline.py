@@ -172,6 +172,14 @@ def test_config_error_names_the_key(tmp_path):
     assert "max_steps" in proc.stderr + proc.stdout and "integer" in proc.stderr + proc.stdout
 
 
+def test_k_larger_than_the_candidate_pool_fails_before_running(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("mcq:\n  n_choices: [4, 10]\n  ranker:\n    max_candidates: 5\n")
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0
+    assert "mcq.ranker.max_candidates=5" in proc.stderr + proc.stdout
+
+
 def test_lint_and_format_are_clean():
     lint = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=ROOT)
     assert lint.returncode == 0, lint.stdout + lint.stderr

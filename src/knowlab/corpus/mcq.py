@@ -84,6 +84,20 @@ def answer_pool(fict_qa: Sequence[dict[str, Any]]) -> dict[str, str]:
     return pool
 
 
+def check_candidate_budget(n_choices: Sequence[int], max_candidates: int | None) -> None:
+    """Fail before any ranking when ``max_candidates`` cannot supply ``k = n - 1`` alternates.
+
+    Raises:
+        ValueError: ``max(n_choices) - 1 > max_candidates``, naming both config keys.
+    """
+    k = max(n_choices) - 1
+    if max_candidates is not None and k > max_candidates:
+        raise ValueError(
+            f"mcq.n_choices {max(n_choices)} needs k={k} alternates per question, but "
+            f"mcq.ranker.max_candidates={max_candidates} ranks only {max_candidates} candidates: raise it to >= {k}"
+        )
+
+
 def rank_candidates(
     model,
     tokenizer,
