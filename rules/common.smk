@@ -27,6 +27,10 @@ RANKED = "results/corpus/mcq/ranked_candidates.parquet"
 REAL_QA = "results/corpus/real_qa.jsonl"
 FICTION = "results/corpus/fiction"
 STATS_SUITES = config["stats"]["suites"]
+if unbuilt := [s for s in STATS_SUITES if int(s[3:]) not in config["mcq"]["n_choices"]]:
+    raise ValueError(
+        f"stats.suites {unbuilt} are not built: add their sizes to mcq.n_choices"
+    )
 TESTS = ("mcnemar", "ttest")
 # Figure families of the FictionalQA paper (knowlab.figures): one rule each.
 FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
