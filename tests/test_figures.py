@@ -168,7 +168,7 @@ def _pvalues(alternative=None) -> pd.DataFrame:
     ("alternative", "value", "test", "label"),
     [
         (None, "pvalue_holm", "McNemar test", "p-value (Holm-corrected)"),
-        ("greater", "pvalue", "paired t-test, alternative: greater", "p-value (uncorrected)"),
+        ("greater", "pvalue", "paired t-test of row vs column, alternative: greater", "p-value (uncorrected)"),
     ],
 )
 def test_pvalue_matrix_names_test_and_correction(alternative, value, test, label, tmp_path):

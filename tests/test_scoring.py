@@ -57,6 +57,73 @@ def test_results_do_not_depend_on_batch_size(tiny, corpus):
             assert a == pytest.approx(b, abs=1e-5)
 
 
+def _mcq_like_requests(corpus):
+    """Shared contexts of several token lengths (some equal), multi- and single-token choices, and singletons."""
+    answers = [" " + q["natural_answer"] for q in corpus["fict_qa"][:12]]
+    requests = []
+    for k, q in enumerate(corpus["fict_qa"][:9]):
+        context = f"Question: {q['question']}\nAnswer:"
+        requests += [(context, answers[(k + j) % len(answers)]) for j in range(2 + k % 4)]
+        requests.append((context, " the"))
+    requests += [("The barrier failed in", " 1911"), ("", "A whole text."), ("Who chaired the inquiry?", " Edwin Tarrant")]
+    return requests
+
+
+def test_shared_context_results_do_not_depend_on_batch_size(tiny, corpus):
+    model, tok = tiny
+    assert model.dtype == torch.float32
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    runs = [score_token_ids(model, pairs, batch_size=b) for b in (1, 3, 16)]
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            assert len(a.logprobs) == len(b.logprobs) and (a.greedy == b.greedy).all()
+            np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=0, atol=1e-5)
+
+
+def test_shared_context_path_equals_the_per_request_path(tiny, corpus):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    together = score_token_ids(model, pairs, batch_size=4)
+    for pair, got in zip(pairs, together):
+        (alone,) = score_token_ids(model, [pair])  # a lone request takes the per-request path
+        assert len(got.logprobs) == len(pair[1]) and (got.greedy == alone.greedy).all()
+        np.testing.assert_allclose(got.logprobs, alone.logprobs, rtol=0, atol=1e-5)
+
+
+def test_each_shared_context_is_encoded_once(tiny, corpus):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    seen = []
+    forward = model.forward
+
+    def recording(*args, **kwargs):
+        seen.extend(tuple(row) for row in kwargs["input_ids"].tolist())
+        return forward(*args, **kwargs)
+
+    model.forward = recording
+    try:
+        score_token_ids(model, pairs, batch_size=3)
+    finally:
+        del model.forward
+    contexts = {tuple(c) for c, _ in pairs[:-3]}
+    for context in contexts:
+        assert seen.count(context) == 1
+        assert not any(len(row) > len(context) and row[: len(context)] == context for row in seen)
+
+
+def test_window_cut_requests_take_the_per_request_path(tiny, corpus):
+    model, tok = tiny
+    context = tok(corpus["fictions"][0]["fiction"], add_special_tokens=False)["input_ids"][:40]
+    pairs = [(context, [5, 6, 7]), (context, [8, 9])]
+    cut = score_token_ids(model, pairs, max_length=40)  # the first request no longer fits uncut
+    assert [len(s.logprobs) for s in cut] == [3, 2]
+    (alone,) = score_token_ids(model, [pairs[0]], max_length=40)
+    np.testing.assert_allclose(cut[0].logprobs, alone.logprobs, atol=1e-5)
+    uncut = score_token_ids(model, pairs)
+    assert not np.allclose(cut[0].logprobs, uncut[0].logprobs)
+    np.testing.assert_allclose(cut[1].logprobs, uncut[1].logprobs, atol=1e-5)
+
+
 def test_greedy_flag_and_empty_continuation(tiny):
     model, tok = tiny
     ids = tok("the the the the", add_special_tokens=False)["input_ids"]

@@ -404,7 +404,7 @@ def plot_pvalue_matrix(table: pd.DataFrame, title: str, pdf, png, value: str = "
     run = table["run_a"].iloc[0]
     within = table[(table["run_a"] == run) & (table["run_b"] == run)]
     versus = table[table["run_b"] != run]
-    test = f"paired t-test, alternative: {table['alternative'].iloc[0]}" if "alternative" in table else "McNemar test"
+    test = f"paired t-test of row vs column, alternative: {table['alternative'].iloc[0]}" if "alternative" in table else "McNemar test"
     correction = f"{table['correction'].iloc[0].capitalize()}-corrected" if value != "pvalue" else "uncorrected"
     fig, axes = plt.subplots(
         1, 2 if len(versus) else 1, figsize=(11 if len(versus) else 5.5, 4.5), squeeze=False, layout="constrained"
