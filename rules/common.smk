@@ -26,6 +26,15 @@ MCQ = [f"results/corpus/mcq/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
 RANKED = "results/corpus/mcq/ranked_candidates.parquet"
 REAL_QA = "results/corpus/real_qa.jsonl"
 FICTION = "results/corpus/fiction"
+# What every checkpoint evaluation reads besides the checkpoint (knowlab.evaluate.suites).
+SUITE_INPUTS = {
+    "fictions": f"{FICTION}/fictions.jsonl",
+    "fictsheets": f"{FICTION}/fictsheets.jsonl",
+    "fict_qa": f"{FICTION}/fict_qa.jsonl",
+    "real_qa": REAL_QA,
+    "webtext": "resources/webtext/heldout.jsonl",
+    "mcq": MCQ,
+}
 STATS_SUITES = config["stats"]["suites"]
 if unbuilt := [s for s in STATS_SUITES if int(s[3:]) not in config["mcq"]["n_choices"]]:
     raise ValueError(

@@ -4,13 +4,8 @@
 
 rule evaluate_base:
     input:
+        **SUITE_INPUTS,
         model="resources/base_model",
-        fictions=f"{FICTION}/fictions.jsonl",
-        fictsheets=f"{FICTION}/fictsheets.jsonl",
-        fict_qa=f"{FICTION}/fict_qa.jsonl",
-        real_qa=REAL_QA,
-        webtext="resources/webtext/heldout.jsonl",
-        mcq=MCQ,
     output:
         table="results/evaluate/base_model.parquet",
         manifest="results/evaluate/base_model.manifest.json",
@@ -32,13 +27,8 @@ rule evaluate_base:
 
 rule evaluate:
     input:
+        **SUITE_INPUTS,
         checkpoints="results/finetune/{run}/checkpoints",
-        fictions=f"{FICTION}/fictions.jsonl",
-        fictsheets=f"{FICTION}/fictsheets.jsonl",
-        fict_qa=f"{FICTION}/fict_qa.jsonl",
-        real_qa=REAL_QA,
-        webtext="resources/webtext/heldout.jsonl",
-        mcq=MCQ,
     output:
         table="results/evaluate/{run}/step-{step}.parquet",
         manifest="results/evaluate/{run}/step-{step}.manifest.json",
