@@ -24,7 +24,7 @@ def test_encode_pair_moves_trailing_space_into_continuation(tiny):
     assert (ctx, cont) == (ctx2, cont2)
     whole = tok("Question: Who won?\nAnswer: Jonas", add_special_tokens=False)["input_ids"]
     assert ctx + cont == whole
-    empty_ctx, body = encode_pair(tok, "", "Jonas")
+    empty_ctx, _ = encode_pair(tok, "", "Jonas")
     assert empty_ctx == [prefix_token_id(tok)]
 
 
@@ -38,7 +38,11 @@ def _manual_loglik(model, ids, n_cont):
 
 def test_loglikelihood_matches_a_manual_forward_pass(tiny):
     model, tok = tiny
-    requests = [("The barrier failed in", " 1911"), ("Who chaired the inquiry?", " Edwin Tarrant"), ("", "A whole text.")]
+    requests = [
+        ("The barrier failed in", " 1911"),
+        ("Who chaired the inquiry?", " Edwin Tarrant"),
+        ("", "A whole text."),
+    ]
     scored = loglikelihood(model, tok, requests, batch_size=2)
     for (ctx, cont), (ll, n, _) in zip(requests, scored):
         c, x = encode_pair(tok, ctx, cont)
@@ -55,6 +59,93 @@ def test_results_do_not_depend_on_batch_size(tiny, corpus):
         for (a, na, ga), (b, nb, gb) in zip(runs[0], other):
             assert na == nb and ga == gb
             assert a == pytest.approx(b, abs=1e-5)
+
+
+def _mcq_like_requests(corpus):
+    """Shared contexts of several token lengths (some equal), multi- and single-token choices, and singletons."""
+    answers = [" " + q["natural_answer"] for q in corpus["fict_qa"][:12]]
+    requests = []
+    for k, q in enumerate(corpus["fict_qa"][:9]):
+        context = f"Question: {q['question']}\nAnswer:"
+        requests += [(context, answers[(k + j) % len(answers)]) for j in range(2 + k % 4)]
+        requests.append((context, " the"))
+    requests += [
+        ("The barrier failed in", " 1911"),
+        ("", "A whole text."),
+        ("Who chaired the inquiry?", " Edwin Tarrant"),
+    ]
+    return requests
+
+
+def test_shared_context_results_do_not_depend_on_batch_size(tiny, corpus):
+    model, tok = tiny
+    assert model.dtype == torch.float32
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    runs = [score_token_ids(model, pairs, batch_size=b) for b in (1, 3, 16)]
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            assert len(a.logprobs) == len(b.logprobs) and (a.greedy == b.greedy).all()
+            np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=0, atol=1e-5)
+
+
+def test_shared_context_path_equals_the_per_request_path(tiny, corpus):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    together = score_token_ids(model, pairs, batch_size=4)
+    for pair, got in zip(pairs, together):
+        (alone,) = score_token_ids(model, [pair])  # a lone request takes the per-request path
+        assert len(got.logprobs) == len(pair[1]) and (got.greedy == alone.greedy).all()
+        np.testing.assert_allclose(got.logprobs, alone.logprobs, rtol=0, atol=1e-5)
+
+
+def _record_input_rows(model, monkeypatch) -> list[tuple[int, ...]]:
+    """A list that collects every input row (padding included) the model is run on."""
+    rows = []
+    forward = model.forward
+
+    def recording(*args, **kwargs):
+        rows.extend(tuple(row) for row in kwargs["input_ids"].tolist())
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", recording)
+    return rows
+
+
+def test_each_shared_context_is_encoded_once(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    rows = _record_input_rows(model, monkeypatch)
+    score_token_ids(model, pairs, batch_size=3)
+    contexts = {tuple(c) for c, _ in pairs[:-3]}
+    assert len(rows) == len(contexts) + 3  # one packed row per question, the three singletons alone
+    for context in contexts:
+        assert sum(row[: len(context)] == context for row in rows) == 1
+
+
+def test_requests_longer_than_a_sliding_window_are_not_packed(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    packed = score_token_ids(model, pairs, batch_size=4)
+    rows = _record_input_rows(model, monkeypatch)
+    monkeypatch.setattr(model.config, "sliding_window", 3, raising=False)  # shorter than every request
+    alone = score_token_ids(model, pairs, batch_size=4)
+    assert len(rows) == len(pairs)
+    for a, b in zip(packed, alone):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+
+
+def test_window_cut_requests_take_the_per_request_path(tiny, corpus):
+    model, tok = tiny
+    context = tok(corpus["fictions"][0]["fiction"], add_special_tokens=False)["input_ids"][:38]
+    pairs = [(context, [5, 6, 7, 8]), (context, [8, 9]), (context, [10, 11, 12])]
+    cut = score_token_ids(model, pairs, max_length=40)  # only the first needs more than 40 input tokens
+    assert [len(s.logprobs) for s in cut] == [4, 2, 3]
+    (alone,) = score_token_ids(model, [pairs[0]], max_length=40)
+    np.testing.assert_allclose(cut[0].logprobs, alone.logprobs, atol=1e-5)
+    uncut = score_token_ids(model, pairs)
+    assert not np.allclose(cut[0].logprobs, uncut[0].logprobs, atol=1e-3)
+    for a, b in zip(cut[1:], uncut[1:]):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
 
 
 def test_greedy_flag_and_empty_continuation(tiny):
@@ -74,7 +165,13 @@ def test_mcq_acc_and_acc_norm_definitions(tiny, monkeypatch):
         "knowlab.evaluate.suites.loglikelihood",
         lambda m, t, reqs, batch_size, desc: [(fake[cont], 1, False) for _, cont in reqs],
     )
-    (row,) = mcq_rows(model, tok, [{"question_id": "q", "question": "?", "choices": ["a", "bbbbbbbbbb", "cc"], "gold": 1}], "Q: {question}", 4)
+    (row,) = mcq_rows(
+        model,
+        tok,
+        [{"question_id": "q", "question": "?", "choices": ["a", "bbbbbbbbbb", "cc"], "gold": 1}],
+        "Q: {question}",
+        4,
+    )
     assert row["pred"] == 0 and row["acc"] == 0.0
     assert row["pred_norm"] == 1 and row["acc_norm"] == 1.0
     expected = -3.0 - np.logaddexp.reduce([-2.0, -3.0, -9.0])
