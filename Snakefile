@@ -18,6 +18,7 @@ include: "rules/corpus.smk"
 include: "rules/splits.smk"
 include: "rules/finetune.smk"
 include: "rules/evaluate.smk"
+include: "rules/sort.smk"
 include: "rules/stats.smk"
 include: "rules/figures.smk"
 

@@ -41,6 +41,16 @@ if unbuilt := [s for s in STATS_SUITES if int(s[3:]) not in config["mcq"]["n_cho
         f"stats.suites {unbuilt} are not built: add their sizes to mcq.n_choices"
     )
 TESTS = ("mcnemar", "ttest")
+SORT = "results/sort"
+SORT_CONDITIONS = config["sort"]["conditions"]
+RAG_CONDITIONS = ("rag", "oracle_rag")
+# SORT figures of the base model (knowlab.sort.plots), the keys of rule sort_figures' outputs
+SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
+if config["sort"]["source"] == "release" and set(SORT_CONDITIONS) & set(RAG_CONDITIONS):
+    raise ValueError(
+        "sort.conditions rag/oracle_rag need the books' text, which sort.source: release "
+        "does not have: use shakespeare or gutenberg, or drop them from sort.conditions"
+    )
 # Figure families of the FictionalQA paper (knowlab.figures): one rule each.
 FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
 # Printed under every figure: which model and settings produced it.
@@ -63,6 +73,7 @@ wildcard_constraints:
     suite="mcq[0-9]+",
     test="|".join(TESTS),
     step=r"\d+",
+    condition="|".join(SORT_CONDITIONS),
     n=r"\d+",
 
 
@@ -126,6 +137,10 @@ def compared_runs(wildcards):
 
 def all_outputs():
     outputs = expand("results/splits/{split}.json", split=SPLITS)
+    outputs += [f"{SORT}/tables", f"{SORT}/stats/manifest.json"]
+    outputs += expand(
+        "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
+    )
     if not FICTION_RUNS:
         return outputs
     outputs += expand(
@@ -139,3 +154,27 @@ def all_outputs():
         ext=("pdf", "png"),
     )
     return outputs
+
+
+def sort_condition_inputs(wildcards):
+    """A SORT evaluation's items and selected template, plus passages for the RAG conditions."""
+    inputs = {
+        "sort_items": f"{SORT}/items.jsonl",
+        "selection": f"{SORT}/prompt/selection.json",
+    }
+    if wildcards.condition in RAG_CONDITIONS:
+        inputs["retrieval"] = f"{SORT}/retrieval.parquet"
+    return inputs
+
+
+def sort_figure_inputs(wildcards):
+    """The base model's SORT rows, plus retrieval recall when RAG is scored."""
+    inputs = {
+        "rows": expand(
+            f"{SORT}/evaluate/base_model/{{condition}}.parquet",
+            condition=SORT_CONDITIONS,
+        )
+    }
+    if set(SORT_CONDITIONS) & set(RAG_CONDITIONS):
+        inputs["retrieval"] = f"{SORT}/retrieval.parquet"
+    return inputs

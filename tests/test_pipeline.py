@@ -54,7 +54,9 @@ def test_item_tables_and_statistics(workdir):
     items = pd.read_parquet(workdir / "results" / "evaluate" / "doc" / "step-6.parquet")
     suites = {"fiction_doc", "fictsheet_doc", "webtext", "fict_qa_nll", "real_qa_nll", "mcq4", "mcq10"}
     assert set(items["suite"]) == suites
-    assert {"item_id", "run", "step", "checkpoint", "loss", "em10", "em25", "em50", "acc", "acc_norm"} <= set(items.columns)
+    assert {"item_id", "run", "step", "checkpoint", "loss", "em10", "em25", "em50", "acc", "acc_norm"} <= set(
+        items.columns
+    )
     assert (items["run"] == "doc").all() and (items["step"] == 6).all()
     assert items.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
     for test, n_pairs in (("mcnemar", 3 * 3 + 3), ("ttest", 3 * 3 + 3)):
@@ -69,6 +71,30 @@ def test_item_tables_and_statistics(workdir):
     assert (control["fiction_samples_seen"] == 0).all()
     sheets = pd.read_parquet(workdir / "results" / "finetune" / "fictsheets" / "train_log.parquet")
     assert sheets["fiction_epochs"].iloc[-1] > log["fiction_epochs"].iloc[-1]  # 4 fictsheets epoch fastest
+
+
+def test_sort_items_passages_prompt_and_rows(workdir):
+    from knowlab.sort.build import check_items
+    from knowlab.sort.pipeline import books_from_records
+
+    sort = workdir / "results" / "sort"
+    books = books_from_records([json.loads(line) for line in (sort / "books.jsonl").read_text().splitlines()])
+    items = [json.loads(line) for line in (sort / "items.jsonl").read_text().splitlines()]
+    check_items(items, books)  # bins, boundaries, overlap, balance
+    assert {i["split"] for i in items} == {"validation", "test"}
+    retrieval = pd.read_parquet(sort / "retrieval.parquet")
+    assert set(retrieval["condition"]) == {"rag", "oracle_rag"}
+    assert retrieval["recall"].isin([0, 0.5, 1]).all()
+    assert (retrieval.loc[retrieval.condition == "oracle_rag", "recall"] == 1).all()
+    selection = json.loads((sort / "prompt" / "selection.json").read_text())
+    assert len(selection["table"]) == 12 and selection["template_id"].startswith("t")
+    test_ids = {i["item_id"] for i in items if i["split"] == "test"}
+    for condition in ("baseline", "in_context", "rag", "oracle_rag"):
+        rows = pd.read_parquet(sort / "evaluate" / "base_model" / f"{condition}.parquet")
+        assert set(rows["item_id"]) == test_ids and (rows["condition"] == condition).all()
+        assert (rows["template_id"] == selection["template_id"]).all()
+        assert (rows["score"] <= 0).all() and rows["prediction"].isin(["A", "B"]).all()
+        assert (rows["correct"] == (rows["prediction"] == rows["answer"])).all()
 
 
 def test_saved_pvalues_recompute_from_item_rows(workdir):
@@ -117,7 +143,9 @@ def test_checkpoints_load_with_transformers(workdir):
     from transformers import AutoModelForCausalLM
 
     for step in (0, 3, 6):
-        model = AutoModelForCausalLM.from_pretrained(workdir / "results" / "finetune" / "doc" / "checkpoints" / f"step-{step}")
+        model = AutoModelForCausalLM.from_pretrained(
+            workdir / "results" / "finetune" / "doc" / "checkpoints" / f"step-{step}"
+        )
         assert model.config.num_hidden_layers == 2
 
 
@@ -150,7 +178,10 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path):
     lines = (corpus / "fictions.jsonl").read_text().splitlines()
     lines[2] = lines[2][:40]  # truncated line
     (corpus / "fictions.jsonl").write_text("\n".join(lines) + "\n")
-    pins = {t: hashlib.sha256((corpus / f"{t}.jsonl").read_bytes()).hexdigest() for t in ("seeds", "fictsheets", "fictions", "fict_qa")}
+    pins = {
+        t: hashlib.sha256((corpus / f"{t}.jsonl").read_bytes()).hexdigest()
+        for t in ("seeds", "fictsheets", "fictions", "fict_qa")
+    }
     config = tmp_path / "bad.yaml"
     config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
     work = tmp_path / "work"
@@ -161,7 +192,9 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path):
     assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
     log = log_file.read_text()
     assert "fictions.jsonl:3: malformed JSON" in log
-    assert not (work / "results" / "corpus" / "fiction").exists() or not any((work / "results" / "corpus" / "fiction").iterdir())
+    assert not (work / "results" / "corpus" / "fiction").exists() or not any(
+        (work / "results" / "corpus" / "fiction").iterdir()
+    )
 
 
 def test_config_error_names_the_key(tmp_path):

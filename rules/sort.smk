@@ -1,0 +1,145 @@
+# SORT (sequence order recall, seed 003): texts -> items -> passages -> prompt -> item rows.
+
+
+rule sort_sources:
+    output:
+        texts=directory(f"resources/sort/{config['sort']['source']}"),
+        manifest=f"resources/sort/{config['sort']['source']}.manifest.json",
+    log:
+        "results/logs/sort/sources.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["sort"],
+    script:
+        "../scripts/sort_sources.py"
+
+
+rule sort_items:
+    input:
+        texts=rules.sort_sources.output.texts,
+    output:
+        books=f"{SORT}/books.jsonl",
+        sort_items=f"{SORT}/items.jsonl",
+        manifest=f"{SORT}/items.manifest.json",
+    log:
+        "results/logs/sort/items.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["sort"],
+        seed=config["seed"],
+    script:
+        "../scripts/sort_items.py"
+
+
+rule sort_retrieval:
+    input:
+        books=f"{SORT}/books.jsonl",
+        sort_items=f"{SORT}/items.jsonl",
+    output:
+        table=f"{SORT}/retrieval.parquet",
+        manifest=f"{SORT}/retrieval.manifest.json",
+    log:
+        "results/logs/sort/retrieval.log",
+    conda:
+        "../envs/sort.yaml"
+    threads: config["threads"]
+    params:
+        cfg=config["sort"]["rag"],
+    script:
+        "../scripts/sort_retrieval.py"
+
+
+rule sort_prompt:
+    input:
+        sort_items=f"{SORT}/items.jsonl",
+        model="resources/base_model",
+    output:
+        selection=f"{SORT}/prompt/selection.json",
+        rows=f"{SORT}/prompt/validation.parquet",
+        manifest=f"{SORT}/prompt/manifest.json",
+    log:
+        "results/logs/sort/prompt.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["sort"],
+    script:
+        "../scripts/sort_prompt.py"
+
+
+rule sort_evaluate_base:
+    input:
+        unpack(sort_condition_inputs),
+        model="resources/base_model",
+    output:
+        table=f"{SORT}/evaluate/base_model/{{condition}}.parquet",
+        manifest=f"{SORT}/evaluate/base_model/{{condition}}.manifest.json",
+    log:
+        "results/logs/sort/evaluate/base_model/{condition}.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["sort"],
+        checkpoint=lambda wildcards, input: input.model,
+        condition=lambda wildcards: wildcards.condition,
+        model=MODEL_NAME,
+        run="base",
+        step=0,
+    script:
+        "../scripts/sort_evaluate.py"
+
+
+rule sort_stats:
+    input:
+        rows=expand(
+            f"{SORT}/evaluate/base_model/{{condition}}.parquet",
+            condition=SORT_CONDITIONS,
+        ),
+    output:
+        tables=directory(f"{SORT}/tables"),
+        binomial=f"{SORT}/stats/binomial.parquet",
+        mcnemar=f"{SORT}/stats/base_model/mcnemar_conditions.parquet",
+        ttest=f"{SORT}/stats/base_model/ttest_conditions.parquet",
+        manifest=f"{SORT}/stats/manifest.json",
+    log:
+        "results/logs/sort/stats.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        conditions=SORT_CONDITIONS,
+        alternative=config["stats"]["ttest_alternative"],
+        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
+        seed=config["seed"],
+    script:
+        "../scripts/sort_stats.py"
+
+
+rule sort_figures:
+    input:
+        unpack(sort_figure_inputs),
+        binomial=f"{SORT}/stats/binomial.parquet",
+        mcnemar=f"{SORT}/stats/base_model/mcnemar_conditions.parquet",
+        ttest=f"{SORT}/stats/base_model/ttest_conditions.parquet",
+    output:
+        **{
+            f"{name}_{ext}": f"results/figures/sort/{name}.{ext}"
+            for name in SORT_FIGURES
+            for ext in ("pdf", "png")
+        },
+        manifest="results/figures/sort/manifest.json",
+    log:
+        "results/logs/sort/figures.log",
+    conda:
+        "../envs/plot.yaml"
+    params:
+        model=MODEL_NAME,
+    script:
+        "../scripts/sort_figures.py"

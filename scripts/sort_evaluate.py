@@ -1,0 +1,42 @@
+"""Score the SORT test items under one memory condition with the selected template."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import torch
+
+from knowlab.io import read_json, read_jsonl, read_parquets, write_parquet
+from knowlab.provenance import rule_step
+from knowlab.resources.models import load_model
+from knowlab.sort.pipeline import evaluate_items, templates
+from knowlab.sort.prompts import get_template
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake) as log:
+    cfg, params = snakemake.params.cfg, snakemake.params
+    items = [item for item in read_jsonl(snakemake.input.sort_items) if item["split"] == "test"]
+    template = get_template(templates(cfg), read_json(snakemake.input.selection)["template_id"])
+    passages = None
+    if snakemake.input.get("retrieval"):
+        table = read_parquets([snakemake.input.retrieval])
+        table = table[table.condition == params.condition]
+        passages = dict(zip(table.item_id, table.passages.map(list), strict=True))
+    model, tokenizer = load_model(params.checkpoint)
+    log.info("%s: %d items, condition %s, template %s", params.checkpoint, len(items), params.condition, template["id"])
+    rows = evaluate_items(
+        model,
+        tokenizer,
+        items,
+        params.condition,
+        template,
+        passages=passages,
+        system_prompt=cfg["system_prompt"],
+        batch_size=cfg["batch_size"],
+    )
+    rows.insert(0, "step", params.step)
+    rows.insert(0, "run", params.run)
+    rows.insert(0, "model", params.model)
+    log.info("accuracy %.3f", rows.correct.mean())
+    write_parquet(snakemake.output.table, rows)

@@ -1,0 +1,33 @@
+"""SORT figures of the base model: Fig. 3a/3b (in context), Fig. 4 (RAG), Fig. 10 (baseline), condition matrices."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab.io import read_parquets
+from knowlab.provenance import rule_step
+from knowlab.sort import plots
+
+with rule_step(snakemake):
+    out, params = snakemake.output, snakemake.params
+    rows = read_parquets(snakemake.input.rows)
+    binomial = read_parquets([snakemake.input.binomial])
+    retrieval = read_parquets([snakemake.input.retrieval]) if snakemake.input.get("retrieval") else None
+    plots.plot_by_excerpt_length(rows, out.fig3a_pdf, out.fig3a_png)
+    plots.plot_by_distance(rows, out.fig3b_pdf, out.fig3b_png)
+    plots.plot_by_distance(
+        rows, out.fig10_pdf, out.fig10_png, condition="baseline", hue="segment_length", panel="model",
+        marks=binomial[binomial.condition == "baseline"],
+    )  # fmt: skip
+    recall = None
+    if retrieval is not None:
+        recall = retrieval[retrieval.condition == "rag"].merge(rows[["item_id", "distance_bin"]].drop_duplicates())
+    plots.plot_rag(rows, out.fig4_pdf, out.fig4_png, recall=recall)
+    for test in ("mcnemar", "ttest"):
+        table = read_parquets([getattr(snakemake.input, test)])
+        title = {"mcnemar": "McNemar's test on correctness", "ttest": "paired t-test on the score"}[test]
+        plots.plot_matrix(
+            table, f"SORT, base model: {title} across memory conditions",
+            getattr(out, f"{test}_pdf"), getattr(out, f"{test}_png"), model=params.model,
+        )  # fmt: skip

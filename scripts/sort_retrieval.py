@@ -1,0 +1,18 @@
+"""Retrieve RAG passages (and the oracle passages) of every SORT item, with recall@k."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import torch
+
+from knowlab.io import read_jsonl, write_parquet
+from knowlab.provenance import rule_step
+from knowlab.sort.pipeline import books_from_records, retrieval_rows
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake):
+    books = books_from_records(read_jsonl(snakemake.input.books))
+    table = retrieval_rows(read_jsonl(snakemake.input.sort_items), books, snakemake.params.cfg)
+    write_parquet(snakemake.output.table, table)

@@ -1,0 +1,14 @@
+"""Download the SORT texts (sort.source), each verified by sha256."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab.io import atomic_dir
+from knowlab.provenance import rule_step
+from knowlab.sort.pipeline import fetch_sources
+
+with rule_step(snakemake) as log, atomic_dir(snakemake.output.texts) as tmp:
+    for path in fetch_sources(snakemake.params.cfg, tmp):
+        log.info("verified %s", Path(path).name)

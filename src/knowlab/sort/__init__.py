@@ -1,0 +1,1 @@
+"""SORT (sequence order recall task): Book-SORT-style items, prompts, scoring and retrieval."""

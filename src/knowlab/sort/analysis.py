@@ -1,0 +1,582 @@
+"""SORT analysis: accuracy with bootstrap intervals, binomial tests against chance, paired
+tests between checkpoints and conditions, and the paper's Tables 1-2.
+
+Source: Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"
+(seed 003): Sec. 5 (Tables 1-2, Figs. 3-4), App. C.1 and Fig. 10 (baseline accuracy per
+distance bin and segment length, binomial tests against chance, asterisks for p < 0.05 and
+p < 0.01), App. E.2-E.3 and Figs. 14-15 (McNemar's test on per-item correctness and a paired
+t-test on the log-probability of the correct answer between fine-tuned checkpoints).
+
+Input: *item rows*, one row per item x model x condition x run x step (see
+:mod:`knowlab.sort.score`), with at least ``item_id``, ``correct`` (bool) and ``score``
+(nats, ``log(p(correct) / (p(A) + p(B)))`` <= 0, ``log 0.5`` for an undecided model) plus
+the grouping columns a function names: ``model``, ``condition`` (``baseline``,
+``in_context``, ``rag``, ``oracle_rag``), ``run`` (``base`` before fine-tuning, ``books``,
+``instructions``, or a FictionalQA run), ``step``, ``epoch``, ``excerpt_length`` L_E and
+``segment_length`` L_S (words), ``distance_bin`` (0..3), ``split`` (``test`` or
+``validation``) and, for SORT on FictionalQA documents, ``side`` (``train`` or ``val``).
+
+The statistics themselves come from :mod:`knowlab.stats` (McNemar and the paired t-test
+with their defined degenerate cases, Holm's correction, the percentile bootstrap) and
+``scipy.stats.binomtest``; this module only groups and pairs the SORT rows.  Items are
+paired by ``item_id`` joins, never by row order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest, ttest_rel
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from knowlab.io import atomic_path
+from knowlab.stats import CORRECTION, _with_holm, bootstrap_ci, mcnemar_pair, ttest_pair
+
+CONDITIONS = ("baseline", "in_context", "rag", "oracle_rag")
+CONDITION_NAMES = {
+    "baseline": "no memory (baseline)",
+    "in_context": "in-context",
+    "rag": "RAG",
+    "oracle_rag": "oracle RAG",
+}
+TESTS = {"mcnemar": "correct", "ttest": "score"}  # test -> the item column it is run on
+DEFAULT_KEY_COLUMNS = ("run", "step", "condition")
+CHANCE = 0.5
+LOG_CHANCE = math.log(0.5)  # the score of a model that cannot tell A from B (nats)
+STANDARD_MAX_EXCERPT = 2500  # L_E <= 2500 words: "SORT"; longer (10000, 20000): "SORT-extend" (Table 2)
+
+
+def _require(rows: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    missing = [c for c in columns if c not in rows.columns]
+    if missing:
+        raise ValueError(f"{what} needs columns {list(columns)}; missing {missing}")
+
+
+def _groups(rows: pd.DataFrame, by: Sequence[str]):
+    """``(key tuple, group)`` pairs of ``rows`` grouped by ``by`` (one group of everything when ``by`` is empty)."""
+    if not by:
+        return [((), rows)]
+    return list(rows.groupby(list(by), sort=True, dropna=False))
+
+
+def marks(p: float) -> str:
+    """Significance marks of the paper's figures (Figs. 2, 5, 10): ``"**"`` for p < 0.01,
+    ``"*"`` for p < 0.05, else ``""`` (also for NaN)."""
+    if p is None or not np.isfinite(p):
+        return ""
+    return "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+
+def accuracy_table(
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Accuracy and mean score per group, with percentile-bootstrap confidence intervals.
+
+    Paper: Table 2 and Figs. 2-4, 10 report the mean accuracy with a bootstrapped 95%
+    interval; Fig. 16 the mean log-probability of the correct answer.  Intervals come from
+    :func:`knowlab.stats.bootstrap_ci` (``scipy.stats.bootstrap``, percentile method, the
+    same ``seed`` for every group), resampling the group's rows.  A group that pools
+    several models or runs resamples their rows as independent observations.
+
+    Args:
+        rows: item rows with ``item_id``, ``correct`` (bool), the ``by`` columns and
+            optionally ``score`` (nats; NaN allowed, e.g. for an API model without log-probs).
+        by: grouping columns (e.g. ``["model", "segment_length"]``); ``[]`` gives one row.
+        n_resamples: bootstrap resamples per interval.
+        seed: seed of the bootstrap generator.
+        confidence: confidence level of the intervals.
+
+    Returns:
+        One row per group, sorted by ``by``: the ``by`` columns, ``n`` (scored rows in the group),
+        ``n_items`` (distinct ``item_id``), ``n_correct``, ``accuracy`` (fraction in [0, 1]),
+        ``ci_low``, ``ci_high``, ``mean_score``, ``score_ci_low``, ``score_ci_high`` (nats;
+        NaN without a ``score`` column or when every score is NaN), ``confidence``.
+
+    Raises:
+        ValueError: a column is missing, or ``rows`` is empty.
+    """
+    _require(rows, ["item_id", "correct", *by], "accuracy_table")
+    if rows.empty:
+        raise ValueError("accuracy_table got no rows")
+    out = []
+    for key, group in _groups(rows, by):
+        correct = group["correct"].astype(float).to_numpy()
+        correct = correct[~np.isnan(correct)]  # an unscored row counts neither way
+        low, high = bootstrap_ci(correct, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        scores = group["score"].astype(float).to_numpy() if "score" in group else np.array([np.nan])
+        s_low, s_high = bootstrap_ci(scores, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        finite = scores[~np.isnan(scores)]
+        out.append(
+            {
+                **dict(zip(by, key)),
+                "n": int(correct.size),
+                "n_items": int(group["item_id"].nunique()),
+                "n_correct": int(correct.sum()),
+                "accuracy": float(correct.mean()) if correct.size else float("nan"),
+                "ci_low": low,
+                "ci_high": high,
+                "mean_score": float(finite.mean()) if finite.size else float("nan"),
+                "score_ci_low": s_low,
+                "score_ci_high": s_high,
+                "confidence": confidence,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def binomial_tests(
+    rows: pd.DataFrame, by: Sequence[str], p: float = CHANCE, alternative: str = "two-sided"
+) -> pd.DataFrame:
+    """Binomial test of the number correct against chance in every group, Holm-corrected over the table.
+
+    Paper: App. C.1 / Figs. 5 and 10 (baseline accuracy per distance bin and segment length;
+    asterisks mark a significant difference from chance) and Fig. 2 / Sec. 5.2.  Each group
+    is tested with ``scipy.stats.binomtest(k, n, p, alternative)``; the family of Holm's
+    step-down correction (``statsmodels.stats.multitest.multipletests``) is every group of
+    the table.  Marks (:func:`marks`) are put on the corrected p-value.
+
+    Args:
+        rows: item rows with ``correct`` and the ``by`` columns.
+        by: grouping columns, e.g. ``["model", "segment_length", "distance_bin"]``.
+        p: success probability under the null (0.5: the two labels are equally likely).
+        alternative: ``"two-sided"``, ``"greater"`` or ``"less"`` as in scipy.
+
+    Returns:
+        One row per group: the ``by`` columns, ``k`` (correct), ``n`` (rows), ``accuracy``,
+        ``pvalue``, ``pvalue_holm``, ``correction`` (``"holm"``), ``significance``
+        (``""``, ``"*"``, ``"**"`` on ``pvalue_holm``), ``alternative``, ``p_null``.
+
+    Raises:
+        ValueError: a missing column, no rows, or an ``alternative`` scipy rejects.
+    """
+    _require(rows, ["correct", *by], "binomial_tests")
+    if rows.empty:
+        raise ValueError("binomial_tests got no rows")
+    out = []
+    for key, group in _groups(rows, by):
+        correct = group["correct"].dropna().astype(bool)
+        k, n = int(correct.sum()), len(correct)
+        if n == 0:
+            raise ValueError(f"group {dict(zip(by, key))} has no scored row")
+        result = binomtest(k, n, p=p, alternative=alternative)
+        out.append({**dict(zip(by, key)), "k": k, "n": n, "accuracy": k / n, "pvalue": float(result.pvalue)})
+    table = pd.DataFrame(out)
+    table["pvalue_holm"] = multipletests(table["pvalue"].to_numpy(), method=CORRECTION)[1]
+    table["correction"] = CORRECTION
+    table["significance"] = table["pvalue_holm"].map(marks)
+    table["alternative"] = alternative
+    table["p_null"] = p
+    return table
+
+
+# ----------------------------------------------------------------------------- paired tests
+
+
+def key_label(key_columns: Sequence[str], key: Sequence[Any]) -> str:
+    """Default display label of a checkpoint/condition key, e.g. ``"books, step 19, baseline"``."""
+    parts = []
+    for column, value in zip(key_columns, key):
+        if column == "step":
+            parts.append(f"step {value}")
+        elif column == "epoch":
+            parts.append(f"epoch {float(value):g}")
+        elif column == "condition":
+            parts.append(CONDITION_NAMES.get(value, str(value)))
+        else:
+            parts.append(str(value))
+    return ", ".join(parts)
+
+
+def _series_by_item(rows: pd.DataFrame, key_columns: Sequence[str], metric: str) -> dict[tuple, pd.Series]:
+    """``{key: metric series indexed by item_id}`` for every key present in ``rows``."""
+    out = {}
+    for key, group in rows.groupby(list(key_columns), sort=False):
+        duplicated = group["item_id"].duplicated()
+        if duplicated.any():
+            first = group.loc[duplicated, "item_id"].iloc[0]
+            raise ValueError(
+                f"key {key} has {int(duplicated.sum())} repeated item_id (e.g. {first!r}); filter the rows "
+                "(e.g. to one model) or add the column that tells them apart to key_columns"
+            )
+        out[tuple(key)] = group.set_index("item_id")[metric]
+    return out
+
+
+def condition_matrix(
+    rows: pd.DataFrame,
+    keys: Sequence[tuple] | None,
+    test: str = "mcnemar",
+    alternative: str = "greater",
+    *,
+    key_columns: Sequence[str] = DEFAULT_KEY_COLUMNS,
+    pairs: Sequence[tuple[tuple, tuple]] | None = None,
+    labels: Mapping[tuple, str] | None = None,
+    exact_below: int = 25,
+) -> pd.DataFrame:
+    """Paired tests between every ordered pair of checkpoints/conditions, Holm-corrected over the matrix.
+
+    Paper: App. E.2 / Fig. 14 (McNemar's test on per-item correctness between fine-tuned
+    checkpoints; a row checkpoint vs a column checkpoint) and App. E.3 / Fig. 15 (paired
+    t-test on the log-probability of the correct answer, ``score``; "whether a model (row)
+    has higher log probabilities of the correct answer compared to another model
+    (columns)", i.e. ``alternative="greater"`` on row - column).
+
+    A *key* is a tuple of values of ``key_columns``, e.g. ``("books", 38, "baseline")`` for
+    ``("run", "step", "condition")``.  Each pair is joined on ``item_id`` (inner join; an
+    item with a NaN value in either is dropped) and tested with
+    :func:`knowlab.stats.mcnemar_pair` (exact binomial below ``exact_below`` discordant
+    items, else chi-square with continuity correction; p = 1 when no item is discordant)
+    or :func:`knowlab.stats.ttest_pair` (``scipy.stats.ttest_rel``; p = 1 when every
+    difference is 0).  Holm's correction (:func:`knowlab.stats._with_holm`) runs over the
+    distinct tests between different keys: unordered pairs for McNemar and a two-sided
+    t-test, ordered pairs for a one-sided t-test; diagonal cells get 1.
+
+    Args:
+        rows: item rows with ``item_id``, the ``key_columns`` and ``correct`` (McNemar)
+            or ``score`` (t-test).  Within a key an ``item_id`` may appear once: filter the
+            rows to one model (and one template) first.
+        keys: the keys, in display order; every ordered pair (diagonal included) is tested.
+            May be ``None`` when ``pairs`` is given.
+        test: ``"mcnemar"`` or ``"ttest"``.
+        alternative: the t-test's alternative on mean(row - column): ``"greater"``,
+            ``"less"`` or ``"two-sided"`` (McNemar is always two-sided).
+        key_columns: the columns a key's values belong to.
+        pairs: explicit ``(row key, column key)`` pairs instead of all ordered pairs of
+            ``keys`` (e.g. :func:`knowlab.stats.checkpoint_pairs` +
+            :func:`knowlab.stats.matched_pairs` with ``key_columns=("run", "step")``).
+        labels: display label per key (default :func:`key_label`); labels must be unique.
+        exact_below: McNemar uses the exact test when fewer items are discordant.
+
+    Returns:
+        One row per pair: ``a``, ``b`` (labels of the row and column key), ``{col}_a`` and
+        ``{col}_b`` for each key column, ``n_items`` (paired items), ``mean_a``, ``mean_b``
+        (accuracy, or mean score in nats, on the paired items), then for McNemar
+        ``discordant_a`` (a right, b wrong), ``discordant_b`` (a wrong, b right), ``exact``,
+        for the t-test ``mean_diff`` (mean of a - b, nats) and ``alternative``; then
+        ``statistic``, ``pvalue``, ``pvalue_holm``, ``correction``, ``test``, ``metric``
+        (the item column tested) and ``key_columns`` (comma-joined), which
+        :func:`recompute_sort_pvalue` reads.
+
+    Raises:
+        ValueError: unknown ``test`` or ``alternative``, missing columns, a key of the wrong
+            length, a key without rows, duplicated labels, a key with a repeated
+            ``item_id``, or two keys that share no item.
+    """
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {tuple(TESTS)}, got {test!r}")
+    if test == "ttest" and alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
+    metric = TESTS[test]
+    key_columns = tuple(key_columns)
+    _require(rows, ["item_id", metric, *key_columns], "condition_matrix")
+    if pairs is None:
+        if not keys:
+            raise ValueError("condition_matrix needs keys or pairs")
+        keys = [tuple(k) for k in keys]
+        pairs = [(a, b) for a in keys for b in keys]
+    else:
+        pairs = [(tuple(a), tuple(b)) for a, b in pairs]
+        keys = list(dict.fromkeys(k for pair in pairs for k in pair))
+    bad = [k for k in keys if len(k) != len(key_columns)]
+    if bad:
+        raise ValueError(f"keys must have {len(key_columns)} values ({key_columns}); got {bad[:3]}")
+    names = {k: (labels or {}).get(k, key_label(key_columns, k)) for k in keys}
+    if len(set(names.values())) != len(names):
+        raise ValueError(f"labels of the keys are not unique: {sorted(names.values())}")
+    series = _series_by_item(rows, key_columns, metric)
+    absent = [k for k in keys if k not in series]
+    if absent:
+        raise ValueError(f"no rows for keys {absent[:3]} (columns {key_columns})")
+
+    out = []
+    for a, b in pairs:
+        x, y = series[a], series[b]
+        joined = pd.concat([x.rename("a"), y.rename("b")], axis=1, join="inner").dropna().astype(float)
+        row: dict[str, Any] = {"a": names[a], "b": names[b]}
+        row.update({f"{c}_a": v for c, v in zip(key_columns, a)})
+        row.update({f"{c}_b": v for c, v in zip(key_columns, b)})
+        try:
+            if test == "mcnemar":
+                res = mcnemar_pair(x, y, exact_below)
+                extra = {"discordant_a": res["b"], "discordant_b": res["c"], "exact": res["exact"]}
+            else:
+                res = ttest_pair(x, y, alternative)
+                extra = {"mean_diff": res["mean_diff"], "alternative": alternative}
+        except ValueError as err:
+            raise ValueError(f"{names[a]!r} vs {names[b]!r}: {err}") from err
+        row.update({"n_items": res["n"], "mean_a": float(joined["a"].mean()), "mean_b": float(joined["b"].mean())})
+        row.update(extra)
+        row.update({"statistic": res["statistic"], "pvalue": res["pvalue"]})
+        out.append(row)
+    table = pd.DataFrame(out)
+    ordered = test == "ttest" and alternative != "two-sided"
+    family = pd.DataFrame(
+        {"run_a": table["a"], "step_a": 0, "run_b": table["b"], "step_b": 0, "pvalue": table["pvalue"]}
+    )
+    table["pvalue_holm"] = _with_holm(family, ordered=ordered)["pvalue_holm"].to_numpy()
+    table["correction"] = CORRECTION
+    table["test"] = test
+    table["metric"] = metric
+    table["key_columns"] = ",".join(key_columns)
+    return table
+
+
+def recompute_sort_pvalue(rows: pd.DataFrame, row_of_table: Mapping[str, Any]) -> float:
+    """Recompute the uncorrected p-value of one :func:`condition_matrix` row directly from the item rows.
+
+    An independent check of the saved table: both keys are re-selected from ``rows`` by the
+    row's ``{col}_a`` / ``{col}_b`` values for the columns in ``key_columns``, merged on
+    ``item_id`` (NaN dropped) and tested with ``statsmodels`` ``mcnemar`` (the row's
+    ``exact`` flag, continuity correction) or ``scipy.stats.ttest_rel`` (the row's
+    ``alternative``).  The module's definitions apply: no discordant item / all
+    differences 0 give 1.0.
+
+    Raises:
+        ValueError: an unknown ``test``, or a key with a repeated ``item_id``.
+    """
+    test = row_of_table["test"]
+    if test not in TESTS:
+        raise ValueError(f"cannot recompute a p-value for test {test!r}")
+    metric = TESTS[test]
+    columns = str(row_of_table["key_columns"]).split(",")
+
+    def pick(side: str) -> pd.DataFrame:
+        mask = np.ones(len(rows), dtype=bool)
+        for column in columns:
+            mask &= (rows[column] == row_of_table[f"{column}_{side}"]).to_numpy()
+        part = rows.loc[mask, ["item_id", metric]]
+        if part["item_id"].duplicated().any():
+            raise ValueError(f"key {side} of the row has a repeated item_id")
+        return part
+
+    paired = pick("a").merge(pick("b"), on="item_id", suffixes=("_a", "_b")).dropna()
+    x = paired[f"{metric}_a"].to_numpy(dtype=float)
+    y = paired[f"{metric}_b"].to_numpy(dtype=float)
+    if test == "mcnemar":
+        x, y = x.astype(bool), y.astype(bool)
+        table = np.array([[(x & y).sum(), (x & ~y).sum()], [(~x & y).sum(), (~x & ~y).sum()]])
+        if table[0, 1] + table[1, 0] == 0:
+            return 1.0
+        return float(sm_mcnemar(table, exact=bool(row_of_table["exact"]), correction=True).pvalue)
+    if np.all(x == y):
+        return 1.0
+    return float(ttest_rel(x, y, alternative=row_of_table["alternative"]).pvalue)
+
+
+def finetune_keys(
+    rows: pd.DataFrame,
+    runs: Sequence[str] = ("base", "books", "instructions"),
+    condition: str = "baseline",
+) -> tuple[list[tuple], dict[tuple, str]]:
+    """Keys ``(run, step, condition)`` and labels of the fine-tuning matrix of Figs. 14-15.
+
+    Order: the runs in ``runs`` order, each run's steps ascending (the base model, step 0,
+    once).  Labels read ``"base"`` and ``"<run> ep <epoch>"`` when the rows carry a finite
+    ``epoch``, else ``"<run> step <step>"``.
+
+    Raises:
+        ValueError: no rows of ``condition`` for any of ``runs``.
+    """
+    _require(rows, ["run", "step", "condition"], "finetune_keys")
+    part = rows[(rows["condition"] == condition) & rows["run"].isin(runs)]
+    if part.empty:
+        raise ValueError(f"no rows of condition {condition!r} for runs {list(runs)}")
+    keys, labels = [], {}
+    for run in runs:
+        steps = part.loc[part["run"] == run]
+        for step in sorted(steps["step"].unique()):
+            key = (run, int(step), condition)
+            epochs = steps.loc[steps["step"] == step, "epoch"] if "epoch" in steps else pd.Series(dtype=float)
+            epoch = epochs.dropna().iloc[0] if epochs.notna().any() else None
+            if run == "base" or int(step) == 0:
+                label = run
+            elif epoch is not None:
+                label = f"{run} ep {float(epoch):g}"
+            else:
+                label = f"{run} step {int(step)}"
+            keys.append(key)
+            labels[key] = label
+    return keys, labels
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class SortTable:
+    """A paper table: ``long`` (tidy numbers from :func:`accuracy_table`), ``wide`` (the
+    display form, one row per model, cells ``"accuracy ± half-width"``) and its caption."""
+
+    name: str
+    caption: str
+    long: pd.DataFrame
+    wide: pd.DataFrame
+
+
+def _cell(row: Mapping[str, Any]) -> str:
+    half = (row["ci_high"] - row["ci_low"]) / 2
+    return f"{row['accuracy']:.2f} ± {half:.3f}"
+
+
+def wide_table(long: pd.DataFrame, column: str, header: Mapping[Any, str] | None = None) -> pd.DataFrame:
+    """Pivot an :func:`accuracy_table` with a ``model`` column to one row per model, one
+    column per value of ``column``; cells ``"0.52 ± 0.007"`` (accuracy ± half-width of its
+    bootstrap interval), ``"/"`` where a model has no rows (as in the paper's tables).
+    ``header`` renames the columns; models keep their order of first appearance."""
+    models = list(dict.fromkeys(long["model"]))
+    values = list(dict.fromkeys(long[column]))
+    cells = {(r["model"], r[column]): _cell(r) for _, r in long.iterrows()}
+    header = header or {}
+    data = {"Model": models}
+    for v in values:
+        data[header.get(v, str(v))] = [cells.get((m, v), "/") for m in models]
+    return pd.DataFrame(data)
+
+
+def _test_rows(rows: pd.DataFrame, condition: str) -> pd.DataFrame:
+    part = rows[rows["condition"] == condition]
+    if "run" in part:
+        part = part[part["run"] == "base"]
+    if "split" in part:
+        part = part[part["split"] == "test"]
+    if part.empty:
+        raise ValueError(f"no test rows of condition {condition!r} for the base models (run 'base')")
+    return part
+
+
+def table1_baseline(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> SortTable:
+    """Table 1: baseline accuracy (no memory of the texts) per model and segment length L_S.
+
+    Rows: ``condition == "baseline"``, ``run == "base"``, ``split == "test"`` (when those
+    columns exist).  Cells: accuracy ± half-width of the 95% percentile-bootstrap interval.
+
+    Raises:
+        ValueError: no such rows, or missing ``model`` / ``segment_length`` columns.
+    """
+    part = _test_rows(rows, "baseline")
+    long = accuracy_table(part, ["model", "segment_length"], n_resamples, seed)
+    wide = wide_table(long, "segment_length", {v: f"Segment length {v}" for v in long["segment_length"]})
+    caption = (
+        "Baseline: SORT accuracy before the models are exposed to the texts, by segment length "
+        "(words); mean ± half-width of the 95% percentile-bootstrap interval over items (test split)."
+    )
+    return SortTable("table1_baseline_by_segment_length", caption, long, wide)
+
+
+def table2_in_context(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> SortTable:
+    """Table 2: in-context accuracy per model and excerpt length L_E.
+
+    One column per L_E, then ``SORT`` (pooled over L_E <= 2500 words) and ``SORT-extend``
+    (pooled over L_E > 2500 words; 10000 and 20000 in the paper) when such excerpts exist, as in the paper's Table 2.
+    Rows: ``condition == "in_context"``, ``run == "base"``, ``split == "test"``.  The long
+    table has ``pooled`` = ``""`` per excerpt length, ``"SORT"`` or ``"SORT-extend"``
+    (``excerpt_length`` NA) for the pooled rows.
+
+    Raises:
+        ValueError: no such rows, or missing ``model`` / ``excerpt_length`` columns.
+    """
+    part = _test_rows(rows, "in_context")
+    _require(part, ["model", "excerpt_length"], "table2_in_context")
+    per_length = accuracy_table(part, ["model", "excerpt_length"], n_resamples, seed).assign(pooled="")
+    frames = [per_length]
+    for name, mask in (
+        ("SORT", part["excerpt_length"] <= STANDARD_MAX_EXCERPT),
+        ("SORT-extend", part["excerpt_length"] > STANDARD_MAX_EXCERPT),
+    ):
+        if mask.any():
+            frames.append(accuracy_table(part[mask], ["model"], n_resamples, seed).assign(pooled=name))
+    long = pd.concat(frames, ignore_index=True)
+    long["excerpt_length"] = long["excerpt_length"].astype("Int64")
+    long["column"] = [p if p else f"L_E = {int(e)}" for p, e in zip(long["pooled"], long["excerpt_length"])]
+    wide = wide_table(long, "column")
+    caption = (
+        "In-context memory: SORT accuracy by excerpt length L_E (words), mean ± half-width of the "
+        "95% percentile-bootstrap interval over items (test split). SORT pools L_E ≤ 2500, "
+        "SORT-extend pools L_E > 2500 (10000 and 20000 in the paper)."
+    )
+    return SortTable("table2_in_context_by_excerpt_length", caption, long.drop(columns="column"), wide)
+
+
+def tables(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> dict[str, SortTable]:
+    """The paper's Tables 1 and 2 from the item rows: ``{"table1": ..., "table2": ...}``.
+
+    A table whose condition has no rows is left out (e.g. a config without in-context runs).
+    See :func:`table1_baseline` and :func:`table2_in_context`.
+    """
+    _require(rows, ["condition"], "tables")
+    out = {}
+    for name, make, condition in (("table1", table1_baseline, "baseline"), ("table2", table2_in_context, "in_context")):
+        if (rows["condition"] == condition).any():
+            out[name] = make(rows, n_resamples, seed)
+    return out
+
+
+_LATEX_SPECIAL = re.compile(r"([\\&%$#_{}~^])")
+_LATEX_REPLACE = {"\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_UNICODE = {"±": r"$\pm$", "≤": r"$\leq$", "≥": r"$\geq$", "–": "--", "—": "---"}
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters (``\\ & % $ # _ { } ~ ^``) in plain ``text``."""
+    return _LATEX_SPECIAL.sub(lambda m: _LATEX_REPLACE.get(m.group(1), "\\" + m.group(1)), str(text))
+
+
+def _latex_unicode(text: str) -> str:
+    for char, macro in _LATEX_UNICODE.items():
+        text = text.replace(char, macro)
+    return text
+
+
+def write_table(
+    df: pd.DataFrame,
+    csv_path: str | Path,
+    tex_path: str | Path,
+    caption: str,
+    label: str | None = None,
+    float_format: str = "{:.3f}",
+) -> None:
+    """Write ``df`` as CSV (UTF-8, no index) and as a LaTeX ``table`` (booktabs rules), atomically.
+
+    The LaTeX has every special character of the cells, the column names and the caption
+    escaped (``_`` -> ``\\_``), and ``±``, ``≤``, ``≥`` written as math so that it compiles
+    with pdflatex (needs ``\\usepackage{booktabs}``).  Floats use ``float_format``.
+
+    Raises:
+        ValueError: ``df`` has no columns.
+    """
+    if df.shape[1] == 0:
+        raise ValueError("write_table got a table without columns")
+    with atomic_path(csv_path) as tmp:
+        df.to_csv(tmp, index=False)
+    shown = df.copy()
+    shown.columns = [latex_escape(c) for c in shown.columns]
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = [("" if pd.isna(v) else float_format.format(v)) for v in shown[column]]
+        else:
+            shown[column] = ["" if v is None or v is pd.NA else latex_escape(v) for v in shown[column]]
+    body = shown.to_latex(
+        index=False,
+        escape=False,
+        caption=latex_escape(caption),
+        label=label,
+        column_format="l" + "r" * (shown.shape[1] - 1),
+        position="htbp",
+    )
+    with atomic_path(tex_path) as tmp:
+        tmp.write_text(_latex_unicode(body), encoding="utf-8")

