@@ -138,6 +138,8 @@ def compared_runs(wildcards):
 def all_outputs():
     outputs = expand("results/splits/{split}.json", split=SPLITS)
     outputs += [f"{SORT}/tables", f"{SORT}/stats/manifest.json"]
+    if FICTION_RUNS:
+        outputs += [f"{SORT}/fiction/stats/manifest.json"]
     outputs += expand(
         "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
     )

@@ -143,3 +143,105 @@ rule sort_figures:
         model=MODEL_NAME,
     script:
         "../scripts/sort_figures.py"
+
+
+rule sort_fiction_items:
+    input:
+        fictions=f"{FICTION}/fictions.jsonl",
+    output:
+        sort_items=f"{SORT}/fiction/items.jsonl",
+        manifest=f"{SORT}/fiction/items.manifest.json",
+    log:
+        "results/logs/sort/fiction/items.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["sort"]["fiction"],
+        seed=config["seed"],
+    script:
+        "../scripts/sort_fiction_items.py"
+
+
+rule sort_fiction_base:
+    input:
+        sort_items=f"{SORT}/fiction/items.jsonl",
+        selection=f"{SORT}/prompt/selection.json",
+        model="resources/base_model",
+    output:
+        table=f"{SORT}/fiction/evaluate/base_model.parquet",
+        manifest=f"{SORT}/fiction/evaluate/base_model.manifest.json",
+    log:
+        "results/logs/sort/fiction/evaluate/base_model.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["sort"],
+        checkpoint=lambda wildcards, input: input.model,
+        condition="baseline",
+        model=MODEL_NAME,
+        run="base_model",
+        step=0,
+    script:
+        "../scripts/sort_evaluate.py"
+
+
+rule sort_fiction_evaluate:
+    input:
+        sort_items=f"{SORT}/fiction/items.jsonl",
+        selection=f"{SORT}/prompt/selection.json",
+        checkpoints="results/finetune/{run}/checkpoints",
+    output:
+        table=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet",
+        manifest=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.manifest.json",
+    log:
+        "results/logs/sort/fiction/evaluate/{run}/step-{step}.log",
+    wildcard_constraints:
+        step="[1-9][0-9]*",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["sort"],
+        checkpoint=lambda wildcards, input: f"{input.checkpoints}/step-{wildcards.step}",
+        condition="baseline",
+        model=MODEL_NAME,
+        run=lambda wildcards: wildcards.run,
+        step=lambda wildcards: int(wildcards.step),
+    script:
+        "../scripts/sort_evaluate.py"
+
+
+rule sort_fiction_stats:
+    input:
+        base=f"{SORT}/fiction/evaluate/base_model.parquet",
+        rows=expand(
+            f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet",
+            run=RUNS,
+            step=[s for s in STEPS if s > 0],
+        ),
+        splits=expand("results/splits/{run}.json", run=FICTION_RUNS),
+        fictions=f"{FICTION}/fictions.jsonl",
+    output:
+        rows=f"{SORT}/fiction/rows.parquet",
+        binomial=f"{SORT}/fiction/stats/binomial.parquet",
+        tests=directory(f"{SORT}/fiction/stats/tests"),
+        pdf="results/figures/sort/fiction_sort.pdf",
+        png="results/figures/sort/fiction_sort.png",
+        manifest=f"{SORT}/fiction/stats/manifest.json",
+    log:
+        "results/logs/sort/fiction/stats.log",
+    conda:
+        "../envs/plot.yaml"
+    params:
+        runs=FICTION_RUNS,
+        control=CONTROL if config["finetune"]["control"] else None,
+        steps=STEPS,
+        alternative=config["stats"]["ttest_alternative"],
+        model=MODEL_NAME,
+    script:
+        "../scripts/sort_fiction_stats.py"

@@ -97,6 +97,30 @@ def test_sort_items_passages_prompt_and_rows(workdir):
         assert (rows["correct"] == (rows["prediction"] == rows["answer"])).all()
 
 
+def test_sort_pvalues_recompute_and_fiction_sides(workdir):
+    """Every saved SORT p-value recomputes from the saved item rows (statsmodels / scipy directly)."""
+    from knowlab.sort.analysis import recompute_sort_pvalue
+
+    sort = workdir / "results" / "sort"
+    base_rows = pd.concat(map(pd.read_parquet, (sort / "evaluate" / "base_model").glob("*.parquet")))
+    fiction_rows = pd.read_parquet(sort / "fiction" / "rows.parquet")
+    assert set(fiction_rows["run"]) == {*RUNS, "control"}
+    assert set(fiction_rows.loc[fiction_rows.run != "control", "side"]) == {"train", "val"}
+    assert fiction_rows.loc[fiction_rows.run == "control", "side"].isna().all()
+    tables = [(base_rows, pd.read_parquet(p)) for p in (sort / "stats" / "base_model").glob("*.parquet")]
+    for path in (sort / "fiction" / "stats" / "tests").glob("*.parquet"):  # {run}_{test}: the run's trained items
+        run = path.stem.rsplit("_", 1)[0]
+        trained = fiction_rows.loc[(fiction_rows.run == run) & (fiction_rows.side == "train"), "item_id"]
+        tables.append((fiction_rows[fiction_rows.item_id.isin(set(trained))], pd.read_parquet(path)))
+    assert len(tables) == 2 + 2 * len(RUNS)
+    for rows, table in tables:
+        assert (table["correction"] == "holm").all()
+        for record in table.to_dict("records"):
+            assert recompute_sort_pvalue(rows, record) == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
+    for name in ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest", "fiction_sort"):
+        assert (workdir / "results" / "figures" / "sort" / f"{name}.png").stat().st_size > 1000, name
+
+
 def test_saved_pvalues_recompute_from_item_rows(workdir):
     """Every p-value in the saved tables, recomputed with statsmodels/scipy from the item rows."""
     from knowlab.stats import recompute_pvalue

@@ -135,7 +135,7 @@ def evaluate_items(
         batch_size=batch_size,
         item_ids=[item["item_id"] for item in items],
     )
-    meta = pd.DataFrame([{k: item[k] for k in ITEM_COLUMNS} for item in items])
+    meta = pd.DataFrame([{k: item[k] for k in (*ITEM_COLUMNS, "document_id") if k in item} for item in items])
     meta["condition"] = condition
     meta["template_id"] = template["id"]
     return meta.merge(scored, on="item_id", validate="one_to_one")
@@ -295,3 +295,51 @@ def templates(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     from knowlab.sort.prompts import DEFAULT_TEMPLATES, validate_template
 
     return [validate_template(t) for t in (cfg["templates"] or DEFAULT_TEMPLATES)]
+
+
+def fiction_items(fictions: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
+    """SORT items from the FictionalQA fiction documents (``sort.fiction``), by the same builder.
+
+    Documents are taken every ``ceil(n / max_documents)``-th in ``fiction_id`` order, so
+    events and styles stay mixed; each is a "book" titled by its style and id (the model
+    never saw a title in training: the title only names the document in the prompt).
+    The items are scored without context: does training on a document leave memory of the
+    order of its parts?
+
+    Raises:
+        knowlab.io.DataError: no document long enough for any excerpt.
+    """
+    from knowlab.sort.build import items_from_documents
+
+    docs = sorted(fictions, key=lambda d: d["fiction_id"])
+    if cfg["max_documents"] and len(docs) > cfg["max_documents"]:
+        docs = docs[:: -(-len(docs) // cfg["max_documents"])]
+    docs = [{**d, "title": f"the {d['style']} document {d['fiction_id']}"} for d in docs]
+    items = items_from_documents(
+        docs, "fiction", "fiction_id", "title", cfg["excerpt_lengths"], cfg["segment_lengths"], cfg["n_excerpts"], seed
+    )
+    log.info(
+        "%d SORT items from %d of %d fiction documents",
+        len(items),
+        len({i["document_id"] for i in items}),
+        len(fictions),
+    )
+    return items
+
+
+def with_sides(rows: pd.DataFrame, splits: Mapping[str, Mapping[str, Any]], events: Mapping[str, str]) -> pd.DataFrame:
+    """Add ``side``: ``train`` if the run trained on the item's document, else ``val``.
+
+    ``splits`` maps run name -> split (:func:`knowlab.splits.make_split`).  For a split over
+    fiction documents, the document itself was trained or not; for the Fictsheets split
+    (over events' fictsheets), ``train`` means the fictsheet of the document's event
+    (``events[document_id]``) was trained: the run knows the event, never the document's
+    text.  Runs without a split (the webtext-only control) get no side (NaN).
+    """
+    train = {run: set(split["train_documents"]) for run, split in splits.items()}
+    over_events = {run for run, split in splits.items() if split.get("documents") == "fictsheets"}
+    sides = []
+    for run, document in zip(rows["run"], rows["document_id"], strict=True):
+        key = events[document] if run in over_events else document
+        sides.append(None if run not in train else ("train" if key in train[run] else "val"))
+    return rows.assign(side=sides)
