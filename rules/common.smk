@@ -46,6 +46,9 @@ SORT_CONDITIONS = config["sort"]["conditions"]
 RAG_CONDITIONS = ("rag", "oracle_rag")
 # SORT figures of the base model (knowlab.sort.plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
+# parametric memory (App. E): text chunks + instructions vs instructions alone
+PARAMETRIC_RUNS = ("books", "instructions")
+SORT_EPOCHS = config["sort"]["parametric"]["epochs"]
 if config["sort"]["source"] == "release" and set(SORT_CONDITIONS) & set(RAG_CONDITIONS):
     raise ValueError(
         "sort.conditions rag/oracle_rag need the books' text, which sort.source: release "
@@ -74,6 +77,8 @@ wildcard_constraints:
     test="|".join(TESTS),
     step=r"\d+",
     condition="|".join(SORT_CONDITIONS),
+    prun="|".join(PARAMETRIC_RUNS),
+    epoch=r"\d+",
     n=r"\d+",
 
 
@@ -140,6 +145,8 @@ def all_outputs():
     outputs += [f"{SORT}/tables", f"{SORT}/stats/manifest.json"]
     if FICTION_RUNS:
         outputs += [f"{SORT}/fiction/stats/manifest.json"]
+    if config["sort"]["parametric"]["enabled"]:
+        outputs += [f"{SORT}/parametric/stats/manifest.json"]
     outputs += expand(
         "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
     )

@@ -245,3 +245,142 @@ rule sort_fiction_stats:
         model=MODEL_NAME,
     script:
         "../scripts/sort_fiction_stats.py"
+
+
+rule sort_parametric_texts:
+    input:
+        books=f"{SORT}/books.jsonl",
+        sort_items=f"{SORT}/items.jsonl",
+        selection=f"{SORT}/prompt/selection.json",
+        model="resources/base_model",
+    output:
+        texts=f"{SORT}/parametric/texts.json",
+        manifest=f"{SORT}/parametric/texts.manifest.json",
+    log:
+        "results/logs/sort/parametric/texts.log",
+    conda:
+        "../envs/train.yaml"
+    params:
+        cfg=config["sort"],
+        seed=config["seed"],
+    script:
+        "../scripts/sort_parametric_texts.py"
+
+
+rule sort_finetune:
+    input:
+        texts=f"{SORT}/parametric/texts.json",
+        model="resources/base_model",
+    output:
+        checkpoints=directory(f"{SORT}/parametric/{{prun}}/checkpoints"),
+        train_log=f"{SORT}/parametric/{{prun}}/train_log.parquet",
+        manifest=f"{SORT}/parametric/{{prun}}/manifest.json",
+    log:
+        "results/logs/sort/parametric/{prun}.log",
+    conda:
+        "../envs/train.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        finetune=config["finetune"],
+        cfg=config["sort"]["parametric"],
+        seed=config["seed"],
+    script:
+        "../scripts/sort_finetune.py"
+
+
+rule sort_parametric_evaluate:
+    input:
+        sort_items=f"{SORT}/items.jsonl",
+        selection=f"{SORT}/prompt/selection.json",
+        texts=f"{SORT}/parametric/texts.json",
+        checkpoints=f"{SORT}/parametric/{{prun}}/checkpoints",
+    output:
+        rows=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.parquet",
+        nll=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}_segment_nll.parquet",
+        manifest=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.manifest.json",
+    log:
+        "results/logs/sort/parametric/{prun}/epoch-{epoch}.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["sort"],
+        checkpoint=lambda wildcards, input: f"{input.checkpoints}/epoch-{wildcards.epoch}",
+        # no-context SORT at every epoch; in context (App. E.4) after the last one
+        conditions=lambda wildcards: ["baseline"]
+        + (["in_context"] if int(wildcards.epoch) == SORT_EPOCHS else []),
+        model=MODEL_NAME,
+        run=lambda wildcards: wildcards.prun,
+        epoch=lambda wildcards: int(wildcards.epoch),
+    script:
+        "../scripts/sort_parametric_evaluate.py"
+
+
+rule sort_parametric_base:
+    input:
+        sort_items=f"{SORT}/items.jsonl",
+        selection=f"{SORT}/prompt/selection.json",
+        texts=f"{SORT}/parametric/texts.json",
+        model="resources/base_model",
+    output:
+        rows=f"{SORT}/parametric/base/evaluate/epoch-0.parquet",
+        nll=f"{SORT}/parametric/base/evaluate/epoch-0_segment_nll.parquet",
+        manifest=f"{SORT}/parametric/base/evaluate/epoch-0.manifest.json",
+    log:
+        "results/logs/sort/parametric/base/epoch-0.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["sort"],
+        checkpoint=lambda wildcards, input: input.model,
+        conditions=[],  # the base model's SORT rows are those of sort_evaluate_base
+        model=MODEL_NAME,
+        run="base",
+        epoch=0,
+    script:
+        "../scripts/sort_parametric_evaluate.py"
+
+
+rule sort_parametric_stats:
+    input:
+        base=expand(
+            f"{SORT}/evaluate/base_model/{{condition}}.parquet",
+            condition=["baseline", "in_context"],
+        ),
+        rows=expand(
+            f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.parquet",
+            prun=PARAMETRIC_RUNS,
+            epoch=range(1, SORT_EPOCHS + 1),
+        ),
+        nll=expand(
+            f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}_segment_nll.parquet",
+            prun=PARAMETRIC_RUNS,
+            epoch=range(1, SORT_EPOCHS + 1),
+        )
+        + [f"{SORT}/parametric/base/evaluate/epoch-0_segment_nll.parquet"],
+    output:
+        rows=f"{SORT}/parametric/rows.parquet",
+        mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
+        ttest=f"{SORT}/parametric/stats/ttest.parquet",
+        figures=expand(
+            "results/figures/sort/{name}.{ext}",
+            name=("fig12", "fig13", "fig14", "fig15", "fig16"),
+            ext=("pdf", "png"),
+        ),
+        manifest=f"{SORT}/parametric/stats/manifest.json",
+    log:
+        "results/logs/sort/parametric/stats.log",
+    conda:
+        "../envs/plot.yaml"
+    params:
+        alternative=config["stats"]["ttest_alternative"],
+        model=MODEL_NAME,
+    script:
+        "../scripts/sort_parametric_stats.py"

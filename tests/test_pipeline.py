@@ -37,6 +37,7 @@ def workdir(tmp_path_factory):
 
 FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
 RUNS = ("doc", "event", "fictsheets")
+TESTS = ("mcnemar", "ttest")
 
 
 def test_every_figure_is_written(workdir):
@@ -112,12 +113,19 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir):
         run = path.stem.rsplit("_", 1)[0]
         trained = fiction_rows.loc[(fiction_rows.run == run) & (fiction_rows.side == "train"), "item_id"]
         tables.append((fiction_rows[fiction_rows.item_id.isin(set(trained))], pd.read_parquet(path)))
-    assert len(tables) == 2 + 2 * len(RUNS)
+    parametric = pd.read_parquet(sort / "parametric" / "rows.parquet")
+    assert set(parametric["run"]) == {"base", "books", "instructions"}
+    assert set(parametric["epoch"]) == {0, 1, 2}
+    tables += [(parametric, pd.read_parquet(sort / "parametric" / "stats" / f"{t}.parquet")) for t in TESTS]
+    log = pd.read_parquet(sort / "parametric" / "books" / "train_log.parquet")
+    assert log["fiction_samples_seen"].iloc[-1] > 0 and log["epoch"].iloc[-1] == 2
+    assert len(tables) == 2 + 2 * len(RUNS) + 2
     for rows, table in tables:
         assert (table["correction"] == "holm").all()
         for record in table.to_dict("records"):
             assert recompute_sort_pvalue(rows, record) == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
-    for name in ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest", "fiction_sort"):
+    names = ("fig3a", "fig3b", "fig4", "fig10", "fig12", "fig13", "fig14", "fig15", "fig16", "mcnemar", "ttest")
+    for name in (*names, "fiction_sort"):
         assert (workdir / "results" / "figures" / "sort" / f"{name}.png").stat().st_size > 1000, name
 
 

@@ -81,12 +81,16 @@ def use_bf16(precision: str, device: str) -> bool:
 
 
 def tokenize_sequences(tokenizer, texts: list[str], seq_len: int) -> list[list[int]]:
-    """One training sequence per text: [BOS or EOS] + tokens (+ EOS), cut to ``seq_len`` tokens."""
+    """One training sequence per text: [BOS or EOS] + tokens (+ EOS), cut to ``seq_len`` tokens.
+
+    A text that already starts with that token (a chat-formatted text whose template opens
+    with the BOS token, as SmolLM2's ``<|im_start|>``) does not get it twice.
+    """
     prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     out = []
     for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]:
-        seq = [prefix, *ids, tokenizer.eos_token_id][:seq_len]
-        out.append(seq)
+        head = [] if ids[:1] == [prefix] else [prefix]
+        out.append([*head, *ids, tokenizer.eos_token_id][:seq_len])
     return out
 
 

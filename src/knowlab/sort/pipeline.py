@@ -343,3 +343,44 @@ def with_sides(rows: pd.DataFrame, splits: Mapping[str, Mapping[str, Any]], even
         key = events[document] if run in over_events else document
         sides.append(None if run not in train else ("train" if key in train[run] else "val"))
     return rows.assign(side=sides)
+
+
+def parametric_texts(
+    tokenizer, books: Sequence[Book], items: Sequence[Mapping[str, Any]], template, cfg: Mapping[str, Any], seed: int
+) -> dict[str, Any]:
+    """Training texts of the parametric-memory runs ``books`` and ``instructions`` (paper Sec. 3.2, App. E).
+
+    ``sort.parametric.scope``: ``books`` chunks the whole books into ``chunk_words``-word
+    chunks (paper: 5000); ``excerpts`` (the CPU default) trains on the test items' excerpts
+    only, one chunk each, so that the memory the test needs is inserted in a few steps.
+    Either way a chunk is framed like the in-context prompt (system prompt and the reading
+    instruction of ``template`` with the title) and mixed with instruction conversations
+    (:func:`knowlab.sort.parametric.parametric_training_texts`).
+    """
+    from knowlab.sort.parametric import parametric_training_texts
+
+    if cfg["scope"] == "excerpts":
+        titles = {b.book_id: b.title for b in books}
+        seen, books = set(), []
+        for item in items:
+            key = (item["book_id"], item["excerpt_start"], item["excerpt_length"])
+            if item["split"] == "test" and key not in seen:
+                seen.add(key)
+                books.append(Book(f"{key[0]}@{key[1]}", titles[key[0]], item["excerpt"].split()))
+        chunk_words = max(len(b.words) for b in books)
+    else:
+        chunk_words = cfg["chunk_words"]
+    spec = {
+        **cfg["finetune"],
+        "chunk_words": chunk_words,
+        "template": template,
+        "system_prompt": cfg["system_prompt"],
+        "instructions": cfg["instructions"],
+    }
+    texts = parametric_training_texts(tokenizer, books, spec, seed)
+    log.info(
+        "%d chunks and %d instruction texts; %s steps per epoch; longest %s tokens, over seq_len %s",
+        len(texts["books"]), len(texts["instructions"]), texts["steps_per_epoch"], texts["max_tokens"],
+        texts["over_seq_len"],
+    )  # fmt: skip
+    return texts

@@ -1,0 +1,26 @@
+"""Training texts of the SORT parametric-memory runs: framed text chunks and instruction conversations."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from transformers import AutoTokenizer
+
+from knowlab.io import read_json, read_jsonl, write_json
+from knowlab.provenance import rule_step
+from knowlab.sort.pipeline import books_from_records, parametric_texts, templates
+from knowlab.sort.prompts import get_template
+
+with rule_step(snakemake):
+    cfg = snakemake.params.cfg
+    template = get_template(templates(cfg), read_json(snakemake.input.selection)["template_id"])
+    texts = parametric_texts(
+        AutoTokenizer.from_pretrained(snakemake.input.model),
+        books_from_records(read_jsonl(snakemake.input.books)),
+        read_jsonl(snakemake.input.sort_items),
+        template,
+        {**cfg["parametric"], "system_prompt": cfg["system_prompt"]},
+        snakemake.params.seed,
+    )
+    write_json(snakemake.output.texts, texts)
