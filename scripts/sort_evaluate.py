@@ -30,7 +30,7 @@ with rule_step(snakemake) as log:
         tokenizer,
         items,
         params.condition,
-        template,
+        [template],
         passages=passages,
         system_prompt=cfg["system_prompt"],
         batch_size=cfg["batch_size"],

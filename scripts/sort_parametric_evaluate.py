@@ -30,7 +30,7 @@ with rule_step(snakemake) as log:
             tokenizer,
             items,
             condition,
-            template,
+            [template],
             system_prompt=cfg["system_prompt"],
             batch_size=cfg["batch_size"],
         )

@@ -1,6 +1,7 @@
 """Log-likelihood scoring with lm-evaluation-harness semantics; the evaluation suites."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,9 +11,12 @@ from knowlab.evaluate.scoring import encode_pair, loglikelihood, prefix_token_id
 from knowlab.evaluate.suites import document_rows, evaluate_checkpoint, mcq_rows
 from knowlab.resources.models import load_model
 
+BASE_MODEL = Path(__file__).resolve().parents[1] / "resources" / "base_model"
+
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir):
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     return load_model(tiny_model_dir)
 
@@ -222,3 +226,129 @@ def test_qa_nll_is_the_answer_loglik_given_the_question(tiny, corpus):
     ((ll, n, _),) = loglikelihood(model, tok, [(f"Question: {q['question']}\n\nAnswer:", " " + q["natural_answer"])])
     assert row["item_id"] == q["question_id"] and row["n_tokens"] == n
     assert row["nll_sum"] == pytest.approx(-ll) and row["loss"] == pytest.approx(-ll / n)
+
+
+# --- contexts that share a long prefix ------------------------------------------------------------
+
+
+def _token_text(tok, corpus, k: int) -> list[int]:
+    """Token ids of fiction ``k``: material for prefixes and suffixes built at the token level."""
+    return tok(corpus["fictions"][k]["fiction"], add_special_tokens=False)["input_ids"]
+
+
+def _prefix_sharing_pairs(tok, corpus) -> tuple[list[int], list[tuple[list[int], list[int]]]]:
+    """A 60-token prefix and requests after it: suffixes of 0-23 tokens (one twice), 1-4-token continuations."""
+    prefix = _token_text(tok, corpus, 0)[:60]
+    other = _token_text(tok, corpus, 1)
+    suffixes = [other[:9], other[9:32], [], other[40:45], other[:9] + other[50:51]]
+    pairs = []
+    for k, suffix in enumerate(suffixes):
+        for j in range(1 + k % 3):
+            pairs.append((prefix + suffix, other[60 + 7 * j + k : 61 + 7 * j + k + (j + k) % 4]))
+    pairs.append((prefix + other[9:32], other[100:103]))  # an identical context, listed apart
+    return prefix, pairs
+
+
+def _scored_alone(model, pairs, **kwargs):
+    return [score_token_ids(model, [pair], **kwargs)[0] for pair in pairs]  # a lone request runs alone
+
+
+def _assert_same_scores(got, expected, atol=1e-5):
+    for a, b in zip(got, expected, strict=True):
+        assert len(a.logprobs) == len(b.logprobs) and (a.greedy == b.greedy).all()
+        np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=0, atol=atol)
+
+
+def test_shared_prefix_requests_equal_per_request_scoring(tiny, corpus):
+    model, tok = tiny
+    assert model.dtype == torch.float32
+    _, pairs = _prefix_sharing_pairs(tok, corpus)
+    _assert_same_scores(score_token_ids(model, pairs, batch_size=4), _scored_alone(model, pairs))
+
+
+def test_shared_prefix_is_fed_once(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    prefix, pairs = _prefix_sharing_pairs(tok, corpus)
+    rows = _record_input_rows(model, monkeypatch)
+    score_token_ids(model, pairs, batch_size=4)
+    # one row: the prefix, each distinct remainder once, each continuation's block
+    contexts = {tuple(c) for c, _ in pairs}
+    width = len(prefix) + sum(len(c) - len(prefix) for c in contexts) + sum(len(x) - 1 for _, x in pairs)
+    assert [len(row) for row in rows] == [width]
+    assert rows[0][: len(prefix)] == tuple(prefix)
+    fed_alone = sum(len(c) + len(x) - 1 for c, x in pairs)
+    assert width < fed_alone / 3
+
+
+def test_a_prefix_shorter_than_min_shared_prefix_is_not_shared(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    _, pairs = _prefix_sharing_pairs(tok, corpus)
+    packed = score_token_ids(model, pairs, batch_size=4)
+    rows = _record_input_rows(model, monkeypatch)
+    apart = score_token_ids(model, pairs, batch_size=4, min_shared_prefix=70)  # two contexts share 69 tokens
+    # identical contexts still share a row (or run alone when one request has it): a row per context
+    assert len(rows) == len({tuple(c) for c, _ in pairs})
+    _assert_same_scores(apart, packed)
+
+
+def test_rows_share_the_longest_useful_prefix(tiny, corpus, monkeypatch):
+    """Two excerpts after one common head: a row per excerpt, not one row that shares only the head."""
+    model, tok = tiny
+    text = _token_text(tok, corpus, 2)
+    head, excerpts = text[:40], [text[40:80], text[80:120]]
+    suffixes = [text[200 + 8 * k : 208 + 8 * k] for k in range(3)]
+    pairs = [(head + e + s, text[300 + k : 302 + k]) for e in excerpts for k, s in enumerate(suffixes)]
+    rows = _record_input_rows(model, monkeypatch)
+    got = score_token_ids(model, pairs[::-1], batch_size=1)[::-1]
+    # one row of all six would share the 40-token head and be 40 + 6 * (40 + 8 + 1) = 334 tokens wide
+    assert sorted(len(row) for row in rows) == [80 + 3 * 8 + 3] * 2
+    assert {row[:80] for row in rows} == {tuple(head + e) for e in excerpts}
+    _assert_same_scores(got, _scored_alone(model, pairs))
+
+
+def _mixed_requests(tok, corpus) -> list[tuple[list[int], list[int]]]:
+    """Shared contexts (questions), shared prefixes, window-length and unique requests, interleaved."""
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    _, prefixed = _prefix_sharing_pairs(tok, corpus)
+    text = _token_text(tok, corpus, 3)
+    prefixed += [(text[:50] + text[50 + k : 60 + k], text[70 + k : 72 + k]) for k in range(3)]  # another prefix
+    prefixed.append((text[:50], text[200:260]))  # the bare prefix, with a long continuation
+    prefixed.append((text[:330], text[330:335]))  # shares the prefix, long
+    prefixed.append((text[:400], text[400:405]))  # shares the prefix, cut by the window
+    mixed = []
+    for k in range(max(len(pairs), len(prefixed))):
+        mixed += pairs[k : k + 1] + prefixed[k : k + 1]
+    return mixed
+
+
+def test_mixed_requests_equal_per_request_scoring_at_any_batch_size(tiny, corpus):
+    model, tok = tiny
+    pairs = _mixed_requests(tok, corpus)
+    alone = _scored_alone(model, pairs, max_length=400)
+    for batch_size in (1, 3, 16):
+        _assert_same_scores(score_token_ids(model, pairs, batch_size=batch_size, max_length=400), alone)
+
+
+def test_shared_prefix_with_smollm2():
+    """The real model (30 layers, grouped-query attention): packed shared prefixes equal per-request scores."""
+    if not (BASE_MODEL / "model.safetensors").is_file():
+        pytest.skip(f"SmolLM2 base model not prepared at {BASE_MODEL} (run the resources rule)")
+    torch.set_num_threads(1)
+    model, tok = load_model(BASE_MODEL)
+    passage = "The mill stood by the river. " * 8
+    prefix = tok("You are a helpful assistant.\n\nRead the passage: " + passage, add_special_tokens=False)["input_ids"]
+    questions = ["Which came first, A or B?", "Did segment A occur earlier?", "Order the two segments."]
+    pairs = []
+    for q in questions:
+        context = prefix + tok(q + "\nAnswer: Segment", add_special_tokens=False)["input_ids"]
+        pairs += [(context, tok(x, add_special_tokens=False)["input_ids"]) for x in (" A", " B")]
+    rows = []
+    hook = model.register_forward_pre_hook(lambda _m, _a, kw: rows.append(kw["input_ids"].shape), with_kwargs=True)
+    try:
+        packed = score_token_ids(model, pairs, batch_size=4)
+    finally:
+        hook.remove()
+    assert len(rows) == 1 and rows[0][0] == 1
+    # float32 rounding differs with the shapes over 30 layers: about 1e-5 here (a wrong mask or
+    # position is off by far more)
+    _assert_same_scores(packed, _scored_alone(model, pairs), atol=5e-5)

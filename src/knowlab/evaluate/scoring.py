@@ -16,17 +16,33 @@ token under teacher forcing.
 
 How requests are run (:func:`score_token_ids`):
 
-- *Shared context* (packing): requests whose context token ids are identical
-  (the choices of one question, the answers to one prompt) and that fit the
-  window uncut are packed into one sequence, ``context + c_1[:-1] + c_2[:-1] +
-  ...``: the context is encoded once.  Each block ``c_k[:-1]`` gets the
-  positions that follow the context and a block attention mask (it sees the
-  context and itself causally, no other block), so every token sees exactly
-  what it sees in the request's own sequence.  The context's last position
-  scores every continuation's first token.  The harness instead runs one
-  sequence per request, re-encoding the context for each choice.
-- *Per request*: every other request (a unique context such as a document, an
-  empty context, one that the window cuts) runs as its own right-padded sequence.
+- *Shared prefix* (packing): requests whose contexts are identical (the choices of one
+  question, the labels after one prompt) or share their first ``min_shared_prefix`` (default
+  32) or more tokens (one excerpt under several task prompts), and that fit the window
+  uncut, may be packed into one sequence, ``prefix + [r_1 + c_11[:-1] + c_12[:-1] + ...] +
+  [r_2 + c_21[:-1] + ...] + ...``: ``prefix`` is the packed contexts' longest common prefix,
+  ``r_u`` the rest of the u-th distinct context (empty when that context is the prefix) and
+  ``c_uk`` its continuations.  The prefix is encoded once per sequence, each distinct
+  context once.  Positions: ``r_u`` continues after the prefix, each block ``c_uk[:-1]``
+  after its context; a block attention mask lets ``r_u`` see the prefix and itself
+  causally, and ``c_uk[:-1]`` the prefix, ``r_u`` and itself causally, nothing else: every
+  token sees exactly what it sees in the request's own sequence.  The context's last token
+  (the last of ``r_u``, or of the prefix when ``r_u`` is empty) scores every continuation's
+  first token.  A packed sequence is at most the window long (one less than a sliding
+  window), so a context with many continuations may get several.
+- *Which requests share a sequence*: the distinct contexts are sorted by token ids; a packed
+  sequence takes a run of consecutive ones that share at least ``min_shared_prefix`` tokens
+  (or a single context), and the runs are chosen by dynamic programming to minimise the
+  estimated compute, ``w * (1 + w / A)`` for a sequence of ``w`` tokens, summed.  ``A`` is
+  the width at which a token's attention (dense over the sequence) costs as much as its
+  other layers (about 3,000 tokens for SmolLM2-135M, from FLOPs; about 2,700 measured on
+  CPU; see :func:`_attention_scale`).  So a request is packed only where that is cheaper
+  than running it alone; contexts that share only a short head (a system prompt) before
+  long different parts get a sequence per longer prefix rather than one wide sequence; long
+  continuations of one short context (documents after the prefix token) run alone.
+- *Per request*: every other request (a unique context, an empty one, one that the window
+  cuts) runs as its own right-padded sequence, as the harness runs every request
+  (re-encoding a shared context for each choice).
 
 In both, logits are kept only from the batch's first scored position on and the
 log-softmax is taken only at scored positions, as ``logit - logsumexp(logits)`` in
@@ -38,8 +54,10 @@ or on which path ran them (to float rounding, ~1e-5 nats in float32).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -93,22 +111,26 @@ def score_token_ids(
     batch_size: int = 8,
     max_length: int | None = None,
     desc: str = "scoring",
+    min_shared_prefix: int = 32,
 ) -> list[TokenScores]:
     """Score continuation tokens given context tokens, one :class:`TokenScores` per pair.
 
-    Requests that share their context token ids are packed into one sequence per context; the
-    others run one sequence each (see module docstring; sources: lm-evaluation-harness
-    ``HFLM._loglikelihood_tokens``).
+    Requests whose contexts are identical or share a prefix of at least ``min_shared_prefix``
+    tokens are packed into shared rows where that saves compute; the others run one sequence
+    each (see module docstring; sources: lm-evaluation-harness ``HFLM._loglikelihood_tokens``).
 
     Args:
         model: a Hugging Face causal LM returning ``logits`` of shape (batch, length, vocab).
             Packing needs ``eager`` or ``sdpa`` attention (a custom 4D mask); with any other
             implementation every request runs alone.
         pairs: ``(context_ids, continuation_ids)``; the continuation must be non-empty.
-        batch_size: sequences per forward pass (a packed sequence holds one context and
-            several continuations).
+        batch_size: sequences per forward pass (a packed sequence holds one shared prefix, its
+            context remainders and their continuations).
         max_length: model window (default ``model.config.max_position_embeddings``, else
             2048); longer inputs keep their last ``max_length`` tokens.
+        min_shared_prefix: fewest common leading tokens for requests with *different* contexts
+            to share a sequence (below 1 counts as 1); identical contexts may share one whatever
+            their length.  Whether requests do share one is decided by estimated compute.
 
     Returns:
         one :class:`TokenScores` per pair, in order, each of length ``len(continuation_ids)``
@@ -126,85 +148,213 @@ def score_token_ids(
     limit = max_length if getattr(model.config, "_attn_implementation", None) in ("eager", "sdpa") else 0
     if getattr(model.config, "sliding_window", None):
         limit = min(limit, model.config.sliding_window - 1)
-    by_context: dict[tuple[int, ...], list[int]] = {}
-    for i, (context_ids, continuation_ids) in enumerate(pairs):
-        if context_ids and len(context_ids) + len(continuation_ids) - 1 <= limit:
-            by_context.setdefault(tuple(context_ids), []).append(i)
-    shared = {context: owners for context, owners in by_context.items() if len(owners) > 1}
-    in_shared = {i for owners in shared.values() for i in owners}
-    alone = [i for i in range(len(pairs)) if i not in in_shared]
+    candidates = [
+        i
+        for i, (context_ids, continuation_ids) in enumerate(pairs)
+        if context_ids and len(context_ids) + len(continuation_ids) - 1 <= limit
+    ]
+    rows = _plan_rows(pairs, candidates, limit, max(min_shared_prefix, 1), _attention_scale(model))
+    packed = {i for _, units in rows for _, owners in units for i in owners}
+    alone = [i for i in range(len(pairs)) if i not in packed]
     results: dict[int, TokenScores] = {}
     with torch.inference_mode():
-        if shared:
-            results.update(_score_packed(model, pairs, shared, batch_size, limit, desc))
+        if rows:
+            results.update(_score_packed(model, pairs, rows, batch_size, desc))
         scores = _score_alone(model, [pairs[i] for i in alone], batch_size, max_length, desc)
         results.update(zip(alone, scores))
     return [results[i] for i in range(len(pairs))]
 
 
+def _attention_scale(model) -> float:
+    """Row width (tokens) at which a token's attention costs as much as its other layers: about 3,000 for SmolLM2-135M.
+
+    Per token, the layers cost about ``2 * (parameters outside the embeddings)`` FLOPs (logits
+    are taken at scored positions only) and attention about ``4 * layers * heads * head_dim``
+    FLOPs per visible key; a packed row attends densely over its whole width.  Measured on CPU
+    (SmolLM2-135M, float32, 1 thread, a 4D mask) the time per token of a row of ``w`` tokens
+    fits ``1 + w / 2700``.  Infinity (count tokens only) when the config does not say.
+    """
+    config = model.config
+    layers, heads = getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None)
+    head_dim = getattr(config, "head_dim", None) or (getattr(config, "hidden_size", 0) // (heads or 1))
+    if not (layers and heads and head_dim):
+        return math.inf
+    embeddings = {
+        id(p)
+        for module in (model.get_input_embeddings(), model.get_output_embeddings())
+        if module is not None
+        for p in module.parameters()
+    }
+    per_token = 2 * sum(p.numel() for p in model.parameters() if id(p) not in embeddings)
+    return per_token / (4 * layers * heads * head_dim)
+
+
+def _common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Number of leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    differ = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(differ[0]) if len(differ) else n
+
+
+_Unit = tuple[tuple[int, ...], list[int]]  # (context ids, indices into pairs of requests with that context)
+_Row = tuple[int, list[_Unit]]  # (length of the shared prefix, the units packed after it)
+
+
+def _plan_rows(
+    pairs: Sequence[tuple[list[int], list[int]]],
+    candidates: Sequence[int],
+    limit: int,
+    min_shared_prefix: int,
+    attention_scale: float,
+) -> list[_Row]:
+    """Packed rows ``(prefix length, units)`` for the requests ``candidates`` (indices into ``pairs``).
+
+    Requests in no row run alone.  Units: the candidates grouped by identical context, in sorted context order, each split
+    into several units if context + continuation blocks exceed ``limit`` tokens.  A row packs
+    a run of consecutive units whose contexts share at least ``min_shared_prefix`` tokens (a
+    single unit's whole context is its prefix); its width is ``prefix + sum over units of
+    (remainder + continuation blocks)`` and must be at most ``limit``.  Cost of ``w`` tokens in
+    one sequence: ``w * (1 + w / attention_scale)`` (layers + dense attention).  The partition
+    of the units into rows and runs alone (every request in its own sequence) of least total
+    cost is found by dynamic programming over the sorted units; ties keep requests alone.  A
+    row thus always holds two or more requests.  Deterministic: independent of batch size.
+    """
+
+    def cost(width: int) -> float:
+        return width * (1 + width / attention_scale)
+
+    by_context: dict[tuple[int, ...], list[int]] = {}
+    for i in candidates:
+        by_context.setdefault(tuple(pairs[i][0]), []).append(i)
+    units: list[_Unit] = []
+    for context in sorted(by_context):
+        chunk: list[int] = []
+        width = len(context)
+        for i in by_context[context]:
+            if chunk and width + len(pairs[i][1]) - 1 > limit:
+                units.append((context, chunk))
+                chunk, width = [], len(context)
+            chunk.append(i)
+            width += len(pairs[i][1]) - 1
+        units.append((context, chunk))
+    sizes = [len(context) + sum(len(pairs[i][1]) - 1 for i in owners) for context, owners in units]
+    alone = [sum(cost(len(context) + len(pairs[i][1]) - 1) for i in owners) for context, owners in units]
+    common = [_common_prefix_length(a, b) for (a, _), (b, _) in pairwise(units)]
+    # best[i]: least cost of units[:i]; start[i]: first unit of the row ending with unit i - 1
+    # (None: unit i - 1 runs alone)
+    best, start = [0.0], [None]
+    for i in range(1, len(units) + 1):
+        best_i, start_i = best[i - 1] + alone[i - 1], None
+        total, shared = 0, math.inf
+        for j in range(i - 1, -1, -1):  # row units[j:i]; its width only grows as j falls
+            total += sizes[j]
+            if j < i - 1:
+                shared = min(shared, common[j])
+                if shared < min_shared_prefix:
+                    break
+            width = total - (i - 1 - j) * shared if j < i - 1 else total
+            if width > limit:
+                break
+            if best[j] + cost(width) < best_i:
+                best_i, start_i = best[j] + cost(width), j
+        best.append(best_i)
+        start.append(start_i)
+    rows: list[_Row] = []
+    i = len(units)
+    while i > 0:
+        j = start[i]
+        if j is None:
+            i -= 1
+            continue
+        prefix = min(common[j : i - 1]) if i - j > 1 else len(units[j][0])
+        rows.append((prefix, units[j:i]))
+        i = j
+    return rows[::-1]
+
+
+def _row_layout(
+    pairs: Sequence[tuple[list[int], list[int]]], prefix: int, units: Sequence[_Unit]
+) -> tuple[list[tuple[Sequence[int], int, int, int]], list[tuple[int, list[int]]]]:
+    """One packed row (see :func:`_score_packed`): its segments and where each request is scored.
+
+    Returns:
+        ``(segments, scored)``: segments ``(token ids, first position id, unit, block)`` in row
+        order, unit 0 block 0 the prefix, unit u >= 1 block 0 its context remainder, block
+        k >= 1 its k-th continuation block; ``scored``: ``(request, row indices whose logits
+        score its continuation tokens)``.
+    """
+    segments = [(units[0][0][:prefix], 0, 0, 0)]
+    scored = []
+    offset = prefix
+    for u, (context, owners) in enumerate(units, start=1):
+        segments.append((context[prefix:], prefix, u, 0))
+        offset += len(context) - prefix
+        last = offset - 1  # the context's last token: it scores every continuation's first token
+        for k, i in enumerate(owners, start=1):
+            block = pairs[i][1][:-1]
+            segments.append((block, len(context), u, k))
+            scored.append((i, [last, *range(offset, offset + len(block))]))
+            offset += len(block)
+    return segments, scored
+
+
 def _score_packed(
     model,
     pairs: Sequence[tuple[list[int], list[int]]],
-    shared: dict[tuple[int, ...], list[int]],
+    rows: Sequence[_Row],
     batch_size: int,
-    row_limit: int,
     desc: str,
 ) -> dict[int, TokenScores]:
-    """Scores of the requests ``shared[context]`` (indices into ``pairs``), one packed row per context.
+    """Scores of the requests packed in ``rows`` (see :func:`_plan_rows`), one sequence per row.
 
-    A row is ``context + c_1[:-1] + c_2[:-1] + ...`` (at most ``row_limit`` tokens; a context
-    with more continuations gets several rows).  Block ``k`` (``c_k[:-1]``) has positions
-    ``len(context) ...`` and attends to the context and causally to itself, never to another
-    block or to padding: a 4D additive mask of shape (rows, 1, width, width).  Continuation
-    ``k``'s first token is scored at the context's last position, its others in block ``k``.
+    A row with prefix length ``p`` and units ``(context_u, requests_u)`` is
+    ``context_1[:p] + [context_1[p:] + c_11[:-1] + c_12[:-1] + ...] + [context_2[p:] + ...]``.
+    Positions: the prefix ``0 .. p-1``; a remainder ``context_u[p:]`` continues at ``p``; a
+    continuation block ``c[:-1]`` continues at ``len(context_u)``.  Attention, a 4D additive
+    mask of shape (rows, 1, width, width), causal in row order: the prefix is seen by all; a
+    remainder by itself and its unit's blocks; a block by itself only; padding by no real token.
+    So every token sees exactly its own request's sequence.  A continuation's first token is
+    scored at its context's last token (the remainder's last, or the prefix's last when the
+    remainder is empty), its others in its block.
     """
     import torch
 
-    rows = []  # (context, request indices), each row within row_limit tokens
-    for context, owners in shared.items():
-        row: list[int] = []
-        length = len(context)
-        for i in owners:
-            if row and length + len(pairs[i][1]) - 1 > row_limit:
-                rows.append((context, row))
-                row, length = [], len(context)
-            row.append(i)
-            length += len(pairs[i][1]) - 1
-        rows.append((context, row))
-    width_of = [len(context) + sum(len(pairs[i][1]) - 1 for i in row) for context, row in rows]
+    width_of = [sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in rows]
     order = sorted(range(len(rows)), key=lambda r: -width_of[r])
     device = next(model.parameters()).device
     results = {}
     for start in tqdm(range(0, len(order), batch_size), desc=desc, leave=False, mininterval=5):
         batch = order[start : start + batch_size]
         width = width_of[batch[0]]
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        positions = torch.zeros((len(batch), width), dtype=torch.long)
-        blocks = torch.full((len(batch), width), -1)  # -1 padding, 0 context, k continuation k
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        positions = np.zeros((len(batch), width), dtype=np.int64)
+        # (unit, block) of each token: (0, 0) prefix, (u, 0) remainder of unit u, (u, k) block k
+        # of unit u (u, k >= 1), (-1, -1) padding
+        unit_of = np.full((len(batch), width), -1)
+        block_of = np.full((len(batch), width), -1)
         scored = []  # (request, batch row, input indices whose logits score it)
         for b, r in enumerate(batch):
-            context, owners = rows[r]
-            n = len(context)
-            ids[b, :n] = torch.tensor(context)
-            positions[b, :n] = torch.arange(n)
-            blocks[b, :n] = 0
-            offset = n
-            for k, i in enumerate(owners, start=1):
-                block = pairs[i][1][:-1]
-                ids[b, offset : offset + len(block)] = torch.tensor(block, dtype=torch.long)
-                positions[b, offset : offset + len(block)] = torch.arange(n, n + len(block))
-                blocks[b, offset : offset + len(block)] = k
-                scored.append((i, b, [n - 1, *range(offset, offset + len(block))]))
-                offset += len(block)
+            segments, row_scored = _row_layout(pairs, *rows[r])
+            offset = 0
+            for tokens, first_position, unit, block in segments:
+                end = offset + len(tokens)
+                ids[b, offset:end] = tokens
+                positions[b, offset:end] = np.arange(first_position, first_position + len(tokens))
+                unit_of[b, offset:end], block_of[b, offset:end] = unit, block
+                offset = end
+            scored += [(i, b, where) for i, where in row_scored]
+        unit_of, block_of = torch.from_numpy(unit_of), torch.from_numpy(block_of)
+        same_unit = unit_of[:, :, None] == unit_of[:, None, :]
+        same_block = block_of[:, :, None] == block_of[:, None, :]
         causal = torch.ones((width, width), dtype=torch.bool).tril()
-        visible = causal & ((blocks[:, None, :] == 0) | (blocks[:, :, None] == blocks[:, None, :]))
+        visible = causal & ((unit_of[:, None, :] == 0) | (same_unit & ((block_of[:, None, :] == 0) | same_block)))
         mask = torch.zeros(visible.shape, dtype=model.dtype).masked_fill(~visible, torch.finfo(model.dtype).min)
         # logits only from the earliest scored position of the batch on
-        first = min(len(rows[r][0]) for r in batch) - 1
+        first = min(where[0] for _, _, where in scored)
         logits = model(
-            input_ids=ids.to(device),
+            input_ids=torch.from_numpy(ids).to(device),
             attention_mask=mask[:, None].to(device),
-            position_ids=positions.to(device),
+            position_ids=torch.from_numpy(positions).to(device),
             logits_to_keep=width - first,
             use_cache=False,
         ).logits
@@ -273,8 +423,9 @@ def next_token_logprobs(
     """``log p(continuation | context)`` (nats) of single-token continuations, one forward pass per context.
 
     :func:`loglikelihood` on every ``(context, continuation)`` request, checked to be single
-    tokens: the engine packs each context's requests into one sequence of just the context,
-    so ``n_contexts`` sequences are run instead of ``n_contexts * n_continuations``.
+    tokens: the engine packs each context's requests into one sequence of just the context
+    (contexts with a long common prefix may share one), so at most ``n_contexts`` sequences
+    are run instead of ``n_contexts * n_continuations``.
 
     Returns:
         float64 array of shape ``(len(contexts), len(continuations))``.

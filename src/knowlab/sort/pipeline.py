@@ -93,18 +93,22 @@ def evaluate_items(
     tokenizer,
     items: Sequence[Mapping[str, Any]],
     condition: str,
-    template: Mapping[str, Any],
+    templates: Sequence[Mapping[str, Any]],
     *,
     passages: Mapping[str, Sequence[str]] | None = None,
     system_prompt: str | None,
     batch_size: int,
 ) -> pd.DataFrame:
-    """Score ``items`` under one memory condition and template; one row per item.
+    """Score ``items`` under one memory condition with each template; one row per (template, item).
+
+    All prompts go to the engine in one call, so prompts that share a long prefix (the
+    templates of one reading instruction over the same excerpt) encode it once
+    (:func:`knowlab.evaluate.scoring.score_token_ids`).
 
     Args:
         condition: ``baseline`` (no source text), ``in_context`` (the excerpt), ``rag`` or
             ``oracle_rag`` (``passages[item_id]``, in prompt order).
-        template: a prompt template (:mod:`knowlab.sort.prompts`).
+        templates: prompt templates (:mod:`knowlab.sort.prompts`).
 
     Returns:
         :data:`ITEM_COLUMNS` plus ``condition, template_id`` and the columns of
@@ -116,29 +120,28 @@ def evaluate_items(
     from knowlab.sort.prompts import render_prompt
     from knowlab.sort.score import score_items
 
+    rag = condition in ("rag", "oracle_rag")
+    pairs = [(template, item) for template in templates for item in items]
     contexts = [
         render_prompt(
             tokenizer,
             template,
             item,
             condition,
-            passages=passages[item["item_id"]] if condition in ("rag", "oracle_rag") else None,
+            passages=passages[item["item_id"]] if rag else None,
             system_prompt=system_prompt,
         )
-        for item in items
+        for template, item in pairs
     ]
-    scored = score_items(
-        model,
-        tokenizer,
-        contexts,
-        [item["answer"] for item in items],
-        batch_size=batch_size,
-        item_ids=[item["item_id"] for item in items],
+    scored = score_items(model, tokenizer, contexts, [item["answer"] for _, item in pairs], batch_size=batch_size)
+    meta = pd.DataFrame(
+        [
+            {**{k: item[k] for k in (*ITEM_COLUMNS, "document_id") if k in item}, "template_id": template["id"]}
+            for template, item in pairs
+        ]
     )
-    meta = pd.DataFrame([{k: item[k] for k in (*ITEM_COLUMNS, "document_id") if k in item} for item in items])
-    meta["condition"] = condition
-    meta["template_id"] = template["id"]
-    return meta.merge(scored, on="item_id", validate="one_to_one")
+    meta.insert(len(meta.columns) - 1, "condition", condition)
+    return pd.concat([meta, scored], axis=1)
 
 
 def select_template(
@@ -165,20 +168,8 @@ def select_template(
     validation = [item for item in items if item["split"] == "validation"]
     if not validation:
         raise ValueError("no validation items to select a prompt on: set sort.n_validation >= 1")
-    rows = pd.concat(
-        [
-            evaluate_items(
-                model,
-                tokenizer,
-                validation,
-                "in_context",
-                template,
-                system_prompt=system_prompt,
-                batch_size=batch_size,
-            )
-            for template in templates
-        ],
-        ignore_index=True,
+    rows = evaluate_items(
+        model, tokenizer, validation, "in_context", templates, system_prompt=system_prompt, batch_size=batch_size
     )
     selection = select_prompt(rows, max_rate_deviation=max_rate_deviation)
     log.info(
