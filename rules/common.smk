@@ -9,6 +9,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from knowlab.corpus.mcq import check_candidate_budget
 from knowlab.corpus.schema import TABLES
 from knowlab.finetune.train import checkpoint_steps
+from knowlab.sort.pipeline import templates as sort_templates
+from knowlab.sort.prompts import get_template
 
 BASEDIR = workflow.basedir
 if config["mcq"]["distractors"] == "model_ranked":
@@ -44,6 +46,23 @@ TESTS = ("mcnemar", "ttest")
 SORT = "results/sort"
 SORT_CONDITIONS = config["sort"]["conditions"]
 RAG_CONDITIONS = ("rag", "oracle_rag")
+for key in ("sort", "sort.fiction"):
+    part = config["sort"] if key == "sort" else config["sort"]["fiction"]
+    if too_long := [
+        (s, e)
+        for s in part["segment_lengths"]
+        for e in part["excerpt_lengths"]
+        if s >= e
+    ]:
+        raise ValueError(
+            f"{key}.segment_lengths must be below every {key}.excerpt_lengths: "
+            f"(segment, excerpt) {too_long}"
+        )
+if config["sort"]["template"] is not None:
+    try:
+        get_template(sort_templates(config["sort"]), config["sort"]["template"])
+    except ValueError as err:
+        raise ValueError(f"sort.template: {err}") from None
 # SORT figures of the base model (knowlab.sort.plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
 # parametric memory (App. E): text chunks + instructions vs instructions alone

@@ -237,6 +237,21 @@ def test_config_error_names_the_key(tmp_path):
     assert "max_steps" in proc.stderr + proc.stdout and "integer" in proc.stderr + proc.stdout
 
 
+@pytest.mark.parametrize(
+    "sort, message",
+    [
+        ({"segment_lengths": [20, 120]}, "sort.segment_lengths must be below every sort.excerpt_lengths"),
+        ({"template": "t99"}, "sort.template: unknown prompt template id 't99'; known ids: t01"),
+    ],
+)
+def test_bad_sort_config_fails_before_running(tmp_path, sort, message):
+    config = tmp_path / "bad.yaml"
+    config.write_text(json.dumps({"sort": sort}))
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_k_larger_than_the_candidate_pool_fails_before_running(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("mcq:\n  n_choices: [4, 10]\n  ranker:\n    max_candidates: 5\n")
