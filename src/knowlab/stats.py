@@ -295,14 +295,25 @@ def recompute_pvalue(row: Mapping[str, Any], items: pd.DataFrame) -> float:
 
     a, b = checkpoint(row["run_a"], row["step_a"]), checkpoint(row["run_b"], row["step_b"])
     paired = a.merge(b, on="item_id", suffixes=("_a", "_b")).dropna()
-    x = paired[f"{metric}_a"].to_numpy(dtype=float)
-    y = paired[f"{metric}_b"].to_numpy(dtype=float)
-    if metric == "acc":
+    test = "mcnemar" if metric == "acc" else "ttest"
+    return direct_pvalue(paired[f"{metric}_a"], paired[f"{metric}_b"], test, row.get("exact"), row.get("alternative"))
+
+
+def direct_pvalue(x, y, test: str, exact: bool | None = None, alternative: str | None = None) -> float:
+    """The p-value of paired per-item values straight from statsmodels / scipy (checks of saved tables).
+
+    ``test="mcnemar"``: ``x``, ``y`` are 0/1 correctness; statsmodels ``mcnemar`` on their 2x2
+    table with ``exact`` and the continuity correction.  ``test="ttest"``: scipy
+    ``ttest_rel(x, y, alternative=alternative)``.  No discordant pair / all differences 0
+    give 1.0, the definitions of :func:`mcnemar_pair` and :func:`ttest_pair`.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if test == "mcnemar":
         x, y = x.astype(bool), y.astype(bool)
         table = np.array([[(x & y).sum(), (x & ~y).sum()], [(~x & y).sum(), (~x & ~y).sum()]])
         if table[0, 1] + table[1, 0] == 0:
             return 1.0
-        return float(sm_mcnemar(table, exact=bool(row["exact"]), correction=True).pvalue)
+        return float(sm_mcnemar(table, exact=bool(exact), correction=True).pvalue)
     if (x == y).all():
         return 1.0
-    return float(ttest_rel(x, y, alternative=row["alternative"]).pvalue)
+    return float(ttest_rel(x, y, alternative=alternative).pvalue)

@@ -33,12 +33,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest, ttest_rel
-from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 
 from knowlab.io import atomic_path
-from knowlab.stats import CORRECTION, _with_holm, bootstrap_ci, mcnemar_pair, ttest_pair
+from knowlab.stats import CORRECTION, _with_holm, bootstrap_ci, direct_pvalue, mcnemar_pair, ttest_pair
 
 CONDITIONS = ("baseline", "in_context", "rag", "oracle_rag")
 CONDITION_NAMES = {
@@ -365,17 +364,9 @@ def recompute_sort_pvalue(rows: pd.DataFrame, row_of_table: Mapping[str, Any]) -
         return part
 
     paired = pick("a").merge(pick("b"), on="item_id", suffixes=("_a", "_b")).dropna()
-    x = paired[f"{metric}_a"].to_numpy(dtype=float)
-    y = paired[f"{metric}_b"].to_numpy(dtype=float)
-    if test == "mcnemar":
-        x, y = x.astype(bool), y.astype(bool)
-        table = np.array([[(x & y).sum(), (x & ~y).sum()], [(~x & y).sum(), (~x & ~y).sum()]])
-        if table[0, 1] + table[1, 0] == 0:
-            return 1.0
-        return float(sm_mcnemar(table, exact=bool(row_of_table["exact"]), correction=True).pvalue)
-    if np.all(x == y):
-        return 1.0
-    return float(ttest_rel(x, y, alternative=row_of_table["alternative"]).pvalue)
+    return direct_pvalue(
+        paired[f"{metric}_a"], paired[f"{metric}_b"], test, row_of_table.get("exact"), row_of_table.get("alternative")
+    )
 
 
 def finetune_keys(
