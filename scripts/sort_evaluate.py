@@ -7,17 +7,16 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.io import read_json, read_jsonl, read_parquets, write_parquet
+from knowlab.io import read_jsonl, read_parquets, write_parquet
 from knowlab.provenance import rule_step
 from knowlab.resources.models import load_model
-from knowlab.sort.pipeline import evaluate_items, templates
-from knowlab.sort.prompts import get_template
+from knowlab.sort.pipeline import evaluate_items, selected_template
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     cfg, params = snakemake.params.cfg, snakemake.params
     items = [item for item in read_jsonl(snakemake.input.sort_items) if item["split"] == "test"]
-    template = get_template(templates(cfg), read_json(snakemake.input.selection)["template_id"])
+    template = selected_template(cfg, snakemake.input.selection)
     passages = None
     if snakemake.input.get("retrieval"):
         table = read_parquets([snakemake.input.retrieval])

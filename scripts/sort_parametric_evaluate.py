@@ -11,15 +11,14 @@ import torch
 from knowlab.io import read_json, read_jsonl, write_parquet
 from knowlab.provenance import rule_step
 from knowlab.resources.models import load_model
-from knowlab.sort.pipeline import evaluate_items, templates
-from knowlab.sort.prompts import get_template
+from knowlab.sort.pipeline import evaluate_items, selected_template
 from knowlab.sort.score import segment_nll
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     cfg, params = snakemake.params.cfg, snakemake.params
     items = [item for item in read_jsonl(snakemake.input.sort_items) if item["split"] == "test"]
-    template = get_template(templates(cfg), read_json(snakemake.input.selection)["template_id"])
+    template = selected_template(cfg, snakemake.input.selection)
     model, tokenizer = load_model(params.checkpoint)
     step = params.epoch * read_json(snakemake.input.texts)["steps_per_epoch"][params.run] if params.epoch else 0
     meta = {"model": params.model, "run": params.run, "step": step, "epoch": params.epoch}

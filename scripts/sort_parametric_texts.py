@@ -7,14 +7,13 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from transformers import AutoTokenizer
 
-from knowlab.io import read_json, read_jsonl, write_json
+from knowlab.io import read_jsonl, write_json
 from knowlab.provenance import rule_step
-from knowlab.sort.pipeline import books_from_records, parametric_texts, templates
-from knowlab.sort.prompts import get_template
+from knowlab.sort.pipeline import books_from_records, parametric_texts, selected_template
 
 with rule_step(snakemake):
     cfg = snakemake.params.cfg
-    template = get_template(templates(cfg), read_json(snakemake.input.selection)["template_id"])
+    template = selected_template(cfg, snakemake.input.selection)
     texts = parametric_texts(
         AutoTokenizer.from_pretrained(snakemake.input.model),
         books_from_records(read_jsonl(snakemake.input.books)),

@@ -39,7 +39,6 @@ from statsmodels.stats.multitest import multipletests
 from knowlab.io import atomic_path
 from knowlab.stats import CORRECTION, _with_holm, bootstrap_ci, direct_pvalue, mcnemar_pair, ttest_pair
 
-CONDITIONS = ("baseline", "in_context", "rag", "oracle_rag")
 CONDITION_NAMES = {
     "baseline": "no memory (baseline)",
     "in_context": "in-context",

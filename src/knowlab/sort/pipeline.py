@@ -117,10 +117,10 @@ def evaluate_items(
     Raises:
         KeyError: a RAG condition and an item without passages.
     """
-    from knowlab.sort.prompts import render_prompt
+    from knowlab.sort.prompts import RAG_CONDITIONS, render_prompt
     from knowlab.sort.score import score_items
 
-    rag = condition in ("rag", "oracle_rag")
+    rag = condition in RAG_CONDITIONS
     pairs = [(template, item) for template in templates for item in items]
     contexts = [
         render_prompt(
@@ -279,6 +279,18 @@ def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list
         "%d items (%d validation) from %d books", len(items), sum(i["split"] == "validation" for i in items), len(books)
     )
     return items
+
+
+def selected_template(cfg: Mapping[str, Any], selection_path) -> dict[str, Any]:
+    """The template that :func:`select_template` chose (``selection.json``), from ``sort.templates``.
+
+    Raises:
+        ValueError: the selected id is not among the configured templates.
+    """
+    from knowlab.io import read_json
+    from knowlab.sort.prompts import get_template
+
+    return get_template(templates(cfg), read_json(selection_path)["template_id"])
 
 
 def templates(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
