@@ -19,6 +19,7 @@ include: "rules/splits.smk"
 include: "rules/finetune.smk"
 include: "rules/evaluate.smk"
 include: "rules/sort.smk"
+include: "rules/grounding.smk"
 include: "rules/stats.smk"
 include: "rules/figures.smk"
 

@@ -9,6 +9,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from knowlab.corpus.mcq import check_candidate_budget
 from knowlab.corpus.schema import TABLES
 from knowlab.finetune.train import checkpoint_steps
+from knowlab.grounding.pipeline import FINETUNE_CONDITIONS, condition_names
+from knowlab.sort.parametric import PARAMETRIC_RUNS
 from knowlab.sort.pipeline import templates as sort_templates
 from knowlab.sort.prompts import get_template
 
@@ -66,7 +68,6 @@ if config["sort"]["template"] is not None:
 # SORT figures of the base model (knowlab.sort.plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
 # parametric memory (App. E): text chunks + instructions vs instructions alone
-PARAMETRIC_RUNS = ("books", "instructions")
 SORT_EPOCHS = config["sort"]["parametric"]["epochs"]
 if config["sort"]["source"] == "release" and set(SORT_CONDITIONS) & set(RAG_CONDITIONS):
     raise ValueError(
@@ -99,6 +100,8 @@ wildcard_constraints:
     prun="|".join(PARAMETRIC_RUNS),
     epoch=r"\d+",
     n=r"\d+",
+    dataset="fiction|kaist",
+    model="|".join(config["grounding"]["models"]),
 
 
 def shipped_fiction_files(wildcards):
@@ -159,6 +162,48 @@ def compared_runs(wildcards):
     return [p for r in runs for p in run_items(r)]
 
 
+GROUNDING = "results/grounding"
+GROUNDING_DATASETS = config["grounding"]["datasets"]
+GROUNDING_MODELS = list(config["grounding"]["models"])
+GROUNDING_CONDITIONS = condition_names(config["grounding"])
+GROUNDING_FINETUNE_CONDITIONS = list(FINETUNE_CONDITIONS)
+# figures of rule grounding_tables (knowlab.grounding.plots), the keys of its outputs
+GROUNDING_FIGURES = ("fig3c", "fig4", "fig5", "fig15_16", "position")
+GROUNDING_FINETUNE = (
+    config["grounding"]["finetune"]["enabled"]
+    and bool(FICTION_RUNS)
+    and "fiction" in GROUNDING_DATASETS
+)
+
+
+def grounding_item_inputs(wildcards):
+    """The fiction set is derived from the validated corpus; the KAIST release is read by the rule."""
+    if wildcards.dataset == "fiction":
+        return {
+            "fictions": f"{FICTION}/fictions.jsonl",
+            "fict_qa": f"{FICTION}/fict_qa.jsonl",
+        }
+    return {}
+
+
+def grounding_model_dir(name):
+    """``grounding.models``: ``base`` is the base model, anything else is fetched to resources/models."""
+    spec = config["grounding"]["models"][name]
+    return "resources/base_model" if spec == "base" else f"resources/models/{name}"
+
+
+def grounding_checkpoint_dir(wildcards):
+    if wildcards.run == "base_model":
+        return "resources/base_model"
+    return f"results/finetune/{wildcards.run}/checkpoints"
+
+
+def grounding_checkpoint_path(wildcards, input):
+    if wildcards.run == "base_model":
+        return input.model
+    return f"{input.model}/step-{wildcards.step}"
+
+
 def all_outputs():
     outputs = expand("results/splits/{split}.json", split=SPLITS)
     outputs += [f"{SORT}/tables", f"{SORT}/stats/manifest.json"]
@@ -169,6 +214,9 @@ def all_outputs():
     outputs += expand(
         "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
     )
+    outputs += [f"{GROUNDING}/tables.manifest.json"]
+    if GROUNDING_FINETUNE:
+        outputs += [f"{GROUNDING}/finetune/manifest.json"]
     if not FICTION_RUNS:
         return outputs
     outputs += expand(

@@ -32,3 +32,18 @@ rule webtext:
         seed=config["seed"],
     script:
         "../scripts/webtext.py"
+
+
+rule eval_model:
+    """A model evaluated as it is (grounding.models): a Hub id or a local folder, saved as safetensors."""
+    output:
+        model=directory("resources/models/{model}"),
+        manifest="resources/models/{model}.manifest.json",
+    log:
+        "results/logs/models/{model}.log",
+    conda:
+        "../envs/train.yaml"
+    params:
+        spec=lambda wildcards: config["grounding"]["models"][wildcards.model],
+    script:
+        "../scripts/eval_model.py"

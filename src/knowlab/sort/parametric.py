@@ -796,3 +796,66 @@ def parametric_training_texts(
         out["steps_per_epoch"],
     )  # fmt: skip
     return out
+
+
+PARAMETRIC_RUNS = ("books", "instructions")
+
+
+def finetune_parametric_run(
+    run: str,
+    texts: Mapping[str, Any],
+    base_model: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    finetune_cfg: Mapping[str, Any],
+    parametric_cfg: Mapping[str, Any],
+    seed: int,
+):
+    """Fine-tune one parametric-memory run (paper App. E) and leave a checkpoint per epoch.
+
+    ``run`` is ``"books"`` (the framed chunks mixed with the instructions at
+    ``texts["fiction_rate"]``, no chunk-free warmup) or ``"instructions"`` (the instructions
+    alone, the paper's control); both train for ``parametric_cfg["epochs"]`` epochs of
+    ``texts["steps_per_epoch"][run]`` optimizer steps through :func:`knowlab.finetune.train.finetune`
+    (the project's DeepSpeed path) with ``finetune_cfg`` overridden by
+    ``parametric_cfg["finetune"]``.
+
+    Args:
+        texts: the output of :func:`parametric_training_texts`.
+        out_dir: created; holds ``epoch-0`` (the base model) .. ``epoch-<epochs>``, each loadable
+            by ``AutoModelForCausalLM.from_pretrained``.
+
+    Returns:
+        The training log (one row per optimizer step) with an ``epoch`` column (step / steps per epoch).
+
+    Raises:
+        ValueError: an unknown ``run``.
+    """
+    from knowlab.finetune.train import finetune
+
+    if run not in PARAMETRIC_RUNS:
+        raise ValueError(f"unknown parametric run {run!r}: expected one of {PARAMETRIC_RUNS}")
+    per_epoch, epochs = int(texts["steps_per_epoch"][run]), int(parametric_cfg["epochs"])
+    cfg = {
+        **finetune_cfg,
+        **parametric_cfg.get("finetune", {}),
+        "fiction_rate": texts["fiction_rate"] if run == "books" else 0.0,
+        "fiction_warmup_steps": 0,
+        "max_steps": per_epoch * epochs,
+        "checkpoint_every": per_epoch,
+    }
+    out_dir = Path(out_dir)
+    train_log = finetune(
+        base_model=base_model,
+        out_dir=out_dir / "steps",
+        run=run,
+        fiction_texts=texts["books"] if run == "books" else [],
+        webtext_texts=texts["instructions"],
+        cfg=cfg,
+        seed=seed,
+    )
+    for epoch in range(epochs + 1):  # step-<epoch * per_epoch> -> epoch-<epoch>
+        (out_dir / "steps" / f"step-{epoch * per_epoch}").rename(out_dir / f"epoch-{epoch}")
+    (out_dir / "steps").rmdir()
+    log.info("%s: %d steps per epoch, %d epochs: checkpoints epoch-0 .. epoch-%d", run, per_epoch, epochs, epochs)
+    train_log["epoch"] = train_log["step"] / per_epoch
+    return train_log

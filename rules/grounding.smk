@@ -1,0 +1,200 @@
+# Grounding (seed 002): items -> ranked distractors -> responses -> atomic facts and scores
+# -> tables and figures; and the fiction set at every FictionalQA checkpoint.
+
+
+rule grounding_items:
+    input:
+        unpack(grounding_item_inputs),
+    output:
+        grounding_items=f"{GROUNDING}/{{dataset}}/items.jsonl",
+        pool=f"{GROUNDING}/{{dataset}}/pool.jsonl",
+        manifest=f"{GROUNDING}/{{dataset}}/items.manifest.json",
+    log:
+        "results/logs/grounding/{dataset}/items.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["grounding"],
+        seed=config["seed"],
+    script:
+        "../scripts/grounding_items.py"
+
+
+rule grounding_distractors:
+    input:
+        grounding_items=f"{GROUNDING}/{{dataset}}/items.jsonl",
+        pool=f"{GROUNDING}/{{dataset}}/pool.jsonl",
+    output:
+        table=f"{GROUNDING}/{{dataset}}/distractors.parquet",
+        manifest=f"{GROUNDING}/{{dataset}}/distractors.manifest.json",
+    log:
+        "results/logs/grounding/{dataset}/distractors.log",
+    conda:
+        "../envs/grounding.yaml"
+    threads: config["threads"]
+    params:
+        cfg=config["grounding"],
+        seed=config["seed"],
+    script:
+        "../scripts/grounding_distractors.py"
+
+
+rule grounding_generate:
+    input:
+        grounding_items=f"{GROUNDING}/{{dataset}}/items.jsonl",
+        pool=f"{GROUNDING}/{{dataset}}/pool.jsonl",
+        distractors=f"{GROUNDING}/{{dataset}}/distractors.parquet",
+        model=lambda wildcards: grounding_model_dir(wildcards.model),
+    output:
+        responses=f"{GROUNDING}/{{dataset}}/responses/{{model}}.jsonl",
+        manifest=f"{GROUNDING}/{{dataset}}/responses/{{model}}.manifest.json",
+    log:
+        "results/logs/grounding/{dataset}/responses/{model}.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["grounding"],
+        conditions=GROUNDING_CONDITIONS,
+        max_items=config["grounding"]["max_items"],
+        seed=config["seed"],
+        model=lambda wildcards: wildcards.model,
+        run="base",
+        step=0,
+    script:
+        "../scripts/grounding_generate.py"
+
+
+rule grounding_score:
+    input:
+        responses=f"{GROUNDING}/{{dataset}}/responses/{{model}}.jsonl",
+        decomposer="resources/base_model",
+    output:
+        table=f"{GROUNDING}/{{dataset}}/scores/{{model}}.parquet",
+        facts=f"{GROUNDING}/{{dataset}}/scores/{{model}}_facts.json",
+        manifest=f"{GROUNDING}/{{dataset}}/scores/{{model}}.manifest.json",
+    log:
+        "results/logs/grounding/{dataset}/scores/{model}.log",
+    conda:
+        "../envs/grounding.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["grounding"],
+    script:
+        "../scripts/grounding_score.py"
+
+
+rule grounding_tables:
+    input:
+        scores=expand(
+            f"{GROUNDING}/{{dataset}}/scores/{{model}}.parquet",
+            dataset=GROUNDING_DATASETS,
+            model=GROUNDING_MODELS,
+        ),
+    output:
+        rows=f"{GROUNDING}/rows.parquet",
+        tables=directory(f"{GROUNDING}/tables"),
+        **{
+            f"{name}_{ext}": f"results/figures/grounding/{name}.{ext}"
+            for name in GROUNDING_FIGURES
+            for ext in ("pdf", "png")
+        },
+        manifest=f"{GROUNDING}/tables.manifest.json",
+    log:
+        "results/logs/grounding/tables.log",
+    conda:
+        "../envs/plot.yaml"
+    params:
+        cfg=config["grounding"],
+        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
+        seed=config["seed"],
+    script:
+        "../scripts/grounding_tables.py"
+
+
+rule grounding_checkpoint_generate:
+    wildcard_constraints:
+        run="|".join(["base_model", *RUNS]),
+    input:
+        grounding_items=f"{GROUNDING}/fiction/items.jsonl",
+        pool=f"{GROUNDING}/fiction/pool.jsonl",
+        distractors=f"{GROUNDING}/fiction/distractors.parquet",
+        model=grounding_checkpoint_dir,
+    output:
+        responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
+        manifest=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.manifest.json",
+    log:
+        "results/logs/grounding/finetune/responses/{run}/step-{step}.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["grounding"],
+        conditions=GROUNDING_FINETUNE_CONDITIONS,
+        max_items=config["grounding"]["finetune"]["max_items"],
+        seed=config["seed"],
+        model=MODEL_NAME,
+        run=lambda wildcards: wildcards.run,
+        step=lambda wildcards: int(wildcards.step),
+        checkpoint=grounding_checkpoint_path,
+    script:
+        "../scripts/grounding_generate.py"
+
+
+rule grounding_checkpoint_score:
+    wildcard_constraints:
+        run="|".join(["base_model", *RUNS]),
+    input:
+        responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
+        decomposer="resources/base_model",
+    output:
+        table=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet",
+        facts=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}_facts.json",
+        manifest=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.manifest.json",
+    log:
+        "results/logs/grounding/finetune/scores/{run}/step-{step}.log",
+    conda:
+        "../envs/grounding.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["grounding"],
+    script:
+        "../scripts/grounding_score.py"
+
+
+rule grounding_finetune_stats:
+    input:
+        base=f"{GROUNDING}/finetune/scores/base_model/step-0.parquet",
+        scores=expand(
+            f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet",
+            run=RUNS,
+            step=[s for s in STEPS if s > 0],
+        ),
+        splits=expand("results/splits/{run}.json", run=FICTION_RUNS),
+        fictions=f"{FICTION}/fictions.jsonl",
+    output:
+        rows=f"{GROUNDING}/finetune/rows.parquet",
+        rates=f"{GROUNDING}/finetune/rates.csv",
+        mcnemar=f"{GROUNDING}/finetune/mcnemar.parquet",
+        pdf="results/figures/grounding/finetune.pdf",
+        png="results/figures/grounding/finetune.png",
+        manifest=f"{GROUNDING}/finetune/manifest.json",
+    log:
+        "results/logs/grounding/finetune/stats.log",
+    conda:
+        "../envs/plot.yaml"
+    params:
+        runs=FICTION_RUNS,
+        control=CONTROL if config["finetune"]["control"] else None,
+        steps=STEPS,
+        model=MODEL_NAME,
+    script:
+        "../scripts/grounding_finetune_stats.py"

@@ -1,0 +1,15 @@
+"""Save a model evaluated as it is (a Hub id or a local folder) under resources/models/<name>."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab.io import atomic_dir
+from knowlab.provenance import rule_step
+from knowlab.resources.models import from_hub
+
+with rule_step(snakemake) as log:
+    log.info("model %s", snakemake.params.spec)
+    with atomic_dir(snakemake.output.model) as folder:
+        from_hub(snakemake.params.spec, folder)

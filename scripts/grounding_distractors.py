@@ -1,0 +1,21 @@
+"""Rank distractor documents for every grounding question (dense retrieval, faiss exact search)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import torch
+
+from knowlab.grounding.pipeline import distractor_table
+from knowlab.io import read_jsonl, write_parquet
+from knowlab.provenance import rule_step
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake) as log:
+    table = distractor_table(
+        read_jsonl(snakemake.input.grounding_items),
+        read_jsonl(snakemake.input.pool),
+        snakemake.params.cfg,
+    )
+    write_parquet(snakemake.output.table, table)

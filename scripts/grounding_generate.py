@@ -1,0 +1,32 @@
+"""Responses of one model or checkpoint to the grounding questions under each condition's contexts."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import torch
+
+from knowlab.grounding.pipeline import respond
+from knowlab.io import read_jsonl, read_parquets, write_jsonl
+from knowlab.provenance import rule_step
+from knowlab.resources.models import load_model
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake, seed=snakemake.params.seed) as log:
+    params = snakemake.params
+    path = params.get("checkpoint") or snakemake.input.model
+    model, tokenizer = load_model(path)
+    records = respond(
+        model,
+        tokenizer,
+        read_jsonl(snakemake.input.grounding_items),
+        read_jsonl(snakemake.input.pool),
+        read_parquets([snakemake.input.distractors]),
+        params.conditions,
+        params.cfg,
+        params.max_items,
+        params.seed,
+    )
+    tags = {"model": params.model, "run": params.run, "step": params.step, "checkpoint": str(path)}
+    write_jsonl(snakemake.output.responses, [{**r, **tags} for r in records])

@@ -1,0 +1,21 @@
+"""Grounding items of one dataset (Original and Conflict versions) and its distractor document pool."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab.grounding.pipeline import make_items
+from knowlab.io import write_jsonl
+from knowlab.provenance import rule_step
+
+with rule_step(snakemake, seed=snakemake.params.seed) as log:
+    items, pool = make_items(
+        snakemake.wildcards.dataset,
+        snakemake.params.cfg,
+        dict(snakemake.input.items()),
+        snakemake.params.seed,
+        cache_dir=Path(snakemake.output.pool).parent / "download",
+    )
+    write_jsonl(snakemake.output.grounding_items, items)
+    write_jsonl(snakemake.output.pool, pool)

@@ -1,0 +1,22 @@
+"""Atomic facts of every response and their precision / recall / F1 against the gold contexts and facts."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import torch
+
+from knowlab.grounding.pipeline import score
+from knowlab.io import read_jsonl, write_parquet
+from knowlab.provenance import rule_step
+
+torch.set_num_threads(snakemake.threads)
+with rule_step(snakemake) as log:
+    rows = score(
+        read_jsonl(snakemake.input.responses),
+        snakemake.params.cfg,
+        snakemake.input.decomposer,
+        snakemake.output.facts,
+    )
+    write_parquet(snakemake.output.table, rows)

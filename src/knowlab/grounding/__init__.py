@@ -1,0 +1,2 @@
+"""Grounding (seed 002, "How Well Do Large Language Models Truly Ground?"): items, distractors,
+generation, atomic facts, the evaluator M_eval and precision/recall/F1 of atomic facts."""

@@ -1,0 +1,180 @@
+"""Grounding tables: the paper's Tables 1, 8-12 and the numbers behind Figs. 3c, 4, 5, 15-16,
+and grounding across fine-tuning.
+
+Input: item rows (one per model x dataset x condition x question) with ``precision``,
+``recall``, ``f1`` (each in [0, 1]) and ``answer_accuracy`` (0/1, NaN for free-form
+questions) from :func:`knowlab.grounding.metrics.score_responses`, plus ``model``,
+``dataset``, ``condition`` and ``factor_<name>`` columns.  Every metric is macro-averaged
+(the mean over questions of the per-question value; paper Sec. 3.3) and reported x 100 as
+in the paper's tables, with a 95% percentile-bootstrap interval (:func:`knowlab.stats.bootstrap_ci`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from knowlab.grounding.pipeline import GOLD_CONDITIONS, NO_CONTEXT
+from knowlab.stats import bootstrap_ci, mcnemar_table
+
+METRICS = ("precision", "recall", "f1")
+SETTING_LABELS = {
+    "original_gold": "Original-Gold",
+    "original_dist": "Original-Dist",
+    "conflict_gold": "Conflict-Gold",
+    "conflict_dist": "Conflict-Dist",
+    NO_CONTEXT: "No context",
+}
+
+
+def factor_columns(rows: pd.DataFrame) -> list[str]:
+    """The ``factor_<name>`` columns of ``rows``, sorted."""
+    return sorted(c for c in rows.columns if c.startswith("factor_"))
+
+
+def summarize(
+    rows: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = (*METRICS, "answer_accuracy"), *, n_resamples: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """Macro averages x 100 of ``metrics`` per group of ``by``, with ``<metric>_low``/``_high``
+    (95% bootstrap interval, x 100) and ``n`` (questions).  NaN values (answer accuracy of
+    free-form questions) are left out of their metric's mean."""
+    out = []
+    for key, group in rows.groupby(list(by), sort=True, dropna=False):
+        record: dict[str, Any] = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
+        record["n"] = len(group)
+        for metric in metrics:
+            values = group[metric].to_numpy(dtype=float)
+            low, high = bootstrap_ci(values, n_resamples=n_resamples, seed=seed)
+            record[metric] = 100 * np.nanmean(values) if np.isfinite(values).any() else np.nan
+            record[f"{metric}_low"], record[f"{metric}_high"] = 100 * low, 100 * high
+        out.append(record)
+    return pd.DataFrame(out)
+
+
+def table1(summary: pd.DataFrame, metric: str = "f1") -> pd.DataFrame:
+    """Table 1: ``metric`` (x 100) per setting (rows: the four gold/dist settings) and model (columns),
+    one block per dataset."""
+    part = summary[summary.condition.isin(GOLD_CONDITIONS)]
+    table = part.pivot_table(index=["dataset", "condition"], columns="model", values=metric)
+    order = {c: i for i, c in enumerate(GOLD_CONDITIONS)}
+    table = table.sort_index(key=lambda idx: idx.map(order) if idx.name == "condition" else idx)
+    return table.rename(index=SETTING_LABELS, level="condition")
+
+
+def factor_table(rows: pd.DataFrame, condition: str, metric: str = "f1") -> pd.DataFrame:
+    """Tables 8-11 / Fig. 3c: ``metric`` (x 100) per model, overall and per level of each factor,
+    in one setting.  Columns ``overall`` and ``<factor>=<level>``."""
+    part = rows[rows.condition == condition]
+    table = part.groupby(["dataset", "model"])[metric].mean().mul(100).rename("overall").to_frame()
+    for column in factor_columns(part):
+        name = column.removeprefix("factor_")
+        levels = part.groupby(["dataset", "model", column])[metric].mean().mul(100).unstack(column)
+        levels.columns = [f"{name}={level}" for level in levels.columns]
+        table = table.join(levels)
+    return table
+
+
+def answer_accuracy_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Table 12: answer accuracy (x 100, definite-answer questions only) per model in five settings."""
+    conditions = [NO_CONTEXT, *GOLD_CONDITIONS]
+    part = summary[summary.condition.isin(conditions)]
+    table = part.pivot_table(index=["dataset", "model"], columns="condition", values="answer_accuracy")
+    table = table[[c for c in conditions if c in table.columns]]
+    return table.rename(columns=SETTING_LABELS)
+
+
+def reduction_rates(summary: pd.DataFrame, metric: str = "f1") -> pd.DataFrame:
+    """Fig. 5: the reduction rate (%) from Gold to Dist, ``100 * (gold - dist) / gold`` of ``metric``,
+    per dataset, model and version (original, conflict).  NaN where the gold value is 0."""
+    values = summary.set_index(["dataset", "model", "condition"])[metric]
+    out = []
+    for (dataset, model), _ in summary.groupby(["dataset", "model"]):
+        for version in ("original", "conflict"):
+            gold = values.get((dataset, model, f"{version}_gold"), np.nan)
+            dist = values.get((dataset, model, f"{version}_dist"), np.nan)
+            rate = 100 * (gold - dist) / gold if gold else np.nan
+            out.append({"dataset": dataset, "model": model, "version": version, "gold": gold, "dist": dist, "reduction_rate": rate})
+    return pd.DataFrame(out)
+
+
+def length_curve(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 4: F1 (x 100) against the mean input-context length (tokens) on the Original version:
+    ``original_gold`` (no distractor), every ``length_<N>`` and ``original_dist``."""
+    keep = rows.condition.eq("original_gold") | rows.condition.eq("original_dist") | rows.condition.str.startswith("length_")
+    tokens = rows[keep].groupby(["dataset", "model", "condition"])[["context_tokens", "n_distractors"]].mean()
+    part = summary.set_index(["dataset", "model", "condition"]).loc[tokens.index, ["f1", "f1_low", "f1_high", "n"]]
+    return tokens.join(part).reset_index().sort_values(["dataset", "model", "context_tokens"])
+
+
+def position_table(summary: pd.DataFrame, position: str) -> pd.DataFrame:
+    """Gold-context position (Sec. 4.2): F1 (x 100) per model for each ``position_<p>`` condition and
+    ``original_dist`` (whose position is ``position``)."""
+    part = summary[summary.condition.str.startswith("position_") | summary.condition.eq("original_dist")].copy()
+    part["position"] = part.condition.map(lambda c: position if c == "original_dist" else c.removeprefix("position_"))
+    return part.pivot_table(index=["dataset", "model"], columns="position", values="f1")
+
+
+def to_latex(table: pd.DataFrame, caption: str) -> str:
+    """A LaTeX tabular (pandas ``Styler.to_latex``) with one decimal, as in the paper's tables."""
+    return table.style.format(precision=1, na_rep="--").to_latex(caption=caption, hrules=True)
+
+
+# --- across fine-tuning -------------------------------------------------------------------
+
+
+def contains_any(response: str, answers: Sequence[str]) -> bool:
+    """Any answer occurs in the response, case-insensitive (the paper's answer accuracy, Sec. 3.3)."""
+    text = response.lower()
+    return any(a.lower() in text for a in answers if a)
+
+
+def follow_rates(rows: pd.DataFrame, original_answers: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Add ``follows_context`` and ``follows_training`` to across-fine-tuning rows.
+
+    ``follows_context``: the response holds an answer of the context it was given (the
+    Original answer under ``original_gold``, the substituted one under ``conflict_gold``),
+    i.e. the row's answer accuracy.  ``follows_training``: under ``conflict_gold``, the
+    response holds the Original answer (what the fiction taught), which the context no
+    longer says; NaN under ``original_gold``, where both answers coincide.
+    """
+    follows_training = [
+        float(contains_any(r, original_answers[i])) if c == "conflict_gold" else np.nan
+        for r, i, c in zip(rows.response, rows.item_id, rows.condition, strict=True)
+    ]
+    return rows.assign(follows_context=rows.answer_accuracy.astype(float), follows_training=follows_training)
+
+
+def finetune_rates(rows: pd.DataFrame) -> pd.DataFrame:
+    """Mean F1, follows-context and follows-training rates (x 100) per run, step, side and condition."""
+    keys = ["run", "step", "side", "condition"]
+    return (
+        rows.fillna({"side": "all"})
+        .groupby(keys)[["f1", "follows_context", "follows_training"]]
+        .mean()
+        .mul(100)
+        .join(rows.fillna({"side": "all"}).groupby(keys).size().rename("n"))
+        .reset_index()
+    )
+
+
+def finetune_mcnemar(rows: pd.DataFrame, runs: Sequence[str], control: str, steps: Sequence[int]) -> pd.DataFrame:
+    """McNemar (:func:`knowlab.stats.mcnemar_table`) of each fiction run against the control at
+    matched steps, on item-paired ``follows_context`` and ``follows_training`` (0/1), per condition,
+    on the questions of the run's training documents (``side == "train"``).  Holm over each
+    (run, condition, metric) family of steps."""
+    out = []
+    for run in runs:
+        trained = set(rows.loc[(rows.run == run) & (rows.side == "train"), "item_id"])
+        for condition in sorted(rows.condition.unique()):
+            part = rows[rows.run.isin([run, control]) & rows.item_id.isin(trained) & (rows.condition == condition)]
+            for metric in ("follows_context", "follows_training"):
+                correct = part[["run", "step", "item_id", metric]].dropna().rename(columns={metric: "correct"})
+                if correct.empty:
+                    continue
+                pairs = [((run, s), (control, s)) for s in steps]
+                table = mcnemar_table(correct.astype({"correct": int}), pairs)
+                out.append(table.assign(condition=condition, metric=metric))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
