@@ -84,6 +84,7 @@ rule grounding_score:
         gpu=1,
     params:
         cfg=config["grounding"],
+        cache=lambda wildcards: f"{GROUNDING}/cache/facts/{wildcards.dataset}/{wildcards.model}.json",
     script:
         "../scripts/grounding_score.py"
 
@@ -166,6 +167,7 @@ rule grounding_checkpoint_score:
         gpu=1,
     params:
         cfg=config["grounding"],
+        cache=lambda wildcards: f"{GROUNDING}/cache/facts/finetune/{wildcards.run}/step-{wildcards.step}.json",
     script:
         "../scripts/grounding_score.py"
 

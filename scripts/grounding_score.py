@@ -18,5 +18,6 @@ with rule_step(snakemake) as log:
         snakemake.params.cfg,
         snakemake.input.decomposer,
         snakemake.output.facts,
+        snakemake.params.cache,
     )
     write_parquet(snakemake.output.table, rows)

@@ -129,6 +129,60 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir):
         assert (workdir / "results" / "figures" / "sort" / f"{name}.png").stat().st_size > 1000, name
 
 
+def test_grounding_items_responses_scores_and_tables(workdir):
+    from knowlab.grounding.data import check_items
+    from knowlab.grounding.pipeline import condition_names
+
+    grounding = workdir / "results" / "grounding"
+    items = [json.loads(line) for line in (grounding / "fiction" / "items.jsonl").read_text().splitlines()]
+    check_items(items)
+    assert {i["version"] for i in items} == {"original", "conflict"}
+    responses = [json.loads(line) for line in (grounding / "fiction" / "responses" / "base_model.jsonl").read_text().splitlines()]
+    conditions = condition_names({"distractors": {"budget": 192, "position": "random"}, "sweep": {"budgets": [96, 192], "positions": ["start", "random"]}})
+    assert conditions == ["original_gold", "original_dist", "conflict_gold", "conflict_dist", "no_context", "length_96", "position_start"]
+    assert len(responses) == 3 * len(conditions) and {r["condition"] for r in responses} == set(conditions)
+    for r in responses:  # contexts: gold only, gold + distractors within the budget (gold always kept), none
+        assert set(r["gold_contexts"]) <= set(r["contexts"]) or r["condition"] == "no_context"
+        assert (r["n_distractors"] > 0) == (r["condition"] not in ("original_gold", "conflict_gold", "no_context"))
+    rows = pd.read_parquet(grounding / "fiction" / "scores" / "base_model.parquet")
+    assert len(rows) == len(responses)
+    assert rows[["precision", "recall", "f1"]].apply(lambda c: c.between(0, 1)).all().all()
+    pr = rows.precision + rows.recall
+    f1 = (2 * rows.precision * rows.recall / pr.where(pr > 0)).fillna(0)
+    assert rows.f1.to_numpy() == pytest.approx(f1.to_numpy())
+    assert rows.answer_accuracy.isin([0, 1]).all()  # the fiction answers are all definite
+    tables = grounding / "tables"
+    for name in ("summary", "table1", "table12", "reduction_rates", "length_curve", "position", "factors_original_gold"):
+        assert (tables / f"{name}.csv").stat().st_size > 0 and "tabular" in (tables / f"{name}.tex").read_text()
+    table1 = pd.read_csv(tables / "table1.csv")
+    assert list(table1["condition"]) == ["Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
+    for name in ("fig3c", "fig4", "fig5", "fig15_16", "position", "finetune"):
+        assert (workdir / "results" / "figures" / "grounding" / f"{name}.png").stat().st_size > 1000, name
+
+
+def test_grounding_across_finetuning_recomputes(workdir):
+    """follows-context / follows-training per checkpoint; McNemar vs control recomputes from the rows."""
+    from knowlab.stats import direct_pvalue
+
+    finetune = workdir / "results" / "grounding" / "finetune"
+    rows = pd.read_parquet(finetune / "rows.parquet")
+    assert set(rows["run"]) == {*RUNS, "control"} and set(rows["condition"]) == {"original_gold", "conflict_gold"}
+    assert rows.loc[rows.condition == "original_gold", "follows_training"].isna().all()
+    assert rows.loc[rows.condition == "conflict_gold", "follows_training"].isin([0, 1]).all()
+    table = pd.read_parquet(finetune / "mcnemar.parquet")
+    assert set(table["run_a"]) <= set(RUNS) and (table["run_b"] == "control").all() and (table["correction"] == "holm").all()
+    for record in table.to_dict("records"):
+        trained = rows.loc[(rows.run == record["run_a"]) & (rows.side == "train"), "item_id"]
+        part = rows[rows.item_id.isin(set(trained)) & (rows.condition == record["condition"])]
+
+        def values(run, step):
+            return part.loc[(part.run == run) & (part.step == step), ["item_id", record["metric"]]]
+
+        paired = values(record["run_a"], record["step_a"]).merge(values(record["run_b"], record["step_b"]), on="item_id").dropna()
+        p = direct_pvalue(paired.iloc[:, 1], paired.iloc[:, 2], "mcnemar", record["exact"])
+        assert p == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
+
+
 def test_saved_pvalues_recompute_from_item_rows(workdir):
     """Every p-value in the saved tables, recomputed with statsmodels/scipy from the item rows."""
     from knowlab.stats import recompute_pvalue

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from knowlab.grounding.metrics import answer_accuracy
 from knowlab.grounding.pipeline import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.stats import bootstrap_ci, mcnemar_table
 
@@ -125,12 +126,6 @@ def to_latex(table: pd.DataFrame, caption: str) -> str:
 # --- across fine-tuning -------------------------------------------------------------------
 
 
-def contains_any(response: str, answers: Sequence[str]) -> bool:
-    """Any answer occurs in the response, case-insensitive (the paper's answer accuracy, Sec. 3.3)."""
-    text = response.lower()
-    return any(a.lower() in text for a in answers if a)
-
-
 def follow_rates(rows: pd.DataFrame, original_answers: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """Add ``follows_context`` and ``follows_training`` to across-fine-tuning rows.
 
@@ -138,10 +133,11 @@ def follow_rates(rows: pd.DataFrame, original_answers: Mapping[str, Sequence[str
     Original answer under ``original_gold``, the substituted one under ``conflict_gold``),
     i.e. the row's answer accuracy.  ``follows_training``: under ``conflict_gold``, the
     response holds the Original answer (what the fiction taught), which the context no
-    longer says; NaN under ``original_gold``, where both answers coincide.
+    longer says (:func:`knowlab.grounding.metrics.answer_accuracy` against the Original
+    answers); NaN under ``original_gold``, where both answers coincide.
     """
     follows_training = [
-        float(contains_any(r, original_answers[i])) if c == "conflict_gold" else np.nan
+        answer_accuracy(r, original_answers[i]) if c == "conflict_gold" else np.nan
         for r, i, c in zip(rows.response, rows.item_id, rows.condition, strict=True)
     ]
     return rows.assign(follows_context=rows.answer_accuracy.astype(float), follows_training=follows_training)

@@ -205,14 +205,19 @@ def respond(model, tokenizer, items, pool, distractors, conditions, cfg, max_ite
     return generate_responses(model, tokenizer, records, cfg["generation"])
 
 
-def score(records: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any], decomposer_path: str, facts_path: str):
+def score(
+    records: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any], decomposer_path: str, facts_path: str, cache_path: str
+):
     """Atomic facts of every response (:mod:`knowlab.grounding.facts`) and their metrics
     (:func:`knowlab.grounding.metrics.score_responses`) against the *gold* contexts and facts.
 
     Precision is taken against the gold contexts only, also in the ``*_dist`` conditions: a
     fact that only a distractor supports is not grounded in the knowledge the question needs
     (the issue's definition; the paper's Sec. 3.1 writes the contexts C).  ``facts_path``
-    receives the decomposition of every response (response id -> facts and method).
+    receives the decomposition of every response (response id -> facts and method);
+    ``cache_path`` is the decomposer's cache (:class:`knowlab.grounding.facts.FactCache`, keyed
+    by decomposer and response text), kept across re-runs so that a changed evaluator does not
+    decompose again.
     """
     from knowlab.grounding.evaluator import load_evaluator
     from knowlab.grounding.facts import FactCache, decompose_responses
@@ -221,10 +226,11 @@ def score(records: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any], decompos
     from knowlab.resources.models import load_model
 
     model = tokenizer = None
-    if cfg["decomposer"]["kind"] == "llm" or cfg["evaluator"]["kind"] == "llm_judge":
+    if cfg["decomposer"]["kind"] == "llm" or cfg["evaluator"]["kind"] == "llm_judge":  # the base model
         model, tokenizer = load_model(decomposer_path)
-    cache = FactCache(facts_path)
+    cache = FactCache(cache_path)
     decomposed = decompose_responses([r["response"] for r in records], cfg["decomposer"], model, tokenizer, cache)
+    cache.save()
     facts = {r["response_id"]: d["facts"] for r, d in zip(records, decomposed, strict=True)}
     write_json(facts_path, {r["response_id"]: d for r, d in zip(records, decomposed, strict=True)})
     evaluator = load_evaluator(cfg["evaluator"], model, tokenizer)

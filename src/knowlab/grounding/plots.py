@@ -28,19 +28,11 @@ def _bars(ax, table: pd.DataFrame, ylabel: str, errors: pd.DataFrame | None = No
     width = 0.8 / max(n_cols, 1)
     x = np.arange(n_rows)
     for j, column in enumerate(table.columns):
-        yerr = None if errors is None else errors[column].to_numpy().T
+        yerr = None if errors is None else np.array(errors[column].tolist(), dtype=float).T  # (2, n_rows)
         ax.bar(x + (j - (n_cols - 1) / 2) * width, table[column], width, label=str(column), color=PALETTE[j % 10], yerr=yerr, capsize=2)
     ax.set_xticks(x, [str(i) for i in table.index], rotation=0)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-
-
-def _ci(summary: pd.DataFrame, metric: str, index: str, columns: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    value = summary.pivot_table(index=index, columns=columns, values=metric, sort=False)
-    low = summary.pivot_table(index=index, columns=columns, values=f"{metric}_low", sort=False)
-    high = summary.pivot_table(index=index, columns=columns, values=f"{metric}_high", sort=False)
-    errors = pd.DataFrame({c: list(zip((value[c] - low[c]).clip(lower=0), (high[c] - value[c]).clip(lower=0), strict=True)) for c in value.columns}, index=value.index)
-    return value, errors
 
 
 def _note(fig, text: str) -> None:

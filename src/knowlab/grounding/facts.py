@@ -1,0 +1,310 @@
+"""Atomic facts of a generated response (paper Sec. 3.1, footnote 4; App. A.3, Table 4).
+
+The paper decomposes text into *atomic facts*, "short sentences conveying one piece of
+information", with InstructGPT prompted as in FActScore (Min et al., 2023), which splits the
+text into sentences and decomposes each sentence with a few-shot prompt.  This module does the
+same with a local instruct model, or, as a model-free fallback, uses the sentences themselves:
+
+- :func:`split_sentences`: sentence segmentation with pysbd (rule-based, English).
+- :data:`DECOMPOSE_INSTRUCTION` + :data:`DECOMPOSE_DEMOS`: a few-shot prompt written for this
+  project (the first demonstration is the paper's Sec. 3.1 example).  With a chat template
+  the instruction is the system message and each demonstration a user/assistant exchange
+  (:func:`render_decompose_prompt`); without one, the plain text :data:`DECOMPOSE_PROMPT`.
+- Unit of decomposition: one *sentence* of the response per prompt (FActScore style).  With
+  SmolLM2-135M, decomposing whole responses at once dropped most of the information and
+  copied prompt echoes, while per-sentence prompts gave usable facts for most sentences.
+- :func:`parse_facts` reads the ``- fact`` lines of the output; a sentence whose output has no
+  fact (or none that passes the optional support filter, ``min_support``) contributes the
+  sentence itself.  A response's ``method`` is ``"llm"`` (every sentence decomposed by the
+  model), ``"sentences"`` (none: sentence split, or ``kind == "sentences"``) or ``"mixed"``.
+- :class:`FactCache`: a JSON file of decompositions keyed by decomposer, prompt version and
+  response text, so a response is decomposed once across runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from knowlab.io import DataError, read_json, write_json
+
+#: bump when the prompt, the parsing or the fallback changes: cached decompositions then miss
+PROMPT_VERSION = "facts-v1"
+
+DECOMPOSE_INSTRUCTION = (
+    "You break a sentence into atomic facts. An atomic fact is a short, complete sentence that states exactly "
+    'one piece of information from the given sentence. Write each fact on its own line starting with "- ". '
+    "Do not add information."
+)
+#: (sentence, facts) demonstrations; the first is the paper's example (Sec. 3.1)
+DECOMPOSE_DEMOS: list[tuple[str, str]] = [
+    ("Napoleon is a French general.", "- Napoleon is French.\n- Napoleon is a general."),
+    (
+        "The Nile, the longest river in Africa, flows north into the Mediterranean Sea.",
+        (
+            "- The Nile is a river.\n- The Nile is the longest river in Africa.\n- The Nile flows north.\n"
+            "- The Nile flows into the Mediterranean Sea."
+        ),
+    ),
+]
+#: the same few-shot prompt as plain text (models without a chat template); ``{text}`` is the sentence
+DECOMPOSE_PROMPT = (
+    DECOMPOSE_INSTRUCTION
+    + "\n\n"
+    + "".join(f"Sentence: {s}\nFacts:\n{f}\n\n" for s, f in DECOMPOSE_DEMOS).replace("{", "{{").replace("}", "}}")
+    + "Sentence: {text}\nFacts:\n"
+)
+
+DEFAULT_DECOMPOSER: dict[str, Any] = {"kind": "sentences", "max_new_tokens": 96, "batch_size": 8, "min_support": None}
+METHODS = ("llm", "sentences", "mixed")
+
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])(?:\s+(.*))?$")
+_WORD = re.compile(r"\w+")
+# function words left out of the support check (copulas and articles a fact may add freely)
+# fmt: off
+_FUNCTION_WORDS = frozenset((
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am", "of", "in", "on", "at", "to",
+    "for", "by", "with", "from", "as", "and", "or", "it", "its", "this", "that", "these", "those", "he", "she",
+    "they", "his", "her", "their", "has", "have", "had", "also",
+))
+# fmt: on
+
+
+@functools.lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (pysbd, English rules), each stripped; empty pieces dropped.
+
+    Blank-line-separated paragraphs are segmented separately, so a title line or a
+    ``[question]`` marker followed by a blank line is its own "sentence".
+    """
+    sentences: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        if paragraph.strip():
+            sentences.extend(s.strip() for s in _segmenter().segment(paragraph) if s.strip())
+    return sentences
+
+
+def parse_facts(generated: str) -> list[str]:
+    """Facts of a decomposer output: the text of lines starting ``- ``, ``* ``, ``•`` or ``1.``/``1)``.
+
+    Lines before the first fact are skipped (a preamble), blank lines and empty bullets are ignored, and the
+    first other line after facts started ends the list (the model went on with something
+    else, e.g. a new ``Sentence:``).  Facts are stripped; duplicates (exact, after
+    stripping) keep their first occurrence.
+
+    Returns:
+        the facts in order, possibly empty.
+    """
+    facts: list[str] = []
+    for line in generated.splitlines():
+        if not line.strip():
+            continue
+        match = _BULLET.match(line)
+        if match is None:
+            if facts:
+                break
+            continue
+        fact = (match.group(1) or "").strip()
+        if fact and fact not in facts:
+            facts.append(fact)
+    return facts
+
+
+def support(fact: str, source: str) -> float:
+    """Share (0-1) of the fact's content words (lower-cased ``\\w+`` tokens, function words
+    excepted) that occur in ``source``; 1.0 for a fact with no content word.
+
+    A cheap guard against facts a small decomposer invents (e.g. "X is a Chinese person" from
+    a sentence that never says so); it cannot catch wrong combinations of source words.
+    """
+    words = {w for w in _WORD.findall(fact.lower()) if w not in _FUNCTION_WORDS}
+    if not words:
+        return 1.0
+    return len(words & set(_WORD.findall(source.lower()))) / len(words)
+
+
+def render_decompose_prompt(tokenizer, sentence: str) -> str:
+    """The decomposition prompt for one sentence, as the model reads it.
+
+    With a chat template: system message :data:`DECOMPOSE_INSTRUCTION` (merged into the first
+    user turn when the template refuses a system role), one user/assistant exchange per
+    demonstration, the sentence as the last user turn, and the generation prompt.  Without one:
+    :data:`DECOMPOSE_PROMPT` with the sentence.
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        return DECOMPOSE_PROMPT.format(text=sentence)
+    from jinja2.exceptions import TemplateError
+
+    turns: list[dict[str, str]] = []
+    for demo_sentence, demo_facts in DECOMPOSE_DEMOS:
+        turns += [{"role": "user", "content": demo_sentence}, {"role": "assistant", "content": demo_facts}]
+    turns.append({"role": "user", "content": sentence})
+    try:
+        messages = [{"role": "system", "content": DECOMPOSE_INSTRUCTION}, *turns]
+        return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    except TemplateError:
+        turns[0] = {"role": "user", "content": DECOMPOSE_INSTRUCTION + "\n\n" + turns[0]["content"]}
+        return tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+
+
+def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
+    """Identifier of a decomposer configuration (part of the cache key).
+
+    ``"sentences:pysbd"`` for ``kind == "sentences"``; for ``"llm"``:
+    ``"llm:<name>:max_new_tokens=<n>:min_support=<s>"`` where ``name`` is ``decomposer["name"]``
+    or the model's name/path.
+    """
+    conf = {**DEFAULT_DECOMPOSER, **decomposer}
+    if conf["kind"] == "sentences":
+        return "sentences:pysbd"
+    from knowlab.grounding.generate import model_name
+
+    name = conf.get("name") or model_name(model)
+    return f"llm:{name}:max_new_tokens={conf['max_new_tokens']}:min_support={conf['min_support']}"
+
+
+class FactCache:
+    """Decompositions stored in a JSON file: ``{key: {"facts": [...], "method": ..., "decomposer": ...}}``.
+
+    ``key`` is :meth:`key` (sha256 of decomposer id, :data:`PROMPT_VERSION` and the response
+    text).  Entries are read when the object is made (a missing file is an empty cache) and
+    written by :meth:`save`, atomically.
+
+    Raises:
+        DataError: the file is not JSON or not a JSON object (the message names the file).
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.entries: dict[str, dict[str, Any]] = {}
+        if self.path.is_file():
+            data = read_json(self.path)
+            if not isinstance(data, dict):
+                raise DataError(f"{self.path}: a fact cache must be a JSON object, got {type(data).__name__}")
+            self.entries = data
+
+    @staticmethod
+    def key(decomposer: str, text: str) -> str:
+        """sha256 hex of ``decomposer``, :data:`PROMPT_VERSION` and ``text`` (separated by U+001F)."""
+        return hashlib.sha256(f"{decomposer}\x1f{PROMPT_VERSION}\x1f{text}".encode()).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored entry, or None."""
+        return self.entries.get(key)
+
+    def put(self, key: str, entry: Mapping[str, Any]) -> None:
+        """Store ``entry`` (``facts``, ``method``, ``decomposer``) under ``key`` (in memory until :meth:`save`)."""
+        self.entries[key] = {
+            "facts": list(entry["facts"]),
+            "method": entry["method"],
+            "decomposer": entry["decomposer"],
+        }
+
+    def save(self) -> None:
+        """Write all entries to :attr:`path` (atomic replace)."""
+        write_json(self.path, self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def _llm_facts(sentences: Sequence[str], conf: Mapping[str, Any], model, tokenizer) -> dict[str, list[str]]:
+    """Model facts of each distinct sentence ([] where the output has none that passes the filter)."""
+    from knowlab.grounding.generate import generate_texts
+
+    distinct = list(dict.fromkeys(sentences))
+    outputs = generate_texts(
+        model,
+        tokenizer,
+        [render_decompose_prompt(tokenizer, s) for s in distinct],
+        max_new_tokens=conf["max_new_tokens"],
+        batch_size=conf["batch_size"],
+        desc="atomic facts",
+    )
+    found = {}
+    for sentence, out in zip(distinct, outputs, strict=True):
+        text = out["text"]
+        if not out["finished"]:  # cut at max_new_tokens: the last line may be a truncated fact
+            text = text.rsplit("\n", 1)[0] if "\n" in text else ""
+        facts = parse_facts(text)
+        if conf["min_support"] is not None:
+            facts = [f for f in facts if support(f, sentence) >= conf["min_support"]]
+        found[sentence] = facts
+    return found
+
+
+def decompose_responses(
+    responses: Sequence[str],
+    decomposer: Mapping[str, Any],
+    model=None,
+    tokenizer=None,
+    cache: FactCache | None = None,
+) -> list[dict[str, Any]]:
+    """Atomic facts of each response (paper Sec. 3.1, footnote 4; FActScore-style, per sentence).
+
+    Args:
+        responses: generated responses.
+        decomposer: ``{"kind": "llm" | "sentences", "max_new_tokens": int (96),
+            "batch_size": int (8), "min_support": float | None (None), "name": str (optional,
+            the model's name in the cache key)}``.  ``"llm"``: each distinct sentence of the
+            uncached responses is decomposed by ``model`` (greedy,
+            :func:`knowlab.grounding.generate.generate_texts`) with
+            :func:`render_decompose_prompt`; an output cut at ``max_new_tokens`` loses its last
+            line; with ``min_support`` set, facts whose :func:`support` in their sentence is
+            lower are dropped; a sentence left with no fact contributes itself.
+            ``"sentences"``: the facts are the sentences (:func:`split_sentences`).
+        cache: looked up before and filled after decomposing (saving it is the caller's call).
+
+    Returns:
+        per response, in order, ``{"facts": list[str], "method": "llm" | "sentences" | "mixed",
+        "cached": bool}``; an empty or whitespace response gives ``facts == []`` (method
+        ``"sentences"``, no model call); identical responses are decomposed once.
+
+    Raises:
+        ValueError: an unknown ``kind`` or key, or ``kind == "llm"`` without model and tokenizer.
+    """
+    unknown = set(decomposer) - set(DEFAULT_DECOMPOSER) - {"name"}
+    if unknown:
+        raise ValueError(f"unknown decomposer keys {sorted(unknown)}; known: {sorted(DEFAULT_DECOMPOSER)} and 'name'")
+    conf = {**DEFAULT_DECOMPOSER, **decomposer}
+    if conf["kind"] not in ("llm", "sentences"):
+        raise ValueError(f"unknown decomposer kind {conf['kind']!r}; expected 'llm' or 'sentences'")
+    if conf["kind"] == "llm" and (model is None or tokenizer is None):
+        raise ValueError("decomposer kind 'llm' needs a model and a tokenizer")
+    ident = decomposer_id(conf, model)
+    done: dict[str, dict[str, Any]] = {}  # response text -> {facts, method, cached}
+    todo: list[str] = []
+    for text in dict.fromkeys(responses):
+        hit = cache.get(FactCache.key(ident, text)) if cache is not None else None
+        if hit is not None:
+            done[text] = {"facts": list(hit["facts"]), "method": hit["method"], "cached": True}
+        elif not text.strip():
+            done[text] = {"facts": [], "method": "sentences", "cached": False}
+        else:
+            todo.append(text)
+    sentences = {text: split_sentences(text) for text in todo}
+    llm: dict[str, list[str]] = {}
+    if conf["kind"] == "llm" and todo:
+        llm = _llm_facts([s for text in todo for s in sentences[text]], conf, model, tokenizer)
+    for text in todo:
+        facts: list[str] = []
+        n_llm = 0
+        for sentence in sentences[text]:
+            from_model = llm.get(sentence, [])
+            n_llm += bool(from_model)
+            facts.extend(f for f in (from_model or [sentence]) if f not in facts)
+        method = "llm" if n_llm == len(sentences[text]) else "sentences" if n_llm == 0 else "mixed"
+        done[text] = {"facts": facts, "method": method, "cached": False}
+        if cache is not None:
+            cache.put(FactCache.key(ident, text), {"facts": facts, "method": method, "decomposer": ident})
+    return [dict(done[text], facts=list(done[text]["facts"])) for text in responses]
