@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from knowlab.grounding.metrics import answer_accuracy
+from knowlab.grounding.metrics import answer_accuracy, by_factor
 from knowlab.grounding.pipeline import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.stats import bootstrap_ci, mcnemar_table
 
@@ -29,11 +29,6 @@ SETTING_LABELS = {
     "conflict_dist": "Conflict-Dist",
     NO_CONTEXT: "No context",
 }
-
-
-def factor_columns(rows: pd.DataFrame) -> list[str]:
-    """The ``factor_<name>`` columns of ``rows``, sorted."""
-    return sorted(c for c in rows.columns if c.startswith("factor_"))
 
 
 def summarize(
@@ -66,16 +61,16 @@ def table1(summary: pd.DataFrame, metric: str = "f1") -> pd.DataFrame:
 
 
 def factor_table(rows: pd.DataFrame, condition: str, metric: str = "f1") -> pd.DataFrame:
-    """Tables 8-11 / Fig. 3c: ``metric`` (x 100) per model, overall and per level of each factor,
-    in one setting.  Columns ``overall`` and ``<factor>=<level>``."""
-    part = rows[rows.condition == condition]
-    table = part.groupby(["dataset", "model"])[metric].mean().mul(100).rename("overall").to_frame()
-    for column in factor_columns(part):
-        name = column.removeprefix("factor_")
-        levels = part.groupby(["dataset", "model", column])[metric].mean().mul(100).unstack(column)
-        levels.columns = [f"{name}={level}" for level in levels.columns]
-        table = table.join(levels)
-    return table
+    """Tables 8-11 / Fig. 3c: ``metric`` (x 100) per dataset and model, overall and per level of each
+    factor (:func:`knowlab.grounding.metrics.by_factor`), in one setting.  Columns ``overall`` and
+    ``<factor>=<level>``."""
+    records = []
+    for (dataset, model), group in rows[rows.condition == condition].groupby(["dataset", "model"]):
+        long = by_factor(group)
+        record = {"dataset": dataset, "model": model, "overall": 100 * group[metric].mean()}
+        record |= {f"{f}={level}": 100 * v for f, level, v in zip(long.factor, long.level, long[metric], strict=True)}
+        records.append(record)
+    return pd.DataFrame(records).set_index(["dataset", "model"])
 
 
 def answer_accuracy_table(summary: pd.DataFrame) -> pd.DataFrame:
