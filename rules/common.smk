@@ -20,6 +20,15 @@ if config["mcq"]["distractors"] == "model_ranked":
         config["mcq"]["n_choices"], config["mcq"]["ranker"]["max_candidates"]
     )
 CONTROL = "control"
+EVAL_MODELS = list(config["eval_models"])
+# the base model's name among eval_models: its SORT prompt selection also serves the
+# fiction and parametric SORT runs
+BASE_EVAL = next((n for n, s in config["eval_models"].items() if s == "base"), None)
+if BASE_EVAL is None:
+    raise ValueError(
+        "eval_models must name the base model (a key with the value `base`, e.g. "
+        "base_model: base): the fiction and parametric SORT runs use its prompt selection"
+    )
 FICTION_RUNS = list(config["finetune"]["runs"])
 RUNS = FICTION_RUNS + ([CONTROL] if config["finetune"]["control"] else [])
 STEPS = checkpoint_steps(
@@ -101,7 +110,7 @@ wildcard_constraints:
     epoch=r"\d+",
     n=r"\d+",
     dataset="fiction|kaist",
-    model="|".join(config["grounding"]["models"]),
+    model="|".join(EVAL_MODELS),
 
 
 def shipped_fiction_files(wildcards):
@@ -164,7 +173,6 @@ def compared_runs(wildcards):
 
 GROUNDING = "results/grounding"
 GROUNDING_DATASETS = config["grounding"]["datasets"]
-GROUNDING_MODELS = list(config["grounding"]["models"])
 GROUNDING_CONDITIONS = condition_names(config["grounding"])
 GROUNDING_FINETUNE_CONDITIONS = list(FINETUNE_CONDITIONS)
 # figures of rule grounding_tables (knowlab.grounding.plots), the keys of its outputs
@@ -186,10 +194,15 @@ def grounding_item_inputs(wildcards):
     return {}
 
 
-def grounding_model_dir(name):
-    """``grounding.models``: ``base`` is the base model, anything else is fetched to resources/models."""
-    spec = config["grounding"]["models"][name]
+def eval_model_dir(name):
+    """``eval_models``: ``base`` is the base model, anything else is fetched to resources/models."""
+    spec = config["eval_models"][name]
     return "resources/base_model" if spec == "base" else f"resources/models/{name}"
+
+
+def eval_model_label(name):
+    """The model's name in item rows and figures: the base model's own name, else the eval_models key."""
+    return MODEL_NAME if config["eval_models"][name] == "base" else name
 
 
 def grounding_checkpoint_dir(wildcards):
@@ -236,7 +249,7 @@ def sort_condition_inputs(wildcards):
     """A SORT evaluation's items and selected template, plus passages for the RAG conditions."""
     inputs = {
         "sort_items": f"{SORT}/items.jsonl",
-        "selection": f"{SORT}/prompt/selection.json",
+        "selection": f"{SORT}/prompt/{wildcards.model}/selection.json",
     }
     if wildcards.condition in RAG_CONDITIONS:
         inputs["retrieval"] = f"{SORT}/retrieval.parquet"
@@ -244,10 +257,11 @@ def sort_condition_inputs(wildcards):
 
 
 def sort_figure_inputs(wildcards):
-    """The base model's SORT rows, plus retrieval recall when RAG is scored."""
+    """Every evaluated model's SORT rows, plus retrieval recall when RAG is scored."""
     inputs = {
         "rows": expand(
-            f"{SORT}/evaluate/base_model/{{condition}}.parquet",
+            f"{SORT}/evaluate/{{model}}/{{condition}}.parquet",
+            model=EVAL_MODELS,
             condition=SORT_CONDITIONS,
         )
     }

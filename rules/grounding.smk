@@ -44,7 +44,7 @@ rule grounding_generate:
         grounding_items=f"{GROUNDING}/{{dataset}}/items.jsonl",
         pool=f"{GROUNDING}/{{dataset}}/pool.jsonl",
         distractors=f"{GROUNDING}/{{dataset}}/distractors.parquet",
-        model=lambda wildcards: grounding_model_dir(wildcards.model),
+        model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
         responses=f"{GROUNDING}/{{dataset}}/responses/{{model}}.jsonl",
         manifest=f"{GROUNDING}/{{dataset}}/responses/{{model}}.manifest.json",
@@ -60,7 +60,7 @@ rule grounding_generate:
         conditions=GROUNDING_CONDITIONS,
         max_items=config["grounding"]["max_items"],
         seed=config["seed"],
-        model=lambda wildcards: wildcards.model,
+        model=lambda wildcards: eval_model_label(wildcards.model),
         run="base",
         step=0,
     script:
@@ -94,7 +94,7 @@ rule grounding_tables:
         scores=expand(
             f"{GROUNDING}/{{dataset}}/scores/{{model}}.parquet",
             dataset=GROUNDING_DATASETS,
-            model=GROUNDING_MODELS,
+            model=EVAL_MODELS,
         ),
     output:
         rows=f"{GROUNDING}/rows.parquet",

@@ -35,7 +35,7 @@ rule webtext:
 
 
 rule eval_model:
-    """A model evaluated as it is (grounding.models): a Hub id or a local folder, saved as safetensors."""
+    """A model evaluated as it is (eval_models): a Hub id or a local folder, saved as safetensors."""
     output:
         model=directory("resources/models/{model}"),
         manifest="resources/models/{model}.manifest.json",
@@ -44,6 +44,6 @@ rule eval_model:
     conda:
         "../envs/train.yaml"
     params:
-        spec=lambda wildcards: config["grounding"]["models"][wildcards.model],
+        spec=lambda wildcards: config["eval_models"][wildcards.model],
     script:
         "../scripts/eval_model.py"

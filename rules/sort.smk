@@ -54,13 +54,13 @@ rule sort_retrieval:
 rule sort_prompt:
     input:
         sort_items=f"{SORT}/items.jsonl",
-        model="resources/base_model",
+        model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
-        selection=f"{SORT}/prompt/selection.json",
-        rows=f"{SORT}/prompt/validation.parquet",
-        manifest=f"{SORT}/prompt/manifest.json",
+        selection=f"{SORT}/prompt/{{model}}/selection.json",
+        rows=f"{SORT}/prompt/{{model}}/validation.parquet",
+        manifest=f"{SORT}/prompt/{{model}}/manifest.json",
     log:
-        "results/logs/sort/prompt.log",
+        "results/logs/sort/prompt/{model}.log",
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -75,12 +75,12 @@ rule sort_prompt:
 rule sort_evaluate_base:
     input:
         unpack(sort_condition_inputs),
-        model="resources/base_model",
+        model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
-        table=f"{SORT}/evaluate/base_model/{{condition}}.parquet",
-        manifest=f"{SORT}/evaluate/base_model/{{condition}}.manifest.json",
+        table=f"{SORT}/evaluate/{{model}}/{{condition}}.parquet",
+        manifest=f"{SORT}/evaluate/{{model}}/{{condition}}.manifest.json",
     log:
-        "results/logs/sort/evaluate/base_model/{condition}.log",
+        "results/logs/sort/evaluate/{model}/{condition}.log",
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -90,7 +90,7 @@ rule sort_evaluate_base:
         cfg=config["sort"],
         checkpoint=lambda wildcards, input: input.model,
         condition=lambda wildcards: wildcards.condition,
-        model=MODEL_NAME,
+        model=lambda wildcards: eval_model_label(wildcards.model),
         run="base",
         step=0,
     script:
@@ -100,14 +100,19 @@ rule sort_evaluate_base:
 rule sort_stats:
     input:
         rows=expand(
-            f"{SORT}/evaluate/base_model/{{condition}}.parquet",
+            f"{SORT}/evaluate/{{model}}/{{condition}}.parquet",
+            model=EVAL_MODELS,
             condition=SORT_CONDITIONS,
         ),
     output:
         tables=directory(f"{SORT}/tables"),
         binomial=f"{SORT}/stats/binomial.parquet",
-        mcnemar=f"{SORT}/stats/base_model/mcnemar_conditions.parquet",
-        ttest=f"{SORT}/stats/base_model/ttest_conditions.parquet",
+        mcnemar=expand(
+            f"{SORT}/stats/{{model}}/mcnemar_conditions.parquet", model=EVAL_MODELS
+        ),
+        ttest=expand(
+            f"{SORT}/stats/{{model}}/ttest_conditions.parquet", model=EVAL_MODELS
+        ),
         manifest=f"{SORT}/stats/manifest.json",
     log:
         "results/logs/sort/stats.log",
@@ -115,6 +120,7 @@ rule sort_stats:
         "../envs/stats.yaml"
     params:
         conditions=SORT_CONDITIONS,
+        models=[eval_model_label(name) for name in EVAL_MODELS],
         alternative=config["stats"]["ttest_alternative"],
         bootstrap_resamples=config["stats"]["bootstrap_resamples"],
         seed=config["seed"],
@@ -126,8 +132,8 @@ rule sort_figures:
     input:
         unpack(sort_figure_inputs),
         binomial=f"{SORT}/stats/binomial.parquet",
-        mcnemar=f"{SORT}/stats/base_model/mcnemar_conditions.parquet",
-        ttest=f"{SORT}/stats/base_model/ttest_conditions.parquet",
+        mcnemar=f"{SORT}/stats/{BASE_EVAL}/mcnemar_conditions.parquet",
+        ttest=f"{SORT}/stats/{BASE_EVAL}/ttest_conditions.parquet",
     output:
         **{
             f"{name}_{ext}": f"results/figures/sort/{name}.{ext}"
@@ -165,7 +171,7 @@ rule sort_fiction_items:
 rule sort_fiction_base:
     input:
         sort_items=f"{SORT}/fiction/items.jsonl",
-        selection=f"{SORT}/prompt/selection.json",
+        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
         model="resources/base_model",
     output:
         table=f"{SORT}/fiction/evaluate/base_model.parquet",
@@ -191,7 +197,7 @@ rule sort_fiction_base:
 rule sort_fiction_evaluate:
     input:
         sort_items=f"{SORT}/fiction/items.jsonl",
-        selection=f"{SORT}/prompt/selection.json",
+        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
         checkpoints="results/finetune/{run}/checkpoints",
     output:
         table=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet",
@@ -251,7 +257,7 @@ rule sort_parametric_texts:
     input:
         books=f"{SORT}/books.jsonl",
         sort_items=f"{SORT}/items.jsonl",
-        selection=f"{SORT}/prompt/selection.json",
+        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
         model="resources/base_model",
     output:
         texts=f"{SORT}/parametric/texts.json",
@@ -293,7 +299,7 @@ rule sort_finetune:
 rule sort_parametric_evaluate:
     input:
         sort_items=f"{SORT}/items.jsonl",
-        selection=f"{SORT}/prompt/selection.json",
+        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
         texts=f"{SORT}/parametric/texts.json",
         checkpoints=f"{SORT}/parametric/{{prun}}/checkpoints",
     output:
@@ -323,7 +329,7 @@ rule sort_parametric_evaluate:
 rule sort_parametric_base:
     input:
         sort_items=f"{SORT}/items.jsonl",
-        selection=f"{SORT}/prompt/selection.json",
+        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
         texts=f"{SORT}/parametric/texts.json",
         model="resources/base_model",
     output:

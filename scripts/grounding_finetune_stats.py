@@ -16,7 +16,9 @@ with rule_step(snakemake) as log:
     params = snakemake.params
     runs = [*params.runs, *([params.control] if params.control else [])]
     base = read_parquets([snakemake.input.base])
-    rows = pd.concat([read_parquets(snakemake.input.scores), *(base.assign(run=run) for run in runs)], ignore_index=True)
+    rows = pd.concat(
+        [read_parquets(snakemake.input.scores), *(base.assign(run=run) for run in runs)], ignore_index=True
+    )
     events = {d["fiction_id"]: d["event_id"] for d in read_jsonl(snakemake.input.fictions)}
     rows = with_sides(rows, {Path(p).stem: read_json(p) for p in snakemake.input.splits}, events)
     original = rows[rows.condition == "original_gold"].drop_duplicates("item_id").set_index("item_id")["answers"]
@@ -25,6 +27,8 @@ with rule_step(snakemake) as log:
     rates = analysis.finetune_rates(rows)
     write_csv(snakemake.output.rates, rates)
     log.info("rates by run, step, side and condition:\n%s", rates.to_string())
-    table = analysis.finetune_mcnemar(rows, params.runs, params.control, params.steps) if params.control else pd.DataFrame()
+    table = (
+        analysis.finetune_mcnemar(rows, params.runs, params.control, params.steps) if params.control else pd.DataFrame()
+    )
     write_parquet(snakemake.output.mcnemar, table)
     plots.plot_finetune(rates, snakemake.output.pdf, snakemake.output.png, model=params.model, runs=params.runs)

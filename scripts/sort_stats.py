@@ -8,18 +8,22 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.io import atomic_dir, read_parquets, write_parquet
 from knowlab.provenance import rule_step
 from knowlab.sort import analysis
+from knowlab.tables import write_table
 
 with rule_step(snakemake) as log:
     params = snakemake.params
     rows = read_parquets(snakemake.input.rows)
     with atomic_dir(snakemake.output.tables) as folder:
         for table in analysis.tables(rows, params.bootstrap_resamples, params.seed).values():
-            analysis.write_table(table.wide, folder / f"{table.name}.csv", folder / f"{table.name}.tex", table.caption)
+            write_table(table.wide, folder / f"{table.name}.csv", folder / f"{table.name}.tex", table.caption)
             table.long.to_csv(folder / f"{table.name}_long.csv", index=False)
             log.info("%s\n%s", table.name, table.wide.to_string())
     by = ["model", "condition", "segment_length", "distance_bin"]
     write_parquet(snakemake.output.binomial, analysis.binomial_tests(rows, by=by))
     keys = [(c,) for c in params.conditions]
-    for test, path in (("mcnemar", snakemake.output.mcnemar), ("ttest", snakemake.output.ttest)):
-        table = analysis.condition_matrix(rows, keys, test, params.alternative, key_columns=("condition",))
-        write_parquet(path, table)
+    for model, mcnemar, ttest in zip(params.models, snakemake.output.mcnemar, snakemake.output.ttest, strict=True):
+        for test, path in (("mcnemar", mcnemar), ("ttest", ttest)):  # conditions of one model, paired by item
+            table = analysis.condition_matrix(
+                rows[rows.model == model], keys, test, params.alternative, key_columns=("condition",)
+            )
+            write_parquet(path, table)

@@ -82,7 +82,7 @@ def test_every_key_is_documented():
                 "lora",
                 "hub",
                 "triviaqa",
-                "models",  # grounding.models: user-chosen names
+                "eval_models",  # user-chosen names
             ):
                 yield from walk(value, path + ".")
 

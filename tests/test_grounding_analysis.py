@@ -8,7 +8,10 @@ from knowlab.grounding import analysis
 from knowlab.grounding.pipeline import condition_names, condition_spec, select_question_ids
 from knowlab.stats import direct_pvalue
 
-CFG = {"distractors": {"budget": 1024, "position": "random"}, "sweep": {"budgets": [512, 1024], "positions": ["start", "random"]}}
+CFG = {
+    "distractors": {"budget": 1024, "position": "random"},
+    "sweep": {"budgets": [512, 1024], "positions": ["start", "random"]},
+}
 
 
 def rows_for(model, condition, f1s, accuracy, popularity):
@@ -44,7 +47,15 @@ def rows():
 
 def test_conditions_named_once_and_specified():
     names = condition_names(CFG)
-    assert names == ["original_gold", "original_dist", "conflict_gold", "conflict_dist", "no_context", "length_512", "position_start"]
+    assert names == [
+        "original_gold",
+        "original_dist",
+        "conflict_gold",
+        "conflict_dist",
+        "no_context",
+        "length_512",
+        "position_start",
+    ]
     assert condition_spec("conflict_dist", CFG) == {"version": "conflict", "budget": 1024, "position": "random"}
     assert condition_spec("position_start", CFG) == {"version": "original", "budget": 1024, "position": "start"}
     assert condition_spec("no_context", CFG)["version"] is None
@@ -63,7 +74,12 @@ def test_question_sample_is_seeded_and_order_free():
 def test_table1_table12_reduction_and_factors(rows):
     summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=200)
     table1 = analysis.table1(summary)
-    assert list(table1.index.get_level_values("condition")) == ["Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
+    assert list(table1.index.get_level_values("condition")) == [
+        "Original-Gold",
+        "Original-Dist",
+        "Conflict-Gold",
+        "Conflict-Dist",
+    ]
     assert table1.loc[("kaist", "Original-Gold"), "m"] == pytest.approx(50.0)
     table12 = analysis.answer_accuracy_table(summary)  # free-form (NaN) questions are left out
     assert table12.loc[("kaist", "m"), "Original-Gold"] == pytest.approx(200 / 3)
@@ -74,7 +90,6 @@ def test_table1_table12_reduction_and_factors(rows):
     factors = analysis.factor_table(rows, "original_gold")
     assert factors.loc[("kaist", "m"), "popularity=high"] == pytest.approx(75.0)
     assert factors.loc[("kaist", "m"), "popularity=low"] == pytest.approx(25.0)
-    assert "tabular" in analysis.to_latex(table1, "Table 1")
 
 
 def test_follow_rates_and_mcnemar_against_the_control():

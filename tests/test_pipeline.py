@@ -87,7 +87,7 @@ def test_sort_items_passages_prompt_and_rows(workdir):
     assert set(retrieval["condition"]) == {"rag", "oracle_rag"}
     assert retrieval["recall"].isin([0, 0.5, 1]).all()
     assert (retrieval.loc[retrieval.condition == "oracle_rag", "recall"] == 1).all()
-    selection = json.loads((sort / "prompt" / "selection.json").read_text())
+    selection = json.loads((sort / "prompt" / "base_model" / "selection.json").read_text())
     assert len(selection["table"]) == 12 and selection["template_id"].startswith("t")
     test_ids = {i["item_id"] for i in items if i["split"] == "test"}
     for condition in ("baseline", "in_context", "rag", "oracle_rag"):
@@ -137,9 +137,24 @@ def test_grounding_items_responses_scores_and_tables(workdir):
     items = [json.loads(line) for line in (grounding / "fiction" / "items.jsonl").read_text().splitlines()]
     check_items(items)
     assert {i["version"] for i in items} == {"original", "conflict"}
-    responses = [json.loads(line) for line in (grounding / "fiction" / "responses" / "base_model.jsonl").read_text().splitlines()]
-    conditions = condition_names({"distractors": {"budget": 192, "position": "random"}, "sweep": {"budgets": [96, 192], "positions": ["start", "random"]}})
-    assert conditions == ["original_gold", "original_dist", "conflict_gold", "conflict_dist", "no_context", "length_96", "position_start"]
+    responses = [
+        json.loads(line) for line in (grounding / "fiction" / "responses" / "base_model.jsonl").read_text().splitlines()
+    ]
+    conditions = condition_names(
+        {
+            "distractors": {"budget": 192, "position": "random"},
+            "sweep": {"budgets": [96, 192], "positions": ["start", "random"]},
+        }
+    )
+    assert conditions == [
+        "original_gold",
+        "original_dist",
+        "conflict_gold",
+        "conflict_dist",
+        "no_context",
+        "length_96",
+        "position_start",
+    ]
     assert len(responses) == 3 * len(conditions) and {r["condition"] for r in responses} == set(conditions)
     for r in responses:  # contexts: gold only, gold + distractors within the budget (gold always kept), none
         assert set(r["gold_contexts"]) <= set(r["contexts"]) or r["condition"] == "no_context"
@@ -152,7 +167,15 @@ def test_grounding_items_responses_scores_and_tables(workdir):
     assert rows.f1.to_numpy() == pytest.approx(f1.to_numpy())
     assert rows.answer_accuracy.isin([0, 1]).all()  # the fiction answers are all definite
     tables = grounding / "tables"
-    for name in ("summary", "table1", "table12", "reduction_rates", "length_curve", "position", "factors_original_gold"):
+    for name in (
+        "summary",
+        "table1",
+        "table12",
+        "reduction_rates",
+        "length_curve",
+        "position",
+        "factors_original_gold",
+    ):
         assert (tables / f"{name}.csv").stat().st_size > 0 and "tabular" in (tables / f"{name}.tex").read_text()
     table1 = pd.read_csv(tables / "table1.csv")
     assert list(table1["condition"]) == ["Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
@@ -170,15 +193,21 @@ def test_grounding_across_finetuning_recomputes(workdir):
     assert rows.loc[rows.condition == "original_gold", "follows_training"].isna().all()
     assert rows.loc[rows.condition == "conflict_gold", "follows_training"].isin([0, 1]).all()
     table = pd.read_parquet(finetune / "mcnemar.parquet")
-    assert set(table["run_a"]) <= set(RUNS) and (table["run_b"] == "control").all() and (table["correction"] == "holm").all()
+    assert (
+        set(table["run_a"]) <= set(RUNS)
+        and (table["run_b"] == "control").all()
+        and (table["correction"] == "holm").all()
+    )
     for record in table.to_dict("records"):
         trained = rows.loc[(rows.run == record["run_a"]) & (rows.side == "train"), "item_id"]
         part = rows[rows.item_id.isin(set(trained)) & (rows.condition == record["condition"])]
-
-        def values(run, step):
-            return part.loc[(part.run == run) & (part.step == step), ["item_id", record["metric"]]]
-
-        paired = values(record["run_a"], record["step_a"]).merge(values(record["run_b"], record["step_b"]), on="item_id").dropna()
+        a, b = (
+            part.loc[
+                (part.run == record[f"run_{k}"]) & (part.step == record[f"step_{k}"]), ["item_id", record["metric"]]
+            ]
+            for k in "ab"
+        )
+        paired = a.merge(b, on="item_id").dropna()
         p = direct_pvalue(paired.iloc[:, 1], paired.iloc[:, 2], "mcnemar", record["exact"])
         assert p == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
 
@@ -303,6 +332,14 @@ def test_bad_sort_config_fails_before_running(tmp_path, sort, message):
     config.write_text(json.dumps({"sort": sort}))
     proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_eval_models_without_the_base_model_fail_before_running(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("eval_models:\n  base_model: org/model\n")  # configfiles merge: replace the base entry
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0 and "eval_models must name the base model" in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
 
 

@@ -22,12 +22,11 @@ from knowlab.sort.analysis import (
     binomial_tests,
     condition_matrix,
     finetune_keys,
-    latex_escape,
     recompute_sort_pvalue,
     tables,
-    write_table,
 )
 from knowlab.stats import checkpoint_pairs, matched_pairs
+from knowlab.tables import latex_escape, write_table
 
 N_RES = 200
 # mean of the latent margin z per condition: P(correct) = P(z > 0) with z ~ N(mu, 1.5)

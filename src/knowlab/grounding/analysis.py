@@ -32,7 +32,12 @@ SETTING_LABELS = {
 
 
 def summarize(
-    rows: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = (*METRICS, "answer_accuracy"), *, n_resamples: int = 2000, seed: int = 0
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    metrics: Sequence[str] = (*METRICS, "answer_accuracy"),
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Macro averages x 100 of ``metrics`` per group of ``by``, with ``<metric>_low``/``_high``
     (95% bootstrap interval, x 100) and ``n`` (questions).  NaN values (answer accuracy of
@@ -92,14 +97,27 @@ def reduction_rates(summary: pd.DataFrame, metric: str = "f1") -> pd.DataFrame:
             gold = values.get((dataset, model, f"{version}_gold"), np.nan)
             dist = values.get((dataset, model, f"{version}_dist"), np.nan)
             rate = 100 * (gold - dist) / gold if gold else np.nan
-            out.append({"dataset": dataset, "model": model, "version": version, "gold": gold, "dist": dist, "reduction_rate": rate})
+            out.append(
+                {
+                    "dataset": dataset,
+                    "model": model,
+                    "version": version,
+                    "gold": gold,
+                    "dist": dist,
+                    "reduction_rate": rate,
+                }
+            )
     return pd.DataFrame(out)
 
 
 def length_curve(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """Fig. 4: F1 (x 100) against the mean input-context length (tokens) on the Original version:
     ``original_gold`` (no distractor), every ``length_<N>`` and ``original_dist``."""
-    keep = rows.condition.eq("original_gold") | rows.condition.eq("original_dist") | rows.condition.str.startswith("length_")
+    keep = (
+        rows.condition.eq("original_gold")
+        | rows.condition.eq("original_dist")
+        | rows.condition.str.startswith("length_")
+    )
     tokens = rows[keep].groupby(["dataset", "model", "condition"])[["context_tokens", "n_distractors"]].mean()
     part = summary.set_index(["dataset", "model", "condition"]).loc[tokens.index, ["f1", "f1_low", "f1_high", "n"]]
     return tokens.join(part).reset_index().sort_values(["dataset", "model", "context_tokens"])
@@ -111,11 +129,6 @@ def position_table(summary: pd.DataFrame, position: str) -> pd.DataFrame:
     part = summary[summary.condition.str.startswith("position_") | summary.condition.eq("original_dist")].copy()
     part["position"] = part.condition.map(lambda c: position if c == "original_dist" else c.removeprefix("position_"))
     return part.pivot_table(index=["dataset", "model"], columns="position", values="f1")
-
-
-def to_latex(table: pd.DataFrame, caption: str) -> str:
-    """A LaTeX tabular (pandas ``Styler.to_latex``) with one decimal, as in the paper's tables."""
-    return table.style.format(precision=1, na_rep="--").to_latex(caption=caption, hrules=True)
 
 
 # --- across fine-tuning -------------------------------------------------------------------

@@ -31,14 +31,13 @@ Scores of a fact against an empty (or whitespace-only) text are ``-inf``: nothin
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from knowlab.grounding.facts import split_sentences
-from tqdm.auto import tqdm
 
 #: Sentence boundary: whitespace after ``.``, ``!`` or ``?`` (optionally a closing quote or
 #: bracket) before an upper-case letter, a digit or an opening quote/bracket; so "U.S. forces"

@@ -168,7 +168,9 @@ def make_items(
         raise ValueError(f"unknown grounding dataset {dataset!r}")
     items = [*original, *conflict]
     data.check_items(items)
-    log.info("%s: %d items (%d questions x 2 versions), %d pool documents", dataset, len(items), len(original), len(pool))
+    log.info(
+        "%s: %d items (%d questions x 2 versions), %d pool documents", dataset, len(items), len(original), len(pool)
+    )
     return items, pool
 
 
@@ -259,6 +261,19 @@ def score(
     return pd.concat([rows.drop(columns=[c for c in extra.columns if c in rows.columns]), extra], axis=1)
 
 
+CAPTIONS = {
+    "summary": "Grounding metrics (x 100, macro averages, 95% bootstrap intervals) per dataset, model and condition.",
+    "table1": "Grounding F1 (x 100) per model in the four settings (paper Table 1).",
+    "table1_precision": "Precision (x 100): response atomic facts supported by the gold contexts (paper Figs. 15-16).",
+    "table1_recall": "Recall (x 100): gold atomic facts supported by the response (paper Figs. 15-16).",
+    "table12": "Answer accuracy (x 100, definite-answer questions) in five settings (paper Table 12).",
+    "reduction_rates": "Reduction rate (%) of F1 from Gold to Dist contexts (paper Fig. 5).",
+    "length_curve": "F1 (x 100) against input context length in tokens, Original version (paper Fig. 4).",
+    "position": "F1 (x 100) by the position of the gold contexts among distractors (paper Sec. 4.2).",
+    "factors": "Grounding F1 (x 100) by question and context factors, {} (paper Tables 8-11).",
+}
+
+
 def tables_and_figures(
     rows, out_dir: str, figures: Mapping[str, str], cfg: Mapping[str, Any], *, n_resamples: int = 2000, seed: int = 0
 ) -> None:
@@ -270,10 +285,9 @@ def tables_and_figures(
     ``reduction_rates`` (Fig. 5), ``length_curve`` (Fig. 4), ``position``.  ``figures`` maps
     ``<name>_pdf`` / ``<name>_png`` to paths for the names fig3c, fig4, fig5, fig15_16, position.
     """
-    from pathlib import Path
-
     from knowlab.grounding import analysis, plots
-    from knowlab.io import atomic_dir, write_csv
+    from knowlab.io import atomic_dir
+    from knowlab.tables import write_table
 
     summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=n_resamples, seed=seed)
     tables = {
@@ -290,8 +304,9 @@ def tables_and_figures(
         tables[f"factors_{condition}"] = analysis.factor_table(rows, condition)
     with atomic_dir(out_dir) as folder:
         for name, table in tables.items():
-            write_csv(Path(folder) / f"{name}.csv", table.reset_index())
-            (Path(folder) / f"{name}.tex").write_text(analysis.to_latex(table, name.replace("_", " ")))
+            setting = analysis.SETTING_LABELS.get(name.removeprefix("factors_"))
+            caption = CAPTIONS.get(name) or CAPTIONS["factors"].format(setting)
+            write_table(table.reset_index(), folder / f"{name}.csv", folder / f"{name}.tex", caption, float_format="{:.1f}")
     models = ", ".join(sorted(rows.model.unique()))
     note = f"Models: {models}. Evaluator: {cfg['evaluator']['kind']}; decomposer: {cfg['decomposer']['kind']}."
     draw = {

@@ -29,7 +29,15 @@ def _bars(ax, table: pd.DataFrame, ylabel: str, errors: pd.DataFrame | None = No
     x = np.arange(n_rows)
     for j, column in enumerate(table.columns):
         yerr = None if errors is None else np.array(errors[column].tolist(), dtype=float).T  # (2, n_rows)
-        ax.bar(x + (j - (n_cols - 1) / 2) * width, table[column], width, label=str(column), color=PALETTE[j % 10], yerr=yerr, capsize=2)
+        ax.bar(
+            x + (j - (n_cols - 1) / 2) * width,
+            table[column],
+            width,
+            label=str(column),
+            color=PALETTE[j % 10],
+            yerr=yerr,
+            capsize=2,
+        )
     ax.set_xticks(x, [str(i) for i in table.index], rotation=0)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
@@ -39,7 +47,9 @@ def _note(fig, text: str) -> None:
     fig.text(0.01, 0.01, text, fontsize=7, color="0.35", ha="left", va="bottom", wrap=True)
 
 
-def plot_by_factor(factor_table: pd.DataFrame, pdf: str | Path, png: str | Path, *, setting: str = "original_gold", note: str = "") -> None:
+def plot_by_factor(
+    factor_table: pd.DataFrame, pdf: str | Path, png: str | Path, *, setting: str = "original_gold", note: str = ""
+) -> None:
     """Fig. 3c: F1 (x 100) per model, overall and for each level of each factor, in ``setting``."""
     table = factor_table.reset_index()
     table["label"] = table["dataset"] + " / " + table["model"]
@@ -143,16 +153,30 @@ def plot_finetune(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, mode
     """Grounding across fine-tuning: F1, follows-context and follows-training rates (x 100) against
     the optimizer step, for each fiction run (train-side questions, solid) and the control
     (dashed), under Gold (Original) and Conflict contexts."""
-    panels = [("original_gold", "f1"), ("conflict_gold", "f1"), ("original_gold", "follows_context"), ("conflict_gold", "follows_context"), ("conflict_gold", "follows_training")]
-    labels = {"f1": "grounding F1", "follows_context": "answer follows the context", "follows_training": "answer follows training (Original answer)"}
+    panels = [
+        ("original_gold", "f1"),
+        ("conflict_gold", "f1"),
+        ("original_gold", "follows_context"),
+        ("conflict_gold", "follows_context"),
+        ("conflict_gold", "follows_training"),
+    ]
+    labels = {
+        "f1": "grounding F1",
+        "follows_context": "answer follows the context",
+        "follows_training": "answer follows training (Original answer)",
+    }
     fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 3.8), sharex=True)
     for ax, (condition, metric) in zip(axes, panels, strict=True):
         for j, run in enumerate(runs):
-            part = rates[(rates.run == run) & (rates.side == "train") & (rates.condition == condition)].sort_values("step")
+            part = rates[(rates.run == run) & (rates.side == "train") & (rates.condition == condition)].sort_values(
+                "step"
+            )
             ax.plot(part.step, part[metric], marker="o", color=PALETTE[j % 10], label=run_name(run))
         control = rates[(rates.run == CONTROL) & (rates.condition == condition)].sort_values("step")
         if not control.empty:
-            ax.plot(control.step, control[metric], marker="s", linestyle="--", color="0.3", label="control (webtext only)")
+            ax.plot(
+                control.step, control[metric], marker="s", linestyle="--", color="0.3", label="control (webtext only)"
+            )
         ax.set_title(f"{labels[metric]}\n{SETTING_LABELS[condition]}", fontsize=9)
         ax.set_xlabel("optimizer step")
         ax.grid(alpha=0.3)
