@@ -97,13 +97,13 @@ rule grounding_tables:
             model=EVAL_MODELS,
         ),
     output:
-        rows=f"{GROUNDING}/rows.parquet",
-        tables=directory(f"{GROUNDING}/tables"),
         **{
             f"{name}_{ext}": f"results/figures/grounding/{name}.{ext}"
             for name in GROUNDING_FIGURES
             for ext in ("pdf", "png")
         },
+        rows=f"{GROUNDING}/rows.parquet",
+        tables=directory(f"{GROUNDING}/tables"),
         manifest=f"{GROUNDING}/tables.manifest.json",
     log:
         "results/logs/grounding/tables.log",
@@ -118,8 +118,6 @@ rule grounding_tables:
 
 
 rule grounding_checkpoint_generate:
-    wildcard_constraints:
-        run="|".join(["base_model", *RUNS]),
     input:
         grounding_items=f"{GROUNDING}/fiction/items.jsonl",
         pool=f"{GROUNDING}/fiction/pool.jsonl",
@@ -130,6 +128,8 @@ rule grounding_checkpoint_generate:
         manifest=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.manifest.json",
     log:
         "results/logs/grounding/finetune/responses/{run}/step-{step}.log",
+    wildcard_constraints:
+        run="|".join(["base_model", *RUNS]),
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -149,8 +149,6 @@ rule grounding_checkpoint_generate:
 
 
 rule grounding_checkpoint_score:
-    wildcard_constraints:
-        run="|".join(["base_model", *RUNS]),
     input:
         responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
         decomposer="resources/base_model",
@@ -160,6 +158,8 @@ rule grounding_checkpoint_score:
         manifest=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.manifest.json",
     log:
         "results/logs/grounding/finetune/scores/{run}/step-{step}.log",
+    wildcard_constraints:
+        run="|".join(["base_model", *RUNS]),
     conda:
         "../envs/grounding.yaml"
     threads: config["threads"]

@@ -44,8 +44,8 @@ def test_pack_budget_is_respected_in_rank_order():
     assert out == ["d0 a", "d1 a b", "d2", *GOLD]  # d3 would make 15: stop, d4 is not tried
 
 
-def test_pack_keeps_gold_over_budget_and_none_means_all():
-    assert pack_contexts(GOLD, DIST, budget_tokens=3, count_tokens=words, position="start") == GOLD
+def test_pack_keeps_gold_and_the_top_distractor_over_budget_and_none_means_all():
+    assert pack_contexts(GOLD, DIST, budget_tokens=3, count_tokens=words, position="start") == [*GOLD, DIST[0]]
     assert pack_contexts(GOLD, DIST, budget_tokens=None, count_tokens=words, position="start") == [*GOLD, *DIST]
     assert pack_contexts(GOLD, [], budget_tokens=None, count_tokens=words, position="middle") == GOLD
 

@@ -166,8 +166,9 @@ def pack_contexts(
     Distractors are taken in rank order (most distracting first, paper App. D.5 / Fig. 4)
     while the token count of the gold contexts plus the distractors taken stays within
     ``budget_tokens``; the first distractor that does not fit ends the packing.  The gold
-    contexts are always kept, even when they alone exceed the budget (then no distractor is
-    added).  ``budget_tokens=None`` takes every given distractor (e.g. all top-k).  Only the
+    contexts are always kept, and so is the top-ranked distractor (when there is one), even
+    over the budget: a *-Dist input always holds at least one distractor, or it would be the
+    Gold condition again.  ``budget_tokens=None`` takes every given distractor (e.g. all top-k).  Only the
     context texts are counted (``count_tokens(text)``, e.g. ``len(tokenizer(text).input_ids)``),
     not the separators or instructions of a prompt.
 
@@ -190,7 +191,7 @@ def pack_contexts(
     taken: list[str] = []
     for text in distractors:
         cost = count_tokens(text)
-        if budget_tokens is not None and total + cost > budget_tokens:
+        if taken and budget_tokens is not None and total + cost > budget_tokens:
             break
         taken.append(text)
         total += cost
