@@ -14,6 +14,7 @@ validate(config, "config/schema.yaml", set_default=True)
 
 include: "rules/common.smk"
 include: "rules/resources.smk"
+include: "rules/generate.smk"
 include: "rules/corpus.smk"
 include: "rules/splits.smk"
 include: "rules/finetune.smk"

@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from knowlab.corpus.mcq import check_candidate_budget
 from knowlab.corpus.schema import TABLES
 from knowlab.finetune.train import checkpoint_steps
+from knowlab.generation.stages import ATTEMPT_KINDS
 from knowlab.grounding.pipeline import FINETUNE_CONDITIONS, condition_names
 from knowlab.sort.parametric import PARAMETRIC_RUNS
 from knowlab.sort.pipeline import templates as sort_templates
@@ -39,6 +40,23 @@ MCQ = [f"results/corpus/mcq/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
 RANKED = "results/corpus/mcq/ranked_candidates.parquet"
 REAL_QA = "results/corpus/real_qa.jsonl"
 FICTION = "results/corpus/fiction"
+GENERATE = "results/generate"
+_generate = config["fiction"].get("generate")
+if config["fiction"]["source"] == "generate":
+    if _generate is None:
+        raise ValueError(
+            "fiction.source is generate but fiction.generate is not configured"
+        )
+    if (
+        _generate["backend"] == "transformers"
+        and not _generate["transformers"]["path"]
+        and config["model"]["source"] == "tiny_random"
+    ):
+        raise ValueError(
+            "fiction.generate.backend transformers with transformers.path null generates with the "
+            "base model, but model.source tiny_random trains its tokenizer on the fictions: name a "
+            "model folder in fiction.generate.transformers.path"
+        )
 # What every checkpoint evaluation reads besides the checkpoint (knowlab.evaluate.suites).
 SUITE_INPUTS = {
     "fictions": f"{FICTION}/fictions.jsonl",
@@ -111,14 +129,28 @@ wildcard_constraints:
     n=r"\d+",
     dataset="fiction|kaist",
     model="|".join(EVAL_MODELS),
+    kind="|".join(ATTEMPT_KINDS),
 
 
-def shipped_fiction_files(wildcards):
-    """The shipped corpus files (pinned by sha256), so the rule re-runs when they change."""
-    if config["fiction"]["source"] != "shipped":
-        return []
-    folder = Path(BASEDIR) / config["fiction"]["shipped"]["dir"]
-    return [str(folder / f"{table}.jsonl") for table in TABLES]
+def fiction_files(wildcards):
+    """What fiction_corpus reads, shipped files (pinned by sha256) or
+    generated; none for the release (read from its path or the Hub)."""
+    source = config["fiction"]["source"]
+    if source == "shipped":
+        folder = Path(BASEDIR) / config["fiction"]["shipped"]["dir"]
+        return [str(folder / f"{table}.jsonl") for table in TABLES]
+    if source == "generate":
+        return [f"{GENERATE}/{table}.jsonl" for table in TABLES]
+    return []
+
+
+def generation_inputs(wildcards):
+    """The prompts file, and the base model when the transformers backend uses it."""
+    cfg = config["fiction"]["generate"]
+    inputs = {"prompts": str(Path(BASEDIR) / cfg["prompts"])}
+    if cfg["backend"] == "transformers" and not cfg["transformers"]["path"]:
+        inputs["model"] = "resources/base_model"
+    return inputs
 
 
 def ranker_inputs(wildcards):

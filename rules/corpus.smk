@@ -3,7 +3,7 @@
 
 rule fiction_corpus:
     input:
-        shipped_fiction_files,
+        fiction_files,
     output:
         seeds=f"{FICTION}/seeds.jsonl",
         fictsheets=f"{FICTION}/fictsheets.jsonl",

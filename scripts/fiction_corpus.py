@@ -1,4 +1,4 @@
-"""Load the fiction corpus (shipped JSONL or the released dataset), validate it, write it out."""
+"""Load the fiction corpus (shipped, released or generated), validate it, write it out."""
 
 import sys
 from pathlib import Path
@@ -10,6 +10,7 @@ from knowlab.corpus.schema import write_corpus
 from knowlab.provenance import rule_step
 
 with rule_step(snakemake) as log:
-    tables = load_fiction(snakemake.params.cfg, snakemake.params.basedir)
+    generated = Path(snakemake.input[0]).parent if snakemake.params.cfg["source"] == "generate" else None
+    tables = load_fiction(snakemake.params.cfg, snakemake.params.basedir, generated)
     write_corpus(snakemake.params.outdir, tables)
     log.info("fiction corpus: %s", {k: len(v) for k, v in tables.items()})

@@ -28,7 +28,7 @@ def _requirement_pins():
 
 
 def test_there_is_an_env_per_kind_of_rule():
-    assert {p.stem for p in ENVS} == {"data", "train", "eval", "sort", "grounding", "stats", "plot"}
+    assert {p.stem for p in ENVS} == {"data", "generate", "train", "eval", "sort", "grounding", "stats", "plot"}
 
 
 @pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)

@@ -5,6 +5,8 @@
   each file verified against its pinned sha256 before use.
 - ``release``: the released FictionalQA dataset from a local path or the Hub
   (:func:`knowlab.corpus.release.load_release`).
+- ``generate``: the corpus the generation pipeline wrote (:mod:`knowlab.generation`,
+  ``rules/generate.smk``), read from ``generated_dir``.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from knowlab.corpus.schema import TABLES, read_corpus
 from knowlab.io import verify_sha256
 
 
-def load_fiction(cfg: dict[str, Any], basedir: str | os.PathLike = ".") -> dict[str, list[dict[str, Any]]]:
+def load_fiction(
+    cfg: dict[str, Any], basedir: str | os.PathLike = ".", generated_dir: str | os.PathLike | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Load and validate the configured fiction corpus; relative paths are taken from ``basedir``.
 
     Raises:
         HashMismatchError: a shipped file differs from its pin.
         DataError: a malformed line or record (file and line in the message).
-        ValueError: unknown ``cfg["source"]``.
+        ValueError: unknown ``cfg["source"]``, or ``generate`` without ``generated_dir``.
     """
     if cfg["source"] == "shipped":
         folder = Path(basedir) / cfg["shipped"]["dir"]
@@ -38,4 +42,8 @@ def load_fiction(cfg: dict[str, Any], basedir: str | os.PathLike = ".") -> dict[
         if path:
             path = str(Path(basedir) / path)
         return load_release(path, release.get("hub_id"), release.get("revision"))
-    raise ValueError(f"fiction.source must be 'shipped' or 'release', got {cfg['source']!r}")
+    if cfg["source"] == "generate":
+        if generated_dir is None:
+            raise ValueError("fiction.source generate: the generated corpus folder was not given")
+        return read_corpus(generated_dir)
+    raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {cfg['source']!r}")

@@ -1,0 +1,129 @@
+# The fiction generation pipeline (seed 004, Sec. 3, App. C), for fiction.source: generate:
+# seeds -> fictsheets -> fictions -> fict_qa -> answer attempts -> grades -> annotation.
+# Every LLM call goes through the request cache (fiction.generate.cache_dir), which is no
+# rule's output: a failed or killed stage keeps its answers and its re-run sends the rest.
+
+
+rule generate_seeds:
+    input:
+        unpack(generation_inputs),
+    output:
+        table=f"{GENERATE}/seeds.jsonl",
+        manifest=f"{GENERATE}/seeds.manifest.json",
+    log:
+        "results/logs/generate/seeds.log",
+    conda:
+        "../envs/generate.yaml"
+    threads: config["threads"]
+    params:
+        stage="seeds",
+        cfg=config["fiction"]["generate"],
+        seed=config["seed"],
+        basedir=BASEDIR,
+    script:
+        "../scripts/generate_stage.py"
+
+
+use rule generate_seeds as generate_fictsheets with:
+    input:
+        unpack(generation_inputs),
+        seeds=f"{GENERATE}/seeds.jsonl",
+    output:
+        table=f"{GENERATE}/fictsheets.jsonl",
+        manifest=f"{GENERATE}/fictsheets.manifest.json",
+    log:
+        "results/logs/generate/fictsheets.log",
+    params:
+        stage="fictsheets",
+        cfg=config["fiction"]["generate"],
+        seed=config["seed"],
+        basedir=BASEDIR,
+
+
+use rule generate_seeds as generate_fictions with:
+    input:
+        unpack(generation_inputs),
+        seeds=f"{GENERATE}/seeds.jsonl",
+        fictsheets=f"{GENERATE}/fictsheets.jsonl",
+    output:
+        table=f"{GENERATE}/fictions.jsonl",
+        manifest=f"{GENERATE}/fictions.manifest.json",
+    log:
+        "results/logs/generate/fictions.log",
+    params:
+        stage="fictions",
+        cfg=config["fiction"]["generate"],
+        seed=config["seed"],
+        basedir=BASEDIR,
+
+
+use rule generate_seeds as generate_fict_qa with:
+    input:
+        unpack(generation_inputs),
+        seeds=f"{GENERATE}/seeds.jsonl",
+        fictsheets=f"{GENERATE}/fictsheets.jsonl",
+        fictions=f"{GENERATE}/fictions.jsonl",
+    output:
+        table=f"{GENERATE}/fict_qa_raw.jsonl",
+        manifest=f"{GENERATE}/fict_qa_raw.manifest.json",
+    log:
+        "results/logs/generate/fict_qa.log",
+    params:
+        stage="fict_qa",
+        cfg=config["fiction"]["generate"],
+        seed=config["seed"],
+        basedir=BASEDIR,
+
+
+use rule generate_seeds as generate_attempts with:
+    input:
+        unpack(generation_inputs),
+        fictions=f"{GENERATE}/fictions.jsonl",
+        fict_qa_raw=f"{GENERATE}/fict_qa_raw.jsonl",
+    output:
+        table=f"{GENERATE}/attempts_{{kind}}.jsonl",
+        manifest=f"{GENERATE}/attempts_{{kind}}.manifest.json",
+    log:
+        "results/logs/generate/attempts_{kind}.log",
+    params:
+        stage="attempts",
+        cfg=config["fiction"]["generate"],
+        seed=config["seed"],
+        basedir=BASEDIR,
+
+
+use rule generate_seeds as generate_grades with:
+    input:
+        unpack(generation_inputs),
+        fictions=f"{GENERATE}/fictions.jsonl",
+        fict_qa_raw=f"{GENERATE}/fict_qa_raw.jsonl",
+        attempts=f"{GENERATE}/attempts_{{kind}}.jsonl",
+    output:
+        table=f"{GENERATE}/grades_{{kind}}.jsonl",
+        manifest=f"{GENERATE}/grades_{{kind}}.manifest.json",
+    log:
+        "results/logs/generate/grades_{kind}.log",
+    params:
+        stage="grades",
+        cfg=config["fiction"]["generate"],
+        seed=config["seed"],
+        basedir=BASEDIR,
+
+
+rule generate_annotate:
+    input:
+        fict_qa_raw=f"{GENERATE}/fict_qa_raw.jsonl",
+        grades=expand(f"{GENERATE}/grades_{{kind}}.jsonl", kind=ATTEMPT_KINDS),
+    output:
+        annotated=f"{GENERATE}/fict_qa_annotated.jsonl",
+        fict_qa=f"{GENERATE}/fict_qa.jsonl",
+        manifest=f"{GENERATE}/fict_qa.manifest.json",
+    log:
+        "results/logs/generate/annotate.log",
+    conda:
+        "../envs/generate.yaml"
+    threads: config["threads"]
+    params:
+        cfg=config["fiction"]["generate"]["near_duplicates"],
+    script:
+        "../scripts/generate_annotate.py"

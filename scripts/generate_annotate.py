@@ -1,0 +1,19 @@
+"""Annotate generated questions and keep the unique, infeasible-when-blind ones (knowlab.generation.annotate)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import torch
+
+from knowlab.generation.pipeline import run_annotation
+from knowlab.provenance import rule_step
+
+torch.set_num_threads(snakemake.threads)
+
+with rule_step(snakemake) as log:
+    cfg = snakemake.params.cfg
+    counts = run_annotation(snakemake.input.fict_qa_raw, list(snakemake.input.grades), cfg["embedder"],
+                            cfg["distance_threshold"], snakemake.output.annotated, snakemake.output.fict_qa)
+    log.info("kept %(kept)d of %(questions)d question(s)", counts)

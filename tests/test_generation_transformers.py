@@ -1,0 +1,71 @@
+"""The whole generation chain with the local transformers backend and the packaged SmolLM2.
+
+A tiny setting (1 seed, 2 styles, 1 document each, short outputs): every table written
+must validate against the release schema. SmolLM2-135M follows the formats poorly, so
+what it gets wrong must be dropped with a count, never written malformed.
+"""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knowlab.corpus.schema import validate_corpus, validate_record
+from knowlab.generation import stages
+from knowlab.generation.pipeline import make_generator, run_annotation, run_stage
+from knowlab.io import read_jsonl
+from knowlab.resources.models import CheckpointError, check_model_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE_MODEL = ROOT / "resources" / "base_model"
+
+
+@pytest.fixture
+def base_model():
+    try:
+        return check_model_dir(BASE_MODEL)
+    except CheckpointError as err:
+        pytest.skip(f"packaged SmolLM2 not prepared at {BASE_MODEL} (run `snakemake resources/base_model`): {err}")
+
+
+def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(base_model, tmp_path, monkeypatch):
+    import torch
+
+    torch.set_num_threads(1)
+    monkeypatch.chdir(tmp_path)
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["generate"]
+    cfg.update(
+        cache_dir="cache", n_seeds=1, max_parse_retries=1,
+        styles={"news": 1, "social": 0, "encyclopedia": 1, "corporate": 0, "blog": 0},
+        max_tokens={"seeds": 64, "fictsheets": 128, "fictions": 96, "fict_qa": 200, "attempts": 24, "grades": 48},
+    )
+    gen = make_generator(cfg, 1234, ROOT, model_path=str(base_model))
+    files = {name: f"{name}.jsonl" for name in ("seeds", "fictsheets", "fictions", "fict_qa_raw")}
+    run_stage("seeds", gen, files, files["seeds"])
+    run_stage("fictsheets", gen, files, files["fictsheets"])
+    run_stage("fictions", gen, files, files["fictions"])
+    run_stage("fict_qa", gen, files, files["fict_qa_raw"])
+    for kind in stages.ATTEMPT_KINDS:
+        run_stage("attempts", gen, files, f"attempts_{kind}.jsonl", kind=kind)
+        run_stage("grades", gen, {**files, "attempts": f"attempts_{kind}.jsonl"}, f"grades_{kind}.jsonl", kind=kind)
+    run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
+                   "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl")
+
+    tables = {name: read_jsonl(f"{name}.jsonl") for name in ("seeds", "fictsheets", "fictions", "fict_qa")}
+    assert len(tables["seeds"]) == 1 and len(tables["fictsheets"]) == 1
+    assert {f["style"] for f in tables["fictions"]} == {"news", "encyclopedia"}
+    for name, records in tables.items():
+        for record in records:
+            validate_record(name, record, f"{name}.jsonl")
+    validate_corpus(tables)
+    raw = read_jsonl("fict_qa_raw.jsonl")
+    for record in raw:
+        validate_record("fict_qa", record, "fict_qa_raw.jsonl")
+    for kind in stages.ATTEMPT_KINDS:
+        attempts = read_jsonl(f"attempts_{kind}.jsonl")
+        assert {a["question_id"] for a in attempts} <= {q["question_id"] for q in raw}
+        assert all(a["attempt"].strip() and isinstance(a["unknown"], bool) for a in attempts)
+        for grade in read_jsonl(f"grades_{kind}.jsonl"):
+            assert isinstance(grade["correct"], bool) and grade["graded_by"] in ("model", "unknown_answer")
+    cached = list(Path("cache").glob("*/*.json"))
+    assert len(cached) >= 1 + 1 + 2  # every request is on record
