@@ -393,6 +393,20 @@ def test_slurm_profile_dry_run(tmp_path, extra):
     assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
 
 
+def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path):
+    generate = tmp_path / "generate.yaml"
+    generate.write_text("fiction:\n  source: generate\n")
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n",
+         "--configfile", str(ROOT / "config" / "paper.yaml"), str(generate)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fiction_corpus"):
+        assert f"rule {rule}:" in proc.stdout
+    assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
+
+
 def test_audit_flags_a_changed_result(workdir):
     from knowlab.audit import audit
 
