@@ -309,3 +309,15 @@ def test_draws_extend_when_more_seeds_are_asked_for():
     two = stages.inspiration_draws(2, [1850, 2080], 5, seed=3)
     four = stages.inspiration_draws(4, [1850, 2080], 5, seed=3)
     assert four[:2] == two and all(1850 <= year <= 2080 and len(words) == 5 for year, words in four)
+
+
+def test_a_generated_corpus_without_questions_stops_the_corpus_rule(tmp_path):
+    from knowlab.corpus.fiction import load_fiction
+    from knowlab.corpus.schema import read_corpus, write_corpus
+
+    tables = read_corpus(ROOT / "data" / "fiction")
+    write_corpus(tmp_path, tables)
+    assert load_fiction({"source": "generate"}, ROOT, tmp_path)["fict_qa"] == tables["fict_qa"]
+    write_corpus(tmp_path, {**tables, "fict_qa": []})
+    with pytest.raises(DataError, match="fict_qa.jsonl: the generated corpus kept no question"):
+        load_fiction({"source": "generate"}, ROOT, tmp_path)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.corpus.schema import TABLES, read_corpus
-from knowlab.io import verify_sha256
+from knowlab.io import DataError, verify_sha256
 
 
 def load_fiction(
@@ -28,6 +28,7 @@ def load_fiction(
         HashMismatchError: a shipped file differs from its pin.
         DataError: a malformed line or record (file and line in the message).
         ValueError: unknown ``cfg["source"]``, or ``generate`` without ``generated_dir``.
+        DataError: (``generate``) the generated corpus kept no question.
     """
     if cfg["source"] == "shipped":
         folder = Path(basedir) / cfg["shipped"]["dir"]
@@ -45,5 +46,12 @@ def load_fiction(
     if cfg["source"] == "generate":
         if generated_dir is None:
             raise ValueError("fiction.source generate: the generated corpus folder was not given")
-        return read_corpus(generated_dir)
+        tables = read_corpus(generated_dir)
+        if not tables["fict_qa"]:
+            raise DataError(
+                f"{generated_dir}/fict_qa.jsonl: the generated corpus kept no question (none parsed, or every "
+                f"one is a duplicate or was answered correctly blind; see fict_qa_annotated.jsonl and "
+                f"results/logs/generate/); generate with a model that follows the prompts' formats"
+            )
+        return tables
     raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {cfg['source']!r}")

@@ -187,16 +187,21 @@ def make_backend(cfg: Mapping[str, Any], basedir: str | os.PathLike, default_mod
                  state_dir: str | os.PathLike) -> Backend:
     """The backend named by ``cfg["backend"]`` (config ``fiction.generate``).
 
-    ``default_model_path`` is the project's base model folder, used by the transformers
-    backend when ``cfg["transformers"]["path"]`` is null; ``state_dir`` keeps Batch API state.
+    ``default_model_path`` is the project's base model folder (as given: Snakemake passes it
+    relative to the working directory), used by the transformers backend when
+    ``cfg["transformers"]["path"]`` is null; configured paths (``transformers.path``,
+    ``replay.path``) are taken from ``basedir`` when relative, like ``fiction.release.path``.
+    ``state_dir`` keeps Batch API state.
 
     Raises:
         ValueError: an unknown backend, or replay without a path.
     """
     kind = cfg["backend"]
     if kind == "transformers":
-        path = cfg["transformers"].get("path") or default_model_path
-        return TransformersBackend(Path(basedir) / path, batch_size=cfg["transformers"]["batch_size"])
+        path = Path(basedir) / cfg["transformers"]["path"] if cfg["transformers"].get("path") else default_model_path
+        if path is None:
+            raise ValueError("fiction.generate.backend transformers needs transformers.path or the base model")
+        return TransformersBackend(path, batch_size=cfg["transformers"]["batch_size"])
     if kind == "replay":
         if not cfg["replay"].get("path"):
             raise ValueError("fiction.generate.replay.path must name a folder with batch_results/ for backend: replay")
