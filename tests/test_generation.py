@@ -321,3 +321,25 @@ def test_a_generated_corpus_without_questions_stops_the_corpus_rule(tmp_path):
     write_corpus(tmp_path, {**tables, "fict_qa": []})
     with pytest.raises(DataError, match="fict_qa.jsonl: the generated corpus kept no question"):
         load_fiction({"source": "generate"}, ROOT, tmp_path)
+
+
+@needs_sample
+def test_near_duplicate_clusters_agree_with_the_authors_groups():
+    """At the default threshold, question pairs we cluster together vs pairs the authors
+    marked exact or similar duplicates (same duplicate_root) on their 75 questions."""
+    import itertools
+
+    from knowlab.generation.annotate import near_duplicate_clusters
+    from knowlab.sort.rag import embed, load_embedder
+
+    (row,) = [json.loads(line) for line in (SAMPLE / "intermediate_results" / "annotated_fict_qa.jsonl").open()]
+    questions = list(row["questions"].values())
+    cfg = generate_cfg()["near_duplicates"]
+    labels = near_duplicate_clusters(embed([q["question"] for q in questions], load_embedder(cfg["embedder"])),
+                                     cfg["distance_threshold"])
+
+    def together(groups):
+        return {(a, b) for a, b in itertools.combinations(range(len(groups)), 2) if groups[a] == groups[b]}
+
+    ours, theirs = together(list(labels)), together([q["duplicate_root"] for q in questions])
+    assert len(ours & theirs) / len(ours) >= 0.75 and len(ours & theirs) / len(theirs) >= 0.95
