@@ -15,7 +15,7 @@ from knowlab.generation.backends import ReplayBackend
 from knowlab.generation.cache import RequestCache, run_requests
 from knowlab.corpus.release import parse_fictsheet
 from knowlab.generation.parse import parse_attempt, parse_grade, parse_seed
-from knowlab.generation.pipeline import load_prompts, make_generator, run_annotation, run_stage
+from knowlab.generation.pipeline import load_prompts, make_generator, run_annotation, run_chain, run_stage
 from knowlab.generation.requests import BackendError, ChatRequest, Completion
 from knowlab.io import DataError, read_jsonl
 
@@ -113,15 +113,7 @@ def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch):
     """Seeds to annotation on the authors' recorded gpt-4o responses (served by request key)."""
     monkeypatch.chdir(tmp_path)
     cfg = generate_cfg(backend="replay", replay={"path": str(SAMPLE)}, styles=PAPER_STYLES, cache_dir="cache")
-    gen = make_generator(cfg, 1234, ROOT)
-    files = {name: f"{name}.jsonl" for name in ("seeds", "fictsheets", "fictions", "fict_qa_raw")}
-    run_stage("seeds", gen, files, files["seeds"])
-    run_stage("fictsheets", gen, files, files["fictsheets"])
-    run_stage("fictions", gen, files, files["fictions"])
-    run_stage("fict_qa", gen, files, files["fict_qa_raw"])
-    for kind in stages.ATTEMPT_KINDS:
-        run_stage("attempts", gen, files, f"attempts_{kind}.jsonl", kind=kind)
-        run_stage("grades", gen, {**files, "attempts": f"attempts_{kind}.jsonl"}, f"grades_{kind}.jsonl", kind=kind)
+    run_chain(make_generator(cfg, 1234, ROOT), ".")
 
     fictions = read_jsonl("fictions.jsonl")
     assert [f["fiction_id"] for f in fictions] == sorted(recorded("fictions"), key=[f["fiction_id"] for f in fictions].index)
@@ -198,18 +190,6 @@ class CountingBackend:
             if request.stage == "attempts" and "_attempt_original" in request.key:
                 content = "Mara Quill led it."
             yield request, Completion(content=content, model="m", backend=self.name)
-
-
-def run_chain(gen, folder):
-    files = {name: str(folder / f"{name}.jsonl") for name in ("seeds", "fictsheets", "fictions", "fict_qa_raw")}
-    run_stage("seeds", gen, files, files["seeds"])
-    run_stage("fictsheets", gen, files, files["fictsheets"])
-    run_stage("fictions", gen, files, files["fictions"])
-    run_stage("fict_qa", gen, files, files["fict_qa_raw"])
-    for kind in stages.ATTEMPT_KINDS:
-        attempts = str(folder / f"attempts_{kind}.jsonl")
-        run_stage("attempts", gen, files, attempts, kind=kind)
-        run_stage("grades", gen, {**files, "attempts": attempts}, str(folder / f"grades_{kind}.jsonl"), kind=kind)
 
 
 def counting_generator(backend, tmp_path, **cfg):

@@ -12,7 +12,7 @@ import yaml
 
 from knowlab.corpus.schema import validate_corpus, validate_record
 from knowlab.generation import stages
-from knowlab.generation.pipeline import make_generator, run_annotation, run_stage
+from knowlab.generation.pipeline import make_generator, run_annotation, run_chain
 from knowlab.io import read_jsonl
 from knowlab.resources.models import CheckpointError, check_model_dir
 
@@ -39,15 +39,7 @@ def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(base_model, tmp
         styles={"news": 1, "social": 0, "encyclopedia": 1, "corporate": 0, "blog": 0},
         max_tokens={"seeds": 64, "fictsheets": 128, "fictions": 96, "fict_qa": 200, "attempts": 24, "grades": 48},
     )
-    gen = make_generator(cfg, 1234, ROOT, model_path=str(base_model))
-    files = {name: f"{name}.jsonl" for name in ("seeds", "fictsheets", "fictions", "fict_qa_raw")}
-    run_stage("seeds", gen, files, files["seeds"])
-    run_stage("fictsheets", gen, files, files["fictsheets"])
-    run_stage("fictions", gen, files, files["fictions"])
-    run_stage("fict_qa", gen, files, files["fict_qa_raw"])
-    for kind in stages.ATTEMPT_KINDS:
-        run_stage("attempts", gen, files, f"attempts_{kind}.jsonl", kind=kind)
-        run_stage("grades", gen, {**files, "attempts": f"attempts_{kind}.jsonl"}, f"grades_{kind}.jsonl", kind=kind)
+    run_chain(make_generator(cfg, 1234, ROOT, model_path=str(base_model)), ".")
     run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
                    "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl")
 

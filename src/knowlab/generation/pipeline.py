@@ -106,6 +106,21 @@ def run_stage(stage: str, gen: stages.Generator, inputs: Mapping[str, str], outp
     return len(records)
 
 
+def run_chain(gen: stages.Generator, folder: str | os.PathLike) -> None:
+    """Every generation stage in order, the tables written under ``folder`` with the names
+    the rules use (``seeds.jsonl`` ... ``grades_informed.jsonl``); annotation is separate
+    (:func:`run_annotation`).  For notebooks and tests: the workflow runs one rule per stage."""
+    folder = Path(folder)
+    files = {name: str(folder / f"{name}.jsonl") for name in ("seeds", "fictsheets", "fictions", "fict_qa_raw")}
+    for stage, output in (("seeds", "seeds"), ("fictsheets", "fictsheets"), ("fictions", "fictions"),
+                          ("fict_qa", "fict_qa_raw")):
+        run_stage(stage, gen, files, files[output])
+    for kind in stages.ATTEMPT_KINDS:
+        attempts = str(folder / f"attempts_{kind}.jsonl")
+        run_stage("attempts", gen, files, attempts, kind=kind)
+        run_stage("grades", gen, {**files, "attempts": attempts}, str(folder / f"grades_{kind}.jsonl"), kind=kind)
+
+
 def run_annotation(fict_qa_raw: str, grade_files: list[str], embedder_name: str, distance_threshold: float,
                    annotated: str, kept: str) -> dict[str, int]:
     """Annotate every question (:func:`knowlab.generation.annotate.annotate_questions`) and write
