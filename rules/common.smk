@@ -12,6 +12,8 @@ from knowlab.finetune.train import checkpoint_steps
 from knowlab.generation.stages import ATTEMPT_KINDS
 from knowlab.grounding.pipeline import FINETUNE_CONDITIONS, condition_names
 from knowlab.sort.parametric import PARAMETRIC_RUNS
+from knowlab.sort.pipeline import get_rag_reading
+from knowlab.sort.pipeline import rag_readings as sort_rag_readings
 from knowlab.sort.pipeline import templates as sort_templates
 from knowlab.sort.prompts import get_template
 
@@ -92,6 +94,15 @@ if config["sort"]["template"] is not None:
         get_template(sort_templates(config["sort"]), config["sort"]["template"])
     except ValueError as err:
         raise ValueError(f"sort.template: {err}") from None
+try:
+    sort_rag_readings(config["sort"])
+except ValueError as err:
+    raise ValueError(f"sort.rag_readings: {err}") from None
+if config["sort"]["rag_reading"] is not None:
+    try:
+        get_rag_reading(config["sort"], config["sort"]["rag_reading"])
+    except ValueError as err:
+        raise ValueError(f"sort.rag_reading: {err}") from None
 # SORT figures of the base model (knowlab.sort.plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
 # parametric memory (App. E): text chunks + instructions vs instructions alone
@@ -278,13 +289,14 @@ def all_outputs():
 
 
 def sort_condition_inputs(wildcards):
-    """A SORT evaluation's items and selected template, plus passages for the RAG conditions."""
+    """A SORT evaluation's items and selected template, plus passages and RAG reading for the RAG conditions."""
     inputs = {
         "sort_items": f"{SORT}/items.jsonl",
         "selection": f"{SORT}/prompt/{wildcards.model}/selection.json",
     }
     if wildcards.condition in RAG_CONDITIONS:
         inputs["retrieval"] = f"{SORT}/retrieval.parquet"
+        inputs["rag_selection"] = f"{SORT}/prompt/{wildcards.model}/rag_selection.json"
     return inputs
 
 

@@ -72,6 +72,29 @@ rule sort_prompt:
         "../scripts/sort_prompt.py"
 
 
+rule sort_rag_prompt:
+    input:
+        sort_items=f"{SORT}/items.jsonl",
+        retrieval=f"{SORT}/retrieval.parquet",
+        selection=f"{SORT}/prompt/{{model}}/selection.json",
+        model=lambda wildcards: eval_model_dir(wildcards.model),
+    output:
+        selection=f"{SORT}/prompt/{{model}}/rag_selection.json",
+        rows=f"{SORT}/prompt/{{model}}/rag_validation.parquet",
+        manifest=f"{SORT}/prompt/{{model}}/rag_manifest.json",
+    log:
+        "results/logs/sort/prompt/{model}_rag.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["sort"],
+    script:
+        "../scripts/sort_rag_prompt.py"
+
+
 rule sort_evaluate_base:
     input:
         unpack(sort_condition_inputs),

@@ -1,4 +1,4 @@
-"""Score the SORT test items under one memory condition with the selected template."""
+"""Score the SORT test items under one memory condition with the selected template (and RAG reading)."""
 
 import sys
 from pathlib import Path
@@ -16,7 +16,7 @@ torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     cfg, params = snakemake.params.cfg, snakemake.params
     items = [item for item in read_jsonl(snakemake.input.sort_items) if item["split"] == "test"]
-    template = selected_template(cfg, snakemake.input.selection)
+    template = selected_template(cfg, snakemake.input.selection, snakemake.input.get("rag_selection"))
     passages = None
     if snakemake.input.get("retrieval"):
         table = read_parquets([snakemake.input.retrieval])

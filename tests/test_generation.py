@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from knowlab.corpus.release import parse_fictsheet
 from knowlab.corpus.schema import validate_record
 from knowlab.generation import stages
 from knowlab.generation.backends import ReplayBackend
 from knowlab.generation.cache import RequestCache, run_requests
-from knowlab.corpus.release import parse_fictsheet
 from knowlab.generation.parse import parse_attempt, parse_grade, parse_seed
 from knowlab.generation.pipeline import load_prompts, make_generator, run_annotation, run_chain, run_stage
 from knowlab.generation.requests import BackendError, ChatRequest, Completion

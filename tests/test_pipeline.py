@@ -90,11 +90,17 @@ def test_sort_items_passages_prompt_and_rows(workdir):
     assert (retrieval.loc[retrieval.condition == "oracle_rag", "recall"] == 1).all()
     selection = json.loads((sort / "prompt" / "base_model" / "selection.json").read_text())
     assert len(selection["table"]) == 12 and selection["template_id"].startswith("t")
+    rag_selection = json.loads((sort / "prompt" / "base_model" / "rag_selection.json").read_text())
+    assert [r["template_id"] for r in rag_selection["table"]] == [f"{selection['template_id']}+r{k:02d}" for k in range(1, 11)]
+    assert rag_selection["template_id"] == f"{selection['template_id']}+{rag_selection['rag_reading_id']}"
+    rag_rows = pd.read_parquet(sort / "prompt" / "base_model" / "rag_validation.parquet")
+    assert len(rag_rows) == 10 * sum(i["split"] == "validation" for i in items) and (rag_rows.condition == "rag").all()
     test_ids = {i["item_id"] for i in items if i["split"] == "test"}
     for condition in ("baseline", "in_context", "rag", "oracle_rag"):
         rows = pd.read_parquet(sort / "evaluate" / "base_model" / f"{condition}.parquet")
         assert set(rows["item_id"]) == test_ids and (rows["condition"] == condition).all()
-        assert (rows["template_id"] == selection["template_id"]).all()
+        chosen = rag_selection if condition in ("rag", "oracle_rag") else selection
+        assert (rows["template_id"] == chosen["template_id"]).all()
         assert (rows["score"] <= 0).all() and rows["prediction"].isin(["A", "B"]).all()
         assert (rows["correct"] == (rows["prediction"] == rows["answer"])).all()
 
@@ -349,6 +355,8 @@ def test_config_error_names_the_key(tmp_path):
     [
         ({"segment_lengths": [20, 120]}, "sort.segment_lengths must be below every sort.excerpt_lengths"),
         ({"template": "t99"}, "sort.template: unknown prompt template id 't99'; known ids: t01"),
+        ({"rag_reading": "r99"}, "sort.rag_reading: unknown RAG reading id 'r99'; known ids: r01"),
+        ({"rag_readings": [{"id": "x", "reading": "no passages"}]}, "sort.rag_readings: RAG reading 'x' is not valid"),
     ],
 )
 def test_bad_sort_config_fails_before_running(tmp_path, sort, message):

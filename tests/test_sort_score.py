@@ -337,6 +337,40 @@ def test_rag_reading_variant_replaces_the_reading_instruction(tiny):
     assert "Context (passages retrieved from The Lantern Road):" in text
 
 
+def test_rag_reading_selection_sweeps_every_reading_in_the_selected_template(tiny, tmp_path):
+    """App. B.4.3: the selected template with each RAG reading, under RAG, on the validation items."""
+    from knowlab.sort.pipeline import get_rag_reading, rag_readings, select_rag_reading, selected_template
+
+    model, tok = tiny
+    validation = [{**item, "split": "validation"} for item in ITEMS]
+    passages = {item["item_id"]: PASSAGES for item in ITEMS}
+    readings = rag_readings({"rag_readings": None})
+    selection, rows = select_rag_reading(
+        model, tok, validation, DEFAULT_TEMPLATES[4], readings, passages,
+        system_prompt=SYSTEM_PROMPT, max_rate_deviation=0.5, batch_size=4,
+    )  # fmt: skip
+    assert len(rows) == 10 * len(ITEMS) and (rows.condition == "rag").all()
+    assert [r["template_id"] for r in selection["table"]] == [f"t05+r{k:02d}" for k in range(1, 11)]
+    assert selection["template_id"] == f"t05+{selection['rag_reading_id']}"
+    best = rows.groupby("template_id").correct.mean().max()
+    assert selection["accuracy"] == pytest.approx(best)
+    # the evaluation rules rebuild the same template from the two selection files
+    cfg = {"templates": None, "rag_readings": None}
+    tmp = tmp_path
+    (tmp / "selection.json").write_text('{"template_id": "t05"}')
+    (tmp / "rag.json").write_text(f'{{"rag_reading_id": "{selection["rag_reading_id"]}"}}')
+    rebuilt = selected_template(cfg, tmp / "selection.json", tmp / "rag.json")
+    assert rebuilt == with_rag_reading(DEFAULT_TEMPLATES[4], get_rag_reading(cfg, selection["rag_reading_id"]))
+    assert selected_template(cfg, tmp / "selection.json") == DEFAULT_TEMPLATES[4]
+    with pytest.raises(ValueError, match="no validation items"):
+        select_rag_reading(model, tok, [{**i, "split": "test"} for i in ITEMS], DEFAULT_TEMPLATES[4], readings, passages,
+                           system_prompt=None, max_rate_deviation=0.2, batch_size=4)  # fmt: skip
+    with pytest.raises(ValueError, match="RAG reading ids repeat"):
+        rag_readings({"rag_readings": [RAG_READINGS[0], RAG_READINGS[0]]})
+    with pytest.raises(ValueError, match=r"unknown RAG reading id 'r11'; known ids: r01, r02"):
+        get_rag_reading(cfg, "r11")
+
+
 def test_smollm2_puts_most_probability_on_the_labels():
     """With its chat template and the answer prefix, the real instruct model's next token is a label."""
     if not (BASE_MODEL / "model.safetensors").is_file():

@@ -64,7 +64,7 @@ class RequestCache:
                 "usage": dict(completion.usage),
                 "backend": completion.backend,
             },
-            "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "created": dt.datetime.now(dt.UTC).isoformat(),
         }
         path = self.path(request)
         with atomic_path(path) as tmp:

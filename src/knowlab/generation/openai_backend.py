@@ -219,7 +219,7 @@ class OpenAIBatchBackend:
         batch = self._call("creating the batch", lambda: self._client.batches.create(
             input_file_id=uploaded.id, endpoint=BATCH_ENDPOINT, completion_window="24h"))
         state = {"batch_id": batch.id, "input_file_id": uploaded.id, "digests": sorted(groups),
-                 "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+                 "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         tmp = state_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
         tmp.replace(state_path)

@@ -10,7 +10,9 @@ Each function here is what one rule does, so the scripts stay thin:
 - :func:`evaluate_items`: forced-choice answers and continuous scores of items under one
   memory condition and one prompt template (:mod:`knowlab.sort.score`), one row per item;
 - :func:`select_template`: every template on the validation slice, the per-model choice
-  (paper App. B.3).
+  (paper App. B.3);
+- :func:`select_rag_reading`: every RAG reading instruction in the chosen template, under
+  RAG on the validation slice, the per-model choice (paper App. B.4.2-B.4.3).
 """
 
 from __future__ import annotations
@@ -281,16 +283,120 @@ def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list
     return items
 
 
-def selected_template(cfg: Mapping[str, Any], selection_path) -> dict[str, Any]:
-    """The template that :func:`select_template` chose (``selection.json``), from ``sort.templates``.
+def select_rag_reading(
+    model,
+    tokenizer,
+    items: Sequence[Mapping[str, Any]],
+    template: Mapping[str, Any],
+    readings: Sequence[Mapping[str, str]],
+    passages: Mapping[str, Sequence[str]],
+    *,
+    system_prompt: str | None,
+    max_rate_deviation: float,
+    batch_size: int,
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The RAG reading instruction of a model: each of ``readings`` in ``template``, under RAG.
+
+    Paper App. B.4.3: the reading instruction of the model's best prompt is replaced by each
+    RAG reading instruction (Table 9) and the variants are swept on the validation items with
+    retrieved passages; the most accurate wins.  The same rule as :func:`select_template`
+    applies (:func:`knowlab.sort.score.select_prompt`: variants whose A rate is farther than
+    ``max_rate_deviation`` from 0.5 are rejected first).
+
+    Args:
+        template: the selected template (:func:`selected_template`).
+        readings: ``{"id", "reading"}`` dicts (:func:`rag_readings`).
+        passages: retrieved passages by item id, in prompt order (:func:`retrieval_rows`,
+            condition ``rag``).
+
+    Returns:
+        the selection (``template_id`` is ``"<template>+<reading>"``, ``rag_reading_id`` the
+        reading's id, plus ``accuracy``, ``a_rate``, ``table`` and ``rule``) and the rows.
 
     Raises:
-        ValueError: the selected id is not among the configured templates.
+        ValueError: no validation items, or no readings.
+        KeyError: a validation item without retrieved passages.
+    """
+    from knowlab.sort.prompts import with_rag_reading
+    from knowlab.sort.score import select_prompt
+
+    validation = [item for item in items if item["split"] == "validation"]
+    if not validation:
+        raise ValueError("no validation items to select a RAG reading on: set sort.n_validation >= 1")
+    if not readings:
+        raise ValueError("no RAG reading instructions to select from (sort.rag_readings is empty)")
+    variants = [with_rag_reading(template, reading) for reading in readings]
+    rows = evaluate_items(
+        model,
+        tokenizer,
+        validation,
+        "rag",
+        variants,
+        passages=passages,
+        system_prompt=system_prompt,
+        batch_size=batch_size,
+    )
+    selection = select_prompt(rows, max_rate_deviation=max_rate_deviation)
+    selection["rag_reading_id"] = selection["template_id"].split("+", 1)[1]
+    log.info(
+        "selected RAG reading %s: accuracy %.3f, A rate %.3f over %d validation items",
+        selection["rag_reading_id"], selection["accuracy"], selection["a_rate"], len(validation),
+    )  # fmt: skip
+    return selection, rows
+
+
+def selected_template(cfg: Mapping[str, Any], selection_path, rag_selection_path=None) -> dict[str, Any]:
+    """The template that :func:`select_template` chose (``selection.json``), from ``sort.templates``.
+
+    With ``rag_selection_path`` (``rag_selection.json`` of :func:`select_rag_reading`, or of a
+    reading fixed by ``sort.rag_reading``), its RAG reading instruction is the chosen one from
+    ``sort.rag_readings`` and its id ``"<template>+<reading>"``.
+
+    Raises:
+        ValueError: the selected template or RAG reading id is not among the configured ones.
     """
     from knowlab.io import read_json
-    from knowlab.sort.prompts import get_template
+    from knowlab.sort.prompts import get_template, with_rag_reading
 
-    return get_template(templates(cfg), read_json(selection_path)["template_id"])
+    template = get_template(templates(cfg), read_json(selection_path)["template_id"])
+    if rag_selection_path is None:
+        return template
+    return with_rag_reading(template, get_rag_reading(cfg, read_json(rag_selection_path)["rag_reading_id"]))
+
+
+def rag_readings(cfg: Mapping[str, Any]) -> list[dict[str, str]]:
+    """``sort.rag_readings``, or the project's 10 (:data:`knowlab.sort.prompts.RAG_READINGS`).
+
+    Raises:
+        ValueError: a reading without ``id`` or ``reading``, a repeated id, or a reading that
+            is not a valid RAG reading instruction (it must show ``{passages}``).
+    """
+    from knowlab.sort.prompts import DEFAULT_TEMPLATES, RAG_READINGS, with_rag_reading
+
+    readings = [dict(r) for r in (cfg.get("rag_readings") or RAG_READINGS)]
+    for reading in readings:
+        try:
+            with_rag_reading(DEFAULT_TEMPLATES[0], reading)  # checks its placeholders
+        except ValueError as err:
+            raise ValueError(f"RAG reading {reading.get('id')!r} is not valid: {err}") from None
+    ids = [str(r["id"]) for r in readings]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"RAG reading ids repeat: {ids}")
+    return readings
+
+
+def get_rag_reading(cfg: Mapping[str, Any], reading_id: str) -> dict[str, str]:
+    """The configured RAG reading instruction with id ``reading_id``.
+
+    Raises:
+        ValueError: no reading has that id (the message lists the known ids).
+    """
+    readings = rag_readings(cfg)
+    for reading in readings:
+        if str(reading["id"]) == str(reading_id):
+            return reading
+    known = ", ".join(str(r["id"]) for r in readings)
+    raise ValueError(f"unknown RAG reading id {reading_id!r}; known ids: {known}")
 
 
 def templates(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
