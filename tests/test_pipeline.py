@@ -342,6 +342,28 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path):
     assert "generate_" not in dry and "rule split:" in dry and "rule grounding_items:" in dry
 
 
+def test_released_booksort_items_feed_the_sort_rules(tmp_path):
+    """sort.source: release reads the released items (no book texts, so no RAG) and the DAG needs no retrieval."""
+    from test_sort_build import _release_rows
+
+    release = tmp_path / "booksort.jsonl"
+    pd.DataFrame(_release_rows()).to_json(release, orient="records", lines=True)
+    config = tmp_path / "release.yaml"
+    config.write_text(json.dumps({"sort": {"source": "release", "release": {"path": str(release)},
+                                           "conditions": ["baseline", "in_context"]}}))  # fmt: skip
+    snakemake(tmp_path, "--cores", "1", "--configfile", TEST_CONFIG, str(config), "--", "results/sort/items.jsonl")
+    items = [json.loads(line) for line in (tmp_path / "results" / "sort" / "items.jsonl").read_text().splitlines()]
+    assert len(items) == 12 and {i["book_id"] for i in items} == {"69087"}
+    assert sum(i["split"] == "validation" for i in items) == 4  # the released validation slice is kept
+    dry = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config)).stdout
+    assert "rule sort_prompt:" in dry and "rule sort_evaluate_base:" in dry
+    assert "sort_retrieval" not in dry and "sort_rag_prompt" not in dry
+    rag = tmp_path / "rag.yaml"
+    rag.write_text(json.dumps({"sort": {"source": "release", "conditions": ["rag"]}}))
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(rag), check=False)
+    assert proc.returncode != 0 and "release" in proc.stdout + proc.stderr
+
+
 def test_config_error_names_the_key(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("finetune:\n  max_steps: lots\n")

@@ -250,7 +250,9 @@ def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list
 
     ``sort.n_excerpts`` counts every excerpt of a (book, L_E, L_S) cell, ``sort.n_validation``
     of them form the validation slice (paper: 110 and 10).  Books too short for an excerpt
-    length are skipped with a logged reason (:func:`knowlab.sort.build.build_items`).
+    length are skipped with a logged reason (:func:`knowlab.sort.build.build_items`).  Released
+    items keep their split names; a release file without them gets the same slice: excerpts
+    ``n_excerpts - n_validation`` and later of each cell are validation.
 
     Raises:
         ValueError / knowlab.io.DataError: as :func:`~knowlab.sort.build.build_items` (segment
@@ -261,7 +263,9 @@ def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list
     from knowlab.sort.build import build_items, check_items
 
     if cfg["source"] == "release":
-        return load_booksort_release(cfg["release"]["path"])
+        items = load_booksort_release(cfg["release"]["path"], n_test=cfg["n_excerpts"] - cfg["n_validation"])
+        log.info("%d released items (%d validation)", len(items), sum(i["split"] == "validation" for i in items))
+        return items
     skipped: list[dict[str, Any]] = []
     items = build_items(
         books,
