@@ -49,3 +49,25 @@ def smollm2_tokenizer():
     except (ModuleNotFoundError, FileNotFoundError) as err:
         pytest.skip(f"packaged SmolLM2 not installed: {err}")
     return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory):
+    """The packaged SmolLM2-135M-Instruct as a safetensors folder: ``resources/base_model`` when
+    the workflow has made it, else converted from the packaged GGUF once per session (as the
+    ``base_model`` rule does; skips when the package is absent)."""
+    import yaml
+
+    from knowlab.resources.models import CheckpointError, check_model_dir, prepare_base_model
+
+    try:
+        return check_model_dir(ROOT / "resources" / "base_model")
+    except CheckpointError:
+        pass
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["model"]
+    out = tmp_path_factory.mktemp("smollm2") / "model"
+    try:
+        prepare_base_model(cfg, out, seed=0)
+    except (ModuleNotFoundError, FileNotFoundError) as err:
+        pytest.skip(f"packaged SmolLM2 not installed: {err}")
+    return check_model_dir(out)

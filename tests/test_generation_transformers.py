@@ -7,31 +7,21 @@ what it gets wrong must be dropped with a count, never written malformed.
 
 from pathlib import Path
 
-import pytest
 import yaml
 
 from knowlab.corpus.schema import validate_corpus, validate_record
 from knowlab.generation import stages
 from knowlab.generation.pipeline import make_generator, run_annotation, run_chain
 from knowlab.io import read_jsonl
-from knowlab.resources.models import CheckpointError, check_model_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_MODEL = ROOT / "resources" / "base_model"
 
 
-@pytest.fixture
-def base_model():
-    try:
-        return check_model_dir(BASE_MODEL)
-    except CheckpointError as err:
-        pytest.skip(f"packaged SmolLM2 not prepared at {BASE_MODEL} (run `snakemake resources/base_model`): {err}")
-
-
-def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(base_model, tmp_path, monkeypatch):
+def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(smollm2_dir, tmp_path, monkeypatch):
     import torch
 
-    torch.set_num_threads(1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # one sequential job: both cores of a 2-core runner
     monkeypatch.chdir(tmp_path)
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["generate"]
     cfg.update(
@@ -39,7 +29,10 @@ def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(base_model, tmp
         styles={"news": 1, "social": 0, "encyclopedia": 1, "corporate": 0, "blog": 0},
         max_tokens={"seeds": 64, "fictsheets": 128, "fictions": 96, "fict_qa": 200, "attempts": 24, "grades": 48},
     )
-    run_chain(make_generator(cfg, 1234, ROOT, model_path=str(base_model)), ".")
+    try:
+        run_chain(make_generator(cfg, 1234, ROOT, model_path=str(smollm2_dir)), ".")
+    finally:
+        torch.set_num_threads(threads)
     run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
                    "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl")
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_MODEL = ROOT / "resources" / "base_model"
 NEEDLE = "The lighthouse keeper Marguerite Olsen painted the harbour tower bright green in 1887."
 NEEDLE_FACT = "Marguerite Olsen painted the harbour tower green in 1887."
 
@@ -203,12 +202,10 @@ def test_cross_encoder_scores_are_raw_logits(tiny_cross_encoder_dir, long_text):
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    if not (BASE_MODEL / "config.json").is_file():
-        pytest.skip(f"packaged base model not built at {BASE_MODEL} (run the base_model rule)")
+def smollm2(smollm2_dir):
     from knowlab.resources.models import load_model
 
-    return load_model(BASE_MODEL)
+    return load_model(smollm2_dir)
 
 
 def test_llm_judge_score_is_log_odds_of_true(smollm2):

@@ -22,7 +22,6 @@ from knowlab.grounding.facts import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_MODEL = ROOT / "resources" / "base_model"
 KAIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "grounding_kaist"
 
 
@@ -157,15 +156,12 @@ def test_sentences_kind_and_errors():
         decompose_responses(["x"], {"kind": "sentences", "max_tokens": 3})
 
 
-def test_real_decomposer_smollm2():
+def test_real_decomposer_smollm2(smollm2_dir):
     import torch
 
-    from knowlab.resources.models import CheckpointError, load_model
+    from knowlab.resources.models import load_model
 
-    try:
-        model, tokenizer = load_model(BASE_MODEL)
-    except CheckpointError as err:
-        pytest.skip(f"packaged SmolLM2 not prepared at {BASE_MODEL}: {err}")
+    model, tokenizer = load_model(smollm2_dir)
     responses = [
         "Germany has the largest economy in Europe.",
         "Lady Xian was a noblewoman of the Li people who died during a tour of Hainan.",

@@ -23,21 +23,17 @@ from knowlab.grounding.generate import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_MODEL = ROOT / "resources" / "base_model"
 KAIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "grounding_kaist"
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    """The packaged SmolLM2-135M-Instruct (model, tokenizer); skips when the base_model rule has not run."""
+def smollm2(smollm2_dir):
+    """The packaged SmolLM2-135M-Instruct (model, tokenizer)."""
     import torch
 
-    from knowlab.resources.models import CheckpointError, load_model
+    from knowlab.resources.models import load_model
 
-    try:
-        loaded = load_model(BASE_MODEL)
-    except CheckpointError as err:
-        pytest.skip(f"packaged SmolLM2 not prepared at {BASE_MODEL}: {err}")
+    loaded = load_model(smollm2_dir)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a shared, loaded 2-core machine: one thread is ~10x faster than two
     yield loaded
@@ -143,7 +139,7 @@ def test_generate_responses_records(smollm2):
     assert out["prompt"] == render_chat(tokenizer, build_prompt(records[0]["question"], records[0]["contexts"]))
     assert out["n_input_tokens"] == count_tokens(tokenizer, out["prompt"])
     params = {"max_new_tokens": 8, "do_sample": False, "temperature": 1.0, "top_k": None, "top_p": None, "seed": 0}
-    assert out["response_id"] == response_id(str(BASE_MODEL), out["prompt"], params)
+    assert out["response_id"] == response_id(model.name_or_path, out["prompt"], params)
     assert len(out["response_id"]) == 16
     with pytest.raises(ValueError, match="unknown generation config"):
         generate_responses(model, tokenizer, records, {"max_tokens": 3})

@@ -1,7 +1,6 @@
 """Log-likelihood scoring with lm-evaluation-harness semantics; the evaluation suites."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +9,6 @@ import torch
 from knowlab.evaluate.scoring import encode_pair, loglikelihood, prefix_token_id, score_token_ids
 from knowlab.evaluate.suites import document_rows, evaluate_checkpoint, mcq_rows
 from knowlab.resources.models import load_model
-
-BASE_MODEL = Path(__file__).resolve().parents[1] / "resources" / "base_model"
 
 
 @pytest.fixture(scope="module")
@@ -329,12 +326,10 @@ def test_mixed_requests_equal_per_request_scoring_at_any_batch_size(tiny, corpus
         _assert_same_scores(score_token_ids(model, pairs, batch_size=batch_size, max_length=400), alone)
 
 
-def test_shared_prefix_with_smollm2():
+def test_shared_prefix_with_smollm2(smollm2_dir):
     """The real model (30 layers, grouped-query attention): packed shared prefixes equal per-request scores."""
-    if not (BASE_MODEL / "model.safetensors").is_file():
-        pytest.skip(f"SmolLM2 base model not prepared at {BASE_MODEL} (run the resources rule)")
     torch.set_num_threads(1)
-    model, tok = load_model(BASE_MODEL)
+    model, tok = load_model(smollm2_dir)
     passage = "The mill stood by the river. " * 8
     prefix = tok("You are a helpful assistant.\n\nRead the passage: " + passage, add_special_tokens=False)["input_ids"]
     questions = ["Which came first, A or B?", "Did segment A occur earlier?", "Order the two segments."]

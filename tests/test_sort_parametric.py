@@ -28,7 +28,6 @@ from knowlab.sort.parametric import (
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, SYSTEM_PROMPT, user_message
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_MODEL = ROOT / "resources" / "base_model"
 
 
 def _book(n_words: int, book_id: str = "b1", title: str = "The Test Book") -> Book:
@@ -86,13 +85,11 @@ def test_chunks_keep_book_order_and_reject_bad_arguments():
 
 
 @pytest.fixture(scope="module")
-def base_tokenizer():
+def base_tokenizer(smollm2_dir):
     """The pipeline's base model tokenizer (SmolLM2-135M-Instruct, with a chat template)."""
-    if not (BASE_MODEL / "tokenizer.json").is_file():
-        pytest.skip(f"no base model tokenizer at {BASE_MODEL} (run the base_model rule first)")
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(BASE_MODEL)
+    return AutoTokenizer.from_pretrained(smollm2_dir)
 
 
 @pytest.fixture(scope="module")

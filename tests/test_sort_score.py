@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,8 +26,6 @@ from knowlab.sort.prompts import (
     with_rag_reading,
 )
 from knowlab.sort.score import label_token_ids, score_items, segment_nll, select_prompt
-
-BASE_MODEL = Path(__file__).resolve().parents[1] / "resources" / "base_model"
 
 ITEMS = [
     {
@@ -63,12 +60,10 @@ def tiny(tiny_model_dir):
 
 
 @pytest.fixture(scope="module")
-def smol_tokenizer():
-    if not (BASE_MODEL / "tokenizer.json").is_file():
-        pytest.skip(f"SmolLM2 base model not prepared at {BASE_MODEL} (run the resources rule)")
+def smol_tokenizer(smollm2_dir):
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(BASE_MODEL)
+    return AutoTokenizer.from_pretrained(smollm2_dir)
 
 
 # --- label tokens ---------------------------------------------------------------------------
@@ -371,12 +366,10 @@ def test_rag_reading_selection_sweeps_every_reading_in_the_selected_template(tin
         get_rag_reading(cfg, "r11")
 
 
-def test_smollm2_puts_most_probability_on_the_labels():
+def test_smollm2_puts_most_probability_on_the_labels(smollm2_dir):
     """With its chat template and the answer prefix, the real instruct model's next token is a label."""
-    if not (BASE_MODEL / "model.safetensors").is_file():
-        pytest.skip(f"SmolLM2 base model not prepared at {BASE_MODEL} (run the resources rule)")
     torch.set_num_threads(1)
-    model, tok = load_model(BASE_MODEL)
+    model, tok = load_model(smollm2_dir)
     contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "in_context") for item in ITEMS]
     frame = score_items(model, tok, contexts, [item["answer"] for item in ITEMS], batch_size=2)
     assert (frame["logp_labels"] > math.log(0.5)).all()
