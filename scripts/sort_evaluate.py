@@ -7,21 +7,17 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.io import read_jsonl, read_parquets, write_parquet
+from knowlab.io import read_jsonl, write_parquet
 from knowlab.provenance import rule_step
 from knowlab.resources.models import load_model
-from knowlab.sort.pipeline import evaluate_items, selected_template
+from knowlab.sort.pipeline import evaluate_items, read_passages, selected_template
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     cfg, params = snakemake.params.cfg, snakemake.params
     items = [item for item in read_jsonl(snakemake.input.sort_items) if item["split"] == "test"]
     template = selected_template(cfg, snakemake.input.selection, snakemake.input.get("rag_selection"))
-    passages = None
-    if snakemake.input.get("retrieval"):
-        table = read_parquets([snakemake.input.retrieval])
-        table = table[table.condition == params.condition]
-        passages = dict(zip(table.item_id, table.passages.map(list), strict=True))
+    passages = read_passages(snakemake.input.retrieval, params.condition) if snakemake.input.get("retrieval") else None
     model, tokenizer = load_model(params.checkpoint)
     log.info("%s: %d items, condition %s, template %s", params.checkpoint, len(items), params.condition, template["id"])
     rows = evaluate_items(

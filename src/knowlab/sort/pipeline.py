@@ -90,6 +90,20 @@ def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cf
     return table
 
 
+def read_passages(retrieval_path, condition: str) -> dict[str, list[str]]:
+    """Passages by item id for one RAG condition (``rag`` / ``oracle_rag``), in prompt order,
+    from the table :func:`retrieval_rows` wrote.
+
+    Raises:
+        ValueError: an item id that repeats within the condition.
+    """
+    from knowlab.io import read_parquets
+
+    table = read_parquets([retrieval_path])
+    table = table[table.condition == condition]
+    return dict(zip(table.item_id, table.passages.map(list), strict=True))
+
+
 def evaluate_items(
     model,
     tokenizer,
@@ -330,6 +344,7 @@ def select_rag_reading(
     if not readings:
         raise ValueError("no RAG reading instructions to select from (sort.rag_readings is empty)")
     variants = [with_rag_reading(template, reading) for reading in readings]
+    reading_of = {variant["id"]: reading["id"] for variant, reading in zip(variants, readings, strict=True)}
     rows = evaluate_items(
         model,
         tokenizer,
@@ -341,12 +356,27 @@ def select_rag_reading(
         batch_size=batch_size,
     )
     selection = select_prompt(rows, max_rate_deviation=max_rate_deviation)
-    selection["rag_reading_id"] = selection["template_id"].split("+", 1)[1]
+    selection["rag_reading_id"] = reading_of[selection["template_id"]]
     log.info(
         "selected RAG reading %s: accuracy %.3f, A rate %.3f over %d validation items",
         selection["rag_reading_id"], selection["accuracy"], selection["a_rate"], len(validation),
     )  # fmt: skip
     return selection, rows
+
+
+def fixed_rag_reading(cfg: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:
+    """The selection record of the RAG reading fixed by ``sort.rag_reading`` (no sweep), in
+    the form :func:`select_rag_reading` returns.
+
+    Raises:
+        ValueError: an unknown reading id (the message lists the known ids).
+    """
+    reading = get_rag_reading(cfg, cfg["rag_reading"])
+    return {
+        "template_id": f"{template['id']}+{reading['id']}",
+        "rag_reading_id": reading["id"],
+        "rule": "fixed by sort.rag_reading",
+    }
 
 
 def selected_template(cfg: Mapping[str, Any], selection_path, rag_selection_path=None) -> dict[str, Any]:
