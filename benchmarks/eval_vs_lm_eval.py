@@ -1,10 +1,10 @@
 """Our MCQ scoring against EleutherAI lm-evaluation-harness: same checkpoint, same items, same numbers?
 
-Scores the MCQ-4 and MCQ-10 suites with :func:`knowlab.evaluate.suites.mcq_rows`
-(the shared-context engine of :mod:`knowlab.evaluate.scoring`) in this process, and
+Scores the MCQ-4 and MCQ-10 suites with :func:`knowlab.fictionalqa.suites.mcq_rows`
+(the shared-context engine of :mod:`knowlab.core.scoring`) in this process, and
 with lm-evaluation-harness in a subprocess run by a side virtual environment's
 Python (``--lm-eval-python``; see benchmarks/README.md for its installation), on
-the task files written by :func:`knowlab.evaluate.lm_eval_export.export_mcq_task`.
+the task files written by :func:`knowlab.fictionalqa.lm_eval_export.export_mcq_task`.
 The harness runs through ``lm_eval.simple_evaluate`` with the ``hf`` model built
 from ``model_args="pretrained=...,dtype=float32,device=cpu"`` (as
 ``simple_evaluate(model="hf", model_args=...)`` builds it) and ``log_samples=True``.
@@ -100,7 +100,7 @@ def lm_eval_worker(model_path: str, task_dir: str, tasks: list[str], batch_size:
 
 def input_tokens(tokenizer, items, template) -> tuple[int, int]:
     """Model input tokens: one sequence per request (the harness) and one context pass per question (ours)."""
-    from knowlab.evaluate.scoring import encode_pair
+    from knowlab.core.scoring import encode_pair
 
     per_request = shared = 0
     for item in items:
@@ -129,11 +129,11 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from knowlab.corpus.mcq import build_mcq
-    from knowlab.evaluate.lm_eval_export import export_mcq_task
-    from knowlab.evaluate.suites import MCQ_TEMPLATE, mcq_rows
-    from knowlab.io import read_jsonl
-    from knowlab.resources.models import load_model
+    from knowlab.fictionalqa.corpus.mcq import build_mcq
+    from knowlab.fictionalqa.lm_eval_export import export_mcq_task
+    from knowlab.fictionalqa.suites import MCQ_TEMPLATE, mcq_rows
+    from knowlab.core.io import read_jsonl
+    from knowlab.core.models import load_model
 
     if args.mcq:
         items = [item for path in args.mcq for item in read_jsonl(path)]

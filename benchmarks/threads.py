@@ -4,7 +4,7 @@ Snakemake runs ``--cores C`` as jobs of ``threads`` cores each, so the choice is
 between C / t jobs of t threads.  This measures, on the default model:
 
 - ``matmul``: FLOP/s of a large float32 ``torch.matmul`` (the compute ceiling);
-- ``score``: tokens/s of :func:`knowlab.evaluate.scoring.score_token_ids` on
+- ``score``: tokens/s of :func:`knowlab.core.scoring.score_token_ids` on
   MCQ-shaped requests (a shared question, four choices);
 - ``train``: tokens/s of a training step (forward, backward, fused AdamW) at the
   default sequence length;
@@ -47,12 +47,12 @@ def measure(kind: str, model_path: str, threads: int, repeats: int) -> float:
         a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
         work, step = 2 * 2048**3, lambda: torch.matmul(a, b)
     else:
-        from knowlab.resources.models import load_model
+        from knowlab.core.models import load_model
 
         model, _ = load_model(model_path)
         vocab = model.config.vocab_size
         if kind == "score":
-            from knowlab.evaluate.scoring import score_token_ids
+            from knowlab.core.scoring import score_token_ids
 
             questions = [torch.randint(0, vocab, (20,)).tolist() for _ in range(16)]
             pairs = [(q, torch.randint(0, vocab, (5,)).tolist()) for q in questions for _ in range(4)]

@@ -5,7 +5,7 @@ Trains the same model on the same fixed-length sequences (every sequence exactly
 gradient accumulation, precision (float32 on CPU), learning-rate schedule,
 weight decay, gradient clipping and number of optimizer steps:
 
-- *ours*: :func:`knowlab.finetune.train.finetune` (DeepSpeed engine, AdamW, the
+- *ours*: :func:`knowlab.core.train.finetune` (DeepSpeed engine, AdamW, the
   mixture sampler on the webtext pool alone), as the workflow's ``finetune`` rule runs it;
 - *Trainer*: ``transformers.Trainer`` with ``TrainingArguments`` set to the same
   hyperparameters and otherwise its defaults (its default optimizer, fused AdamW).
@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def training_texts(tokenizer, n: int, seq_len: int) -> list[str]:
     """``n`` texts of at least ``seq_len`` tokens each: consecutive webtext paragraphs joined."""
-    from knowlab.io import read_jsonl
+    from knowlab.core.io import read_jsonl
 
     paragraphs = [r["text"] for r in read_jsonl(ROOT / "resources/webtext/train.jsonl")]
     texts, current = [], []
@@ -88,7 +88,7 @@ def flops_per_token(config, n_params: int, seq_len: int) -> float:
 
 def run_ours(args, texts: list[str], out_dir: str) -> list[float]:
     """Our ``finetune``; returns the end time of every optimizer step (s, from its start)."""
-    from knowlab.finetune.train import finetune
+    from knowlab.core.train import finetune
 
     cfg = {
         **CFG,
@@ -114,7 +114,7 @@ def run_trainer(args, texts: list[str], out_dir: str) -> tuple[list[float], int]
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
 
-    from knowlab.finetune.train import tokenize_sequences
+    from knowlab.core.train import tokenize_sequences
 
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     sequences = tokenize_sequences(tokenizer, texts, args.seq_len)

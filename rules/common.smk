@@ -6,10 +6,10 @@ from pathlib import Path
 # does every script (first line), in the venv, in conda envs and on SLURM nodes.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from knowlab.corpus.mcq import check_candidate_budget
-from knowlab.corpus.schema import TABLES
-from knowlab.finetune.train import checkpoint_steps
-from knowlab.generation.stages import ATTEMPT_KINDS
+from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
+from knowlab.fictionalqa.corpus.schema import TABLES
+from knowlab.core.train import checkpoint_steps
+from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.grounding.pipeline import FINETUNE_CONDITIONS, condition_names
 from knowlab.sort.parametric import PARAMETRIC_RUNS
 from knowlab.sort.pipeline import get_rag_reading
@@ -59,7 +59,7 @@ if config["fiction"]["source"] == "generate":
             "base model, but model.source tiny_random trains its tokenizer on the fictions: name a "
             "model folder in fiction.generate.transformers.path"
         )
-# What every checkpoint evaluation reads besides the checkpoint (knowlab.evaluate.suites).
+# What every checkpoint evaluation reads besides the checkpoint (knowlab.fictionalqa.suites).
 SUITE_INPUTS = {
     "fictions": f"{FICTION}/fictions.jsonl",
     "fictsheets": f"{FICTION}/fictsheets.jsonl",
@@ -112,7 +112,7 @@ if config["sort"]["source"] == "release" and set(SORT_CONDITIONS) & set(RAG_COND
         "sort.conditions rag/oracle_rag need the books' text, which sort.source: release "
         "does not have: use shakespeare or gutenberg, or drop them from sort.conditions"
     )
-# Figure families of the FictionalQA paper (knowlab.figures): one rule each.
+# Figure families of the FictionalQA paper (knowlab.fictionalqa.figures): one rule each.
 FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
 # Printed under every figure: which model and settings produced it.
 MODEL_NAME = {

@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import read_jsonl
-from knowlab.provenance import rule_step
-from knowlab.resources.models import prepare_base_model
+from knowlab.core.io import read_jsonl
+from knowlab.core.provenance import rule_step
+from knowlab.core.models import prepare_base_model
 
 with rule_step(snakemake):
     texts = []

@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import pandas as pd
 
-from knowlab.io import write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import write_parquet
+from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake) as log:
     table = pd.read_parquet(snakemake.input.table).assign(run=snakemake.wildcards.run)

@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import pandas as pd
 
-from knowlab.figures import plot_pvalue_matrix, run_name
-from knowlab.provenance import rule_step
+from knowlab.fictionalqa.figures import plot_pvalue_matrix, run_name
+from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake):
     table = pd.read_parquet(snakemake.input.table)

@@ -7,10 +7,10 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.finetune.train import finetune
-from knowlab.io import read_json, read_jsonl, write_parquet
-from knowlab.provenance import rule_step
-from knowlab.splits import training_texts
+from knowlab.core.train import finetune
+from knowlab.core.io import read_json, read_jsonl, write_parquet
+from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.splits import training_texts
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake):

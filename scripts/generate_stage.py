@@ -1,4 +1,4 @@
-"""One stage of the fiction generation pipeline (knowlab.generation.pipeline.run_stage)."""
+"""One stage of the fiction generation pipeline (knowlab.fiction_generation.pipeline.run_stage)."""
 
 import sys
 from pathlib import Path
@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.generation.pipeline import make_generator, run_stage
-from knowlab.provenance import rule_step
+from knowlab.fiction_generation.pipeline import make_generator, run_stage
+from knowlab.core.provenance import rule_step
 
 torch.set_num_threads(snakemake.threads)
 

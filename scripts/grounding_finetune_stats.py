@@ -8,8 +8,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 import pandas as pd
 
 from knowlab.grounding import analysis, plots
-from knowlab.io import read_json, read_jsonl, read_parquets, write_csv, write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import read_json, read_jsonl, read_parquets, write_csv, write_parquet
+from knowlab.core.provenance import rule_step
 from knowlab.sort.pipeline import with_sides
 
 with rule_step(snakemake) as log:

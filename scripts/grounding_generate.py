@@ -8,9 +8,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 import torch
 
 from knowlab.grounding.pipeline import respond
-from knowlab.io import read_jsonl, read_parquets, write_jsonl
-from knowlab.provenance import rule_step
-from knowlab.resources.models import load_model
+from knowlab.core.io import read_jsonl, read_parquets, write_jsonl
+from knowlab.core.provenance import rule_step
+from knowlab.core.models import load_model
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake, seed=snakemake.params.seed) as log:

@@ -6,8 +6,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.grounding.pipeline import make_items
-from knowlab.io import write_jsonl
-from knowlab.provenance import rule_step
+from knowlab.core.io import write_jsonl
+from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     items, pool = make_items(

@@ -6,8 +6,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.grounding.pipeline import tables_and_figures
-from knowlab.io import read_parquets, write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import read_parquets, write_parquet
+from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     rows = read_parquets(snakemake.input.scores)

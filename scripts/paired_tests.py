@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import read_parquets, write_parquet
-from knowlab.provenance import rule_step
-from knowlab.stats import mcnemar_for_run, ttest_for_run
+from knowlab.core.io import read_parquets, write_parquet
+from knowlab.core.provenance import rule_step
+from knowlab.core.stats import mcnemar_for_run, ttest_for_run
 
 with rule_step(snakemake) as log:
     cfg, run, suite = snakemake.params.cfg, snakemake.wildcards.run, snakemake.wildcards.suite

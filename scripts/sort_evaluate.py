@@ -7,9 +7,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.io import read_jsonl, write_parquet
-from knowlab.provenance import rule_step
-from knowlab.resources.models import load_model
+from knowlab.core.io import read_jsonl, write_parquet
+from knowlab.core.provenance import rule_step
+from knowlab.core.models import load_model
 from knowlab.sort.pipeline import evaluate_items, read_passages, selected_template
 
 torch.set_num_threads(snakemake.threads)

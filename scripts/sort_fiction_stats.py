@@ -7,11 +7,11 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import pandas as pd
 
-from knowlab.io import atomic_dir, read_json, read_jsonl, read_parquets, write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import atomic_dir, read_json, read_jsonl, read_parquets, write_parquet
+from knowlab.core.provenance import rule_step
 from knowlab.sort import analysis, plots
 from knowlab.sort.pipeline import with_sides
-from knowlab.stats import checkpoint_pairs, matched_pairs
+from knowlab.core.stats import checkpoint_pairs, matched_pairs
 
 with rule_step(snakemake) as log:
     params = snakemake.params

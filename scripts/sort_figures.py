@@ -5,8 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import read_parquets
-from knowlab.provenance import rule_step
+from knowlab.core.io import read_parquets
+from knowlab.core.provenance import rule_step
 from knowlab.sort import plots
 
 with rule_step(snakemake):

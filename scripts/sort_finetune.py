@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.io import atomic_dir, read_json, write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import atomic_dir, read_json, write_parquet
+from knowlab.core.provenance import rule_step
 from knowlab.sort.parametric import finetune_parametric_run
 
 torch.set_num_threads(snakemake.threads)

@@ -8,9 +8,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 import pandas as pd
 import torch
 
-from knowlab.io import read_json, read_jsonl, write_parquet
-from knowlab.provenance import rule_step
-from knowlab.resources.models import load_model
+from knowlab.core.io import read_json, read_jsonl, write_parquet
+from knowlab.core.provenance import rule_step
+from knowlab.core.models import load_model
 from knowlab.sort.pipeline import evaluate_items, selected_template
 from knowlab.sort.score import segment_nll
 

@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import pandas as pd
 
-from knowlab.io import read_parquets, write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import read_parquets, write_parquet
+from knowlab.core.provenance import rule_step
 from knowlab.sort import analysis, plots
 
 FIGURES = {"fig12": "perplexity", "fig13": "accuracy", "fig16": "score"}

@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from transformers import AutoTokenizer
 
-from knowlab.io import read_jsonl, write_json
-from knowlab.provenance import rule_step
+from knowlab.core.io import read_jsonl, write_json
+from knowlab.core.provenance import rule_step
 from knowlab.sort.pipeline import books_from_records, parametric_texts, selected_template
 
 with rule_step(snakemake):

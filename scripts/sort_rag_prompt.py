@@ -8,9 +8,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 import pandas as pd
 import torch
 
-from knowlab.io import read_jsonl, write_json, write_parquet
-from knowlab.provenance import rule_step
-from knowlab.resources.models import load_model
+from knowlab.core.io import read_jsonl, write_json, write_parquet
+from knowlab.core.provenance import rule_step
+from knowlab.core.models import load_model
 from knowlab.sort.pipeline import fixed_rag_reading, rag_readings, read_passages, select_rag_reading, selected_template
 
 torch.set_num_threads(snakemake.threads)

@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.io import read_jsonl, write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import read_jsonl, write_parquet
+from knowlab.core.provenance import rule_step
 from knowlab.sort.pipeline import books_from_records, retrieval_rows
 
 torch.set_num_threads(snakemake.threads)

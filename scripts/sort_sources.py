@@ -5,8 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import atomic_dir
-from knowlab.provenance import rule_step
+from knowlab.core.io import atomic_dir
+from knowlab.core.provenance import rule_step
 from knowlab.sort.pipeline import fetch_sources
 
 with rule_step(snakemake) as log, atomic_dir(snakemake.output.texts) as tmp:

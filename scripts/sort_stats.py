@@ -5,10 +5,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import atomic_dir, read_parquets, write_parquet
-from knowlab.provenance import rule_step
+from knowlab.core.io import atomic_dir, read_parquets, write_parquet
+from knowlab.core.provenance import rule_step
 from knowlab.sort import analysis
-from knowlab.tables import write_table
+from knowlab.core.tables import write_table
 
 with rule_step(snakemake) as log:
     params = snakemake.params

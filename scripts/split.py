@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import read_jsonl, write_json
-from knowlab.provenance import rule_step
-from knowlab.splits import make_split
+from knowlab.core.io import read_jsonl, write_json
+from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.splits import make_split
 
 with rule_step(snakemake) as log:
     split = make_split(

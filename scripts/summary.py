@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import read_json, read_parquets, write_csv
-from knowlab.provenance import rule_step
-from knowlab.summary import summarise
+from knowlab.core.io import read_json, read_parquets, write_csv
+from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.summary import summarise
 
 with rule_step(snakemake) as log:
     summary = summarise(

@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.io import write_jsonl
-from knowlab.provenance import rule_step
-from knowlab.resources.webtext import build_webtext
+from knowlab.core.io import write_jsonl
+from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.webtext import build_webtext
 
 with rule_step(snakemake) as log:
     cfg = snakemake.params.cfg

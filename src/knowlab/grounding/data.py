@@ -45,8 +45,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knowlab.io import DataError, atomic_path, read_json
-from knowlab.rng import keyed_rng
+from knowlab.core.io import DataError, atomic_path, read_json
+from knowlab.core.rng import keyed_rng
 
 log = logging.getLogger(__name__)
 
@@ -671,7 +671,7 @@ def fiction_grounding_items(
       Occurrences are whole words/phrases (regex word boundaries where the entity starts or
       ends with a word character; never inside a bigger number); a sentence-initial
       occurrence gets a capitalised substitute; a preceding ``a``/``an`` is fixed.
-    - the substitute is drawn with ``knowlab.rng.keyed_rng(seed, question_id)`` from the
+    - the substitute is drawn with ``knowlab.core.rng.keyed_rng(seed, question_id)`` from the
       entities of OTHER questions of the same kind that occur neither in the document nor in
       the fict or question, preferring "close" ones when there are any: numbers and ordinals
       replace only the numeric token, by one written the same way (digits or words), digits

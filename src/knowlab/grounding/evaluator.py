@@ -389,8 +389,8 @@ class LLMJudge(_PassageEvaluator):
     ``" A"``, :mod:`knowlab.sort.score`); the score is ``log p(True) - log p(False)`` (nats)
     and a fact is supported when it is ``> threshold`` (default 0: True more likely).
 
-    Scoring goes through the one engine, :func:`knowlab.evaluate.scoring.score_token_ids`,
-    with the prompt's own tokens as the context.  (:func:`~knowlab.evaluate.scoring.next_token_logprobs`
+    Scoring goes through the one engine, :func:`knowlab.core.scoring.score_token_ids`,
+    with the prompt's own tokens as the context.  (:func:`~knowlab.core.scoring.next_token_logprobs`
     moves a context's trailing whitespace into the continuation, harness-style; a chat
     generation prompt ends with a newline, so the label would become ``"\\nTrue"``, two
     tokens.  For a context without trailing whitespace both give the same numbers.)
@@ -401,7 +401,7 @@ class LLMJudge(_PassageEvaluator):
     paragraph and fact; :func:`split_passages`; maximum over passages.
 
     Args:
-        model: a causal LM (e.g. from :func:`knowlab.resources.models.load_model`).
+        model: a causal LM (e.g. from :func:`knowlab.core.models.load_model`).
         tokenizer: its tokenizer.
         threshold: on ``log p(True) - log p(False)``, strictly greater.
         batch_size: sequences per forward pass.
@@ -455,7 +455,7 @@ class LLMJudge(_PassageEvaluator):
         return split_passages(text, self.tokenizer, self.window)
 
     def _passage_scores(self, facts: list[str], passages: list[str], index: np.ndarray) -> np.ndarray:
-        from knowlab.evaluate.scoring import score_token_ids
+        from knowlab.core.scoring import score_token_ids
 
         requests, owners = [], []
         for row, (f, p) in enumerate(index):
@@ -495,7 +495,7 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
             :class:`BiEncoderEvaluator`, :class:`CrossEncoderEvaluator` or :class:`LLMJudge`
             (see :data:`EVALUATOR_KEYS`); missing keys take the paper's defaults.
         model, tokenizer: the judge LM for ``llm_judge``; when not given, ``cfg["model"]``
-            is a model folder loaded by :func:`knowlab.resources.models.load_model`.
+            is a model folder loaded by :func:`knowlab.core.models.load_model`.
 
     Raises:
         ValueError: unknown ``grounding.evaluator.kind`` or key, or an ``llm_judge`` with
@@ -520,7 +520,7 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
             raise ValueError(
                 "grounding.evaluator.model: llm_judge needs a model (pass model and tokenizer, or a folder)"
             )
-        from knowlab.resources.models import load_model
+        from knowlab.core.models import load_model
 
         model, tokenizer = load_model(path)
     return LLMJudge(model, tokenizer, **args)

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knowlab.io import DataError, read_json, write_json
+from knowlab.core.io import DataError, read_json, write_json
 
 #: bump when the prompt, the parsing or the fallback changes: cached decompositions then miss
 PROMPT_VERSION = "facts-v1"

@@ -23,7 +23,7 @@ number of dropped context tokens is recorded.  :func:`generate_texts` only check
 inputs fit and raises otherwise.
 
 Texts are encoded without added special tokens (``add_special_tokens=False``, as the
-scoring engine :mod:`knowlab.evaluate.scoring` does): a rendered chat template already holds
+scoring engine :mod:`knowlab.core.scoring` does): a rendered chat template already holds
 its special tokens.
 """
 
@@ -37,7 +37,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from knowlab.io import DataError
+from knowlab.core.io import DataError
 
 # Paper Fig. 12 (App. C.2), reworded; the bracketed markers are the paper's.
 INSTRUCTION = (

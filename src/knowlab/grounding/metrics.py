@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from knowlab.io import DataError
+from knowlab.core.io import DataError
 
 METRICS = ("precision", "recall", "f1", "answer_accuracy")
 CONTEXT_SEPARATOR = "\n\n"

@@ -105,7 +105,7 @@ def condition_records(
         KeyError: a question without an item of a condition's version.
     """
     from knowlab.grounding.distractors import document_text, pack_contexts
-    from knowlab.rng import keyed_rng
+    from knowlab.core.rng import keyed_rng
 
     by_key = {(item["item_id"], item["version"]): item for item in items}
     records = []
@@ -154,7 +154,7 @@ def make_items(
     """
     from knowlab.grounding import data
     from knowlab.grounding.distractors import fiction_pool
-    from knowlab.io import read_jsonl
+    from knowlab.core.io import read_jsonl
 
     if dataset == "fiction":
         fictions = read_jsonl(inputs["fictions"])
@@ -224,8 +224,8 @@ def score(
     from knowlab.grounding.evaluator import load_evaluator
     from knowlab.grounding.facts import FactCache, decompose_responses
     from knowlab.grounding.metrics import score_responses
-    from knowlab.io import write_json
-    from knowlab.resources.models import load_model
+    from knowlab.core.io import write_json
+    from knowlab.core.models import load_model
 
     model = tokenizer = None
     if cfg["decomposer"]["kind"] == "llm" or cfg["evaluator"]["kind"] == "llm_judge":  # the base model
@@ -286,8 +286,8 @@ def tables_and_figures(
     ``<name>_pdf`` / ``<name>_png`` to paths for the names fig3c, fig4, fig5, fig15_16, position.
     """
     from knowlab.grounding import analysis, plots
-    from knowlab.io import atomic_dir
-    from knowlab.tables import write_table
+    from knowlab.core.io import atomic_dir
+    from knowlab.core.tables import write_table
 
     summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=n_resamples, seed=seed)
     tables = {

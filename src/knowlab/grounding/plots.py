@@ -1,7 +1,7 @@
 """Grounding figures (seed 002): Fig. 3c (by factor), Fig. 4 (F1 vs input length), Fig. 5 (reduction
 rate Gold -> Dist), Figs. 15-16 (precision and recall), gold-context position, and grounding
 across fine-tuning.  Inputs are the tables of :mod:`knowlab.grounding.analysis` (values x 100).
-Every figure is saved as PDF and PNG (:func:`knowlab.figures.save`)."""
+Every figure is saved as PDF and PNG (:func:`knowlab.fictionalqa.figures.save`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from knowlab.figures import CONTROL, run_name, save
+from knowlab.fictionalqa.figures import CONTROL, run_name, save
 from knowlab.grounding.analysis import SETTING_LABELS
 
 PALETTE = plt.get_cmap("tab10").colors

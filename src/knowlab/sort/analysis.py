@@ -16,7 +16,7 @@ the grouping columns a function names: ``model``, ``condition`` (``baseline``,
 ``segment_length`` L_S (words), ``distance_bin`` (0..3), ``split`` (``test`` or
 ``validation``) and, for SORT on FictionalQA documents, ``side`` (``train`` or ``val``).
 
-The statistics themselves come from :mod:`knowlab.stats` (McNemar and the paired t-test
+The statistics themselves come from :mod:`knowlab.core.stats` (McNemar and the paired t-test
 with their defined degenerate cases, Holm's correction, the percentile bootstrap) and
 ``scipy.stats.binomtest``; this module only groups and pairs the SORT rows.  Items are
 paired by ``item_id`` joins, never by row order.
@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 
-from knowlab.stats import CORRECTION, _with_holm, bootstrap_ci, direct_pvalue, mcnemar_pair, ttest_pair
+from knowlab.core.stats import CORRECTION, _with_holm, bootstrap_ci, direct_pvalue, mcnemar_pair, ttest_pair
 
 CONDITION_NAMES = {
     "baseline": "no memory (baseline)",
@@ -84,7 +84,7 @@ def accuracy_table(
 
     Paper: Table 2 and Figs. 2-4, 10 report the mean accuracy with a bootstrapped 95%
     interval; Fig. 16 the mean log-probability of the correct answer.  Intervals come from
-    :func:`knowlab.stats.bootstrap_ci` (``scipy.stats.bootstrap``, percentile method, the
+    :func:`knowlab.core.stats.bootstrap_ci` (``scipy.stats.bootstrap``, percentile method, the
     same ``seed`` for every group), resampling the group's rows.  A group that pools
     several models or runs resamples their rows as independent observations.
 
@@ -234,10 +234,10 @@ def condition_matrix(
     A *key* is a tuple of values of ``key_columns``, e.g. ``("books", 38, "baseline")`` for
     ``("run", "step", "condition")``.  Each pair is joined on ``item_id`` (inner join; an
     item with a NaN value in either is dropped) and tested with
-    :func:`knowlab.stats.mcnemar_pair` (exact binomial below ``exact_below`` discordant
+    :func:`knowlab.core.stats.mcnemar_pair` (exact binomial below ``exact_below`` discordant
     items, else chi-square with continuity correction; p = 1 when no item is discordant)
-    or :func:`knowlab.stats.ttest_pair` (``scipy.stats.ttest_rel``; p = 1 when every
-    difference is 0).  Holm's correction (:func:`knowlab.stats._with_holm`) runs over the
+    or :func:`knowlab.core.stats.ttest_pair` (``scipy.stats.ttest_rel``; p = 1 when every
+    difference is 0).  Holm's correction (:func:`knowlab.core.stats._with_holm`) runs over the
     distinct tests between different keys: unordered pairs for McNemar and a two-sided
     t-test, ordered pairs for a one-sided t-test; diagonal cells get 1.
 
@@ -252,8 +252,8 @@ def condition_matrix(
             ``"less"`` or ``"two-sided"`` (McNemar is always two-sided).
         key_columns: the columns a key's values belong to.
         pairs: explicit ``(row key, column key)`` pairs instead of all ordered pairs of
-            ``keys`` (e.g. :func:`knowlab.stats.checkpoint_pairs` +
-            :func:`knowlab.stats.matched_pairs` with ``key_columns=("run", "step")``).
+            ``keys`` (e.g. :func:`knowlab.core.stats.checkpoint_pairs` +
+            :func:`knowlab.core.stats.matched_pairs` with ``key_columns=("run", "step")``).
         labels: display label per key (default :func:`key_label`); labels must be unique.
         exact_below: McNemar uses the exact test when fewer items are discordant.
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowlab.io import DataError, HashMismatchError, sha256_file
+from knowlab.core.io import DataError, HashMismatchError, sha256_file
 
 log = logging.getLogger(__name__)
 

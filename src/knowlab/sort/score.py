@@ -16,7 +16,7 @@ Definitions (paper "Assessing Episodic Memory in LLMs with Sequence Order Recall
   answers on held-out items; the proportion should be near 0.5, and the accuracy high.
 
 All log-probabilities are natural logarithms (nats) and come from the one scoring engine,
-:mod:`knowlab.evaluate.scoring` (lm-evaluation-harness semantics): each context is encoded
+:mod:`knowlab.core.scoring` (lm-evaluation-harness semantics): each context is encoded
 once and, as every label token is a single-token continuation of the same context, the
 engine packs all label tokens of a context into one sequence of just the context.
 """
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from knowlab.evaluate.scoring import loglikelihood, prefix_token_id, score_token_ids
+from knowlab.core.scoring import loglikelihood, prefix_token_id, score_token_ids
 from knowlab.sort.prompts import LABELS
 
 
@@ -41,7 +41,7 @@ def _split_trailing_space(context: str) -> tuple[str, str]:
 
 
 def _context_ids(tokenizer, context: str) -> list[int]:
-    """Context token ids as :func:`knowlab.evaluate.scoring.encode_pair` makes them (no special tokens added)."""
+    """Context token ids as :func:`knowlab.core.scoring.encode_pair` makes them (no special tokens added)."""
     stripped, _ = _split_trailing_space(context)
     if not stripped:
         return [prefix_token_id(tokenizer)]
@@ -78,7 +78,7 @@ def label_token_ids(tokenizer, context: str, labels: Sequence[str] = LABELS) -> 
 
     The candidates of label ``X`` are ``"X"`` and ``" X"``.  A candidate counts when
     ``context + candidate`` encodes as the context's own tokens plus exactly one more token
-    (harness boundary semantics of :func:`knowlab.evaluate.scoring.encode_pair`: trailing
+    (harness boundary semantics of :func:`knowlab.core.scoring.encode_pair`: trailing
     whitespace of the context moves to the start of the candidate; no special tokens are
     added; an empty context is the prefix token).  Duplicate ids are kept once.
 
@@ -102,7 +102,7 @@ def score_items(
     """Forced-choice SORT answers and continuous scores, one row per context (paper Sec. 3.1, App. E.3).
 
     Args:
-        model: a causal LM (see :func:`knowlab.evaluate.scoring.score_token_ids`).
+        model: a causal LM (see :func:`knowlab.core.scoring.score_token_ids`).
         tokenizer: its tokenizer.
         contexts: rendered prompts ending with the answer prefix (:func:`knowlab.sort.prompts.render_prompt`).
         answers: the correct label of each context, ``"A"`` or ``"B"``.
@@ -173,7 +173,7 @@ def segment_nll(model, tokenizer, items: Sequence[Mapping[str, Any]], batch_size
     """Per-token negative log-likelihood of each item's two segments without any context (paper App. E.1, Fig. 12).
 
     Each segment (surrounding whitespace stripped) is scored by
-    :func:`knowlab.evaluate.scoring.loglikelihood` as the continuation of an empty context,
+    :func:`knowlab.core.scoring.loglikelihood` as the continuation of an empty context,
     which the engine replaces by the prefix token (BOS, else EOS); every token of the segment
     is scored.
 

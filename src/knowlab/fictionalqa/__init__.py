@@ -1,0 +1,1 @@
+"""FictionalQA (Kirchenbauer et al.): corpus -> splits -> fine-tuning -> checkpoint evaluation -> statistics -> figures."""

@@ -1,0 +1,433 @@
+"""Figures of the FictionalQA study (seed 004), each saved as PDF and PNG.
+
+Every figure family is drawn from a tidy *curves* table by one renderer,
+:func:`plot_family` (panels left to right, at most three a row; one legend and
+an optional note under them), whether the curves come from this pipeline
+(:func:`curves_from_summary`, :func:`curves_from_train_logs`) or from the
+paper's own numbers (:func:`knowlab.fictionalqa.paper_figures.paper_curves`).  Family keys
+(used by the Snakemake rules) and what they show, after the paper's figures:
+
+- ``fig2`` (Fig. 2): fiction and webtext samples seen (left, log scale) and
+  epochs completed (right) vs optimizer step, one colour per run.
+- ``fig3`` (Fig. 3): Doc split; loss on train/val documents vs step (left) and
+  EM@50 (exact match of the last 50 tokens) vs epochs completed on the training
+  documents (right).
+- ``fig4`` (Fig. 4): train/val document loss vs step, Doc split (left) and
+  Event split (right), with the webtext-only control.
+- ``fig5`` (Fig. 5): Fictsheets train/val loss vs step (left); held-out webtext
+  loss vs step while training on the Doc split (right); with the control.
+- ``fig6`` (Fig. 6): nll(answer | question) vs step on fictional Q&A (left) and
+  real-world Q&A (right; TriviaQA in the paper), one series per split + control.
+- ``fig7`` (Fig. 7): MCQ-4 accuracy vs step across models on the Doc split
+  (left) and across splits (right), with the control.
+- ``fig8`` (Fig. 8): MCQ-4 accuracy vs step on questions from train vs val
+  documents, one panel per split.
+- ``fig9`` (Fig. 9, appendix D.2): ``fig6`` across models on the Doc split.
+- ``fig10`` (Fig. 10, appendix D.3): ``fig8`` across models, Doc / Event /
+  Fictsheets panels.
+- ``fig10_11`` (Fig. 11, appendix D.3): MCQ-4 (left) vs MCQ-10 (right)
+  accuracy vs step, one series per run or model, with the control.
+
+:func:`plot_pvalue_matrix` draws a table of paired tests (McNemar or paired
+t-test) between checkpoints.
+
+A fiction run is named after the split it trains on (``doc``, ``event``,
+``fictsheets``, ``style_news``, ``style_blog``); ``control`` is the run on
+webtext only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import cycle
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
+
+from knowlab.core.io import atomic_path
+
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 120, "axes.grid": True, "grid.alpha": 0.3})
+
+CONTROL = "control"
+SPLITS = ("doc", "event", "style_news", "style_blog", "fictsheets")  # display order
+RUN_NAMES = {
+    "doc": "Doc split",
+    "event": "Event split",
+    "fictsheets": "Fictsheets",
+    "style_news": "Style (news held out)",
+    "style_blog": "Style (blog held out)",
+    CONTROL: "Base webtext (control)",
+}
+CONTROL_PREFIX = "Base webtext"  # series whose label starts with this are drawn in grey
+DOC_SIDES = {"train": "train documents", "val": "val documents"}
+QUESTION_SIDES = {"train": "questions on train documents", "val": "questions on val documents"}
+STEP = "optimizer step"
+LOSS = "loss (nats/token)"
+NLL = "nll(answer | question) (nats/token)"
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """Title and axis labels of one panel; ``chance`` draws a dotted chance line;
+    ``missing`` is printed in the panel when no curve falls in it; ``logy``: log y-axis
+    (zeros left out)."""
+
+    title: str
+    ylabel: str
+    xlabel: str = STEP
+    chance: float | None = None
+    missing: str = "no data"
+    ylim: tuple[float, float] | None = None
+    logy: bool = False
+
+
+@dataclass(frozen=True)
+class Family:
+    """A figure family: the paper's figure number, a suptitle and its panels left to right.
+    Families with ``per_split`` draw one panel per distinct ``panel`` of the curves instead."""
+
+    figure: int
+    suptitle: str
+    panels: tuple[Panel, ...] = ()
+    per_split: Panel | None = None
+
+
+def _mcq(n: int) -> dict:
+    return {"ylabel": f"MCQ-{n} accuracy", "chance": 1 / n}
+
+
+FAMILIES = {
+    "fig2": Family(
+        2,
+        "Samples seen and epochs completed per data source",
+        (
+            Panel("Samples seen", "samples seen (log scale)", logy=True),
+            Panel("Epochs completed", "epochs completed"),
+        ),
+    ),
+    "fig3": Family(
+        3,
+        "Verbatim memorization of the Doc split",
+        (
+            Panel("Loss on train / val documents", LOSS, missing="no Doc split run in this config"),
+            Panel(
+                "Exact match of the last 50 tokens",
+                "EM@50",
+                xlabel="epochs completed on the training documents",
+                missing="no Doc split run in this config",
+                ylim=(-0.03, 1.03),
+            ),
+        ),
+    ),
+    "fig4": Family(
+        4,
+        "Loss on train / val documents by split",
+        (
+            Panel("Doc split", LOSS, missing="no Doc split run in this config"),
+            Panel("Event split", LOSS, missing="no Event split run in this config"),
+        ),
+    ),
+    "fig5": Family(
+        5,
+        "Fictsheets loss and held-out webtext loss",
+        (
+            Panel("Fictsheets split", LOSS, missing="no Fictsheets run in this config"),
+            Panel("Held-out webtext (training on the Doc split)", LOSS, missing="no Doc split run in this config"),
+        ),
+    ),
+    "fig6": Family(
+        6,
+        "Answer loss given the question, by split",
+        (Panel("Fictional Q&A", NLL), Panel("Real-world Q&A", NLL)),
+    ),
+    "fig7": Family(
+        7,
+        "Multiple-choice accuracy, 4 choices",
+        (
+            Panel("Across models (Doc split)", missing="no Doc split run in this config", **_mcq(4)),
+            Panel("Across splits", **_mcq(4)),
+        ),
+    ),
+    "fig8": Family(8, "MCQ-4 accuracy on questions from train vs val documents", per_split=Panel("", **_mcq(4))),
+    "fig9": Family(
+        9,
+        "Answer loss given the question, across models (Doc split)",
+        (
+            Panel("Fictional Q&A", NLL, missing="no Doc split run in this config"),
+            Panel("Real-world Q&A", NLL, missing="no Doc split run in this config"),
+        ),
+    ),
+    "fig10": Family(
+        10, "MCQ-4 accuracy on questions from train vs val documents, across models", per_split=Panel("", **_mcq(4))
+    ),
+    "fig10_11": Family(
+        11,
+        "Multiple-choice accuracy with 4 vs 10 choices",
+        (Panel("4 choices", **_mcq(4)), Panel("10 choices", **_mcq(10))),
+    ),
+}
+
+
+def save(fig, pdf: str | Path, png: str | Path) -> None:
+    """Save ``fig`` to both paths atomically and close it."""
+    for path in (pdf, png):
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=Path(path).suffix[1:], dpi=150)
+    plt.close(fig)
+
+
+def _colours(series: pd.Series) -> dict[str, str]:
+    """One colour per series: tab10 then the light tab20 shades (greys kept for the control)."""
+    tab20 = plt.get_cmap("tab20").colors
+    palette = cycle([tab20[i] for i in range(0, 20, 2) if i != 14] + [tab20[i] for i in range(1, 20, 2) if i != 15])
+    return {s: "0.35" if s.startswith(CONTROL_PREFIX) else next(palette) for s in series.unique()}
+
+
+def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | Path, note: str | None = None):
+    """Draw ``curves`` as figure family ``family`` (a key of :data:`FAMILIES`), save it, return the Figure.
+
+    ``curves`` columns: ``panel`` (panel title; the family's fixed panel titles, or
+    any title for one-panel-per-split families), ``series`` (legend label, one colour
+    each; labels starting with "Base webtext" are grey), ``x``, ``y``; optional
+    ``style`` (a legend label per line style, e.g. train/val documents) and
+    ``y_lo``, ``y_hi`` (95% CI, drawn as a shaded band).  A fixed panel without
+    curves shows its ``missing`` text.  ``note`` is printed small under the figure.
+    """
+    spec = FAMILIES[family]
+    curves = curves.copy()
+    if "style" not in curves:
+        curves["style"] = None
+    if spec.per_split:
+        titles = list(curves["panel"].unique()) or ["no split run in this config"]
+        panels = [replace(spec.per_split, title=t, missing=t) for t in titles]
+    else:
+        panels = list(spec.panels)
+    colours = _colours(curves["series"])
+    styles = dict(zip(curves["style"].dropna().unique(), LINESTYLES))
+    handles = [Line2D([], [], color=c, marker="o", markersize=3, label=s) for s, c in colours.items()]
+    if len(styles) > 1:
+        handles += [Line2D([], [], color="k", linestyle=ls, label=s) for s, ls in styles.items()]
+    chances = sorted({p.chance for p in panels if p.chance is not None}, reverse=True)
+    if chances:
+        label = "chance (" + ", ".join(f"1/{round(1 / c)}" for c in chances) + ")"
+        handles.append(Line2D([], [], color="k", linestyle=":", linewidth=1, label=label))
+    ncol = min(len(handles), 4) or 1
+    below = 0.2 * -(-len(handles) // ncol) + (0.3 if note else 0.1)  # inches for legend rows and note
+    ncols = min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    fig = plt.figure(figsize=(4.8 * ncols, 3.9 * nrows + below), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[3.9 * nrows, below])
+    axes = top.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[len(panels) :]:
+        ax.remove()
+    for ax, panel in zip(axes, panels):
+        part = curves[curves["panel"] == panel.title]
+        for (series, style), line in part.groupby(["series", "style"], sort=False, dropna=False):
+            line = line.sort_values("x")
+            kwargs = {"color": colours[series], "linestyle": styles.get(style, "-")}
+            ax.plot(line["x"], line["y"], marker="o", markersize=3, linewidth=1.5, **kwargs)
+            if {"y_lo", "y_hi"} <= set(line) and line["y_lo"].notna().any():
+                ax.fill_between(line["x"], line["y_lo"], line["y_hi"], color=colours[series], alpha=0.15, lw=0)
+        if part.empty:
+            ax.text(0.5, 0.5, panel.missing, transform=ax.transAxes, ha="center", va="center", color="0.3")
+        if panel.chance is not None:
+            ax.axhline(panel.chance, color="k", linestyle=":", linewidth=1)
+        if panel.ylim:
+            ax.set_ylim(panel.ylim)
+        if panel.xlabel == STEP:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+        if panel.logy:
+            ax.set_yscale("log", nonpositive="mask")
+        ax.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
+    if handles:
+        bottom.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=9, frameon=False)
+    if note:
+        bottom.text(0.5, 0.02, note, ha="center", va="bottom", fontsize=8, color="0.3")
+    fig.suptitle(f"{spec.suptitle} (cf. paper Fig. {spec.figure})")
+    save(fig, pdf, png)
+    return fig
+
+
+def run_name(run: str) -> str:
+    """Display name of a run (``doc`` -> "Doc split", ``control`` -> "Base webtext (control)")."""
+    return RUN_NAMES.get(run, run)
+
+
+def _select(summary: pd.DataFrame, suite: str, runs, sides=("all",), split: str | None = None) -> pd.DataFrame:
+    """Rows of ``suite`` for ``runs`` on ``sides``; with ``split``, as labelled by that split,
+    else one copy of the control's rows (it is repeated once per split)."""
+    rows = summary[(summary["suite"] == suite) & summary["run"].isin(runs) & summary["side"].isin(sides)]
+    if split:
+        return rows[rows["split"] == split]
+    return rows.drop_duplicates(["run", "side", "step"])
+
+
+def _tidy(rows: pd.DataFrame, panel: str, y: str, x: str = "step", sides=None, model=None) -> pd.DataFrame:
+    def label(run):
+        return f"{model}, {run_name(run)}" if model and run != CONTROL else run_name(run)
+
+    out = pd.DataFrame({"panel": panel, "series": rows["run"].map(label), "x": rows[x], "y": rows[y]})
+    if sides:
+        out["style"] = rows["side"].map(sides)
+    if f"{y}_lo" in rows:
+        out["y_lo"], out["y_hi"] = rows[f"{y}_lo"], rows[f"{y}_hi"]
+    return out
+
+
+def curves_from_summary(
+    summary: pd.DataFrame, family: str, metric: str = "acc", model: str | None = None
+) -> pd.DataFrame:
+    """Curves of ``family`` (any key of :data:`FAMILIES` but ``fig2``) from the pipeline's summary table.
+
+    ``summary`` columns: ``split, run, step, epochs, suite, side, loss, em50, acc,
+    acc_lo, acc_hi, acc_norm, acc_norm_lo, acc_norm_hi`` (see :mod:`knowlab.fictionalqa.summary`;
+    suites ``fiction_doc, fictsheet_doc, webtext, fict_qa_nll, real_qa_nll, mcq4,
+    mcq10``).  ``metric`` is the MCQ column (``acc`` or ``acc_norm``); ``model`` names
+    the fiction runs in the across-models panels.  Runs missing from the config give
+    empty panels, never an error.
+    """
+    if family not in FAMILIES or family == "fig2":
+        raise ValueError(f"no summary curves for family {family!r} (fig2 comes from curves_from_train_logs)")
+    panels = [p.title for p in FAMILIES[family].panels]
+    fiction = [s for s in SPLITS if s in set(summary["run"])]
+    docs = ("train", "val")
+    if family == "fig3":
+        rows = _select(summary, "fiction_doc", ["doc"], docs, split="doc")
+        return pd.concat(
+            [
+                _tidy(rows, panels[0], "loss", sides=DOC_SIDES),
+                _tidy(rows, panels[1], "em50", x="epochs", sides=DOC_SIDES),
+            ]
+        )
+    if family == "fig4":
+        return pd.concat(
+            _tidy(_select(summary, "fiction_doc", [s, CONTROL], docs, split=s), p, "loss", sides=DOC_SIDES)
+            for p, s in zip(panels, ("doc", "event"))
+        )
+    if family == "fig5":
+        sheets = _select(summary, "fictsheet_doc", ["fictsheets", CONTROL], docs, split="fictsheets")
+        web = _select(summary, "webtext", ["doc", CONTROL], split="doc")
+        return pd.concat([_tidy(sheets, panels[0], "loss", sides=DOC_SIDES), _tidy(web, panels[1], "loss")])
+    if family == "fig6":
+        return pd.concat(
+            _tidy(_select(summary, suite, fiction + [CONTROL]), p, "loss")
+            for p, suite in zip(panels, ("fict_qa_nll", "real_qa_nll"))
+        )
+    if family == "fig9":
+        return pd.concat(
+            _tidy(_select(summary, suite, ["doc", CONTROL], split="doc"), p, "loss", model=model)
+            for p, suite in zip(panels, ("fict_qa_nll", "real_qa_nll"))
+        )
+    if family == "fig7":
+        return pd.concat(
+            [
+                _tidy(_select(summary, "mcq4", ["doc", CONTROL], split="doc"), panels[0], metric, model=model),
+                _tidy(_select(summary, "mcq4", fiction + [CONTROL]), panels[1], metric),
+            ]
+        )
+    if family in ("fig8", "fig10"):
+        shown = fiction if family == "fig8" else [s for s in fiction if s in ("doc", "event", "fictsheets")]
+        labels = model if family == "fig10" else None
+        return pd.concat(
+            [
+                _tidy(
+                    _select(summary, "mcq4", [s, CONTROL], docs, split=s),
+                    run_name(s),
+                    metric,
+                    sides=QUESTION_SIDES,
+                    model=labels,
+                )
+                for s in shown
+            ]
+            or [pd.DataFrame(columns=["panel", "series", "x", "y"])]
+        )
+    return pd.concat(  # fig10_11
+        _tidy(_select(summary, suite, fiction + [CONTROL]), p, metric, model=model)
+        for p, suite in zip(panels, ("mcq4", "mcq10"))
+    )
+
+
+def curves_from_train_logs(train_logs: pd.DataFrame) -> pd.DataFrame:
+    """Curves of ``fig2``: samples seen and epochs completed per source vs step, one series per run.
+
+    ``train_logs`` columns: ``run, step, fiction_samples_seen, fiction_epochs,
+    webtext_samples_seen, webtext_epochs`` (one row per optimizer step; step 0 is
+    added as zero when absent).  The control has no fiction source.
+    """
+    panels = [p.title for p in FAMILIES["fig2"].panels]
+    frames = []
+    for run in [s for s in SPLITS if s in set(train_logs["run"])] + [CONTROL]:
+        log = train_logs[train_logs["run"] == run].sort_values("step")
+        if log.empty:
+            continue
+        if log["step"].iloc[0] != 0:
+            log = pd.concat([log.iloc[:1].assign(**{c: 0 for c in log.columns if c != "run"}), log])
+        for source in ("fiction", "webtext") if run != CONTROL else ("webtext",):
+            for panel, column in zip(panels, ("samples_seen", "epochs")):
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "panel": panel,
+                            "series": run_name(run),
+                            "style": source,
+                            "x": log["step"],
+                            "y": log[f"{source}_{column}"],
+                        }
+                    )
+                )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _pvalue_cells(ax, matrix: np.ndarray) -> None:
+    for (i, j), value in np.ndenumerate(matrix):
+        ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=8, color="w" if value > 0.5 else "k")
+    ax.grid(False)
+
+
+def plot_pvalue_matrix(table: pd.DataFrame, title: str, pdf, png, value: str = "pvalue_holm", note: str | None = None):
+    """Paired-test p-values between checkpoints: checkpoint x checkpoint of the run (left) and,
+    when present, the run vs the control at matched steps (right).  Returns the Figure.
+
+    ``table`` columns: ``run_a, step_a, run_b, step_b, pvalue, pvalue_holm, correction``
+    (:mod:`knowlab.core.stats`); a paired t-test table also has ``alternative``, else the
+    test is McNemar's.  ``value`` is the column drawn; the colorbar names its correction.
+    ``note`` is printed small under the figure.
+    """
+    run = table["run_a"].iloc[0]
+    within = table[(table["run_a"] == run) & (table["run_b"] == run)]
+    versus = table[table["run_b"] != run]
+    test = f"paired t-test of row vs column, alternative: {table['alternative'].iloc[0]}" if "alternative" in table else "McNemar test"
+    correction = f"{table['correction'].iloc[0].capitalize()}-corrected" if value != "pvalue" else "uncorrected"
+    fig, axes = plt.subplots(
+        1, 2 if len(versus) else 1, figsize=(11 if len(versus) else 5.5, 4.5), squeeze=False, layout="constrained"
+    )
+    matrix = within.pivot(index="step_a", columns="step_b", values=value).sort_index().sort_index(axis=1)
+    ax = axes[0][0]
+    image = ax.imshow(matrix.to_numpy(), vmin=0, vmax=1, cmap="viridis_r")
+    ax.set_xticks(range(len(matrix.columns)), matrix.columns)
+    ax.set_yticks(range(len(matrix.index)), matrix.index)
+    _pvalue_cells(ax, matrix.to_numpy())
+    ax.set(title=f"{run_name(run)}: checkpoint vs checkpoint", xlabel="checkpoint step", ylabel="checkpoint step")
+    if len(versus):
+        ax = axes[0][1]
+        row = versus.sort_values("step_a")
+        strip = row[value].to_numpy()[None, :]
+        ax.imshow(strip, vmin=0, vmax=1, cmap="viridis_r")
+        ax.set_xticks(range(len(row)), row["step_a"])
+        ax.set_yticks([0], [f"vs {run_name(row['run_b'].iloc[0])}"])
+        _pvalue_cells(ax, strip)
+        ax.set(title=f"{run_name(run)} vs control at matched steps", xlabel="checkpoint step")
+    fig.colorbar(image, ax=axes[0].tolist(), label=f"p-value ({correction})")
+    fig.suptitle(f"{title}\n{test}")
+    if note:
+        fig.supxlabel(note, fontsize=8, color="0.3")
+    save(fig, pdf, png)
+    return fig

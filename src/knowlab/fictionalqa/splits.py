@@ -1,0 +1,137 @@
+"""Train/validation splits of the fiction corpus (seed 004, Sec. 3 "Splits").
+
+A split is a partition of the fiction documents; questions follow the document
+they were generated from.  Implemented:
+
+- ``doc``: for each event and each style, one document is held out for
+  validation (a seeded choice); the rest train.  Every event is seen in training.
+- ``event``: a seeded shuffle of the event ids; the first ``round(n * train_fraction)``
+  events train (paper: 2/3), all their documents with them; the rest validate.
+- ``style_<s>`` (one per style: news, social, encyclopedia, corporate, blog): every
+  document of style ``s`` validates, the other four styles train.  The paper builds
+  all five and fine-tunes on the News and Blog variants.
+- ``fictsheets``: the event split (same seeded shuffle, same train events) applied
+  to the fictsheets instead of the fictions: the training texts are the train
+  events' fictsheets (document id = ``event_id``), the validation texts the others'.
+  Questions follow their event.
+
+Output (JSON): ``{"split", "method", "seed", "documents", "train_documents",
+"val_documents", "train_questions", "val_questions"}``, id lists sorted;
+``documents`` names the corpus table the document ids refer to (``fictions`` or
+``fictsheets``).  Questions are partitioned by the document they were generated
+from (for ``fictsheets``: by that document's event), so every metric can be
+reported on train-document and val-document questions.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from knowlab.fictionalqa.corpus.schema import STYLES
+from knowlab.core.rng import keyed_rng
+
+SPLITS = ("doc", "event", *(f"style_{style}" for style in STYLES), "fictsheets")
+TEXT_FIELD = {"fictions": ("fiction_id", "fiction"), "fictsheets": ("event_id", "fictsheet")}
+
+
+class SplitError(ValueError):
+    """A split that cannot be made, e.g. one side would hold zero documents."""
+
+
+def doc_split(fictions: Sequence[dict[str, Any]], seed: int) -> tuple[list[str], list[str]]:
+    """Hold out one document per (event, style); return ``(train_ids, val_ids)``."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for record in fictions:
+        groups[(record["event_id"], record["style"])].append(record["fiction_id"])
+    train, val = [], []
+    for key in sorted(groups):
+        ids = sorted(groups[key])
+        held = keyed_rng(seed, "doc-split", *key).choice(ids)
+        val.append(held)
+        train.extend(i for i in ids if i != held)
+    return sorted(train), sorted(val)
+
+
+def event_split(fictions: Sequence[dict[str, Any]], seed: int, train_fraction: float) -> tuple[list[str], list[str]]:
+    """Put the documents of ``round(n_events * train_fraction)`` seeded-shuffled events in train."""
+    events = sorted({r["event_id"] for r in fictions})
+    keyed_rng(seed, "event-split").shuffle(events)
+    n_train = round(len(events) * train_fraction)
+    train_events = set(events[:n_train])
+    train = sorted(r["fiction_id"] for r in fictions if r["event_id"] in train_events)
+    val = sorted(r["fiction_id"] for r in fictions if r["event_id"] not in train_events)
+    return train, val
+
+
+def style_split(fictions: Sequence[dict[str, Any]], held_out_style: str) -> tuple[list[str], list[str]]:
+    """Hold out every document of ``held_out_style``; return ``(train_ids, val_ids)``."""
+    train = sorted(r["fiction_id"] for r in fictions if r["style"] != held_out_style)
+    val = sorted(r["fiction_id"] for r in fictions if r["style"] == held_out_style)
+    return train, val
+
+
+def make_split(
+    name: str,
+    fictions: Sequence[dict[str, Any]],
+    fict_qa: Sequence[dict[str, Any]],
+    seed: int,
+    event_train_fraction: float = 2 / 3,
+) -> dict[str, Any]:
+    """Build split ``name`` (one of :data:`SPLITS`) as id lists.
+
+    Raises:
+        SplitError: unknown split, or the train or validation side has zero documents.
+    """
+    documents = "fictions"
+    if name == "doc":
+        train, val = doc_split(fictions, seed)
+        method = "hold out one document per style per event"
+    elif name == "event":
+        train, val = event_split(fictions, seed, event_train_fraction)
+        method = f"seeded event shuffle, {event_train_fraction:.3f} of events train"
+    elif name == "fictsheets":
+        train, val = event_split(fictions, seed, event_train_fraction)
+        event_of = {r["fiction_id"]: r["event_id"] for r in fictions}
+        train, val = sorted({event_of[i] for i in train}), sorted({event_of[i] for i in val})
+        documents = "fictsheets"
+        method = f"event split ({event_train_fraction:.3f} of events train) applied to the fictsheets"
+    elif name in SPLITS:
+        style = name.removeprefix("style_")
+        train, val = style_split(fictions, style)
+        method = f"hold out every {style} document"
+    else:
+        raise SplitError(f"unknown split {name!r}; implemented: {', '.join(SPLITS)}")
+    for side, ids in (("train", train), ("validation", val)):
+        if not ids:
+            raise SplitError(
+                f"split {name!r} has zero {side} documents ({len(fictions)} documents in the corpus); "
+                "the corpus needs more documents per event/style for this split"
+            )
+    train_set = set(train)
+    owner = TEXT_FIELD[documents][0]  # fict_qa records carry both fiction_id and event_id
+    return {
+        "split": name,
+        "method": method,
+        "seed": seed,
+        "documents": documents,
+        "train_documents": train,
+        "val_documents": val,
+        "train_questions": sorted(q["question_id"] for q in fict_qa if q[owner] in train_set),
+        "val_questions": sorted(q["question_id"] for q in fict_qa if q[owner] not in train_set),
+    }
+
+
+def training_texts(split: dict[str, Any], tables: dict[str, Sequence[dict[str, Any]]]) -> list[str]:
+    """Texts of the split's train documents, in id order, from ``tables[split["documents"]]``.
+
+    Raises:
+        SplitError: a train document id is missing from the table (split and corpus disagree).
+    """
+    id_field, text_field = TEXT_FIELD[split["documents"]]
+    texts = {r[id_field]: r[text_field] for r in tables[split["documents"]]}
+    missing = [i for i in split["train_documents"] if i not in texts]
+    if missing:
+        raise SplitError(f"split {split['split']!r}: {len(missing)} train documents not in {split['documents']}: {missing[:3]}")
+    return [texts[i] for i in split["train_documents"]]

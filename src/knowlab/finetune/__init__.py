@@ -1,1 +1,0 @@
-"""Fine-tuning: the fiction/webtext mixture sampler and the DeepSpeed training loop."""

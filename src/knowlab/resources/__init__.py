@@ -1,1 +1,0 @@
-"""Pinned resources: base models and webtext, each verified by sha256 before use."""

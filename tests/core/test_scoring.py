@@ -1,0 +1,349 @@
+"""Log-likelihood scoring with lm-evaluation-harness semantics; the evaluation suites."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from knowlab.core.scoring import encode_pair, loglikelihood, prefix_token_id, score_token_ids
+from knowlab.fictionalqa.suites import document_rows, evaluate_checkpoint, mcq_rows
+from knowlab.core.models import load_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    return load_model(tiny_model_dir)
+
+
+def test_encode_pair_moves_trailing_space_into_continuation(tiny):
+    _, tok = tiny
+    ctx, cont = encode_pair(tok, "Question: Who won?\nAnswer: ", "Jonas")
+    ctx2, cont2 = encode_pair(tok, "Question: Who won?\nAnswer:", " Jonas")
+    assert (ctx, cont) == (ctx2, cont2)
+    whole = tok("Question: Who won?\nAnswer: Jonas", add_special_tokens=False)["input_ids"]
+    assert ctx + cont == whole
+    empty_ctx, _ = encode_pair(tok, "", "Jonas")
+    assert empty_ctx == [prefix_token_id(tok)]
+
+
+def _manual_loglik(model, ids, n_cont):
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids[:-1]])).logits[0]
+    lp = torch.log_softmax(logits.double(), -1)
+    targets = ids[1:]
+    return sum(lp[i, targets[i]].item() for i in range(len(targets) - n_cont, len(targets)))
+
+
+def test_loglikelihood_matches_a_manual_forward_pass(tiny):
+    model, tok = tiny
+    requests = [
+        ("The barrier failed in", " 1911"),
+        ("Who chaired the inquiry?", " Edwin Tarrant"),
+        ("", "A whole text."),
+    ]
+    scored = loglikelihood(model, tok, requests, batch_size=2)
+    for (ctx, cont), (ll, n, _) in zip(requests, scored):
+        c, x = encode_pair(tok, ctx, cont)
+        assert n == len(x)
+        assert ll == pytest.approx(_manual_loglik(model, c + x, len(x)), abs=1e-4)
+
+
+def test_results_do_not_depend_on_batch_size(tiny, corpus):
+    model, tok = tiny
+    requests = [(q["question"], " " + q["natural_answer"]) for q in corpus["fict_qa"][:40]]
+    requests += [("", r["fiction"][:300]) for r in corpus["fictions"][:5]]
+    runs = [loglikelihood(model, tok, requests, batch_size=b) for b in (1, 3, 16)]
+    for other in runs[1:]:
+        for (a, na, ga), (b, nb, gb) in zip(runs[0], other):
+            assert na == nb and ga == gb
+            assert a == pytest.approx(b, abs=1e-5)
+
+
+def _mcq_like_requests(corpus):
+    """Shared contexts of several token lengths (some equal), multi- and single-token choices, and singletons."""
+    answers = [" " + q["natural_answer"] for q in corpus["fict_qa"][:12]]
+    requests = []
+    for k, q in enumerate(corpus["fict_qa"][:9]):
+        context = f"Question: {q['question']}\nAnswer:"
+        requests += [(context, answers[(k + j) % len(answers)]) for j in range(2 + k % 4)]
+        requests.append((context, " the"))
+    requests += [
+        ("The barrier failed in", " 1911"),
+        ("", "A whole text."),
+        ("Who chaired the inquiry?", " Edwin Tarrant"),
+    ]
+    return requests
+
+
+def test_shared_context_results_do_not_depend_on_batch_size(tiny, corpus):
+    model, tok = tiny
+    assert model.dtype == torch.float32
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    runs = [score_token_ids(model, pairs, batch_size=b) for b in (1, 3, 16)]
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            assert len(a.logprobs) == len(b.logprobs) and (a.greedy == b.greedy).all()
+            np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=0, atol=1e-5)
+
+
+def test_shared_context_path_equals_the_per_request_path(tiny, corpus):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    together = score_token_ids(model, pairs, batch_size=4)
+    for pair, got in zip(pairs, together):
+        (alone,) = score_token_ids(model, [pair])  # a lone request takes the per-request path
+        assert len(got.logprobs) == len(pair[1]) and (got.greedy == alone.greedy).all()
+        np.testing.assert_allclose(got.logprobs, alone.logprobs, rtol=0, atol=1e-5)
+
+
+def _record_input_rows(model, monkeypatch) -> list[tuple[int, ...]]:
+    """A list that collects every input row (padding included) the model is run on."""
+    rows = []
+    forward = model.forward
+
+    def recording(*args, **kwargs):
+        rows.extend(tuple(row) for row in kwargs["input_ids"].tolist())
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", recording)
+    return rows
+
+
+def test_each_shared_context_is_encoded_once(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    rows = _record_input_rows(model, monkeypatch)
+    score_token_ids(model, pairs, batch_size=3)
+    contexts = {tuple(c) for c, _ in pairs[:-3]}
+    assert len(rows) == len(contexts) + 3  # one packed row per question, the three singletons alone
+    for context in contexts:
+        assert sum(row[: len(context)] == context for row in rows) == 1
+
+
+def test_requests_longer_than_a_sliding_window_are_not_packed(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    packed = score_token_ids(model, pairs, batch_size=4)
+    rows = _record_input_rows(model, monkeypatch)
+    monkeypatch.setattr(model.config, "sliding_window", 3, raising=False)  # shorter than every request
+    alone = score_token_ids(model, pairs, batch_size=4)
+    assert len(rows) == len(pairs)
+    for a, b in zip(packed, alone):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+
+
+def test_window_cut_requests_take_the_per_request_path(tiny, corpus):
+    model, tok = tiny
+    context = tok(corpus["fictions"][0]["fiction"], add_special_tokens=False)["input_ids"][:38]
+    pairs = [(context, [5, 6, 7, 8]), (context, [8, 9]), (context, [10, 11, 12])]
+    cut = score_token_ids(model, pairs, max_length=40)  # only the first needs more than 40 input tokens
+    assert [len(s.logprobs) for s in cut] == [4, 2, 3]
+    (alone,) = score_token_ids(model, [pairs[0]], max_length=40)
+    np.testing.assert_allclose(cut[0].logprobs, alone.logprobs, atol=1e-5)
+    uncut = score_token_ids(model, pairs)
+    assert not np.allclose(cut[0].logprobs, uncut[0].logprobs, atol=1e-3)
+    for a, b in zip(cut[1:], uncut[1:]):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+
+
+def test_greedy_flag_and_empty_continuation(tiny):
+    model, tok = tiny
+    ids = tok("the the the the", add_special_tokens=False)["input_ids"]
+    (scores,) = score_token_ids(model, [([prefix_token_id(tok)], ids)])
+    assert scores.greedy.dtype == bool and len(scores.greedy) == len(ids)
+    with pytest.raises(ValueError, match="empty continuation"):
+        score_token_ids(model, [([1], [])])
+
+
+def test_mcq_acc_and_acc_norm_definitions(tiny, monkeypatch):
+    model, tok = tiny
+    # fixed log-likelihoods: choice 0 wins on the sum, choice 1 per character
+    fake = {" a": -2.0, " bbbbbbbbbb": -3.0, " cc": -9.0}
+    monkeypatch.setattr(
+        "knowlab.fictionalqa.suites.loglikelihood",
+        lambda m, t, reqs, batch_size, desc: [(fake[cont], 1, False) for _, cont in reqs],
+    )
+    (row,) = mcq_rows(
+        model,
+        tok,
+        [{"question_id": "q", "question": "?", "choices": ["a", "bbbbbbbbbb", "cc"], "gold": 1}],
+        "Q: {question}",
+        4,
+    )
+    assert row["pred"] == 0 and row["acc"] == 0.0
+    assert row["pred_norm"] == 1 and row["acc_norm"] == 1.0
+    expected = -3.0 - np.logaddexp.reduce([-2.0, -3.0, -9.0])
+    assert row["gold_logprob_norm"] == pytest.approx(expected)
+
+
+def test_document_rows_loss_and_em(tiny, corpus):
+    model, tok = tiny
+    items = [(r["fiction_id"], r["fiction"]) for r in corpus["fictions"][:3]] + [("short", "Too short.")]
+    rows = document_rows(model, tok, items, em_tokens=(1, 10, 50), batch_size=2)
+    for row in rows[:3]:
+        assert row["loss"] == pytest.approx(row["nll_sum"] / row["n_tokens"])
+        assert row["em50"] in (0.0, 1.0) and row["em10"] >= row["em50"] and row["em1"] >= row["em10"]
+    assert math.isnan(rows[3]["em50"]) and not math.isnan(rows[3]["em1"])
+
+
+def test_evaluate_checkpoint_item_table(tiny, corpus):
+    from knowlab.fictionalqa.corpus.mcq import build_mcq
+
+    model, tok = tiny
+    mcq = build_mcq(corpus["fict_qa"], 4, seed=0)[:12]
+    webtext = [{"webtext_id": "w0", "text": "Some held-out webtext paragraph about a river and a town."}]
+    real_qa = [{"question_id": "real_000", "question": "Which planet is closest to the Sun?", "answer": "Mercury"}]
+    table = evaluate_checkpoint(
+        model,
+        tok,
+        fictions=corpus["fictions"][:4],
+        fictsheets=corpus["fictsheets"][:2],
+        webtext=webtext,
+        fict_qa=corpus["fict_qa"][:5],
+        real_qa=real_qa,
+        mcq=mcq,
+        em_tokens=(10, 25, 50),
+        batch_size=4,
+    )
+    sizes = {"fiction_doc": 4, "fictsheet_doc": 2, "fict_qa_nll": 5, "mcq4": 12, "real_qa_nll": 1, "webtext": 1}
+    assert table.groupby("suite").size().to_dict() == sizes
+    assert {"em10", "em25", "em50"} <= set(table.columns)
+    assert table.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
+
+
+def test_qa_nll_is_the_answer_loglik_given_the_question(tiny, corpus):
+    from knowlab.fictionalqa.suites import QA_TEMPLATE, qa_nll_rows
+
+    model, tok = tiny
+    q = corpus["fict_qa"][0]
+    (row,) = qa_nll_rows(model, tok, [q], "natural_answer", QA_TEMPLATE, batch_size=1)
+    ((ll, n, _),) = loglikelihood(model, tok, [(f"Question: {q['question']}\n\nAnswer:", " " + q["natural_answer"])])
+    assert row["item_id"] == q["question_id"] and row["n_tokens"] == n
+    assert row["nll_sum"] == pytest.approx(-ll) and row["loss"] == pytest.approx(-ll / n)
+
+
+# --- contexts that share a long prefix ------------------------------------------------------------
+
+
+def _token_text(tok, corpus, k: int) -> list[int]:
+    """Token ids of fiction ``k``: material for prefixes and suffixes built at the token level."""
+    return tok(corpus["fictions"][k]["fiction"], add_special_tokens=False)["input_ids"]
+
+
+def _prefix_sharing_pairs(tok, corpus) -> tuple[list[int], list[tuple[list[int], list[int]]]]:
+    """A 60-token prefix and requests after it: suffixes of 0-23 tokens (one twice), 1-4-token continuations."""
+    prefix = _token_text(tok, corpus, 0)[:60]
+    other = _token_text(tok, corpus, 1)
+    suffixes = [other[:9], other[9:32], [], other[40:45], other[:9] + other[50:51]]
+    pairs = []
+    for k, suffix in enumerate(suffixes):
+        for j in range(1 + k % 3):
+            pairs.append((prefix + suffix, other[60 + 7 * j + k : 61 + 7 * j + k + (j + k) % 4]))
+    pairs.append((prefix + other[9:32], other[100:103]))  # an identical context, listed apart
+    return prefix, pairs
+
+
+def _scored_alone(model, pairs, **kwargs):
+    return [score_token_ids(model, [pair], **kwargs)[0] for pair in pairs]  # a lone request runs alone
+
+
+def _assert_same_scores(got, expected, atol=1e-5):
+    for a, b in zip(got, expected, strict=True):
+        assert len(a.logprobs) == len(b.logprobs) and (a.greedy == b.greedy).all()
+        np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=0, atol=atol)
+
+
+def test_shared_prefix_requests_equal_per_request_scoring(tiny, corpus):
+    model, tok = tiny
+    assert model.dtype == torch.float32
+    _, pairs = _prefix_sharing_pairs(tok, corpus)
+    _assert_same_scores(score_token_ids(model, pairs, batch_size=4), _scored_alone(model, pairs))
+
+
+def test_shared_prefix_is_fed_once(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    prefix, pairs = _prefix_sharing_pairs(tok, corpus)
+    rows = _record_input_rows(model, monkeypatch)
+    score_token_ids(model, pairs, batch_size=4)
+    # one row: the prefix, each distinct remainder once, each continuation's block
+    contexts = {tuple(c) for c, _ in pairs}
+    width = len(prefix) + sum(len(c) - len(prefix) for c in contexts) + sum(len(x) - 1 for _, x in pairs)
+    assert [len(row) for row in rows] == [width]
+    assert rows[0][: len(prefix)] == tuple(prefix)
+    fed_alone = sum(len(c) + len(x) - 1 for c, x in pairs)
+    assert width < fed_alone / 3
+
+
+def test_a_prefix_shorter_than_min_shared_prefix_is_not_shared(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    _, pairs = _prefix_sharing_pairs(tok, corpus)
+    packed = score_token_ids(model, pairs, batch_size=4)
+    rows = _record_input_rows(model, monkeypatch)
+    apart = score_token_ids(model, pairs, batch_size=4, min_shared_prefix=70)  # two contexts share 69 tokens
+    # identical contexts still share a row (or run alone when one request has it): a row per context
+    assert len(rows) == len({tuple(c) for c, _ in pairs})
+    _assert_same_scores(apart, packed)
+
+
+def test_rows_share_the_longest_useful_prefix(tiny, corpus, monkeypatch):
+    """Two excerpts after one common head: a row per excerpt, not one row that shares only the head."""
+    model, tok = tiny
+    text = _token_text(tok, corpus, 2)
+    head, excerpts = text[:40], [text[40:80], text[80:120]]
+    suffixes = [text[200 + 8 * k : 208 + 8 * k] for k in range(3)]
+    pairs = [(head + e + s, text[300 + k : 302 + k]) for e in excerpts for k, s in enumerate(suffixes)]
+    rows = _record_input_rows(model, monkeypatch)
+    got = score_token_ids(model, pairs[::-1], batch_size=1)[::-1]
+    # one row of all six would share the 40-token head and be 40 + 6 * (40 + 8 + 1) = 334 tokens wide
+    assert sorted(len(row) for row in rows) == [80 + 3 * 8 + 3] * 2
+    assert {row[:80] for row in rows} == {tuple(head + e) for e in excerpts}
+    _assert_same_scores(got, _scored_alone(model, pairs))
+
+
+def _mixed_requests(tok, corpus) -> list[tuple[list[int], list[int]]]:
+    """Shared contexts (questions), shared prefixes, window-length and unique requests, interleaved."""
+    pairs = [encode_pair(tok, c, x) for c, x in _mcq_like_requests(corpus)]
+    _, prefixed = _prefix_sharing_pairs(tok, corpus)
+    text = _token_text(tok, corpus, 3)
+    prefixed += [(text[:50] + text[50 + k : 60 + k], text[70 + k : 72 + k]) for k in range(3)]  # another prefix
+    prefixed.append((text[:50], text[200:260]))  # the bare prefix, with a long continuation
+    prefixed.append((text[:330], text[330:335]))  # shares the prefix, long
+    prefixed.append((text[:400], text[400:405]))  # shares the prefix, cut by the window
+    mixed = []
+    for k in range(max(len(pairs), len(prefixed))):
+        mixed += pairs[k : k + 1] + prefixed[k : k + 1]
+    return mixed
+
+
+def test_mixed_requests_equal_per_request_scoring_at_any_batch_size(tiny, corpus):
+    model, tok = tiny
+    pairs = _mixed_requests(tok, corpus)
+    alone = _scored_alone(model, pairs, max_length=400)
+    for batch_size in (1, 3, 16):
+        _assert_same_scores(score_token_ids(model, pairs, batch_size=batch_size, max_length=400), alone)
+
+
+def test_shared_prefix_with_smollm2(smollm2_dir):
+    """The real model (30 layers, grouped-query attention): packed shared prefixes equal per-request scores."""
+    torch.set_num_threads(1)
+    model, tok = load_model(smollm2_dir)
+    passage = "The mill stood by the river. " * 8
+    prefix = tok("You are a helpful assistant.\n\nRead the passage: " + passage, add_special_tokens=False)["input_ids"]
+    questions = ["Which came first, A or B?", "Did segment A occur earlier?", "Order the two segments."]
+    pairs = []
+    for q in questions:
+        context = prefix + tok(q + "\nAnswer: Segment", add_special_tokens=False)["input_ids"]
+        pairs += [(context, tok(x, add_special_tokens=False)["input_ids"]) for x in (" A", " B")]
+    rows = []
+    hook = model.register_forward_pre_hook(lambda _m, _a, kw: rows.append(kw["input_ids"].shape), with_kwargs=True)
+    try:
+        packed = score_token_ids(model, pairs, batch_size=4)
+    finally:
+        hook.remove()
+    assert len(rows) == 1 and rows[0][0] == 1
+    # float32 rounding differs with the shapes over 30 layers: about 1e-5 here (a wrong mask or
+    # position is off by far more)
+    _assert_same_scores(packed, _scored_alone(model, pairs), atol=5e-5)

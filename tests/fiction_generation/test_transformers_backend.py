@@ -1,0 +1,56 @@
+"""The whole generation chain with the local transformers backend and the packaged SmolLM2.
+
+A tiny setting (1 seed, 2 styles, 1 document each, short outputs): every table written
+must validate against the release schema. SmolLM2-135M follows the formats poorly, so
+what it gets wrong must be dropped with a count, never written malformed.
+"""
+
+from pathlib import Path
+
+import yaml
+
+from knowlab.fictionalqa.corpus.schema import validate_corpus, validate_record
+from knowlab.fiction_generation import stages
+from knowlab.fiction_generation.pipeline import make_generator, run_annotation, run_chain
+from knowlab.core.io import read_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(smollm2_dir, tmp_path, monkeypatch):
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # one sequential job: both cores of a 2-core runner
+    monkeypatch.chdir(tmp_path)
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["generate"]
+    cfg.update(
+        cache_dir="cache", n_seeds=1, max_parse_retries=0,  # retries: tests/test_generation.py
+        styles={"news": 1, "social": 0, "encyclopedia": 1, "corporate": 0, "blog": 0},
+        max_tokens={"seeds": 64, "fictsheets": 128, "fictions": 80, "fict_qa": 160, "attempts": 24, "grades": 48},
+    )
+    try:
+        run_chain(make_generator(cfg, 1234, ROOT, model_path=str(smollm2_dir)), ".")
+    finally:
+        torch.set_num_threads(threads)
+    run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
+                   "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl")
+
+    tables = {name: read_jsonl(f"{name}.jsonl") for name in ("seeds", "fictsheets", "fictions", "fict_qa")}
+    assert len(tables["seeds"]) == 1 and len(tables["fictsheets"]) == 1
+    assert {f["style"] for f in tables["fictions"]} == {"news", "encyclopedia"}
+    for name, records in tables.items():
+        for record in records:
+            validate_record(name, record, f"{name}.jsonl")
+    validate_corpus(tables)
+    raw = read_jsonl("fict_qa_raw.jsonl")
+    for record in raw:
+        validate_record("fict_qa", record, "fict_qa_raw.jsonl")
+    for kind in stages.ATTEMPT_KINDS:
+        attempts = read_jsonl(f"attempts_{kind}.jsonl")
+        assert {a["question_id"] for a in attempts} <= {q["question_id"] for q in raw}
+        assert all(a["attempt"].strip() and isinstance(a["unknown"], bool) for a in attempts)
+        for grade in read_jsonl(f"grades_{kind}.jsonl"):
+            assert isinstance(grade["correct"], bool) and grade["graded_by"] in ("model", "unknown_answer")
+    cached = list(Path("cache").glob("*/*.json"))
+    assert len(cached) >= 1 + 1 + 2  # every request is on record

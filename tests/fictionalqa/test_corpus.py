@@ -1,0 +1,105 @@
+"""The shipped fiction corpus and its schema (MCQ construction: test_mcq.py)."""
+
+import hashlib
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knowlab.fictionalqa.corpus.fiction import load_fiction
+from knowlab.fictionalqa.corpus.schema import STYLES, TABLES, read_corpus
+from knowlab.core.io import DataError, HashMismatchError
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+def test_shipped_corpus_meets_the_design(corpus):
+    events = {r["event_id"] for r in corpus["seeds"]}
+    assert len(events) >= 6
+    assert {r["event_id"] for r in corpus["fictsheets"]} == events
+    per_style = Counter((r["event_id"], r["style"]) for r in corpus["fictions"])
+    assert set(per_style) == {(e, s) for e in events for s in STYLES}
+    assert min(per_style.values()) >= 2
+    per_doc = Counter(q["fiction_id"] for q in corpus["fict_qa"])
+    assert set(per_doc) == {r["fiction_id"] for r in corpus["fictions"]}
+    assert min(per_doc.values()) >= 3
+    text = {r["fiction_id"]: r["fiction"] for r in corpus["fictions"]}
+    for q in corpus["fict_qa"]:
+        assert q["span_answer"] in text[q["fiction_id"]], q["question_id"]
+    for sheet in corpus["fictsheets"]:
+        assert sheet["entities"] and sheet["events"] and "**Entities:**" in sheet["fictsheet"]
+    for doc in corpus["fictions"]:
+        assert 150 <= len(doc["fiction"].split()) <= 400
+
+
+def test_shipped_corpus_hashes_are_pinned():
+    assert load_fiction(CONFIG["fiction"], ROOT)["fictions"]
+
+
+def _copy_corpus(tmp_path):
+    folder = tmp_path / "fiction"
+    shutil.copytree(ROOT / "data" / "fiction", folder)
+    return folder
+
+
+def _pins(folder):
+    return {t: hashlib.sha256((folder / f"{t}.jsonl").read_bytes()).hexdigest() for t in TABLES}
+
+
+def test_tampered_shipped_file_fails_naming_it(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    with open(folder / "fict_qa.jsonl", "a") as handle:
+        handle.write("\n")
+    cfg = {**CONFIG["fiction"], "shipped": {"dir": str(folder), "sha256": CONFIG["fiction"]["shipped"]["sha256"]}}
+    with pytest.raises(HashMismatchError, match="fict_qa.jsonl"):
+        load_fiction(cfg, ROOT)
+
+
+def test_record_missing_a_field_names_field_file_and_line(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    lines = (folder / "fictions.jsonl").read_text().splitlines()
+    record = json.loads(lines[4])
+    del record["style"]
+    lines[4] = json.dumps(record)
+    (folder / "fictions.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"fictions\.jsonl:5: fictions record is missing required field 'style'"):
+        read_corpus(folder)
+
+
+def test_malformed_line_in_corpus(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    with open(folder / "seeds.jsonl", "a") as handle:
+        handle.write('{"event_id": "event_009", \n')
+    cfg = {"source": "shipped", "shipped": {"dir": str(folder), "sha256": _pins(folder)}}
+    with pytest.raises(DataError, match=r"seeds\.jsonl:7: malformed JSON"):
+        load_fiction(cfg, ROOT)
+
+
+def test_orphan_question_is_rejected(tmp_path):
+    folder = _copy_corpus(tmp_path)
+    with open(folder / "fict_qa.jsonl", "a") as handle:
+        orphan = {
+            "event_id": "event_000",
+            "fiction_id": "event_000_style_news_num_009",
+            "question_id": "event_000_style_news_num_009_question_000",
+            "fict": "f",
+            "question": "q",
+            "span_answer": "s",
+            "natural_answer": "a",
+        }
+        handle.write(json.dumps(orphan) + "\n")
+    with pytest.raises(DataError, match="missing fiction"):
+        read_corpus(folder)
+
+
+def test_release_source_switch_reads_the_authors_sample():
+    sample = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
+    if not sample.is_dir():
+        pytest.skip(f"FictionalQA pipeline sample not found at {sample}")
+    tables = load_fiction({"source": "release", "release": {"path": str(sample), "hub_id": None}}, ROOT)
+    assert len(tables["fictions"]) == 15 and len(tables["fict_qa"]) == 75
+    assert {r["style"] for r in tables["fictions"]} == set(STYLES)

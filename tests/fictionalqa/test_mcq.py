@@ -1,0 +1,221 @@
+"""MCQ construction (App. C.6): model-ranked and random-other-event distractors; next-token scoring."""
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from knowlab.fictionalqa.corpus import mcq
+from knowlab.fictionalqa.corpus.mcq import (
+    DISTRACTOR_METHODS,
+    RANKER_TEMPLATE,
+    VERDICTS,
+    answer_kind,
+    answer_pool,
+    build_mcq,
+    normalise,
+    rank_candidates,
+)
+from knowlab.core import scoring
+from knowlab.core.scoring import encode_pair, loglikelihood, next_token_logprobs
+from knowlab.core.models import load_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    torch.manual_seed(0)
+    return load_model(tiny_model_dir)
+
+
+def _qa(n_events, per_event=1):
+    return [
+        {"event_id": f"event_{e:03d}", "fiction_id": f"event_{e:03d}_style_news_num_000",
+         "question_id": f"event_{e:03d}_style_news_num_000_question_{q:03d}", "question": f"q{e}.{q}",
+         "natural_answer": f"a{e}.{q}"}
+        for e in range(n_events) for q in range(per_event)
+    ]  # fmt: skip
+
+
+def _pool_order_ranking(fict_qa):
+    """Every distinct answer for every question, ranked in pool order (the gold included)."""
+    pool = list(answer_pool(fict_qa).values())
+    return pd.DataFrame(
+        [{"question_id": q["question_id"], "candidate": c, "rank": r} for q in fict_qa for r, c in enumerate(pool)]
+    )
+
+
+# next-token scoring
+
+
+def test_next_token_logprobs_equal_loglikelihood(tiny, corpus):
+    model, tok = tiny
+    contexts = [f"Question: {q['question']}\nAnswer:" for q in corpus["fict_qa"][:7]] + ["", "The barrier failed in"]
+    continuations = [" the", " and", " of"]
+    got = next_token_logprobs(model, tok, contexts, continuations, batch_size=3)
+    assert got.shape == (len(contexts), len(continuations))
+    scored = loglikelihood(model, tok, [(c, x) for c in contexts for x in continuations], batch_size=3)
+    want = np.array([ll for ll, _, _ in scored]).reshape(got.shape)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(next_token_logprobs(model, tok, contexts, continuations, batch_size=16), got, atol=1e-5)
+
+
+def test_next_token_logprobs_reject_multi_token_continuations(tiny):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="' Yes' is not a single token"):
+        next_token_logprobs(model, tok, ["Verdict:"], [" the", " Yes"])
+
+
+def test_verdicts_are_single_tokens_for_smollm2(smollm2_tokenizer, corpus):
+    answers = list(answer_pool(corpus["fict_qa"]).values())
+    for i, q in enumerate(corpus["fict_qa"]):
+        prompt = RANKER_TEMPLATE.format(
+            question=q["question"], true_answer=q["natural_answer"], alternate_answer=answers[i % len(answers)]
+        )
+        (yes_ctx, yes), (no_ctx, no) = (encode_pair(smollm2_tokenizer, prompt, v) for v in VERDICTS)
+        assert len(yes) == len(no) == 1 and yes_ctx == no_ctx, q["question_id"]
+
+
+# ranking
+
+
+def test_rank_candidates_table_and_determinism(tiny, corpus):
+    model, tok = tiny
+    qa = corpus["fict_qa"][::20]  # 12 questions, 12 distinct answers
+    table = rank_candidates(model, tok, qa, seed=3, max_candidates=5)
+    assert list(table.columns) == ["question_id", "candidate", "loss_yes", "loss_no", "score", "rank"]
+    assert table.equals(rank_candidates(model, tok, qa, seed=3, max_candidates=5))
+    pd.testing.assert_frame_equal(
+        table, rank_candidates(model, tok, qa, seed=3, max_candidates=5, batch_size=32), atol=1e-5
+    )
+    assert not table.equals(rank_candidates(model, tok, qa, seed=4, max_candidates=5))
+    np.testing.assert_allclose(table["score"], table["loss_yes"] / table["loss_no"])
+    assert (table[["loss_yes", "loss_no"]] > 0).all().all()
+    gold = {q["question_id"]: normalise(q["natural_answer"]) for q in qa}
+    for qid, rows in table.groupby("question_id"):
+        assert rows["rank"].tolist() == list(range(5))
+        assert rows["score"].is_monotonic_increasing
+        assert gold[qid] not in set(rows["candidate"].map(normalise))  # a sample excludes the gold
+
+
+def test_full_pool_includes_the_gold(tiny):
+    model, tok = tiny
+    qa = _qa(3) + [dict(_qa(4)[3], natural_answer="A0.0.")]  # a duplicate of the first answer
+    table = rank_candidates(model, tok, qa, seed=0)
+    assert len(table) == 4 * 3
+    assert set(table["candidate"]) == {"a0.0", "a1.0", "a2.0"}
+
+
+def test_single_pass_and_fallback_rank_alike(tiny, corpus, monkeypatch):
+    model, tok = tiny
+    qa = corpus["fict_qa"][:3]
+    monkeypatch.setattr(mcq, "VERDICTS", (" the", " of"))  # single tokens for the tiny tokenizer
+    fast = rank_candidates(model, tok, qa, seed=0, max_candidates=4)
+
+    def refuse(*args, **kwargs):
+        raise ValueError("refused")
+
+    monkeypatch.setattr(scoring, "next_token_logprobs", refuse)
+    slow = rank_candidates(model, tok, qa, seed=0, max_candidates=4)
+    pd.testing.assert_frame_equal(fast, slow, atol=1e-5)
+
+
+# model-ranked construction
+
+
+def test_model_ranked_drops_the_gold_and_its_duplicates():
+    qa = _qa(1)  # gold "a0.0"
+    qid = qa[0]["question_id"]
+    ranked = ["a0.0", "b", "A0.0.", "c", " B ", "d", "e"]  # the gold first, then a duplicate of it and of "b"
+    ranking = pd.DataFrame({"question_id": qid, "candidate": ranked, "rank": range(len(ranked))})
+    ranking = ranking.sample(frac=1, random_state=0)  # row order must not matter, only the rank
+    (item,) = build_mcq(qa, 4, seed=0, distractors="model_ranked", ranking=ranking)
+    assert item["choices"][item["gold"]] == "a0.0"
+    assert sorted(item["choices"]) == ["a0.0", "b", "c", "d"]  # the top 3 alternates, the next one taken for the gold
+    assert item["distractors"] == "model_ranked"
+
+
+def test_k_larger_than_the_candidate_pool_fails():
+    qa = _qa(1)
+    ranking = pd.DataFrame({"question_id": qa[0]["question_id"], "candidate": ["a0.0", "b", "c"], "rank": [0, 1, 2]})
+    with pytest.raises(ValueError, match=r"question_000: 4 choices need k=3 alternates .* has only 2"):
+        build_mcq(qa, 4, seed=0, distractors="model_ranked", ranking=ranking)
+    with pytest.raises(ValueError, match="k=1 alternates .* has only 0"):
+        build_mcq(_qa(2), 2, seed=0, distractors="model_ranked", ranking=ranking)  # a question without ranking
+
+
+def test_unknown_method_and_missing_ranking():
+    with pytest.raises(ValueError, match="unknown distractor method 'nearest'.*model_ranked.*random_other_event"):
+        build_mcq(_qa(4), 4, seed=0, distractors="nearest")
+    with pytest.raises(ValueError, match="needs the ranking"):
+        build_mcq(_qa(4), 4, seed=0, distractors="model_ranked")
+
+
+@pytest.mark.parametrize("n_choices", [4, 10])
+def test_model_ranked_is_deterministic_balanced_and_valid(corpus, n_choices):
+    qa = corpus["fict_qa"]
+    ranking = _pool_order_ranking(qa)
+    items = build_mcq(qa, n_choices, seed=7, distractors="model_ranked", ranking=ranking)
+    assert items == build_mcq(qa, n_choices, seed=7, distractors="model_ranked", ranking=ranking)
+    assert items != build_mcq(qa, n_choices, seed=8, distractors="model_ranked", ranking=ranking)
+    counts = Counter(item["gold"] for item in items)
+    assert len(counts) == n_choices and max(counts.values()) - min(counts.values()) <= 1
+    top = list(answer_pool(qa).values())[: n_choices + 1]
+    for q, item in zip(sorted(qa, key=lambda r: r["question_id"]), items):
+        assert item["choices"][item["gold"]] == q["natural_answer"].strip()
+        assert len({normalise(c) for c in item["choices"]}) == n_choices
+        assert set(item["choices"]) - {q["natural_answer"].strip()} <= set(top)
+        assert item["distractors"] == "model_ranked"
+
+
+def test_both_methods_are_named_in_the_output(corpus):
+    qa = corpus["fict_qa"][::8]  # questions of several events
+    for method in DISTRACTOR_METHODS:
+        items = build_mcq(qa, 4, seed=0, distractors=method, ranking=_pool_order_ranking(qa))
+        assert {item["distractors"] for item in items} == {method}
+
+
+# random-other-event construction
+
+
+def test_random_other_event_is_deterministic_balanced_and_valid(corpus):
+    items = build_mcq(corpus["fict_qa"], 4, seed=7)
+    assert items == build_mcq(corpus["fict_qa"], 4, seed=7)
+    assert items != build_mcq(corpus["fict_qa"], 4, seed=8)
+    assert len(items) == len(corpus["fict_qa"])
+    counts = Counter(item["gold"] for item in items)
+    assert max(counts.values()) - min(counts.values()) <= 1
+    answers = {q["question_id"]: q for q in corpus["fict_qa"]}
+    event_answers = {}
+    for q in corpus["fict_qa"]:
+        event_answers.setdefault(q["event_id"], set()).add(normalise(q["natural_answer"]))
+    for item in items:
+        gold = answers[item["question_id"]]["natural_answer"].strip()
+        assert item["choices"][item["gold"]] == gold
+        distractors = [c for i, c in enumerate(item["choices"]) if i != item["gold"]]
+        assert len({normalise(c) for c in item["choices"]}) == 4
+        assert all(normalise(c) not in event_answers[item["event_id"]] for c in distractors)
+        assert item["distractors"] == "random_other_event"
+
+
+def test_random_other_event_prefers_answers_of_the_same_kind(corpus):
+    items = build_mcq(corpus["fict_qa"], 4, seed=1)
+    years = [i for i in items if answer_kind(i["choices"][i["gold"]]) == "year"]
+    assert years
+    for item in years:
+        assert all(answer_kind(c) == "year" for c in item["choices"])
+
+
+def test_random_other_event_needs_enough_distractors():
+    with pytest.raises(ValueError, match="question_000: 4 choices need k=3 alternates .* has only 1"):
+        build_mcq(_qa(2), 4, seed=0)
+
+
+def test_candidate_budget_is_checked_before_ranking():
+    from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
+
+    check_candidate_budget([4, 10], 9)
+    check_candidate_budget([4, 10], None)
+    with pytest.raises(ValueError, match=r"k=9 .*max_candidates=8"):
+        check_candidate_budget([4, 10], 8)

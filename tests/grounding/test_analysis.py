@@ -1,0 +1,117 @@
+"""Grounding tables and across-fine-tuning statistics on hand-made item rows."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from knowlab.grounding import analysis
+from knowlab.grounding.pipeline import condition_names, condition_spec, select_question_ids
+from knowlab.core.stats import direct_pvalue
+
+CFG = {
+    "distractors": {"budget": 1024, "position": "random"},
+    "sweep": {"budgets": [512, 1024], "positions": ["start", "random"]},
+}
+
+
+def rows_for(model, condition, f1s, accuracy, popularity):
+    return pd.DataFrame(
+        {
+            "dataset": "kaist",
+            "model": model,
+            "condition": condition,
+            "item_id": [f"Q{i}" for i in range(len(f1s))],
+            "precision": f1s,
+            "recall": f1s,
+            "f1": f1s,
+            "answer_accuracy": accuracy,
+            "factor_popularity": popularity,
+            "context_tokens": 300.0,
+            "n_distractors": 0,
+        }
+    )
+
+
+@pytest.fixture()
+def rows():
+    pop = ["high", "high", "low", "low"]
+    parts = [
+        rows_for("m", "original_gold", [1.0, 0.5, 0.5, 0.0], [1, 1, 0, np.nan], pop),
+        rows_for("m", "original_dist", [0.5, 0.5, 0.0, 0.0], [1, 0, 0, np.nan], pop),
+        rows_for("m", "conflict_gold", [1.0, 1.0, 0.5, 0.5], [1, 1, 1, np.nan], pop),
+        rows_for("m", "conflict_dist", [1.0, 0.0, 0.5, 0.5], [0, 1, 1, np.nan], pop),
+        rows_for("m", "no_context", [0.0, 0.0, 0.0, 0.0], [0, 0, 1, np.nan], pop),
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_conditions_named_once_and_specified():
+    names = condition_names(CFG)
+    assert names == [
+        "original_gold",
+        "original_dist",
+        "conflict_gold",
+        "conflict_dist",
+        "no_context",
+        "length_512",
+        "position_start",
+    ]
+    assert condition_spec("conflict_dist", CFG) == {"version": "conflict", "budget": 1024, "position": "random"}
+    assert condition_spec("position_start", CFG) == {"version": "original", "budget": 1024, "position": "start"}
+    assert condition_spec("no_context", CFG)["version"] is None
+    with pytest.raises(ValueError, match="unknown grounding condition"):
+        condition_spec("length_x", CFG)
+
+
+def test_question_sample_is_seeded_and_order_free():
+    items = [{"item_id": f"Q{i}"} for i in range(30)]
+    a = select_question_ids(items, 5, seed=1)
+    assert a == select_question_ids(items[::-1], 5, seed=1) and len(set(a)) == 5
+    assert a != select_question_ids(items, 5, seed=2)
+    assert len(select_question_ids(items, None, seed=1)) == 30
+
+
+def test_table1_table12_reduction_and_factors(rows):
+    summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=200)
+    table1 = analysis.table1(summary)
+    assert list(table1.index.get_level_values("condition")) == [
+        "Original-Gold",
+        "Original-Dist",
+        "Conflict-Gold",
+        "Conflict-Dist",
+    ]
+    assert table1.loc[("kaist", "Original-Gold"), "m"] == pytest.approx(50.0)
+    table12 = analysis.answer_accuracy_table(summary)  # free-form (NaN) questions are left out
+    assert table12.loc[("kaist", "m"), "Original-Gold"] == pytest.approx(200 / 3)
+    assert table12.loc[("kaist", "m"), "No context"] == pytest.approx(100 / 3)
+    rates = analysis.reduction_rates(summary).set_index("version")
+    assert rates.loc["original", "reduction_rate"] == pytest.approx(100 * (50 - 25) / 50)
+    assert rates.loc["conflict", "reduction_rate"] == pytest.approx(100 * (75 - 50) / 75)
+    factors = analysis.factor_table(rows, "original_gold")
+    assert factors.loc[("kaist", "m"), "popularity=high"] == pytest.approx(75.0)
+    assert factors.loc[("kaist", "m"), "popularity=low"] == pytest.approx(25.0)
+
+
+def test_follow_rates_and_mcnemar_against_the_control():
+    records = []
+    for run, step, responses in [
+        ("doc", 4, ["It was Ezra Mott.", "Albert Coyle did.", "Ezra Mott.", "no idea", "Mott, Ezra Mott"]),
+        ("control", 4, ["no idea", "no idea", "Ezra Mott.", "Albert Coyle", "none"]),
+    ]:
+        for i, response in enumerate(responses):
+            records.append(
+                {
+                    "run": run, "step": step, "item_id": f"q{i}", "condition": "conflict_gold", "side": "train" if run == "doc" else None,
+                    "response": response, "answer_accuracy": float("ezra mott" in response.lower()), "f1": 0.5,
+                }
+            )  # fmt: skip
+    rows = analysis.follow_rates(pd.DataFrame(records), {f"q{i}": ["Albert Coyle"] for i in range(5)})
+    assert list(rows.follows_training[:5]) == [0, 1, 0, 0, 0] and list(rows.follows_context[:5]) == [1, 0, 1, 0, 1]
+    rates = analysis.finetune_rates(rows)
+    assert rates.loc[(rates.run == "doc"), "follows_context"].item() == pytest.approx(60.0)
+    table = analysis.finetune_mcnemar(rows, ["doc"], "control", [4])
+    assert set(table.metric) == {"follows_context", "follows_training"} and (table.correction == "holm").all()
+    for record in table.to_dict("records"):
+        a = rows[rows.run == "doc"][record["metric"]].to_numpy()
+        b = rows[rows.run == "control"][record["metric"]].to_numpy()
+        assert record["pvalue"] == pytest.approx(direct_pvalue(a, b, "mcnemar", record["exact"]))

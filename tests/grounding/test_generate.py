@@ -1,0 +1,145 @@
+"""Grounding generation: the Fig. 12 input format, prompt fitting, batched greedy and seeded sampling."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from knowlab.grounding.generate import (
+    ANSWER_MARKER,
+    CONTEXT_MARKER,
+    INSTRUCTION,
+    QUESTION_MARKER,
+    REMINDER,
+    build_prompt,
+    count_tokens,
+    fit_prompt,
+    generate_responses,
+    generate_texts,
+    render_chat,
+    response_id,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+KAIST = Path(__file__).resolve().parents[3] / "shared" / "data" / "grounding_kaist"
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_dir):
+    """The packaged SmolLM2-135M-Instruct (model, tokenizer)."""
+    import torch
+
+    from knowlab.core.models import load_model
+
+    loaded = load_model(smollm2_dir)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a shared, loaded 2-core machine: one thread is ~10x faster than two
+    yield loaded
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def kaist_item():
+    path = KAIST / "original_version.json"
+    if not path.is_file():
+        pytest.skip(f"KAIST grounding release absent at {KAIST}")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data["Q7"]
+
+
+def test_build_prompt_layout():
+    prompt = build_prompt("Who won?", ["Title: A\n\nAlpha won.", "Title: B\n\nBeta lost."])
+    assert prompt == (
+        f"{INSTRUCTION}\n\n[context]\n\nTitle: A\n\nAlpha won.\n\nTitle: B\n\nBeta lost.\n\n"
+        f"[question]\n\nWho won?\n\n{REMINDER}\n\n[answer]"
+    )
+
+
+def test_render_chat(smollm2, tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    _, tokenizer = smollm2
+    text = render_chat(tokenizer, "Hello there", system_prompt="Be brief.")
+    assert (
+        text
+        == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"
+    )
+    plain = AutoTokenizer.from_pretrained(tiny_model_dir)
+    assert not getattr(plain, "chat_template", None)
+    assert render_chat(plain, "Hello there") == "Hello there"
+    assert render_chat(plain, "Hello there", "Be brief.") == "Be brief.\n\nHello there"
+
+
+def test_fit_prompt_cuts_contexts_only(smollm2, kaist_item):
+    _, tokenizer = smollm2
+    question, contexts = kaist_item["qText"], kaist_item["context_list"]
+    full, dropped = fit_prompt(tokenizer, question, contexts, 10_000)
+    assert dropped == 0 and full == render_chat(tokenizer, build_prompt(question, contexts))
+    n_full = count_tokens(tokenizer, full)
+    context_tokens = [count_tokens(tokenizer, c) for c in contexts]
+    limit = n_full - context_tokens[-1] - 40  # the last context goes and 40-odd tokens of the one before
+    text, dropped = fit_prompt(tokenizer, question, contexts, limit)
+    assert count_tokens(tokenizer, text) <= limit
+    assert count_tokens(tokenizer, text) > limit - 8  # cut token-exactly, not by whole contexts
+    for part in (INSTRUCTION, REMINDER, question, CONTEXT_MARKER, QUESTION_MARKER, ANSWER_MARKER):
+        assert part in text
+    assert contexts[0] in text and contexts[-1][:60] not in text
+    # the kept text of context 2 is its first (tokens - cut) tokens: the count is exact
+    kept_middle = text.split("[context]\n\n", 1)[1].split("\n\n[question]", 1)[0][len(contexts[0]) + 2 :]
+    assert contexts[1].startswith(kept_middle)
+    assert dropped == context_tokens[-1] + context_tokens[1] - count_tokens(tokenizer, kept_middle)
+    with pytest.raises(ValueError, match="template and question alone"):
+        fit_prompt(tokenizer, question, contexts, 50)
+
+
+def test_generate_texts_rejects_long_input(smollm2):
+    model, tokenizer = smollm2
+    with pytest.raises(ValueError, match="text 1 has .* tokens"):
+        generate_texts(model, tokenizer, ["short", "a much longer text than allowed " * 5], max_input_tokens=10)
+
+
+PROMPTS = [
+    "What is the capital of France?",
+    "Name a fruit that is yellow. Answer with one word, then explain why in a sentence.",
+    "Write one sentence about the sea, the wind and the sailors who crossed the ocean long ago.",
+]
+
+
+def test_greedy_is_batch_invariant(smollm2):
+    model, tokenizer = smollm2
+    texts = [render_chat(tokenizer, p) for p in PROMPTS]
+    alone = generate_texts(model, tokenizer, texts, max_new_tokens=12, batch_size=1)
+    batched = generate_texts(model, tokenizer, texts, max_new_tokens=12, batch_size=3)
+    assert [r["text"] for r in alone] == [r["text"] for r in batched]
+    assert all(r["text"] for r in alone)
+    assert [r["n_input_tokens"] for r in alone] == [count_tokens(tokenizer, t) for t in texts]
+    for r in alone:
+        assert r["n_new_tokens"] <= 12 and (r["finished"] or r["n_new_tokens"] == 12)
+
+
+def test_sampling_is_seeded(smollm2):
+    model, tokenizer = smollm2
+    texts = [render_chat(tokenizer, p) for p in PROMPTS]
+    args = {"max_new_tokens": 10, "do_sample": True, "temperature": 1.0}
+    first = generate_texts(model, tokenizer, texts, seed=3, batch_size=3, **args)
+    again = generate_texts(model, tokenizer, texts[::-1], seed=3, batch_size=2, **args)[::-1]
+    other = generate_texts(model, tokenizer, texts, seed=4, batch_size=3, **args)
+    assert [r["text"] for r in first] == [r["text"] for r in again]  # order and batching do not matter
+    assert [r["text"] for r in first] != [r["text"] for r in other]
+
+
+def test_generate_responses_records(smollm2):
+    model, tokenizer = smollm2
+    records = [{"item_id": "x1", "question": "What colour is the sky?", "contexts": ["The sky is green here."]}]
+    cfg = {"max_new_tokens": 8, "max_input_tokens": 300, "batch_size": 2}
+    (out,) = generate_responses(model, tokenizer, records, cfg)
+    assert out["item_id"] == "x1" and out["response"] and out["n_truncated_tokens"] == 0
+    assert out["prompt"] == render_chat(tokenizer, build_prompt(records[0]["question"], records[0]["contexts"]))
+    assert out["n_input_tokens"] == count_tokens(tokenizer, out["prompt"])
+    params = {"max_new_tokens": 8, "do_sample": False, "temperature": 1.0, "top_k": None, "top_p": None, "seed": 0}
+    assert out["response_id"] == response_id(model.name_or_path, out["prompt"], params)
+    assert len(out["response_id"]) == 16
+    with pytest.raises(ValueError, match="unknown generation config"):
+        generate_responses(model, tokenizer, records, {"max_tokens": 3})

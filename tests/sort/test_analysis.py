@@ -1,0 +1,386 @@
+"""SORT analysis and figures on synthetic item rows with known effects.
+
+Checks: accuracy and bootstrap intervals; binomial p-values equal scipy's; McNemar and
+paired t-test entries recompute exactly from the rows with statsmodels / scipy; items
+pair by item_id whatever the row order; tables (CSV + escaped LaTeX); every figure writes
+a non-empty PDF and PNG.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binomtest, ttest_rel
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from knowlab.sort.analysis import (
+    accuracy_table,
+    binomial_tests,
+    condition_matrix,
+    finetune_keys,
+    recompute_sort_pvalue,
+    tables,
+)
+from knowlab.core.stats import checkpoint_pairs, matched_pairs
+from knowlab.core.tables import latex_escape, write_table
+
+N_RES = 200
+# mean of the latent margin z per condition: P(correct) = P(z > 0) with z ~ N(mu, 1.5)
+MU = {"baseline": 0.0, "in_context": 2.2, "rag": 0.6, "oracle_rag": 1.5}
+
+
+def _items(rng, books=("b1", "b2", "b3"), lengths=(250, 1000), segments=(20, 50), excerpts=10) -> pd.DataFrame:
+    rows = []
+    for book in books:
+        for le in lengths:
+            for ls in segments:
+                for x in range(excerpts):
+                    for b in range(4):
+                        rows.append(
+                            {
+                                "item_id": f"{book}|E{le}|S{ls}|x{x:03d}|b{b}",
+                                "book_id": book,
+                                "excerpt_length": le,
+                                "segment_length": ls,
+                                "distance_bin": b,
+                                "distance": int((b + 1) * le / 5),
+                                "split": "validation" if x == 0 else "test",
+                                "answer": "AB"[x % 2],
+                            }
+                        )
+    return pd.DataFrame(rows)
+
+
+def _score(items: pd.DataFrame, mu, rng, **columns) -> pd.DataFrame:
+    """Rows whose margin z ~ N(mu, 1.5): p(correct) = sigmoid(z), correct iff z > 0."""
+    z = rng.normal(mu, 1.5, len(items))
+    score = -np.log1p(np.exp(-z))  # log sigmoid(z) = log p(correct) / (p(A) + p(B))
+    wrong = np.log1p(-np.exp(score))
+    is_a = (items["answer"] == "A").to_numpy()
+    out = items.assign(
+        correct=z > 0,
+        score=score,
+        logp_a=np.where(is_a, score, wrong) - 1.0,
+        logp_b=np.where(is_a, wrong, score) - 1.0,
+        template_id="t1",
+        **columns,
+    )
+    out["prediction"] = np.where(out["correct"], out["answer"], np.where(is_a, "B", "A"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def rows() -> pd.DataFrame:
+    """Two models x four conditions on the base models, plus a fine-tuning sweep of m1."""
+    rng = np.random.default_rng(0)
+    items = _items(rng)
+    frames = []
+    for model, skill in (("m1", 0.0), ("m2", -0.6)):
+        for condition, mu in MU.items():
+            # in-context memory gets worse with L_E and better with distance (paper Figs. 3a-b)
+            shift = (
+                0
+                if condition == "baseline"
+                else skill - 0.6 * (items["excerpt_length"] > 250) + 0.2 * items["distance_bin"]
+            )
+            base = {"model": model, "condition": condition, "run": "base", "step": 0, "epoch": np.nan}
+            frames.append(_score(items, mu + shift, rng, **base))
+    for run, gain in (("books", 0.6), ("instructions", 0.0)):
+        for step, epoch in ((19, 1.0), (38, 2.0)):
+            for condition in ("baseline", "in_context"):
+                mu = MU[condition] + gain * epoch / 2
+                meta = {"model": "m1", "condition": condition, "run": run, "step": step, "epoch": epoch}
+                frames.append(_score(items, mu, rng, **meta))
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def fiction_rows() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    items = _items(rng, books=("d1", "d2", "d3", "d4"), lengths=(250,), segments=(20,), excerpts=6)
+    side = np.where(items["book_id"].isin(["d1", "d2"]), "train", "val")
+    frames = []
+    for run in ("doc", "control"):
+        for step in (0, 10, 20):
+            gain = 1.2 * step / 20 * (side == "train") if run == "doc" else 0.0
+            meta = {"model": "tiny", "condition": "baseline", "run": run, "step": step, "epoch": step / 10}
+            frames.append(_score(items, gain, rng, **meta).assign(side=side if run == "doc" else None))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _sub(rows, **eq):
+    mask = np.ones(len(rows), dtype=bool)
+    for k, v in eq.items():
+        mask &= (rows[k] == v).to_numpy()
+    return rows[mask]
+
+
+# ----------------------------------------------------------------------------- accuracy / binomial
+
+
+def test_accuracy_table_is_sane(rows):
+    part = _sub(rows, run="base", model="m1")
+    table = accuracy_table(part, ["condition"], n_resamples=N_RES, seed=0)
+    by = table.set_index("condition")
+    for condition, group in part.groupby("condition"):
+        assert by.loc[condition, "accuracy"] == pytest.approx(group["correct"].mean())
+        assert by.loc[condition, "mean_score"] == pytest.approx(group["score"].mean())
+        assert by.loc[condition, "n"] == by.loc[condition, "n_items"] == len(group)
+    assert (table["ci_low"] <= table["accuracy"]).all() and (table["accuracy"] <= table["ci_high"]).all()
+    assert (table["ci_high"] - table["ci_low"] < 0.12).all()
+    assert (table["mean_score"] <= 0).all()
+    assert by.loc["in_context", "ci_low"] > 0.8 and by.loc["baseline", "ci_low"] < 0.5 < by.loc["baseline", "ci_high"]
+    # deterministic for one seed; [] gives one row over everything
+    assert table.equals(accuracy_table(part, ["condition"], n_resamples=N_RES, seed=0))
+    whole = accuracy_table(part, [], n_resamples=N_RES)
+    assert len(whole) == 1 and whole["n"].iloc[0] == len(part)
+    with pytest.raises(ValueError, match="missing"):
+        accuracy_table(part, ["nope"])
+
+
+def test_binomial_tests_match_scipy(rows):
+    part = _sub(rows, run="base", condition="baseline")
+    by = ["model", "segment_length", "distance_bin"]
+    table = binomial_tests(part, by)
+    assert len(table) == 2 * 2 * 4
+    for _, r in table.iterrows():
+        group = _sub(part, model=r["model"], segment_length=r["segment_length"], distance_bin=r["distance_bin"])
+        k = int(group["correct"].sum())
+        assert (r["k"], r["n"]) == (k, len(group))
+        assert r["pvalue"] == binomtest(k, len(group), p=0.5, alternative="two-sided").pvalue
+    assert np.allclose(table["pvalue_holm"], multipletests(table["pvalue"], method="holm")[1])
+    assert set(table["correction"]) == {"holm"}
+    expected = ["**" if p < 0.01 else "*" if p < 0.05 else "" for p in table["pvalue_holm"]]
+    assert table["significance"].tolist() == expected
+    strong = binomial_tests(_sub(rows, run="base", condition="in_context", model="m1"), ["excerpt_length"])
+    assert (strong["significance"] == "**").all()
+
+
+# ----------------------------------------------------------------------------- paired tests
+
+
+def _paired_by_hand(rows, a, b, column):
+    x = _sub(rows, run=a[0], step=a[1], condition=a[2]).set_index("item_id")[column]
+    y = _sub(rows, run=b[0], step=b[1], condition=b[2]).set_index("item_id")[column]
+    both = x.index.intersection(y.index)
+    return x.loc[both].to_numpy(), y.loc[both].to_numpy()
+
+
+def test_mcnemar_entry_recomputes_exactly(rows):
+    m1 = _sub(rows, model="m1")
+    keys, labels = finetune_keys(m1, condition="baseline")
+    assert labels[keys[0]] == "base" and labels[keys[1]] == "books ep 1"
+    table = condition_matrix(m1, keys, "mcnemar", labels=labels)
+    assert len(table) == len(keys) ** 2
+    row = table[(table["a"] == "books ep 2") & (table["b"] == "instructions ep 2")].iloc[0]
+    x, y = _paired_by_hand(m1, ("books", 38, "baseline"), ("instructions", 38, "baseline"), "correct")
+    counts = np.array([[(x & y).sum(), (x & ~y).sum()], [(~x & y).sum(), (~x & ~y).sum()]])
+    assert (row["discordant_a"], row["discordant_b"]) == (counts[0, 1], counts[1, 0])
+    assert row["n_items"] == len(x)
+    expected = mcnemar(counts, exact=bool(row["exact"]), correction=True).pvalue
+    assert row["pvalue"] == pytest.approx(expected, rel=1e-12)
+    assert recompute_sort_pvalue(m1, row) == pytest.approx(row["pvalue"], rel=1e-12)
+    # McNemar is two-sided: mirror cells agree; the diagonal is p = 1; Holm over unordered pairs
+    mirror = table[(table["a"] == row["b"]) & (table["b"] == row["a"])].iloc[0]
+    assert mirror["pvalue"] == row["pvalue"] and mirror["pvalue_holm"] == row["pvalue_holm"]
+    diagonal = table[table["a"] == table["b"]]
+    assert (diagonal["pvalue"] == 1).all() and (diagonal["pvalue_holm"] == 1).all()
+    order = [labels[k] for k in keys]
+    upper = table[[order.index(a) < order.index(b) for a, b in zip(table["a"], table["b"])]]
+    assert np.allclose(upper["pvalue_holm"], multipletests(upper["pvalue"], method="holm")[1])
+    assert set(table["correction"]) == {"holm"}
+    for _, r in table.sample(6, random_state=0).iterrows():
+        assert recompute_sort_pvalue(m1, r) == pytest.approx(r["pvalue"], rel=1e-12)
+
+
+def test_ttest_entry_recomputes_exactly(rows):
+    m1 = _sub(rows, model="m1")
+    keys, labels = finetune_keys(m1, condition="baseline")
+    table = condition_matrix(m1, keys, "ttest", alternative="greater", labels=labels)
+    row = table[(table["a"] == "books ep 2") & (table["b"] == "instructions ep 2")].iloc[0]
+    x, y = _paired_by_hand(m1, ("books", 38, "baseline"), ("instructions", 38, "baseline"), "score")
+    test = ttest_rel(x, y, alternative="greater")
+    assert row["statistic"] == pytest.approx(test.statistic, rel=1e-12)
+    assert row["pvalue"] == pytest.approx(test.pvalue, rel=1e-12)
+    assert row["mean_diff"] == pytest.approx((x - y).mean())
+    assert recompute_sort_pvalue(m1, row) == pytest.approx(row["pvalue"], rel=1e-12)
+    # the known effect: the texts help (row > column), one-sided so the mirror is not significant
+    assert row["pvalue_holm"] < 0.01
+    mirror = table[(table["a"] == row["b"]) & (table["b"] == row["a"])].iloc[0]
+    assert mirror["pvalue"] > 0.5
+    off = table[table["a"] != table["b"]]
+    assert np.allclose(off["pvalue_holm"], multipletests(off["pvalue"], method="holm")[1])
+
+
+def test_pairing_is_by_item_id_not_row_order(rows):
+    m1 = _sub(rows, model="m1", condition="baseline")
+    keys = [("books", 38, "baseline"), ("instructions", 38, "baseline")]
+    reference = condition_matrix(m1, keys, "ttest")
+    shuffled = m1.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    # drop a few items of one key only: the pair keeps the common items
+    drop = shuffled[(shuffled["run"] == "instructions") & (shuffled["step"] == 38)].index[:7]
+    partial = shuffled.drop(index=drop)
+    for test in ("ttest", "mcnemar"):
+        ordered = condition_matrix(m1, keys, test)
+        pd.testing.assert_frame_equal(ordered, condition_matrix(shuffled, keys, test))
+        cut = condition_matrix(partial, keys, test)
+        cell = cut[(cut["a"] != cut["b"])].iloc[0]
+        assert cell["n_items"] == reference["n_items"].iloc[0] - 7
+        assert recompute_sort_pvalue(partial, cell) == pytest.approx(cell["pvalue"], rel=1e-12)
+    # pairing by row order would differ from pairing by item_id on the shuffled rows
+    a = shuffled[(shuffled["run"] == "books") & (shuffled["step"] == 38)]["score"].to_numpy()
+    b = shuffled[(shuffled["run"] == "instructions") & (shuffled["step"] == 38)]["score"].to_numpy()
+    assert ttest_rel(a, b, alternative="greater").pvalue != pytest.approx(reference["pvalue"].iloc[1])
+
+
+def test_matrix_errors_and_explicit_pairs(rows, fiction_rows):
+    with pytest.raises(ValueError, match="repeated item_id"):  # two models under one key
+        condition_matrix(_sub(rows, run="base"), [("base", 0, "baseline")], "mcnemar")
+    with pytest.raises(ValueError, match="test must be"):
+        condition_matrix(rows, [("base", 0, "baseline")], "wilcoxon")
+    with pytest.raises(ValueError, match="no rows"):
+        condition_matrix(_sub(rows, model="m1"), [("books", 999, "baseline")], "mcnemar")
+    pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
+    train = fiction_rows[fiction_rows["side"].isin(["train"]) | (fiction_rows["run"] == "control")]
+    table = condition_matrix(train, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
+    assert len(table) == 9 + 3 and set(table["key_columns"]) == {"run,step"}
+    for _, r in table.iterrows():
+        assert recompute_sort_pvalue(train, r) == pytest.approx(r["pvalue"], rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def test_tables_and_writer(rows, tmp_path):
+    made = tables(rows, n_resamples=N_RES)
+    t1, t2 = made["table1"], made["table2"]
+    assert t1.wide.columns.tolist() == ["Model", "Segment length 20", "Segment length 50"]
+    assert t1.wide["Model"].tolist() == ["m1", "m2"]
+    m1 = _sub(rows, run="base", condition="baseline", model="m1", segment_length=20, split="test")
+    assert t1.wide.iloc[0, 1].startswith(f"{m1['correct'].mean():.2f} ± ")
+    assert "L_E = 250" in t2.wide.columns and "SORT" in t2.wide.columns
+    assert set(t2.long["pooled"]) == {"", "SORT"}
+    for table in (t1, t2):
+        csv, tex = tmp_path / f"{table.name}.csv", tmp_path / f"{table.name}.tex"
+        write_table(table.wide, csv, tex, table.caption, label=f"tab:{table.name.replace('_', '-')}")
+        back = pd.read_csv(csv)
+        assert back.shape == table.wide.shape
+        latex = tex.read_text()
+        assert "\\begin{table}" in latex and "\\toprule" in latex and "$\\pm$" in latex and "±" not in latex
+        assert "_" not in latex.replace("\\_", "")
+    assert "L\\_E = 250" in (tmp_path / f"{t2.name}.tex").read_text()
+    long_tex = tmp_path / "long.tex"
+    write_table(t2.long, tmp_path / "long.csv", long_tex, "by excerpt_length", label="tab:long")
+    text = long_tex.read_text()
+    assert "excerpt\\_length" in text and "mean\\_score" in text
+    assert "_" not in text.replace("\\_", "")  # the label was given with no underscore
+    assert latex_escape("a_b & 5% {x}") == "a\\_b \\& 5\\% \\{x\\}"
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _written(tmp_path, name):
+    pdf, png = tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"
+    return pdf, png
+
+
+def _check(pdf, png):
+    assert pdf.stat().st_size > 1000 and pdf.read_bytes()[:4] == b"%PDF"
+    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
+    from knowlab.sort import plots
+
+    base = _sub(rows, run="base")
+    calls = {
+        "fig3a": lambda p, q: plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES),
+        "fig3b": lambda p, q: plots.plot_by_distance(
+            base,
+            p,
+            q,
+            marks=binomial_tests(_sub(base, condition="in_context", split="test"), ["excerpt_length", "distance_bin"]),
+            n_resamples=N_RES,
+        ),
+        "fig10": lambda p, q: plots.plot_by_distance(
+            base,
+            p,
+            q,
+            condition="baseline",
+            hue="segment_length",
+            panel="model",
+            marks=binomial_tests(
+                _sub(base, condition="baseline", split="test"), ["model", "segment_length", "distance_bin"]
+            ),
+            n_resamples=N_RES,
+        ),
+        "fig4": lambda p, q: plots.plot_rag(
+            base,
+            p,
+            q,
+            recall=pd.DataFrame({"distance_bin": [0, 1, 2, 3], "recall": [0.9, 0.7, 0.6, 0.5], "k": 2}),
+            n_resamples=N_RES,
+        ),
+        "fig13": lambda p, q: plots.plot_across_epochs(_sub(rows, model="m1"), p, q, n_resamples=N_RES),
+        "fig16": lambda p, q: plots.plot_across_epochs(_sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES),
+        "fiction": lambda p, q: plots.plot_fiction_sort(fiction_rows, p, q, model="tiny", n_resamples=N_RES),
+    }
+    ppl_rng = np.random.default_rng(2)
+    ids = base["item_id"].unique()[:50]
+    ppl = pd.concat(
+        pd.DataFrame(
+            {
+                "item_id": ids,
+                "run": run,
+                "step": step,
+                "epoch": step / 19 if step else np.nan,
+                "nll_a": ppl_rng.normal(3 - drop, 0.3, len(ids)),
+                "nll_b": ppl_rng.normal(3 - drop, 0.3, len(ids)),
+            }
+        )
+        for run, step, drop in (
+            ("base", 0, 0),
+            ("books", 19, 0.8),
+            ("books", 38, 1.2),
+            ("instructions", 19, 0.1),
+            ("instructions", 38, 0.1),
+        )
+    )
+    calls["fig12"] = lambda p, q: plots.plot_across_epochs(
+        ppl, p, q, metric="perplexity", model="m1", n_resamples=N_RES
+    )
+    m1 = _sub(rows, model="m1")
+    keys, labels = finetune_keys(m1, condition="baseline")
+    calls["fig14"] = lambda p, q: plots.plot_matrix(
+        condition_matrix(m1, keys, "mcnemar", labels=labels), "McNemar", p, q, model="m1"
+    )
+    calls["fig15"] = lambda p, q: plots.plot_matrix(
+        condition_matrix(m1, keys, "ttest", labels=labels), "Paired t-test", p, q, model="m1"
+    )
+    pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
+    calls["fiction_matrix"] = lambda p, q: plots.plot_matrix(
+        condition_matrix(fiction_rows, None, "ttest", key_columns=("run", "step"), pairs=pairs.copy()),
+        "Fiction SORT",
+        p,
+        q,
+        model="tiny",
+    )
+    for name, call in calls.items():
+        pdf, png = _written(tmp_path, name)
+        assert call(pdf, png) is None
+        _check(pdf, png)
+    assert plots._fits_checkpoint_matrix(
+        condition_matrix(fiction_rows, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
+    )
+    assert not plots._fits_checkpoint_matrix(condition_matrix(m1, keys, "mcnemar", labels=labels))
+
+
+def test_log_chance_constant():
+    from knowlab.sort.analysis import LOG_CHANCE
+
+    assert LOG_CHANCE == pytest.approx(math.log(0.5))

@@ -1,0 +1,377 @@
+"""SORT prompts and scoring: label tokens, forced-choice scores against a manual forward pass, prompt selection."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from knowlab.core.scoring import prefix_token_id
+from knowlab.core.models import load_model
+from knowlab.sort.prompts import (
+    ANSWER_PREFIX,
+    CONDITIONS,
+    DEFAULT_TEMPLATES,
+    RAG_READINGS,
+    SYSTEM_PROMPT,
+    get_template,
+    prompt_config,
+    prompt_config_yaml,
+    render_prompt,
+    validate_template,
+    with_rag_reading,
+)
+from knowlab.sort.score import label_token_ids, score_items, segment_nll, select_prompt
+
+ITEMS = [
+    {
+        "item_id": "bk1-0",
+        "book_id": "bk1",
+        "title": "The Lantern Road",
+        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
+        "segment_a": "Anna crossed the bridge at dawn.",
+        "segment_b": "The mill stood by the river.",
+        "answer": "B",
+        "segment_length": 6,
+    },
+    {
+        "item_id": "bk1-1",
+        "book_id": "bk1",
+        "title": "The Lantern Road",
+        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
+        "segment_a": "Anna crossed the bridge at dawn.",
+        "segment_b": "Later the bells rang twice.",
+        "answer": "A",
+        "segment_length": 5,
+    },
+]
+PASSAGES = ["First retrieved passage about the mill.", "Second retrieved passage about the bells."]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    return load_model(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def smol_tokenizer(smollm2_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(smollm2_dir)
+
+
+# --- label tokens ---------------------------------------------------------------------------
+
+
+def test_smollm2_label_variants_after_answer_prefix(smol_tokenizer):
+    tok = smol_tokenizer
+    context = render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "baseline")
+    ids = label_token_ids(tok, context)
+    # SmolLM2's BPE has both the bare letter and the letter with a leading space as single tokens
+    assert {label: tok.convert_ids_to_tokens(v) for label, v in ids.items()} == {"A": ["A", "ĠA"], "B": ["B", "ĠB"]}
+    assert ids == {"A": [49, 330], "B": [50, 389]}
+    for label, variants in ids.items():
+        for token, text in zip(variants, (label, " " + label)):
+            whole = tok(context + text, add_special_tokens=False)["input_ids"]
+            assert whole == tok(context, add_special_tokens=False)["input_ids"] + [token]
+
+
+def test_tiny_label_variants_match_a_manual_encoding(tiny):
+    _, tok = tiny
+    context = "Which came first?\n\n" + ANSWER_PREFIX
+    ctx_ids = tok(context, add_special_tokens=False)["input_ids"]
+    expected = {}
+    for label in ("A", "B"):
+        expected[label] = []
+        for text in (label, " " + label):
+            whole = tok(context + text, add_special_tokens=False)["input_ids"]
+            if len(whole) == len(ctx_ids) + 1 and whole[:-1] == ctx_ids:
+                expected[label].append(whole[-1])
+    assert label_token_ids(tok, context) == expected
+    assert all(expected.values())
+    # a trailing space moves into the continuation, as in the harness: "Segment " + "A" is "Segment" + " A"
+    spaced = label_token_ids(tok, context + " ")
+    assert spaced["A"][0] == tok(context + " A", add_special_tokens=False)["input_ids"][-1]
+
+
+def test_label_without_single_token_form_raises(tiny):
+    _, tok = tiny
+    with pytest.raises(ValueError, match="single token"):
+        label_token_ids(tok, "Answer: Segment", labels=("A", "Zqxjvkw"))
+
+
+# --- scoring --------------------------------------------------------------------------------
+
+
+def _manual_label_logprobs(model, tok, context):
+    """log p(A), log p(B) from one plain forward pass over the context, log_softmax in float64."""
+    ids = tok(context, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0, -1]
+    lp = torch.log_softmax(logits.double(), -1)
+    out = []
+    for label in ("A", "B"):
+        variants = label_token_ids(tok, context)[label]
+        out.append(torch.logsumexp(lp[variants], 0).item())
+    return out, int(lp.argmax())
+
+
+def test_score_items_matches_a_manual_forward_pass(tiny):
+    model, tok = tiny
+    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[k], item, "in_context") for k, item in enumerate(ITEMS)]
+    answers = [item["answer"] for item in ITEMS]
+    frame = score_items(model, tok, contexts, answers, batch_size=4, item_ids=[i["item_id"] for i in ITEMS])
+    assert list(frame["item_id"]) == ["bk1-0", "bk1-1"]
+    assert (frame["n_context_tokens"] < model.config.max_position_embeddings).all()
+    for row, context, answer in zip(frame.itertuples(), contexts, answers):
+        (la, lb), top = _manual_label_logprobs(model, tok, context)
+        assert row.logp_a == pytest.approx(la, abs=1e-4)
+        assert row.logp_b == pytest.approx(lb, abs=1e-4)
+        correct = la if answer == "A" else lb
+        assert row.score == pytest.approx(correct - math.log(math.exp(la) + math.exp(lb)), abs=1e-4)
+        assert row.prediction == ("A" if la >= lb else "B")
+        assert row.correct == (row.prediction == answer)
+        ids = label_token_ids(tok, context)
+        assert row.label_is_greedy == (top in ids["A"] + ids["B"])
+
+
+def test_score_items_columns_and_one_forward_pass_per_batch(tiny):
+    model, tok = tiny
+    contexts = [render_prompt(tok, t, ITEMS[k % 2], "baseline") for k, t in enumerate(DEFAULT_TEMPLATES[:5])]
+    answers = ["A", "B", "B", "A", "B"]
+    shapes = []
+    hook = model.register_forward_pre_hook(
+        lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    try:
+        frame = score_items(model, tok, contexts, answers, batch_size=8)
+    finally:
+        hook.remove()
+    # every label token of a context shares it: one packed row per context, the longest context wide
+    longest = max(len(tok(c, add_special_tokens=False)["input_ids"]) for c in contexts)
+    assert shapes == [(5, longest)]
+    assert np.isfinite(frame[["logp_a", "logp_b", "score", "logp_labels"]].to_numpy()).all()
+    assert (frame["score"] <= 1e-12).all()
+    assert (frame["prediction"] == np.where(frame["logp_a"] >= frame["logp_b"], "A", "B")).all()
+    assert frame["correct"].dtype == bool
+    assert (frame["logp_labels"] >= frame[["logp_a", "logp_b"]].max(axis=1) - 1e-12).all()
+    # the result does not depend on the batch size
+    again = score_items(model, tok, contexts, answers, batch_size=2)
+    assert np.allclose(again["score"], frame["score"], atol=1e-5)
+
+
+def test_score_items_rejects_bad_answers(tiny):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="answers must be one of"):
+        score_items(model, tok, ["Answer: Segment"], ["C"])
+    with pytest.raises(ValueError, match="same length"):
+        score_items(model, tok, ["Answer: Segment"], ["A", "B"])
+
+
+def test_segment_nll_matches_a_manual_forward_pass(tiny):
+    model, tok = tiny
+    frame = segment_nll(model, tok, ITEMS, batch_size=3)
+    assert list(frame["item_id"]) == ["bk1-0", "bk1-1"]
+    for row, item in zip(frame.itertuples(), ITEMS):
+        for key, nll, n in (("segment_a", row.nll_a, row.n_tokens_a), ("segment_b", row.nll_b, row.n_tokens_b)):
+            ids = [prefix_token_id(tok)] + tok(item[key], add_special_tokens=False)["input_ids"]
+            with torch.no_grad():
+                logits = model(input_ids=torch.tensor([ids[:-1]])).logits[0]
+            lp = torch.log_softmax(logits.double(), -1)
+            manual = -lp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])].mean().item()
+            assert n == len(ids) - 1
+            assert nll == pytest.approx(manual, abs=1e-4)
+    assert np.allclose(frame["ppl_a"], np.exp(frame["nll_a"]))
+
+
+# --- prompt selection -----------------------------------------------------------------------
+
+
+def _rows(template_id, n, n_a, n_correct):
+    return pd.DataFrame(
+        {
+            "template_id": [template_id] * n,
+            "prediction": ["A"] * n_a + ["B"] * (n - n_a),
+            "correct": [True] * n_correct + [False] * (n - n_correct),
+        }
+    )
+
+
+def test_select_prompt_rejects_biased_templates_and_breaks_ties_by_id():
+    rows = pd.concat(
+        [
+            _rows("t01", 10, 9, 9),  # most accurate, but answers A 90% of the time: rejected
+            _rows("t03", 10, 6, 7),  # tie on accuracy with t02: the lower id wins
+            _rows("t02", 10, 5, 7),
+            _rows("t04", 10, 3, 6),  # A-rate exactly 0.3: kept
+        ]
+    )
+    chosen = select_prompt(rows, max_rate_deviation=0.2)
+    assert chosen["template_id"] == "t02"
+    assert chosen["accuracy"] == pytest.approx(0.7) and chosen["a_rate"] == pytest.approx(0.5)
+    assert not chosen["all_rejected"]
+    table = {r["template_id"]: r for r in chosen["table"]}
+    assert [r["template_id"] for r in chosen["table"]] == ["t01", "t02", "t03", "t04"]
+    assert table["t01"]["rejected"] and not table["t04"]["rejected"]
+    assert table["t01"]["n"] == 10 and table["t01"]["a_rate"] == pytest.approx(0.9)
+    assert "within 0.2 of 0.5" in chosen["rule"]
+
+
+def test_select_prompt_when_every_template_is_rejected():
+    rows = pd.concat([_rows(1, 10, 9, 8), _rows(2, 10, 0, 10), _rows(10, 10, 1, 5)])
+    chosen = select_prompt(rows, max_rate_deviation=0.2)
+    # A-rates 0.9, 0.0, 0.1: 1 is closest to 0.5 (0.4 away) although 2 is more accurate
+    assert chosen["all_rejected"]
+    assert chosen["template_id"] == 1
+    assert [r["template_id"] for r in chosen["table"]] == [1, 2, 10]  # numeric ids in numeric order
+    assert "closest to 0.5" in chosen["rule"]
+
+
+def test_select_prompt_input_errors():
+    with pytest.raises(ValueError, match="missing"):
+        select_prompt(pd.DataFrame({"template_id": ["t01"], "prediction": ["A"]}))
+    with pytest.raises(ValueError, match="no rows"):
+        select_prompt(pd.DataFrame(columns=["template_id", "prediction", "correct"]))
+
+
+# --- prompts --------------------------------------------------------------------------------
+
+
+def test_default_templates_are_twelve_valid_and_round_trip_through_yaml():
+    assert len(DEFAULT_TEMPLATES) == 12
+    assert len({t["id"] for t in DEFAULT_TEMPLATES}) == 12
+    for template in DEFAULT_TEMPLATES:
+        assert validate_template(template) == template
+        assert "first" in template["question"] or "earlier" in template["question"]
+    for reading in RAG_READINGS:
+        assert "{title}" in reading["reading"] and reading["reading"].endswith("{passages}")
+        with_rag_reading(DEFAULT_TEMPLATES[0], reading)
+    config = yaml.safe_load(prompt_config_yaml())
+    assert config == prompt_config()
+    assert config["system_prompt"] == SYSTEM_PROMPT and config["answer_prefix"] == ANSWER_PREFIX
+
+
+def test_unknown_template_id_names_it_and_lists_known_ids():
+    with pytest.raises(ValueError, match=r"unknown prompt template id 't99'.*t01, t02"):
+        get_template(DEFAULT_TEMPLATES, "t99")
+    assert get_template(DEFAULT_TEMPLATES, "t07")["id"] == "t07"
+
+
+def test_invalid_templates_are_rejected():
+    bad = dict(DEFAULT_TEMPLATES[0], task="Order these: {segmentz}")
+    with pytest.raises(ValueError, match="unknown placeholder"):
+        validate_template(bad)
+    with pytest.raises(ValueError, match="must contain"):
+        validate_template(dict(DEFAULT_TEMPLATES[0], reading="Read {title}."))
+    with pytest.raises(ValueError, match="lacks question"):
+        validate_template({"id": "x", "reading": "{excerpt}", "task": "{segments}"})
+
+
+def _check_user_part(text, condition, item):
+    assert text.endswith(ANSWER_PREFIX)
+    assert f"Segment A: {item['segment_a']}\nSegment B: {item['segment_b']}" in text
+    assert item["title"] in text
+    assert (item["excerpt"] in text) == (condition == "in_context")
+    assert (PASSAGES[0] in text) == (condition in ("rag", "oracle_rag"))
+    if condition in ("rag", "oracle_rag"):
+        assert text.index(PASSAGES[0]) < text.index(PASSAGES[1]) < text.index("Segment A:")
+        assert "retrieved from The Lantern Road" in text
+    if condition == "in_context":
+        assert text.index(item["excerpt"]) < text.index("Segment A:")
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_render_prompt_without_chat_template(tiny, condition):
+    _, tok = tiny
+    assert not getattr(tok, "chat_template", None)
+    item = ITEMS[0]
+    passages = PASSAGES if condition in ("rag", "oracle_rag") else None
+    for template in DEFAULT_TEMPLATES:
+        text = render_prompt(tok, template, item, condition, passages=passages)
+        _check_user_part(text, condition, item)
+        assert text.startswith(SYSTEM_PROMPT + "\n\n")
+        assert text.endswith("?\n\n" + ANSWER_PREFIX)
+    bare = render_prompt(tok, DEFAULT_TEMPLATES[0], item, condition, passages=passages, system_prompt=None)
+    assert not bare.startswith(SYSTEM_PROMPT)
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_render_prompt_with_chat_template(smol_tokenizer, condition):
+    tok = smol_tokenizer
+    item = ITEMS[1]
+    passages = [{"text": p} for p in PASSAGES] if condition in ("rag", "oracle_rag") else None
+    text = render_prompt(tok, DEFAULT_TEMPLATES[3], item, condition, passages=passages)
+    _check_user_part(text, condition, item)
+    assert text.startswith(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n")
+    assert text.endswith("<|im_end|>\n<|im_start|>assistant\n" + ANSWER_PREFIX)
+
+
+def test_render_prompt_condition_errors(tiny):
+    _, tok = tiny
+    with pytest.raises(ValueError, match="unknown SORT condition"):
+        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "parametric")
+    with pytest.raises(ValueError, match="needs the retrieved passages"):
+        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "rag")
+    with pytest.raises(ValueError, match="shows none"):
+        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "baseline", passages=PASSAGES)
+    with pytest.raises(ValueError, match="at least one"):
+        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "oracle_rag", passages=[])
+
+
+def test_rag_reading_variant_replaces_the_reading_instruction(tiny):
+    _, tok = tiny
+    template = with_rag_reading(DEFAULT_TEMPLATES[2], RAG_READINGS[6])
+    assert template["id"] == "t03+r07"
+    text = render_prompt(tok, template, ITEMS[0], "rag", passages=PASSAGES)
+    assert "Context (passages retrieved from The Lantern Road):" in text
+
+
+def test_rag_reading_selection_sweeps_every_reading_in_the_selected_template(tiny, tmp_path):
+    """App. B.4.3: the selected template with each RAG reading, under RAG, on the validation items."""
+    from knowlab.sort.pipeline import get_rag_reading, rag_readings, select_rag_reading, selected_template
+
+    model, tok = tiny
+    validation = [{**item, "split": "validation"} for item in ITEMS]
+    passages = {item["item_id"]: PASSAGES for item in ITEMS}
+    readings = rag_readings({"rag_readings": None})
+    selection, rows = select_rag_reading(
+        model, tok, validation, DEFAULT_TEMPLATES[4], readings, passages,
+        system_prompt=SYSTEM_PROMPT, max_rate_deviation=0.5, batch_size=4,
+    )  # fmt: skip
+    assert len(rows) == 10 * len(ITEMS) and (rows.condition == "rag").all()
+    assert [r["template_id"] for r in selection["table"]] == [f"t05+r{k:02d}" for k in range(1, 11)]
+    assert selection["template_id"] == f"t05+{selection['rag_reading_id']}"
+    best = rows.groupby("template_id").correct.mean().max()
+    assert selection["accuracy"] == pytest.approx(best)
+    # the evaluation rules rebuild the same template from the two selection files
+    cfg = {"templates": None, "rag_readings": None}
+    tmp = tmp_path
+    (tmp / "selection.json").write_text('{"template_id": "t05"}')
+    (tmp / "rag.json").write_text(f'{{"rag_reading_id": "{selection["rag_reading_id"]}"}}')
+    rebuilt = selected_template(cfg, tmp / "selection.json", tmp / "rag.json")
+    assert rebuilt == with_rag_reading(DEFAULT_TEMPLATES[4], get_rag_reading(cfg, selection["rag_reading_id"]))
+    assert selected_template(cfg, tmp / "selection.json") == DEFAULT_TEMPLATES[4]
+    with pytest.raises(ValueError, match="no validation items"):
+        select_rag_reading(model, tok, [{**i, "split": "test"} for i in ITEMS], DEFAULT_TEMPLATES[4], readings, passages,
+                           system_prompt=None, max_rate_deviation=0.2, batch_size=4)  # fmt: skip
+    with pytest.raises(ValueError, match="RAG reading ids repeat"):
+        rag_readings({"rag_readings": [RAG_READINGS[0], RAG_READINGS[0]]})
+    with pytest.raises(ValueError, match=r"unknown RAG reading id 'r11'; known ids: r01, r02"):
+        get_rag_reading(cfg, "r11")
+
+
+def test_smollm2_puts_most_probability_on_the_labels(smollm2_dir):
+    """With its chat template and the answer prefix, the real instruct model's next token is a label."""
+    torch.set_num_threads(1)
+    model, tok = load_model(smollm2_dir)
+    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "in_context") for item in ITEMS]
+    frame = score_items(model, tok, contexts, [item["answer"] for item in ITEMS], batch_size=2)
+    assert (frame["logp_labels"] > math.log(0.5)).all()
+    assert frame["label_is_greedy"].all()
+    assert (frame["score"] <= 0).all() and (frame["score"] > math.log(1e-3)).all()

@@ -1,0 +1,453 @@
+"""The whole workflow on config/test.yaml (tiny random model), as a user runs it.
+
+Also: the second run re-runs nothing; bad input stops the workflow with a clear
+message and no partial output; lint, format and the SLURM profile's dry run.
+"""
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+TEST_CONFIG = str(ROOT / "config" / "test.yaml")
+
+pytestmark = pytest.mark.pipeline
+
+
+def snakemake(workdir, *args, check=True):
+    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", TEST_CONFIG, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    work = tmp_path_factory.mktemp("pipeline")
+    snakemake(work, "--cores", "2")
+    return work
+
+
+FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
+RUNS = ("doc", "event", "fictsheets")
+TESTS = ("mcnemar", "ttest")
+
+
+def test_every_figure_is_written(workdir):
+    figures = workdir / "results" / "figures"
+    for ext in ("pdf", "png"):
+        for family in FAMILIES:
+            assert (figures / f"{family}.{ext}").stat().st_size > 1000, family
+        for run in RUNS:
+            for suite in ("mcq4", "mcq10"):
+                for test in ("mcnemar", "ttest"):
+                    assert (figures / "stats" / run / f"{suite}_{test}.{ext}").stat().st_size > 1000
+
+
+def test_item_tables_and_statistics(workdir):
+    items = pd.read_parquet(workdir / "results" / "evaluate" / "doc" / "step-6.parquet")
+    suites = {"fiction_doc", "fictsheet_doc", "webtext", "fict_qa_nll", "real_qa_nll", "mcq4", "mcq10"}
+    assert set(items["suite"]) == suites
+    assert {"item_id", "run", "step", "checkpoint", "loss", "em10", "em25", "em50", "acc", "acc_norm"} <= set(
+        items.columns
+    )
+    assert (items["run"] == "doc").all() and (items["step"] == 6).all()
+    assert items.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
+    for test, n_pairs in (("mcnemar", 2 * 2 + 2), ("ttest", 2 * 2 + 2)):
+        table = pd.read_parquet(workdir / "results" / "stats" / "doc" / f"mcq4_{test}.parquet")
+        assert len(table) == n_pairs  # checkpoint matrix + matched steps vs control
+        assert table["pvalue"].between(0, 1).all() and (table["correction"] == "holm").all()
+    log = pd.read_parquet(workdir / "results" / "finetune" / "doc" / "train_log.parquet")
+    assert list(log["step"]) == [1, 2, 3, 4, 5, 6]
+    assert log["fiction_samples_seen"].is_monotonic_increasing
+    assert (log["fiction_samples_seen"] + log["webtext_samples_seen"] == log["step"] * 4).all()
+    control = pd.read_parquet(workdir / "results" / "finetune" / "control" / "train_log.parquet")
+    assert (control["fiction_samples_seen"] == 0).all()
+    sheets = pd.read_parquet(workdir / "results" / "finetune" / "fictsheets" / "train_log.parquet")
+    assert sheets["fiction_epochs"].iloc[-1] > log["fiction_epochs"].iloc[-1]  # 4 fictsheets epoch fastest
+
+
+def test_sort_items_passages_prompt_and_rows(workdir):
+    from knowlab.sort.build import check_items
+    from knowlab.sort.pipeline import books_from_records
+
+    sort = workdir / "results" / "sort"
+    books = books_from_records([json.loads(line) for line in (sort / "books.jsonl").read_text().splitlines()])
+    items = [json.loads(line) for line in (sort / "items.jsonl").read_text().splitlines()]
+    check_items(items, books)  # bins, boundaries, overlap, balance
+    assert {i["split"] for i in items} == {"validation", "test"}
+    retrieval = pd.read_parquet(sort / "retrieval.parquet")
+    assert set(retrieval["condition"]) == {"rag", "oracle_rag"}
+    assert retrieval["recall"].isin([0, 0.5, 1]).all()
+    assert (retrieval.loc[retrieval.condition == "oracle_rag", "recall"] == 1).all()
+    selection = json.loads((sort / "prompt" / "base_model" / "selection.json").read_text())
+    assert len(selection["table"]) == 12 and selection["template_id"].startswith("t")
+    rag_selection = json.loads((sort / "prompt" / "base_model" / "rag_selection.json").read_text())
+    assert [r["template_id"] for r in rag_selection["table"]] == [f"{selection['template_id']}+r{k:02d}" for k in range(1, 11)]
+    assert rag_selection["template_id"] == f"{selection['template_id']}+{rag_selection['rag_reading_id']}"
+    rag_rows = pd.read_parquet(sort / "prompt" / "base_model" / "rag_validation.parquet")
+    assert len(rag_rows) == 10 * sum(i["split"] == "validation" for i in items) and (rag_rows.condition == "rag").all()
+    test_ids = {i["item_id"] for i in items if i["split"] == "test"}
+    for condition in ("baseline", "in_context", "rag", "oracle_rag"):
+        rows = pd.read_parquet(sort / "evaluate" / "base_model" / f"{condition}.parquet")
+        assert set(rows["item_id"]) == test_ids and (rows["condition"] == condition).all()
+        chosen = rag_selection if condition in ("rag", "oracle_rag") else selection
+        assert (rows["template_id"] == chosen["template_id"]).all()
+        assert (rows["score"] <= 0).all() and rows["prediction"].isin(["A", "B"]).all()
+        assert (rows["correct"] == (rows["prediction"] == rows["answer"])).all()
+
+
+def test_sort_pvalues_recompute_and_fiction_sides(workdir):
+    """Every saved SORT p-value recomputes from the saved item rows (statsmodels / scipy directly)."""
+    from knowlab.sort.analysis import recompute_sort_pvalue
+
+    sort = workdir / "results" / "sort"
+    base_rows = pd.concat(map(pd.read_parquet, (sort / "evaluate" / "base_model").glob("*.parquet")))
+    fiction_rows = pd.read_parquet(sort / "fiction" / "rows.parquet")
+    assert set(fiction_rows["run"]) == {*RUNS, "control"}
+    assert set(fiction_rows.loc[fiction_rows.run != "control", "side"]) == {"train", "val"}
+    assert fiction_rows.loc[fiction_rows.run == "control", "side"].isna().all()
+    tables = [(base_rows, pd.read_parquet(p)) for p in (sort / "stats" / "base_model").glob("*.parquet")]
+    for path in (sort / "fiction" / "stats" / "tests").glob("*.parquet"):  # {run}_{test}: the run's trained items
+        run = path.stem.rsplit("_", 1)[0]
+        trained = fiction_rows.loc[(fiction_rows.run == run) & (fiction_rows.side == "train"), "item_id"]
+        tables.append((fiction_rows[fiction_rows.item_id.isin(set(trained))], pd.read_parquet(path)))
+    parametric = pd.read_parquet(sort / "parametric" / "rows.parquet")
+    assert set(parametric["run"]) == {"base", "books", "instructions"}
+    assert set(parametric["epoch"]) == {0, 1, 2}
+    tables += [(parametric, pd.read_parquet(sort / "parametric" / "stats" / f"{t}.parquet")) for t in TESTS]
+    log = pd.read_parquet(sort / "parametric" / "books" / "train_log.parquet")
+    assert log["fiction_samples_seen"].iloc[-1] > 0 and log["epoch"].iloc[-1] == 2
+    assert len(tables) == 2 + 2 * len(RUNS) + 2
+    for rows, table in tables:
+        assert (table["correction"] == "holm").all()
+        for record in table.to_dict("records"):
+            assert recompute_sort_pvalue(rows, record) == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
+    names = ("fig3a", "fig3b", "fig4", "fig10", "fig12", "fig13", "fig14", "fig15", "fig16", "mcnemar", "ttest")
+    for name in (*names, "fiction_sort"):
+        assert (workdir / "results" / "figures" / "sort" / f"{name}.png").stat().st_size > 1000, name
+
+
+def test_grounding_items_responses_scores_and_tables(workdir):
+    from knowlab.grounding.data import check_items
+    from knowlab.grounding.pipeline import condition_names
+
+    grounding = workdir / "results" / "grounding"
+    items = [json.loads(line) for line in (grounding / "fiction" / "items.jsonl").read_text().splitlines()]
+    check_items(items)
+    assert {i["version"] for i in items} == {"original", "conflict"}
+    responses = [
+        json.loads(line) for line in (grounding / "fiction" / "responses" / "base_model.jsonl").read_text().splitlines()
+    ]
+    conditions = condition_names(
+        {
+            "distractors": {"budget": 192, "position": "random"},
+            "sweep": {"budgets": [96, 192], "positions": ["start", "random"]},
+        }
+    )
+    assert conditions == [
+        "original_gold",
+        "original_dist",
+        "conflict_gold",
+        "conflict_dist",
+        "no_context",
+        "length_96",
+        "position_start",
+    ]
+    assert len(responses) == 3 * len(conditions) and {r["condition"] for r in responses} == set(conditions)
+    for r in responses:  # contexts: gold only, gold + distractors within the budget (gold always kept), none
+        assert set(r["gold_contexts"]) <= set(r["contexts"]) or r["condition"] == "no_context"
+        assert (r["n_distractors"] > 0) == (r["condition"] not in ("original_gold", "conflict_gold", "no_context"))
+    rows = pd.read_parquet(grounding / "fiction" / "scores" / "base_model.parquet")
+    assert len(rows) == len(responses)
+    assert rows[["precision", "recall", "f1"]].apply(lambda c: c.between(0, 1)).all().all()
+    pr = rows.precision + rows.recall
+    f1 = (2 * rows.precision * rows.recall / pr.where(pr > 0)).fillna(0)
+    assert rows.f1.to_numpy() == pytest.approx(f1.to_numpy())
+    assert rows.answer_accuracy.isin([0, 1]).all()  # the fiction answers are all definite
+    tables = grounding / "tables"
+    for name in (
+        "summary",
+        "table1",
+        "table12",
+        "reduction_rates",
+        "length_curve",
+        "position",
+        "factors_original_gold",
+    ):
+        assert (tables / f"{name}.csv").stat().st_size > 0 and "tabular" in (tables / f"{name}.tex").read_text()
+    table1 = pd.read_csv(tables / "table1.csv")
+    assert list(table1["condition"]) == ["Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
+    for name in ("fig3c", "fig4", "fig5", "fig15_16", "position", "finetune"):
+        assert (workdir / "results" / "figures" / "grounding" / f"{name}.png").stat().st_size > 1000, name
+
+
+def test_grounding_across_finetuning_recomputes(workdir):
+    """follows-context / follows-training per checkpoint; McNemar vs control recomputes from the rows."""
+    from knowlab.core.stats import direct_pvalue
+
+    finetune = workdir / "results" / "grounding" / "finetune"
+    rows = pd.read_parquet(finetune / "rows.parquet")
+    assert set(rows["run"]) == {*RUNS, "control"} and set(rows["condition"]) == {"original_gold", "conflict_gold"}
+    assert rows.loc[rows.condition == "original_gold", "follows_training"].isna().all()
+    assert rows.loc[rows.condition == "conflict_gold", "follows_training"].isin([0, 1]).all()
+    table = pd.read_parquet(finetune / "mcnemar.parquet")
+    assert (
+        set(table["run_a"]) <= set(RUNS)
+        and (table["run_b"] == "control").all()
+        and (table["correction"] == "holm").all()
+    )
+    for record in table.to_dict("records"):
+        trained = rows.loc[(rows.run == record["run_a"]) & (rows.side == "train"), "item_id"]
+        part = rows[rows.item_id.isin(set(trained)) & (rows.condition == record["condition"])]
+        a, b = (
+            part.loc[
+                (part.run == record[f"run_{k}"]) & (part.step == record[f"step_{k}"]), ["item_id", record["metric"]]
+            ]
+            for k in "ab"
+        )
+        paired = a.merge(b, on="item_id").dropna()
+        p = direct_pvalue(paired.iloc[:, 1], paired.iloc[:, 2], "mcnemar", record["exact"])
+        assert p == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
+
+
+def test_saved_pvalues_recompute_from_item_rows(workdir):
+    """Every p-value in the saved tables, recomputed with statsmodels/scipy from the item rows."""
+    from knowlab.core.stats import recompute_pvalue
+
+    items = pd.concat(map(pd.read_parquet, (workdir / "results" / "evaluate").glob("*/step-*.parquet")))
+    tables = list((workdir / "results" / "stats").glob("*/*.parquet"))
+    assert len(tables) == len(RUNS) * 2 * 2
+    for path in tables:
+        for row in pd.read_parquet(path).to_dict("records"):
+            assert recompute_pvalue(row, items) == pytest.approx(row["pvalue"], rel=1e-9, abs=1e-12), (path, row)
+
+
+def test_mcq_items_name_their_construction(workdir):
+    for n in (4, 10):
+        lines = (workdir / "results" / "corpus" / "mcq" / f"mcq{n}.jsonl").read_text().splitlines()
+        items = [json.loads(line) for line in lines]
+        assert len(items) == 240 and all(i["distractors"] == "model_ranked" and len(i["choices"]) == n for i in items)
+
+
+def test_summary_has_every_split_and_side(workdir):
+    summary = pd.read_csv(workdir / "results" / "summary" / "fictionalqa.csv")
+    assert set(summary["split"]) == set(RUNS)
+    assert set(summary["run"]) == {*RUNS, "control"}
+    mcq = summary[(summary["suite"] == "mcq4") & (summary["side"] != "all")]
+    assert set(mcq["side"]) == {"train", "val"} and (mcq["acc_lo"] <= mcq["acc"]).all()
+
+
+def test_report_builds(workdir):
+    report = workdir / "report.html"
+    snakemake(workdir, "--report", str(report))
+    html = report.read_text()
+    assert "paper Fig. 4" in html and "SmolLM2" not in html and "tiny random Llama" in html
+
+
+def test_step_zero_is_the_base_model_evaluated_once(workdir):
+    base = pd.read_parquet(workdir / "results" / "evaluate" / "base_model.parquet")
+    for run in (*RUNS, "control"):
+        step0 = pd.read_parquet(workdir / "results" / "evaluate" / run / "step-0.parquet")
+        assert (step0["run"] == run).all() and (step0["step"] == 0).all()
+        pd.testing.assert_frame_equal(step0.drop(columns="run"), base.drop(columns="run"))
+
+
+def test_checkpoints_load_with_transformers(workdir):
+    from transformers import AutoModelForCausalLM
+
+    for step in (0, 6):
+        model = AutoModelForCausalLM.from_pretrained(
+            workdir / "results" / "finetune" / "doc" / "checkpoints" / f"step-{step}"
+        )
+        assert model.config.num_hidden_layers == 2
+
+
+def test_manifests_record_provenance(workdir):
+    manifest = json.loads((workdir / "results" / "evaluate" / "doc" / "step-6.manifest.json").read_text())
+    assert manifest["rule"] == "evaluate" and manifest["wildcards"] == {"run": "doc", "step": "6"}
+    fictions = next(i for i in manifest["inputs"] if i["path"].endswith("fictions.jsonl"))
+    digest = hashlib.sha256((workdir / fictions["path"]).read_bytes()).hexdigest()
+    assert fictions["sha256"] == digest
+    assert manifest["config"]["cfg"]["em_tokens"] == [10, 25, 50]
+    assert manifest["packages"]["torch"].startswith("2.13.0")
+    assert manifest["wall_time_s"] > 0 and "commit" in manifest["git"]
+    finetune = json.loads((workdir / "results" / "finetune" / "doc" / "manifest.json").read_text())
+    assert finetune["seed"] == 1234
+    assert any("step-6/model.safetensors" in f for o in finetune["outputs"] for f in o.get("files", {}))
+    for log in ("finetune/doc.log", "evaluate/doc/step-6.log", "base_model.log"):
+        assert "finished in" in (workdir / "results" / "logs" / log).read_text()
+
+
+def test_second_run_does_nothing(workdir):
+    proc = snakemake(workdir, "--cores", "2")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_malformed_corpus_stops_with_no_partial_output(tmp_path):
+    import shutil
+
+    corpus = tmp_path / "fiction"
+    shutil.copytree(ROOT / "data" / "fiction", corpus)
+    lines = (corpus / "fictions.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:40]  # truncated line
+    (corpus / "fictions.jsonl").write_text("\n".join(lines) + "\n")
+    pins = {
+        t: hashlib.sha256((corpus / f"{t}.jsonl").read_bytes()).hexdigest()
+        for t in ("seeds", "fictsheets", "fictions", "fict_qa")
+    }
+    config = tmp_path / "bad.yaml"
+    config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
+    work = tmp_path / "work"
+    target = "results/corpus/fiction/fictions.jsonl"
+    proc = snakemake(work, "--configfile", TEST_CONFIG, str(config), "--cores", "1", target, check=False)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    log_file = work / "results" / "logs" / "fiction_corpus.log"
+    assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
+    log = log_file.read_text()
+    assert "fictions.jsonl:3: malformed JSON" in log
+    assert not (work / "results" / "corpus" / "fiction").exists() or not any(
+        (work / "results" / "corpus" / "fiction").iterdir()
+    )
+
+
+@pytest.mark.skipif(not (SAMPLE / "batch_results").is_dir(), reason=f"authors' pipeline sample not at {SAMPLE}")
+def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path):
+    """fiction.source: generate, replaying the authors' recorded gpt-4o responses, through the rules."""
+    from knowlab.fictionalqa.corpus.schema import read_corpus
+
+    styles = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
+    generate = {"backend": "replay", "model": "gpt-4o-2024-08-06", "replay": {"path": str(SAMPLE)}, "styles": styles}
+    config = tmp_path / "generate.yaml"
+    config.write_text(json.dumps({"fiction": {"source": "generate", "generate": generate}}))
+    work = tmp_path / "work"
+    args = ("--configfile", TEST_CONFIG, str(config))
+    snakemake(work, *args, "--cores", "2", "results/corpus/fiction/fict_qa.jsonl")
+    corpus = read_corpus(work / "results" / "corpus" / "fiction")
+    annotated = [json.loads(line) for line in (work / "results" / "generate" / "fict_qa_annotated.jsonl").open()]
+    assert len(corpus["fictions"]) == 15 and len(annotated) == 75
+    assert [q["question_id"] for q in corpus["fict_qa"]] == [r["question_id"] for r in annotated if r["kept"]]
+    assert "gpt-4o-2024-08-06" in (work / "results" / "logs" / "generate" / "seeds.log").read_text()
+    assert len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
+    # Downstream rules read the generated corpus with no other change; nothing is generated twice.
+    dry = snakemake(work, *args, "-n").stdout
+    assert "generate_" not in dry and "rule split:" in dry and "rule grounding_items:" in dry
+
+
+def test_released_booksort_items_feed_the_sort_rules(tmp_path):
+    """sort.source: release reads the released items (no book texts, so no RAG) and the DAG needs no retrieval."""
+    from test_sort_build import _release_rows
+
+    release = tmp_path / "booksort.jsonl"
+    pd.DataFrame(_release_rows()).to_json(release, orient="records", lines=True)
+    config = tmp_path / "release.yaml"
+    config.write_text(json.dumps({"sort": {"source": "release", "release": {"path": str(release)},
+                                           "conditions": ["baseline", "in_context"]}}))  # fmt: skip
+    snakemake(tmp_path, "--cores", "1", "--configfile", TEST_CONFIG, str(config), "--", "results/sort/items.jsonl")
+    items = [json.loads(line) for line in (tmp_path / "results" / "sort" / "items.jsonl").read_text().splitlines()]
+    assert len(items) == 12 and {i["book_id"] for i in items} == {"69087"}
+    assert sum(i["split"] == "validation" for i in items) == 4  # the released validation slice is kept
+    dry = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config)).stdout
+    assert "rule sort_prompt:" in dry and "rule sort_evaluate_base:" in dry
+    assert "sort_retrieval" not in dry and "sort_rag_prompt" not in dry
+    rag = tmp_path / "rag.yaml"
+    rag.write_text(json.dumps({"sort": {"source": "release", "conditions": ["rag"]}}))
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(rag), check=False)
+    assert proc.returncode != 0 and "release" in proc.stdout + proc.stderr
+
+
+def test_config_error_names_the_key(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("finetune:\n  max_steps: lots\n")
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0
+    assert "max_steps" in proc.stderr + proc.stdout and "integer" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize(
+    "sort, message",
+    [
+        ({"segment_lengths": [20, 120]}, "sort.segment_lengths must be below every sort.excerpt_lengths"),
+        ({"template": "t99"}, "sort.template: unknown prompt template id 't99'; known ids: t01"),
+        ({"rag_reading": "r99"}, "sort.rag_reading: unknown RAG reading id 'r99'; known ids: r01"),
+        ({"rag_readings": [{"id": "x", "reading": "no passages"}]}, "sort.rag_readings: RAG reading 'x' is not valid"),
+    ],
+)
+def test_bad_sort_config_fails_before_running(tmp_path, sort, message):
+    config = tmp_path / "bad.yaml"
+    config.write_text(json.dumps({"sort": sort}))
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_eval_models_without_the_base_model_fail_before_running(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("eval_models:\n  base_model: org/model\n")  # configfiles merge: replace the base entry
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0 and "eval_models must name the base model" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_k_larger_than_the_candidate_pool_fails_before_running(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("mcq:\n  n_choices: [4, 10]\n  ranker:\n    max_candidates: 5\n")
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0
+    assert "mcq.ranker.max_candidates=5" in proc.stderr + proc.stdout
+
+
+def test_lint_and_format_are_clean():
+    lint = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=ROOT)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    files = [str(ROOT / "Snakefile"), *map(str, sorted((ROOT / "rules").glob("*.smk")))]
+    fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+@pytest.mark.parametrize("extra", [[], ["--configfile", str(ROOT / "config" / "paper.yaml")]], ids=["default", "paper"])
+def test_slurm_profile_dry_run(tmp_path, extra):
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n", *extra],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
+
+
+def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path):
+    generate = tmp_path / "generate.yaml"
+    generate.write_text("fiction:\n  source: generate\n")
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n",
+         "--configfile", str(ROOT / "config" / "paper.yaml"), str(generate)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fiction_corpus"):
+        assert f"rule {rule}:" in proc.stdout
+    assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
+
+
+def test_audit_flags_a_changed_result(workdir):
+    from knowlab.core.audit import audit
+
+    assert audit(workdir / "results", workdir / "resources", base=workdir).empty
+    split = workdir / "results" / "splits" / "doc.json"
+    original = split.read_bytes()
+    try:
+        split.write_bytes(original.replace(b'"doc"', b'"edited"', 1))
+        flagged = audit(workdir / "results", base=workdir)
+        assert set(flagged["path"]) == {"results/splits/doc.json"}
+        assert set(flagged["status"]) == {"changed"}
+        assert {"input", "output"} <= set(flagged["role"])
+    finally:
+        split.write_bytes(original)
