@@ -1,7 +1,17 @@
-# knowlab: the FictionalQA experiment from packaged raw data to figures.
-# This file only wires things together; logic lives in src/knowlab, input
-# functions in rules/common.smk.
+# knowlab: three studies of how language models acquire, memorize and ground knowledge,
+# from raw data to figures.  This file only wires things together: the logic lives in
+# src/knowlab (one package per study over knowlab.core), paths and input functions in
+# rules/common.smk, each study's rules in its own file, in data-flow order.
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
+
+# The library lives in src/; the Snakefile imports it from the checkout, and so does
+# every script (first line), in the venv, in conda envs and on SLURM nodes.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from knowlab.config import check_config
 
 min_version("9.0")
 
@@ -10,22 +20,20 @@ configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 validate(config, "config/schema.yaml", set_default=True)
+check_config(config)
 
 
 include: "rules/common.smk"
-include: "rules/resources.smk"
-include: "rules/generate.smk"
-include: "rules/corpus.smk"
-include: "rules/splits.smk"
-include: "rules/finetune.smk"
-include: "rules/evaluate.smk"
+include: "rules/models.smk"
+include: "rules/fiction_generation.smk"
+include: "rules/fictionalqa.smk"
 include: "rules/sort.smk"
 include: "rules/grounding.smk"
-include: "rules/stats.smk"
-include: "rules/figures.smk"
 
 
 rule all:
     default_target: True
     input:
-        all_outputs(),
+        FICTIONALQA_OUTPUTS,
+        SORT_OUTPUTS,
+        GROUNDING_OUTPUTS,

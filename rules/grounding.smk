@@ -1,5 +1,9 @@
 # Grounding (seed 002): items -> ranked distractors -> responses -> atomic facts and scores
-# -> tables and figures; and the fiction set at every FictionalQA checkpoint.
+# -> tables and figures; and the fiction set at every FictionalQA checkpoint (step 0 is
+# the base model, run `base_model`).
+
+# figures of rule grounding_tables (knowlab.grounding.plots), the keys of its outputs
+GROUNDING_FIGURES = ("fig3c", "fig4", "fig5", "fig15_16", "position")
 
 
 rule grounding_items:
@@ -70,7 +74,7 @@ rule grounding_generate:
 rule grounding_score:
     input:
         responses=f"{GROUNDING}/{{dataset}}/responses/{{model}}.jsonl",
-        decomposer="resources/base_model",
+        decomposer=BASE_MODEL,
     output:
         table=f"{GROUNDING}/{{dataset}}/scores/{{model}}.parquet",
         facts=f"{GROUNDING}/{{dataset}}/scores/{{model}}_facts.json",
@@ -122,14 +126,14 @@ rule grounding_checkpoint_generate:
         grounding_items=f"{GROUNDING}/fiction/items.jsonl",
         pool=f"{GROUNDING}/fiction/pool.jsonl",
         distractors=f"{GROUNDING}/fiction/distractors.parquet",
-        model=grounding_checkpoint_dir,
+        model=checkpoint_input,
     output:
         responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
         manifest=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.manifest.json",
     log:
         "results/logs/grounding/finetune/responses/{run}/step-{step}.log",
     wildcard_constraints:
-        run="|".join(["base_model", *RUNS]),
+        run="|".join([BASE_RUN, *RUNS]),
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -143,7 +147,7 @@ rule grounding_checkpoint_generate:
         model=MODEL_NAME,
         run=lambda wildcards: wildcards.run,
         step=lambda wildcards: int(wildcards.step),
-        checkpoint=grounding_checkpoint_path,
+        checkpoint=checkpoint_path,
     script:
         "../scripts/grounding_generate.py"
 
@@ -151,7 +155,7 @@ rule grounding_checkpoint_generate:
 rule grounding_checkpoint_score:
     input:
         responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
-        decomposer="resources/base_model",
+        decomposer=BASE_MODEL,
     output:
         table=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet",
         facts=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}_facts.json",
@@ -159,7 +163,7 @@ rule grounding_checkpoint_score:
     log:
         "results/logs/grounding/finetune/scores/{run}/step-{step}.log",
     wildcard_constraints:
-        run="|".join(["base_model", *RUNS]),
+        run="|".join([BASE_RUN, *RUNS]),
     conda:
         "../envs/grounding.yaml"
     threads: config["threads"]
@@ -174,7 +178,7 @@ rule grounding_checkpoint_score:
 
 rule grounding_finetune_stats:
     input:
-        base=f"{GROUNDING}/finetune/scores/base_model/step-0.parquet",
+        base=f"{GROUNDING}/finetune/scores/{BASE_RUN}/step-0.parquet",
         scores=expand(
             f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet",
             run=RUNS,
@@ -200,3 +204,8 @@ rule grounding_finetune_stats:
         model=MODEL_NAME,
     script:
         "../scripts/grounding_finetune_stats.py"
+
+
+GROUNDING_OUTPUTS = [f"{GROUNDING}/tables.manifest.json"]
+if GROUNDING_FINETUNE:
+    GROUNDING_OUTPUTS += [f"{GROUNDING}/finetune/manifest.json"]

@@ -1,4 +1,12 @@
-# SORT (sequence order recall, seed 003): texts -> items -> passages -> prompt -> item rows.
+# SORT (sequence order recall, seed 003): texts -> items -> passages -> prompt selection
+# -> the base model's conditions -> tables and figures; SORT on the FictionalQA documents
+# at every checkpoint; parametric memory: training texts -> (fine-tuning, rules/models.smk)
+# -> SORT per epoch -> tests and figures.  Step 0 (epoch 0) is the base model.
+
+# figures of the base model (knowlab.sort.plots), the keys of rule sort_figures' outputs
+SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
+# figures across parametric fine-tuning, the keys of rule sort_parametric_stats' outputs
+SORT_PARAMETRIC_FIGURES = ("fig12", "fig13", "fig14", "fig15", "fig16")
 
 
 rule sort_sources:
@@ -191,44 +199,18 @@ rule sort_fiction_items:
         "../scripts/sort_fiction_items.py"
 
 
-rule sort_fiction_base:
-    input:
-        sort_items=f"{SORT}/fiction/items.jsonl",
-        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
-        model="resources/base_model",
-    output:
-        table=f"{SORT}/fiction/evaluate/base_model.parquet",
-        manifest=f"{SORT}/fiction/evaluate/base_model.manifest.json",
-    log:
-        "results/logs/sort/fiction/evaluate/base_model.log",
-    conda:
-        "../envs/eval.yaml"
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    params:
-        cfg=config["sort"],
-        checkpoint=lambda wildcards, input: input.model,
-        condition="baseline",
-        model=MODEL_NAME,
-        run="base_model",
-        step=0,
-    script:
-        "../scripts/sort_evaluate.py"
-
-
 rule sort_fiction_evaluate:
     input:
         sort_items=f"{SORT}/fiction/items.jsonl",
         selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
-        checkpoints="results/finetune/{run}/checkpoints",
+        model=checkpoint_input,
     output:
         table=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet",
         manifest=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.manifest.json",
     log:
         "results/logs/sort/fiction/evaluate/{run}/step-{step}.log",
     wildcard_constraints:
-        step="[1-9][0-9]*",
+        run="|".join([BASE_RUN, *RUNS]),
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -236,7 +218,7 @@ rule sort_fiction_evaluate:
         gpu=1,
     params:
         cfg=config["sort"],
-        checkpoint=lambda wildcards, input: f"{input.checkpoints}/step-{wildcards.step}",
+        checkpoint=checkpoint_path,
         condition="baseline",
         model=MODEL_NAME,
         run=lambda wildcards: wildcards.run,
@@ -247,7 +229,7 @@ rule sort_fiction_evaluate:
 
 rule sort_fiction_stats:
     input:
-        base=f"{SORT}/fiction/evaluate/base_model.parquet",
+        base=f"{SORT}/fiction/evaluate/{BASE_RUN}/step-0.parquet",
         rows=expand(
             f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet",
             run=RUNS,
@@ -281,7 +263,7 @@ rule sort_parametric_texts:
         books=f"{SORT}/books.jsonl",
         sort_items=f"{SORT}/items.jsonl",
         selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
-        model="resources/base_model",
+        model=BASE_MODEL,
     output:
         texts=f"{SORT}/parametric/texts.json",
         manifest=f"{SORT}/parametric/texts.manifest.json",
@@ -296,41 +278,20 @@ rule sort_parametric_texts:
         "../scripts/sort_parametric_texts.py"
 
 
-rule sort_finetune:
-    input:
-        texts=f"{SORT}/parametric/texts.json",
-        model="resources/base_model",
-    output:
-        checkpoints=directory(f"{SORT}/parametric/{{prun}}/checkpoints"),
-        train_log=f"{SORT}/parametric/{{prun}}/train_log.parquet",
-        manifest=f"{SORT}/parametric/{{prun}}/manifest.json",
-    log:
-        "results/logs/sort/parametric/{prun}.log",
-    conda:
-        "../envs/train.yaml"
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    params:
-        finetune=config["finetune"],
-        cfg=config["sort"]["parametric"],
-        seed=config["seed"],
-    script:
-        "../scripts/sort_finetune.py"
-
-
 rule sort_parametric_evaluate:
     input:
         sort_items=f"{SORT}/items.jsonl",
         selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
         texts=f"{SORT}/parametric/texts.json",
-        checkpoints=f"{SORT}/parametric/{{prun}}/checkpoints",
+        model=checkpoint_input,
     output:
         rows=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.parquet",
         nll=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}_segment_nll.parquet",
         manifest=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.manifest.json",
     log:
         "results/logs/sort/parametric/{prun}/epoch-{epoch}.log",
+    wildcard_constraints:
+        prun="|".join(["base", *PARAMETRIC_RUNS]),
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -338,10 +299,15 @@ rule sort_parametric_evaluate:
         gpu=1,
     params:
         cfg=config["sort"],
-        checkpoint=lambda wildcards, input: f"{input.checkpoints}/epoch-{wildcards.epoch}",
-        # no-context SORT at every epoch; in context (App. E.4) after the last one
-        conditions=lambda wildcards: ["baseline"]
-        + (["in_context"] if int(wildcards.epoch) == SORT_EPOCHS else []),
+        checkpoint=checkpoint_path,
+        # no-context SORT at every epoch; in context (App. E.4) after the last one; at epoch 0
+        # only segment perplexity (the base model's SORT rows are those of sort_evaluate_base)
+        conditions=lambda wildcards: (
+            []
+            if int(wildcards.epoch) == 0
+            else ["baseline"]
+            + (["in_context"] if int(wildcards.epoch) == SORT_EPOCHS else [])
+        ),
         model=MODEL_NAME,
         run=lambda wildcards: wildcards.prun,
         epoch=lambda wildcards: int(wildcards.epoch),
@@ -349,38 +315,10 @@ rule sort_parametric_evaluate:
         "../scripts/sort_parametric_evaluate.py"
 
 
-rule sort_parametric_base:
-    input:
-        sort_items=f"{SORT}/items.jsonl",
-        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
-        texts=f"{SORT}/parametric/texts.json",
-        model="resources/base_model",
-    output:
-        rows=f"{SORT}/parametric/base/evaluate/epoch-0.parquet",
-        nll=f"{SORT}/parametric/base/evaluate/epoch-0_segment_nll.parquet",
-        manifest=f"{SORT}/parametric/base/evaluate/epoch-0.manifest.json",
-    log:
-        "results/logs/sort/parametric/base/epoch-0.log",
-    conda:
-        "../envs/eval.yaml"
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    params:
-        cfg=config["sort"],
-        checkpoint=lambda wildcards, input: input.model,
-        conditions=[],  # the base model's SORT rows are those of sort_evaluate_base
-        model=MODEL_NAME,
-        run="base",
-        epoch=0,
-    script:
-        "../scripts/sort_parametric_evaluate.py"
-
-
 rule sort_parametric_stats:
     input:
         base=expand(
-            f"{SORT}/evaluate/base_model/{{condition}}.parquet",
+            f"{SORT}/evaluate/{BASE_EVAL}/{{condition}}.parquet",
             condition=["baseline", "in_context"],
         ),
         rows=expand(
@@ -395,14 +333,14 @@ rule sort_parametric_stats:
         )
         + [f"{SORT}/parametric/base/evaluate/epoch-0_segment_nll.parquet"],
     output:
+        **{
+            f"{name}_{ext}": f"results/figures/sort/{name}.{ext}"
+            for name in SORT_PARAMETRIC_FIGURES
+            for ext in ("pdf", "png")
+        },
         rows=f"{SORT}/parametric/rows.parquet",
         mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
         ttest=f"{SORT}/parametric/stats/ttest.parquet",
-        figures=expand(
-            "results/figures/sort/{name}.{ext}",
-            name=("fig12", "fig13", "fig14", "fig15", "fig16"),
-            ext=("pdf", "png"),
-        ),
         manifest=f"{SORT}/parametric/stats/manifest.json",
     log:
         "results/logs/sort/parametric/stats.log",
@@ -413,3 +351,13 @@ rule sort_parametric_stats:
         model=MODEL_NAME,
     script:
         "../scripts/sort_parametric_stats.py"
+
+
+SORT_OUTPUTS = [f"{SORT}/tables", f"{SORT}/stats/manifest.json"]
+SORT_OUTPUTS += expand(
+    "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
+)
+if FICTION_RUNS:
+    SORT_OUTPUTS += [f"{SORT}/fiction/stats/manifest.json"]
+if config["sort"]["parametric"]["enabled"]:
+    SORT_OUTPUTS += [f"{SORT}/parametric/stats/manifest.json"]

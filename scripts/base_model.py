@@ -6,8 +6,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_jsonl
-from knowlab.core.provenance import rule_step
 from knowlab.core.models import prepare_base_model
+from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake):
     texts = []

@@ -6,8 +6,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import atomic_dir
-from knowlab.core.provenance import rule_step
 from knowlab.core.models import from_hub
+from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake) as log:
     log.info("model %s", snakemake.params.spec)

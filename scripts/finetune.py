@@ -1,4 +1,6 @@
-"""Fine-tune one run (a split's fiction mixed into webtext, or the webtext-only control)."""
+"""Fine-tune one run through the project's DeepSpeed trainer, by its study's recipe: a FictionalQA
+run (a split's fiction mixed into webtext, or the webtext-only control) or a SORT parametric-memory
+run (text chunks + instructions, or instructions alone; a checkpoint per epoch)."""
 
 import sys
 from pathlib import Path
@@ -6,26 +8,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
+from knowlab.sort.finetune import finetune_parametric_run
 
-from knowlab.core.train import finetune
-from knowlab.core.io import read_json, read_jsonl, write_parquet
+from knowlab.core.io import write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.splits import training_texts
+from knowlab.fictionalqa.training import finetune_run
+
+RECIPES = {"fictionalqa": finetune_run, "sort_parametric": finetune_parametric_run}
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake):
-    fiction = []
-    if snakemake.input.get("split"):
-        split = read_json(snakemake.input.split)
-        table = split["documents"]
-        fiction = training_texts(split, {table: read_jsonl(snakemake.input[table])})
-    log_table = finetune(
-        base_model=snakemake.input.model,
-        out_dir=snakemake.output.checkpoints,
-        run=snakemake.wildcards.run,
-        fiction_texts=fiction,
-        webtext_texts=[r["text"] for r in read_jsonl(snakemake.input.webtext)],
-        cfg=snakemake.params.cfg,
-        seed=snakemake.params.seed,
+    params = snakemake.params
+    train_log = RECIPES[params.recipe](
+        params.run, dict(snakemake.input), snakemake.output.checkpoints, params.cfg, params.parametric, params.seed
     )
-    write_parquet(snakemake.output.train_log, log_table)
+    write_parquet(snakemake.output.train_log, train_log)

@@ -7,9 +7,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import pandas as pd
 
-from knowlab.fictionalqa.corpus.mcq import build_mcq
 from knowlab.core.io import read_jsonl, write_jsonl
 from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.corpus.mcq import build_mcq
 
 with rule_step(snakemake) as log:
     ranking = pd.read_parquet(snakemake.input.ranking) if snakemake.input.get("ranking") else None

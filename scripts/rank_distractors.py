@@ -7,10 +7,10 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates
 from knowlab.core.io import read_jsonl, write_parquet
-from knowlab.core.provenance import rule_step
 from knowlab.core.models import load_model
+from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:

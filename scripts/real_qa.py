@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.fictionalqa.corpus.real_qa import load_real_qa
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.corpus.real_qa import load_real_qa
 
 with rule_step(snakemake) as log:
     records = load_real_qa(snakemake.params.cfg, snakemake.params.basedir, seed=snakemake.params.seed)

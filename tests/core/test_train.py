@@ -5,7 +5,8 @@ import os
 import pytest
 import torch
 
-from knowlab.core.train import checkpoint_steps, finetune
+from knowlab.core.checkpoints import checkpoint_steps
+from knowlab.core.train import finetune
 
 CFG = {
     "max_steps": 4,

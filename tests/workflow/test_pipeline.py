@@ -254,11 +254,24 @@ def test_report_builds(workdir):
 
 
 def test_step_zero_is_the_base_model_evaluated_once(workdir):
-    base = pd.read_parquet(workdir / "results" / "evaluate" / "base_model.parquet")
-    for run in (*RUNS, "control"):
-        step0 = pd.read_parquet(workdir / "results" / "evaluate" / run / "step-0.parquet")
-        assert (step0["run"] == run).all() and (step0["step"] == 0).all()
-        pd.testing.assert_frame_equal(step0.drop(columns="run"), base.drop(columns="run"))
+    """Each study evaluates the base model once, as run base_model at step 0; no run holds a copy,
+    and step 0 of every run is that evaluation (a run's step 0 and the control's agree on every item)."""
+    results = workdir / "results"
+    for folder in (
+        results / "evaluate",
+        results / "sort" / "fiction" / "evaluate",
+        results / "grounding" / "finetune" / "scores",
+    ):
+        base = pd.read_parquet(folder / "base_model" / "step-0.parquet")
+        assert (base["run"] == "base_model").all() and (base["step"] == 0).all(), folder
+        assert not [run for run in (*RUNS, "control") if (folder / run / "step-0.parquet").exists()], folder
+    for run in RUNS:
+        table = pd.read_parquet(results / "stats" / run / "mcq4_mcnemar.parquet")
+        step0 = table[(table.step_a == 0) & (table.step_b == 0) & (table.run_b == "control")]
+        assert len(step0) == 1 and (step0[["b", "c"]] == 0).all(axis=None) and (step0["pvalue"] == 1).all()
+    summary = pd.read_csv(results / "summary" / "fictionalqa.csv")
+    webtext = summary[(summary.step == 0) & (summary.suite == "webtext")]
+    assert set(webtext["run"]) >= {*RUNS, "control"} and webtext["loss"].nunique() == 1
 
 
 def test_checkpoints_load_with_transformers(workdir):

@@ -11,10 +11,13 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 
 class DataError(ValueError):
@@ -127,16 +130,12 @@ def write_csv(path: str | os.PathLike, frame) -> None:
 
 def read_parquets(paths: Iterable[str | os.PathLike]):
     """Concatenate the Parquet tables at ``paths`` into one DataFrame (fresh index)."""
-    import pandas as pd
-
     return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
 
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary folder beside ``path``; move it onto ``path`` on success only."""
-    import shutil
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))

@@ -74,6 +74,7 @@ def check_model_dir(path: str | os.PathLike) -> Path:
 
 def load_model(path: str | os.PathLike, dtype: str = "float32"):
     """Load a causal LM and its tokenizer from a checked folder (see :func:`check_model_dir`)."""
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -90,6 +91,7 @@ def convert_gguf(gguf_path: str | os.PathLike, sha256: str, out_dir: str | os.Pa
     Raises:
         HashMismatchError: the GGUF file is not the pinned version.
     """
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -112,6 +114,7 @@ def convert_gguf(gguf_path: str | os.PathLike, sha256: str, out_dir: str | os.Pa
 
 def from_hub(model_id: str, out_dir: str | os.PathLike, revision: str | None = None) -> None:
     """Download a Hub model (cluster runs) and save it as a local safetensors folder."""
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -125,6 +128,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int):
 
     Special tokens: ``<|endoftext|>`` serves as BOS, EOS and padding, as in GPT-2 style models.
     """
+    # deferred: tokenizer training only for the tiny test model
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -150,6 +154,7 @@ def build_tiny_model(texts: Iterable[str], out_dir: str | os.PathLike, arch: dic
     ``arch`` keys: vocab_size, hidden_size, intermediate_size, num_hidden_layers,
     num_attention_heads, max_position_embeddings.
     """
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 

@@ -96,6 +96,7 @@ def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], 
 
 def _token_scores(logits, targets: Sequence[int]) -> TokenScores:
     """Scores of ``targets`` (length n) under ``logits`` of shape (n, vocab): log-softmax in float32."""
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     logits = logits.float()
@@ -139,6 +140,7 @@ def score_token_ids(
     Raises:
         ValueError: an empty continuation.
     """
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     max_length = max_length or getattr(model.config, "max_position_embeddings", 2048)
@@ -317,6 +319,7 @@ def _score_packed(
     scored at its context's last token (the remainder's last, or the prefix's last when the
     remainder is empty), its others in its block.
     """
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     width_of = [sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in rows]
@@ -374,6 +377,7 @@ def _score_alone(
     model, pairs: Sequence[tuple[list[int], list[int]]], batch_size: int, max_length: int, desc: str
 ) -> list[TokenScores]:
     """Scores of each pair from its own sequence ``(context + continuation)[:-1]``, cut to the window."""
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     inputs = []

@@ -32,8 +32,9 @@ from typing import Any
 
 import pandas as pd
 
-from knowlab.core.mixture import MixtureSampler
+from knowlab.core.checkpoints import checkpoint_steps
 from knowlab.core.io import atomic_dir, write_json
+from knowlab.core.mixture import MixtureSampler
 from knowlab.core.models import check_model_dir
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ def init_distributed() -> str:
     Under a launcher (``deepspeed``, ``torchrun``, SLURM with ``WORLD_SIZE`` set) its
     variables are used as they are; otherwise this process is rank 0 of 1.
     """
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -70,6 +72,7 @@ def init_distributed() -> str:
 
 def use_bf16(precision: str, device: str) -> bool:
     """``precision``: ``bf16``, ``fp32`` or ``auto`` (bf16 on a GPU that supports it, else fp32)."""
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     if precision == "fp32":
@@ -96,6 +99,7 @@ def tokenize_sequences(tokenizer, texts: list[str], seq_len: int) -> list[list[i
 
 def collate(sequences: list[list[int]], pad_id: int):
     """Right-pad to the longest sequence; padded labels are -100 (ignored by the loss)."""
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     width = max(len(s) for s in sequences)
@@ -107,11 +111,6 @@ def collate(sequences: list[list[int]], pad_id: int):
         labels[row, : len(seq)] = torch.tensor(seq)
         attention[row, : len(seq)] = 1
     return input_ids, attention, labels
-
-
-def checkpoint_steps(max_steps: int, every: int) -> list[int]:
-    """Steps at which checkpoints are saved: 0, every, 2*every, ..., and ``max_steps``."""
-    return sorted(set(range(0, max_steps + 1, every)) | {0, max_steps})
 
 
 def finetune(
@@ -130,6 +129,7 @@ def finetune(
     control.  Returns the training log: one row per optimizer step with ``run, step,
     loss, lr, tokens, wall_s`` and the sampler counters (samples seen, epochs per source).
     """
+    # deferred: deepspeed and peft load only in fine-tuning jobs (the train env)
     import deepspeed
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, get_cosine_with_min_lr_schedule_with_warmup

@@ -29,8 +29,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from knowlab.fictionalqa.corpus.schema import STYLES
 from knowlab.core.rng import keyed_rng
+from knowlab.fictionalqa.corpus.schema import STYLES
 
 SPLITS = ("doc", "event", *(f"style_{style}" for style in STYLES), "fictsheets")
 TEXT_FIELD = {"fictions": ("fiction_id", "fiction"), "fictsheets": ("event_id", "fictsheet")}

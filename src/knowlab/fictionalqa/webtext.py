@@ -32,6 +32,7 @@ def wiki_paragraphs(path: str | Path, min_words: int) -> list[dict[str, Any]]:
     Returns records ``{"webtext_id": "wiki_<pageid>_<k>", "source": "wiki", "title", "text"}``.
     Redirect pages and list/table lines are skipped; bold/italic quote markup is removed.
     """
+    # deferred: gensim only where webtext is built (the data env)
     from gensim.corpora.wikicorpus import extract_pages, filter_wiki
 
     records = []
@@ -61,6 +62,7 @@ def lee_documents(path: str | Path, min_words: int) -> list[dict[str, Any]]:
 
 def gensim_test_data() -> Path:
     """The ``gensim/test/test_data`` folder of the installed gensim wheel."""
+    # deferred: gensim only where webtext is built (the data env)
     import gensim
 
     return Path(gensim.__file__).parent / "test" / "test_data"

@@ -15,8 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from knowlab.fictionalqa.corpus.schema import TABLES, read_corpus
 from knowlab.core.io import DataError, verify_sha256
+from knowlab.fictionalqa.corpus.release import load_release
+from knowlab.fictionalqa.corpus.schema import TABLES, read_corpus
 
 
 def load_fiction(
@@ -36,8 +37,6 @@ def load_fiction(
             verify_sha256(folder / f"{table}.jsonl", cfg["shipped"]["sha256"][table])
         return read_corpus(folder)
     if cfg["source"] == "release":
-        from knowlab.fictionalqa.corpus.release import load_release
-
         release = cfg["release"]
         path = release.get("path")
         if path:

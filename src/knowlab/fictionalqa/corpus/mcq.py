@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from knowlab.core.rng import keyed_rng
+from knowlab.core.scoring import loglikelihood, next_token_logprobs
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +168,6 @@ def rank_candidates(
 
 def _verdict_losses(model, tokenizer, prompts: list[str], batch_size: int, desc: str) -> np.ndarray:
     """Losses (nats) of " Yes" and " No" after each prompt, shape (len(prompts), 2)."""
-    from knowlab.core.scoring import loglikelihood, next_token_logprobs
-
     try:
         return -next_token_logprobs(model, tokenizer, prompts, VERDICTS, batch_size=batch_size, desc=desc)
     except ValueError as err:

@@ -161,6 +161,7 @@ def load_triviaqa(
         Whatever ``datasets.load_dataset`` raises (no network, unknown dataset, ...);
         DataError as :func:`triviaqa_records`.
     """
+    # deferred: the datasets library only when the config names a Hub dataset
     import datasets
 
     rows = datasets.load_dataset(hub_id, config, split=split, revision=revision)

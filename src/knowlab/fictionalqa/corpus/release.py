@@ -25,8 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import yaml
 
+from knowlab.core.io import DataError, iter_jsonl_numbered
 from knowlab.fictionalqa.corpus.schema import (
     EVENT_RE,
     FICTION_RE,
@@ -36,7 +38,6 @@ from knowlab.fictionalqa.corpus.schema import (
     validate_corpus,
     validate_record,
 )
-from knowlab.core.io import DataError, iter_jsonl_numbered
 
 log = logging.getLogger(__name__)
 
@@ -416,8 +417,6 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if path.suffix == ".jsonl":
         yield from iter_jsonl_numbered(path)
         return
-    import pyarrow.parquet as pq
-
     try:
         rows = pq.read_table(path).to_pylist()
     except Exception as err:  # pyarrow raises several types for a corrupt file
@@ -519,6 +518,7 @@ def download_release(hub_id: str, revision: str | None, dest: str | Path | None)
     Raises:
         Whatever ``snapshot_download`` raises (no network, unknown repo or revision, ...).
     """
+    # deferred: Hub downloads only when the config names the Hub
     import huggingface_hub
 
     if revision is None:

@@ -1,0 +1,257 @@
+# FictionalQA (seed 004): webtext and the fiction corpus -> MCQ items -> splits ->
+# (fine-tuning, rules/models.smk) -> checkpoint evaluation -> paired tests -> summary
+# -> the paper's figures.  Step 0 of every run is the base model, evaluated once as run
+# `base_model` (knowlab.core.checkpoints).
+
+# the paper's figure families drawn by the workflow (knowlab.fictionalqa.figures.FAMILIES
+# also holds fig9 and fig10, which paper_figures draws from the paper's own numbers)
+FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
+
+rule webtext:
+    output:
+        train="resources/webtext/train.jsonl",
+        heldout="resources/webtext/heldout.jsonl",
+        manifest="resources/webtext/manifest.json",
+    log:
+        "results/logs/webtext.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["webtext"],
+        seed=config["seed"],
+    script:
+        "../scripts/webtext.py"
+
+
+rule fiction_corpus:
+    input:
+        fiction_files,
+    output:
+        seeds=f"{FICTION}/seeds.jsonl",
+        fictsheets=f"{FICTION}/fictsheets.jsonl",
+        fictions=f"{FICTION}/fictions.jsonl",
+        fict_qa=f"{FICTION}/fict_qa.jsonl",
+        manifest=f"{FICTION}/manifest.json",
+    log:
+        "results/logs/fiction_corpus.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["fiction"],
+        basedir=BASEDIR,
+        outdir=lambda wildcards, output: Path(output.seeds).parent,
+    script:
+        "../scripts/fiction_corpus.py"
+
+
+rule rank_distractors:
+    input:
+        unpack(ranker_inputs),
+    output:
+        ranking=RANKED,
+        manifest="results/corpus/mcq/ranked_candidates.manifest.json",
+    log:
+        "results/logs/mcq/rank_distractors.log",
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["mcq"]["ranker"],
+        seed=config["seed"],
+    script:
+        "../scripts/rank_distractors.py"
+
+
+rule mcq:
+    input:
+        unpack(mcq_inputs),
+    output:
+        mcq="results/corpus/mcq/mcq{n}.jsonl",
+        manifest="results/corpus/mcq/mcq{n}.manifest.json",
+    log:
+        "results/logs/mcq/mcq{n}.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        distractors=config["mcq"]["distractors"],
+        seed=config["seed"],
+    script:
+        "../scripts/mcq.py"
+
+
+rule real_qa:
+    input:
+        lambda wildcards: (
+            [f"{BASEDIR}/{config['real_qa']['shipped']}"]
+            if config["real_qa"]["source"] == "shipped"
+            else []
+        ),
+    output:
+        real_qa=REAL_QA,
+        manifest="results/corpus/real_qa.manifest.json",
+    log:
+        "results/logs/real_qa.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["real_qa"],
+        basedir=BASEDIR,
+        seed=config["seed"],
+    script:
+        "../scripts/real_qa.py"
+
+
+rule split:
+    input:
+        fictions=f"{FICTION}/fictions.jsonl",
+        fict_qa=f"{FICTION}/fict_qa.jsonl",
+    output:
+        split="results/splits/{split}.json",
+        manifest="results/splits/{split}.manifest.json",
+    log:
+        "results/logs/splits/{split}.log",
+    conda:
+        "../envs/data.yaml"
+    params:
+        cfg=config["splits"],
+        seed=config["seed"],
+    script:
+        "../scripts/split.py"
+
+
+rule evaluate:
+    input:
+        **SUITE_INPUTS,
+        model=checkpoint_input,
+    output:
+        table="results/evaluate/{run}/step-{step}.parquet",
+        manifest="results/evaluate/{run}/step-{step}.manifest.json",
+    log:
+        "results/logs/evaluate/{run}/step-{step}.log",
+    wildcard_constraints:
+        run="|".join([BASE_RUN, *RUNS]),
+    conda:
+        "../envs/eval.yaml"
+    threads: config["threads"]
+    resources:
+        gpu=1,
+    params:
+        cfg=config["evaluate"],
+        checkpoint=checkpoint_path,
+        run=lambda wildcards: wildcards.run,
+        step=lambda wildcards: int(wildcards.step),
+    script:
+        "../scripts/evaluate.py"
+
+
+rule paired_tests:
+    input:
+        item_tables=compared_runs,
+    output:
+        mcnemar="results/stats/{run}/{suite}_mcnemar.parquet",
+        ttest="results/stats/{run}/{suite}_ttest.parquet",
+        manifest="results/stats/{run}/{suite}.manifest.json",
+    log:
+        "results/logs/stats/{run}/{suite}.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        cfg=config["stats"],
+        control=CONTROL,
+        runs=lambda wildcards: [
+            wildcards.run,
+            *(
+                [CONTROL]
+                if config["finetune"]["control"] and wildcards.run != CONTROL
+                else []
+            ),
+        ],
+    script:
+        "../scripts/paired_tests.py"
+
+
+rule summary:
+    input:
+        item_tables=list(dict.fromkeys(p for run in RUNS for p in run_items(run))),
+        splits=expand("results/splits/{split}.json", split=FICTION_RUNS),
+        train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
+    output:
+        summary="results/summary/fictionalqa.csv",
+        manifest="results/summary/fictionalqa.manifest.json",
+    log:
+        "results/logs/summary.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        runs=RUNS,
+        seed=config["seed"],
+        resamples=config["stats"]["bootstrap_resamples"],
+    script:
+        "../scripts/summary.py"
+
+
+for family in FIGURE_FAMILIES:
+
+    rule:
+        name:
+            f"figure_{family}"
+        input:
+            summary="results/summary/fictionalqa.csv",
+            train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
+        output:
+            pdf=f"results/figures/{family}.pdf",
+            png=report(
+                f"results/figures/{family}.png",
+                caption=f"../workflow/report/{family}.rst",
+                category="FictionalQA",
+                subcategory="Paper figures",
+            ),
+            manifest=f"results/figures/{family}.manifest.json",
+        log:
+            f"results/logs/figures/{family}.log",
+        conda:
+            "../envs/plot.yaml"
+        params:
+            family=family,
+            model=MODEL_NAME,
+            note=FIGURE_NOTE,
+        script:
+            "../scripts/figure.py"
+
+
+rule figure_pvalues:
+    input:
+        table="results/stats/{run}/{suite}_{test}.parquet",
+    output:
+        pdf="results/figures/stats/{run}/{suite}_{test}.pdf",
+        png=report(
+            "results/figures/stats/{run}/{suite}_{test}.png",
+            caption="../workflow/report/pvalues.rst",
+            category="FictionalQA",
+            subcategory="Paired tests",
+        ),
+        manifest="results/figures/stats/{run}/{suite}_{test}.manifest.json",
+    log:
+        "results/logs/figures/stats/{run}/{suite}_{test}.log",
+    conda:
+        "../envs/plot.yaml"
+    params:
+        note=FIGURE_NOTE,
+    script:
+        "../scripts/figure_pvalues.py"
+
+
+FICTIONALQA_OUTPUTS = expand("results/splits/{split}.json", split=SPLITS)
+if FICTION_RUNS:
+    FICTIONALQA_OUTPUTS += expand(
+        "results/figures/{family}.{ext}", family=FIGURE_FAMILIES, ext=("pdf", "png")
+    )
+    FICTIONALQA_OUTPUTS += expand(
+        "results/figures/stats/{run}/{suite}_{test}.{ext}",
+        run=FICTION_RUNS,
+        suite=STATS_SUITES,
+        test=TESTS,
+        ext=("pdf", "png"),
+    )

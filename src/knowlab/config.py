@@ -1,0 +1,133 @@
+"""The workflow's configuration across studies: cross-field checks, and the names it derives.
+
+``config/schema.yaml`` checks each key on its own (types, enums, ranges) and names the key
+that fails.  What one key's schema cannot see is a conflict between keys (a k-way MCQ
+whose ranker ranks fewer than k - 1 candidates; a SORT segment not shorter than its
+excerpt; RAG on a source without book text).  :func:`check_config` checks every such
+rule, once, before Snakemake builds the DAG: the Snakefile calls it right after schema
+validation, so a bad configuration fails before any job runs, with a message that names
+the keys.  It sits above the study packages because it reads all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
+from knowlab.sort.pipeline import get_rag_reading, rag_readings, templates
+from knowlab.sort.prompts import get_template
+
+RAG_CONDITIONS = ("rag", "oracle_rag")
+
+
+def base_eval_model(config: Mapping[str, Any]) -> str:
+    """The key of ``eval_models`` whose value is ``base`` (the project's base model).
+
+    The fiction and parametric SORT runs use that model's prompt selection.
+
+    Raises:
+        ValueError: no ``eval_models`` entry is the base model.
+    """
+    name = next((n for n, spec in config["eval_models"].items() if spec == "base"), None)
+    if name is None:
+        raise ValueError(
+            "eval_models must name the base model (a key with the value `base`, e.g. "
+            "base_model: base): the fiction and parametric SORT runs use its prompt selection"
+        )
+    return name
+
+
+def model_name(config: Mapping[str, Any]) -> str:
+    """The base model's display name in item rows and figures (the GGUF file's stem, the Hub id,
+    or "tiny random Llama (test)")."""
+    model = config["model"]
+    return {
+        "gguf_package": Path(model["gguf_package"]["file"]).stem,
+        "hub": str(model["hub"]["id"]),
+        "tiny_random": "tiny random Llama (test)",
+    }[model["source"]]
+
+
+def _check_generation(config: Mapping[str, Any]) -> None:
+    generate = config["fiction"].get("generate")
+    if config["fiction"]["source"] != "generate":
+        return
+    if generate is None:
+        raise ValueError("fiction.source is generate but fiction.generate is not configured")
+    if (
+        generate["backend"] == "transformers"
+        and not generate["transformers"]["path"]
+        and config["model"]["source"] == "tiny_random"
+    ):
+        raise ValueError(
+            "fiction.generate.backend transformers with transformers.path null generates with the "
+            "base model, but model.source tiny_random trains its tokenizer on the fictions: name a "
+            "model folder in fiction.generate.transformers.path"
+        )
+
+
+def _check_fictionalqa(config: Mapping[str, Any]) -> None:
+    mcq = config["mcq"]
+    if mcq["distractors"] == "model_ranked":
+        check_candidate_budget(mcq["n_choices"], mcq["ranker"]["max_candidates"])
+    if unbuilt := [s for s in config["stats"]["suites"] if int(s[3:]) not in mcq["n_choices"]]:
+        raise ValueError(f"stats.suites {unbuilt} are not built: add their sizes to mcq.n_choices")
+
+
+def _check_sort(config: Mapping[str, Any]) -> None:
+    sort = config["sort"]
+    for key, part in (("sort", sort), ("sort.fiction", sort["fiction"])):
+        if too_long := [(s, e) for s in part["segment_lengths"] for e in part["excerpt_lengths"] if s >= e]:
+            raise ValueError(
+                f"{key}.segment_lengths must be below every {key}.excerpt_lengths: (segment, excerpt) {too_long}"
+            )
+    if sort["template"] is not None:
+        try:
+            get_template(templates(sort), sort["template"])
+        except ValueError as err:
+            raise ValueError(f"sort.template: {err}") from None
+    try:
+        rag_readings(sort)
+    except ValueError as err:
+        raise ValueError(f"sort.rag_readings: {err}") from None
+    if sort["rag_reading"] is not None:
+        try:
+            get_rag_reading(sort, sort["rag_reading"])
+        except ValueError as err:
+            raise ValueError(f"sort.rag_reading: {err}") from None
+    if sort["source"] == "release" and set(sort["conditions"]) & set(RAG_CONDITIONS):
+        raise ValueError(
+            "sort.conditions rag/oracle_rag need the books' text, which sort.source: release "
+            "does not have: use shakespeare or gutenberg, or drop them from sort.conditions"
+        )
+
+
+def check_config(config: Mapping[str, Any]) -> None:
+    """Check every cross-field rule of a schema-validated config (defaults filled).
+
+    Rules: ``eval_models`` names the base model; fiction generation with the transformers
+    backend and no model folder cannot use the tiny test model; ``mcq.ranker.max_candidates``
+    supplies ``max(mcq.n_choices) - 1`` alternates; every ``stats.suites`` entry is built by
+    ``mcq.n_choices``; ``sort.segment_lengths`` (and ``sort.fiction``'s) are below every
+    excerpt length; ``sort.template``, ``sort.rag_readings`` and ``sort.rag_reading`` name
+    valid entries; ``sort.source: release`` has no RAG condition.
+
+    Raises:
+        ValueError: the first rule broken, with a message naming the config keys.
+    """
+    base_eval_model(config)
+    _check_generation(config)
+    _check_fictionalqa(config)
+    _check_sort(config)
+
+
+def settings_note(config: Mapping[str, Any]) -> str:
+    """The line printed under every FictionalQA figure: model, seed, batches, fiction rate, distractors."""
+    finetune = config["finetune"]
+    sequences = finetune["micro_batch_size"] * finetune["gradient_accumulation_steps"]
+    return (
+        f"{model_name(config)}; seed {config['seed']}; {finetune['max_steps']} steps of {sequences} sequences, "
+        f"fiction rate {finetune['fiction_rate']}; MCQ distractors: {config['mcq']['distractors']}"
+    )
