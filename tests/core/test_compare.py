@@ -1,0 +1,36 @@
+"""knowlab.core.compare: two results folders, table by table."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from knowlab.core.compare import compare, main
+
+
+def _results(root, loss=1.0):
+    (root / "stats").mkdir(parents=True)
+    pd.DataFrame({"item_id": ["a", "b"], "loss": [loss, np.nan]}).to_parquet(root / "stats" / "t.parquet")
+    (root / "splits.json").write_text(json.dumps({"train": ["a"]}))
+    (root / "items.jsonl").write_text('{"id": 1}\n{"id": 2}\n')
+    (root / "manifest.json").write_text(json.dumps({"wall_s": loss}))  # provenance: left out
+    (root / "logs").mkdir()
+    (root / "logs" / "x.log").write_text(str(loss))
+
+
+def test_identical_folders_and_nan(tmp_path, capsys):
+    _results(tmp_path / "a")
+    _results(tmp_path / "b")
+    assert compare(tmp_path / "a", tmp_path / "b") == (3, 3, [])
+    assert main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "compare: identical=3/3"
+
+
+def test_a_changed_value_and_a_missing_table_are_reported(tmp_path, capsys):
+    _results(tmp_path / "a")
+    _results(tmp_path / "b", loss=1.0 + 1e-12)
+    (tmp_path / "b" / "items.jsonl").unlink()
+    identical, total, problems = compare(tmp_path / "a", tmp_path / "b")
+    assert (identical, total) == (1, 3)
+    assert problems[0] == "only in before: items.jsonl" and problems[1].startswith("differs: stats/t.parquet")
+    assert main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
