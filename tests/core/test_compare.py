@@ -34,3 +34,18 @@ def test_a_changed_value_and_a_missing_table_are_reported(tmp_path, capsys):
     assert (identical, total) == (1, 3)
     assert problems[0] == "only in before: items.jsonl" and problems[1].startswith("differs: stats/t.parquet")
     assert main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+
+
+def test_moved_removed_and_volatile_columns(tmp_path):
+    _results(tmp_path / "a")
+    _results(tmp_path / "b")
+    (tmp_path / "b" / "stats" / "t.parquet").rename(tmp_path / "b" / "moved.parquet")
+    (tmp_path / "a" / "old.jsonl").write_text('{"id": 3}\n')
+    pd.DataFrame({"step": [1], "wall_s": [0.1]}).to_parquet(tmp_path / "a" / "log.parquet")
+    pd.DataFrame({"step": [1], "wall_s": [0.2]}).to_parquet(tmp_path / "b" / "log.parquet")
+    identical, total, problems = compare(
+        tmp_path / "a", tmp_path / "b", moved={"stats/t.parquet": "moved.parquet"}, removed=["old.jsonl"]
+    )
+    assert (identical, total) == (4, 4)
+    assert problems == ["moved: stats/t.parquet -> moved.parquet", "removed: old.jsonl"]
+    assert compare(tmp_path / "a", tmp_path / "b", ignore_columns=())[0] < 4

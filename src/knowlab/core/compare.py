@@ -3,16 +3,21 @@
 Every table under both folders is compared by content: parquet and csv as data frames
 (``pandas.testing.assert_frame_equal``, exact values, NaN equal to NaN, same column
 order and dtypes), json as parsed objects, jsonl record by record, tex and txt as text.
-Provenance records (``manifest.json``, ``*.manifest.json``) and logs are left out: they
-carry wall times, hosts and commits, which differ between any two runs.  Figures (pdf,
-png) are left out too: matplotlib embeds creation dates in PDFs.
+Left out: provenance records (``manifest.json``, ``*manifest.json``) and logs, which carry
+wall times, hosts and commits; figures (pdf, png), whose PDFs embed creation dates; and
+the columns named by ``--ignore-columns`` (default ``wall_s``, the training log's wall
+clock), which measure the machine, not the result.
+
+A change that moves a table names it with ``--moved BEFORE_PATH=AFTER_PATH`` (compared
+across the two paths), and one that stops writing a table with ``--removed PATH``
+(listed, not counted as a difference); both are relative to the results folders.
 
 Usage::
 
-    python -m knowlab.core.compare BEFORE/results AFTER/results
+    python -m knowlab.core.compare BEFORE/results AFTER/results [--moved A=B ...] [--removed P ...]
 
-prints one line per differing, missing or extra table and a last line
-``compare: identical=N/M``; exit status 0 when every table is identical, else 1.
+prints one line per differing, missing, extra, moved or removed table and a last line
+``compare: identical=N/M``; exit status 0 when every compared table is identical, else 1.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -28,13 +34,14 @@ from pandas.testing import assert_frame_equal
 from knowlab.core.io import read_jsonl
 
 TABLE_SUFFIXES = (".parquet", ".csv", ".json", ".jsonl", ".tex", ".txt")
+VOLATILE_COLUMNS = ("wall_s",)
 
 
 def _is_table(path: Path, root: Path) -> bool:
     rel = path.relative_to(root)
     if rel.parts and rel.parts[0] == "logs":
         return False
-    if path.name == "manifest.json" or path.name.endswith(".manifest.json"):
+    if path.name.endswith("manifest.json"):
         return False
     return path.suffix in TABLE_SUFFIXES
 
@@ -45,13 +52,15 @@ def tables(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and _is_table(p, root))
 
 
-def difference(a: Path, b: Path) -> str | None:
+def difference(a: Path, b: Path, ignore_columns: Sequence[str] = VOLATILE_COLUMNS) -> str | None:
     """``None`` when the two files hold the same table, else a one-line reason."""
     suffix = a.suffix
     try:
         if suffix in (".parquet", ".csv"):
             read = pd.read_parquet if suffix == ".parquet" else pd.read_csv
-            assert_frame_equal(read(a), read(b), check_exact=True)
+            frames = [read(path) for path in (a, b)]
+            frames = [f.drop(columns=[c for c in ignore_columns if c in f.columns]) for f in frames]
+            assert_frame_equal(*frames, check_exact=True)
         elif suffix == ".json":
             if json.loads(a.read_text()) != json.loads(b.read_text()):
                 return "json content differs"
@@ -69,36 +78,68 @@ def difference(a: Path, b: Path) -> str | None:
     return None
 
 
-def compare(before: Path, after: Path) -> tuple[int, int, list[str]]:
+def compare(
+    before: Path,
+    after: Path,
+    *,
+    moved: Mapping[str, str] | None = None,
+    removed: Sequence[str] = (),
+    ignore_columns: Sequence[str] = VOLATILE_COLUMNS,
+) -> tuple[int, int, list[str]]:
     """Compare every table of two results folders.
 
+    Args:
+        moved: ``{path in before: path in after}`` for tables the change moved.
+        removed: paths in ``before`` of tables the change no longer writes.
+        ignore_columns: columns left out of every data-frame comparison.
+
     Returns:
-        ``(identical, total, problems)``: the number of tables present in both and equal,
-        the number of distinct table paths in either folder, and one line per problem
-        (``differs``, ``only in before``, ``only in after``).
+        ``(identical, total, problems)``: the number of tables compared and equal, the number
+        compared or missing on one side (removed tables not counted), and one line per
+        table not identical (``differs``, ``only in before``, ``only in after``), then one
+        line per moved or removed table.
     """
     before, after = Path(before), Path(after)
+    moved, removed = dict(moved or {}), set(removed)
     a, b = set(tables(before)), set(tables(after))
-    problems = [f"only in before: {p}" for p in sorted(a - b)] + [f"only in after: {p}" for p in sorted(b - a)]
+    pairs = {p: p for p in a & b} | {old: new for old, new in moved.items() if old in a and new in b}
+    only_before = sorted(a - set(pairs) - removed)
+    only_after = sorted(b - set(pairs.values()))
+    problems = [f"only in before: {p}" for p in only_before] + [f"only in after: {p}" for p in only_after]
     identical = 0
-    for rel in sorted(a & b):
-        reason = difference(before / rel, after / rel)
+    for old, new in sorted(pairs.items()):
+        reason = difference(before / old, after / new, ignore_columns)
         if reason is None:
             identical += 1
         else:
-            problems.append(f"differs: {rel}: {reason}")
-    return identical, len(a | b), problems
+            problems.append(f"differs: {old}" + (f" -> {new}" if new != old else "") + f": {reason}")
+    notes = [f"moved: {old} -> {new}" for old, new in sorted(moved.items()) if old in a and new in b]
+    notes += [f"removed: {p}" for p in sorted(removed & a)]
+    return identical, len(pairs) + len(only_before) + len(only_after), problems + notes
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
+    parser.add_argument("--moved", action="append", default=[], metavar="BEFORE=AFTER", help="a moved table")
+    parser.add_argument("--removed", action="append", default=[], metavar="PATH", help="a table no longer written")
+    parser.add_argument(
+        "--ignore-columns", nargs="*", default=list(VOLATILE_COLUMNS), help="columns left out (default: wall_s)"
+    )
     args = parser.parse_args(argv)
+    if bad := [m for m in args.moved if m.count("=") != 1]:
+        parser.error(f"--moved takes BEFORE=AFTER, got {bad[0]!r}")
     for root in (args.before, args.after):
         if not root.is_dir():
             parser.error(f"not a folder: {root}")
-    identical, total, problems = compare(args.before, args.after)
+    identical, total, problems = compare(
+        args.before,
+        args.after,
+        moved=dict(m.split("=") for m in args.moved),
+        removed=args.removed,
+        ignore_columns=args.ignore_columns,
+    )
     for line in problems:
         print(line)
     print(f"compare: identical={identical}/{total}")
