@@ -11,7 +11,14 @@ from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.sort import analysis, plots
 
-FIGURES = {"fig12": "perplexity", "fig13": "accuracy", "fig16": "score"}
+MATRICES = {"mcnemar": ("fig14", "McNemar's test on correctness"), "ttest": ("fig15", "paired t-test on the score")}
+ACROSS_EPOCHS = {"fig12": "perplexity", "fig13": "accuracy", "fig16": "score"}
+
+
+def figure(name):
+    """The (pdf, png) outputs of figure ``name``."""
+    return getattr(snakemake.output, f"{name}_pdf"), getattr(snakemake.output, f"{name}_png")
+
 
 with rule_step(snakemake) as log:
     params, out = snakemake.params, snakemake.output
@@ -21,15 +28,11 @@ with rule_step(snakemake) as log:
     nll = read_parquets(snakemake.input.nll)
     summary = rows.groupby(["run", "epoch", "condition"])["correct"].agg(["mean", "size"])
     log.info("accuracy by run, epoch and condition:\n%s", summary)
-    keys, labels = analysis.finetune_keys(rows, condition="baseline")
-    figure = dict(zip(("fig12", "fig13", "fig14", "fig15", "fig16"), range(5)))
-    paths = {name: (out.figures[2 * i], out.figures[2 * i + 1]) for name, i in figure.items()}
-    for test, fig in (("mcnemar", "fig14"), ("ttest", "fig15")):
-        table = analysis.condition_matrix(rows, keys, test, params.alternative, labels=labels)
+    for test, table in analysis.parametric_tests(rows, params.alternative).items():
         write_parquet(getattr(out, test), table)
-        name = {"mcnemar": "McNemar's test on correctness", "ttest": "paired t-test on the score"}[test]
-        plots.plot_matrix(table, f"SORT without context after fine-tuning: {name}", *paths[fig], model=params.model)
-    for name, metric in FIGURES.items():
+        name, what = MATRICES[test]
+        plots.plot_matrix(table, f"SORT without context after fine-tuning: {what}", *figure(name), model=params.model)
+    for name, metric in ACROSS_EPOCHS.items():
         plots.plot_across_epochs(
-            nll if metric == "perplexity" else rows, *paths[name], metric=metric, model=params.model
+            nll if metric == "perplexity" else rows, *figure(name), metric=metric, model=params.model
         )

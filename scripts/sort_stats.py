@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import atomic_dir, read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.sort import analysis
 from knowlab.core.tables import write_table
+from knowlab.sort import analysis
 
 with rule_step(snakemake) as log:
     params = snakemake.params
@@ -20,10 +20,7 @@ with rule_step(snakemake) as log:
             log.info("%s\n%s", table.name, table.wide.to_string())
     by = ["model", "condition", "segment_length", "distance_bin"]
     write_parquet(snakemake.output.binomial, analysis.binomial_tests(rows, by=by))
-    keys = [(c,) for c in params.conditions]
     for model, mcnemar, ttest in zip(params.models, snakemake.output.mcnemar, snakemake.output.ttest, strict=True):
-        for test, path in (("mcnemar", mcnemar), ("ttest", ttest)):  # conditions of one model, paired by item
-            table = analysis.condition_matrix(
-                rows[rows.model == model], keys, test, params.alternative, key_columns=("condition",)
-            )
-            write_parquet(path, table)
+        tables = analysis.condition_tests(rows, model, params.conditions, params.alternative)
+        write_parquet(mcnemar, tables["mcnemar"])
+        write_parquet(ttest, tables["ttest"])

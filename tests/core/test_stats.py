@@ -1,4 +1,5 @@
-"""McNemar and paired t-tests against statsmodels/scipy; defined degenerate cases; Holm; bootstrap."""
+"""McNemar and paired t-tests against statsmodels/scipy; the one pair-test table (any key columns,
+Holm families, ordered/unordered tests); defined degenerate cases; recomputation; bootstrap."""
 
 import numpy as np
 import pandas as pd
@@ -10,14 +11,12 @@ from statsmodels.stats.multitest import multipletests
 from knowlab.core.stats import (
     bootstrap_ci,
     checkpoint_pairs,
+    direct_pvalue,
     matched_pairs,
-    mcnemar_for_run,
     mcnemar_pair,
-    mcnemar_table,
+    pair_tests,
     recompute_pvalue,
-    ttest_for_run,
     ttest_pair,
-    ttest_table,
 )
 
 
@@ -66,7 +65,25 @@ def test_matrix_with_holm_correction():
             rows.append({"run": "control", "step": step, "item_id": f"q{i}", "correct": int(rng.random() < 0.3)})
     correct = pd.DataFrame(rows)
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
-    table = mcnemar_table(correct, pairs)
+    assert checkpoint_pairs([0, 10, 20], "doc", "control") == pairs
+    table = pair_tests(correct, pairs, "mcnemar", "correct")
+    assert list(table.columns) == [
+        "run_a",
+        "step_a",
+        "run_b",
+        "step_b",
+        "n",
+        "mean_a",
+        "mean_b",
+        "b",
+        "c",
+        "statistic",
+        "pvalue",
+        "pvalue_holm",
+        "exact",
+        "correction",
+    ]
+    assert [((r.run_a, r.step_a), (r.run_b, r.step_b)) for r in table.itertuples()] == pairs
     assert len(table) == 9 + 3
     diag = table[(table.run_a == table.run_b) & (table.step_a == table.step_b)]
     assert (diag["pvalue"] == 1).all() and (diag["pvalue_holm"] == 1).all()
@@ -74,22 +91,6 @@ def test_matrix_with_holm_correction():
     sym = table[(table.run_a == "doc") & (table.run_b == "doc")].set_index(["step_a", "step_b"])["pvalue_holm"]
     assert sym[(0, 20)] == sym[(20, 0)] < 0.05
     assert set(table["correction"]) == {"holm"}
-
-
-def test_mcnemar_for_run_selects_suite_and_control():
-    rows = []
-    for run in ("doc", "control"):
-        for step in (0, 5):
-            for i in range(30):
-                rows.append(
-                    {"run": run, "step": step, "suite": "mcq4", "item_id": f"q{i}", "acc": float((i + step) % 3 == 0)}
-                )
-                rows.append({"run": run, "step": step, "suite": "fiction_doc", "item_id": f"d{i}", "acc": None})
-    items = pd.DataFrame(rows)
-    table = mcnemar_for_run(items, "doc", "control", "mcq4")
-    assert len(table) == 4 + 2 and set(table["suite"]) == {"mcq4"} and (table["n"] == 30).all()
-    alone = mcnemar_for_run(items[items["run"] == "doc"], "doc", "control", "mcq4")
-    assert len(alone) == 4
 
 
 def test_ttest_pair_matches_scipy_for_each_alternative():
@@ -150,17 +151,19 @@ def _scores(seed=3, n=60):
     return pd.DataFrame(rows)
 
 
-def test_ttest_table_holm_over_ordered_pairs():
+def test_one_sided_ttest_holm_over_ordered_pairs():
     items = _scores()
     scores = items[items.suite == "mcq4"].rename(columns={"gold_logprob_norm": "score"})
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
-    table = ttest_table(scores, pairs)
+    table = pair_tests(scores, pairs, "ttest", "score")
     assert list(table.columns) == [
         "run_a",
         "step_a",
         "run_b",
         "step_b",
         "n",
+        "mean_a",
+        "mean_b",
         "mean_diff",
         "statistic",
         "pvalue",
@@ -178,37 +181,144 @@ def test_ttest_table_holm_over_ordered_pairs():
     assert cell[("doc", 20, "doc", 0)] + cell[("doc", 0, "doc", 20)] == pytest.approx(1.0)
 
 
-def test_two_sided_ttest_table_counts_each_unordered_pair_once():
+def test_two_sided_ttest_counts_each_unordered_pair_once():
     items = _scores()
     scores = items[items.suite == "mcq4"].rename(columns={"gold_logprob_norm": "score"})
-    table = ttest_table(scores, checkpoint_pairs([0, 10, 20], "doc"), alternative="two-sided")
+    table = pair_tests(scores, checkpoint_pairs([0, 10, 20], "doc"), "ttest", "score", alternative="two-sided")
     upper = table[table.step_a < table.step_b]
     expected = dict(zip(zip(upper.step_a, upper.step_b), multipletests(upper["pvalue"], method="holm")[1]))
     for row in table[table.step_a != table.step_b].itertuples():
         assert row.pvalue_holm == pytest.approx(expected[tuple(sorted((row.step_a, row.step_b)))])
 
 
-def test_ttest_for_run_selects_suite_metric_and_control():
+def test_holm_runs_within_each_named_family():
+    """family=("condition",): one Holm family per condition, each its own multipletests."""
     items = _scores()
-    table = ttest_for_run(items, "doc", "control", "mcq4")
-    assert len(table) == 9 + 3 and (table["n"] == 60).all()
-    assert set(table["suite"]) == {"mcq4"} and set(table["metric"]) == {"gold_logprob_norm"}
-    assert set(table["alternative"]) == {"greater"}
-    assert len(ttest_for_run(items[items.run == "doc"], "doc", "control", "mcq4")) == 9
+    scores = items[items.suite == "mcq4"].rename(columns={"gold_logprob_norm": "score"})
+    scores = pd.concat([scores.assign(condition="x"), scores.assign(condition="y", score=scores["score"] * 1.01)])
+    pairs = [(("doc", s, c), ("control", s, c)) for c in ("x", "y") for s in (0, 10, 20)]
+    key_columns = ("run", "step", "condition")
+    table = pair_tests(scores, pairs, "ttest", "score", key_columns=key_columns, family=("condition",))
+    assert list(table.columns[:6]) == ["run_a", "step_a", "condition_a", "run_b", "step_b", "condition_b"]
+    for _, part in table.groupby("condition_a"):
+        assert part["pvalue_holm"].to_numpy() == pytest.approx(multipletests(part["pvalue"], method="holm")[1])
+    whole = pair_tests(scores, pairs, "ttest", "score", key_columns=key_columns)
+    assert (whole["pvalue"] == table["pvalue"]).all()
+    assert whole["pvalue_holm"].to_numpy() == pytest.approx(multipletests(whole["pvalue"], method="holm")[1])
+    assert (whole["pvalue_holm"] >= table["pvalue_holm"]).all() and (whole["pvalue_holm"] > table["pvalue_holm"]).any()
+    assert set(table["correction"]) == {"holm"}
+    with pytest.raises(ValueError, match="not key columns"):
+        pair_tests(scores, pairs, "ttest", "score", key_columns=key_columns, family=("suite",))
 
 
-def test_recompute_pvalue_reproduces_every_saved_row():
+def test_mcnemar_is_unordered_over_any_key_columns():
+    """Keys of one column; McNemar mirrors share one Holm test; means are on the paired items."""
+    rng = np.random.default_rng(4)
+    rows = pd.DataFrame(
+        [
+            {"condition": c, "item_id": f"q{i}", "correct": bool(rng.random() < p)}
+            for c, p in (("baseline", 0.5), ("in_context", 0.9), ("rag", 0.6))
+            for i in range(80)
+        ]
+    )
+    keys = [("baseline",), ("in_context",), ("rag",)]
+    table = pair_tests(rows, [(a, b) for a in keys for b in keys], "mcnemar", "correct", key_columns=("condition",))
+    cell = table.set_index(["condition_a", "condition_b"])
+    assert cell.loc[("baseline", "in_context"), "pvalue_holm"] == cell.loc[("in_context", "baseline"), "pvalue_holm"]
+    assert cell.loc[("baseline", "in_context"), "pvalue_holm"] < 0.05
+    upper = table[table.condition_a < table.condition_b]
+    assert upper["pvalue_holm"].to_numpy() == pytest.approx(multipletests(upper["pvalue"], method="holm")[1])
+    assert cell.loc[("baseline", "rag"), "mean_a"] == pytest.approx(rows[rows.condition == "baseline"].correct.mean())
+    assert cell.loc[("rag", "baseline"), "mean_a"] == cell.loc[("baseline", "rag"), "mean_b"]
+    assert (table["n"] == 80).all() and table["exact"].dtype == bool
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")  # scipy on one paired item
+def test_degenerate_cells_and_nan_pvalues():
+    """Identical keys: p = 1 and out of the family; a NaN p-value (scipy: one paired item with a
+    non-zero difference) stays NaN and is left out of the family."""
+    rows = pd.DataFrame(
+        {
+            "run": ["r"] * 6,
+            "step": [0, 0, 1, 1, 2, 2],
+            "item_id": ["q0", "q1", "q0", "q1", "q0", "q9"],
+            "score": [-1.0, -2.0, -1.0, -2.0, -0.5, -3.0],
+        }
+    )
+    pairs = checkpoint_pairs([0, 1, 2], "r")
+    table = pair_tests(rows, pairs, "ttest", "score").set_index(["step_a", "step_b"])
+    assert table.loc[(0, 1), "pvalue"] == 1.0 and table.loc[(0, 1), "statistic"] == 0.0  # every difference 0
+    assert np.isnan(table.loc[(2, 0), "pvalue"]) and np.isnan(table.loc[(2, 0), "pvalue_holm"])
+    assert table.loc[(2, 0), "n"] == 1
+    assert (table.loc[[(0, 0), (1, 1), (2, 2)], ["pvalue", "pvalue_holm"]] == 1.0).all().all()
+    # the family is (0, 1) and (1, 0) only, both p = 1
+    assert table.loc[(1, 0), "pvalue_holm"] == 1.0
+    correct = rows.assign(correct=[1, 0, 1, 0, 1, 1])
+    same = pair_tests(correct, pairs, "mcnemar", "correct").set_index(["step_a", "step_b"])
+    assert same.loc[(0, 1), ["b", "c", "pvalue", "pvalue_holm"]].tolist() == [0, 0, 1.0, 1.0]
+    assert bool(same.loc[(0, 1), "exact"])
+
+
+def test_pair_tests_errors():
+    rows = pd.DataFrame({"run": ["r", "r", "s"], "step": [0, 1, 0], "item_id": ["q0", "q0", "z"], "score": [0.0] * 3})
+    with pytest.raises(ValueError, match="test must be one of"):
+        pair_tests(rows, [(("r", 0), ("r", 1))], "wilcoxon", "score")
+    with pytest.raises(ValueError, match="alternative must be one of"):
+        pair_tests(rows, [(("r", 0), ("r", 1))], "ttest", "score", alternative="bigger")
+    with pytest.raises(ValueError, match="missing"):
+        pair_tests(rows, [(("r", 0), ("r", 1))], "ttest", "acc")
+    with pytest.raises(ValueError, match="no pairs"):
+        pair_tests(rows, [], "ttest", "score")
+    with pytest.raises(ValueError, match="keys must have 2 values"):
+        pair_tests(rows, [(("r",), ("r",))], "ttest", "score")
+    with pytest.raises(ValueError, match="no rows for keys"):
+        pair_tests(rows, [(("r", 0), ("r", 7))], "ttest", "score")
+    with pytest.raises(ValueError, match="share no item"):
+        pair_tests(rows, [(("r", 0), ("s", 0))], "mcnemar", "score")
+    with pytest.raises(ValueError, match="repeated item_id"):
+        pair_tests(pd.concat([rows, rows]), [(("r", 0), ("r", 1))], "ttest", "score")
+
+
+def test_recompute_pvalue_from_item_rows():
+    """Every row of a McNemar / one- and two-sided t-test table recomputes with statsmodels / scipy;
+    the test, the value column and the key columns are read from the row unless given."""
     items = _scores()
-    for table in (
-        mcnemar_for_run(items, "doc", "control", "mcq4", exact_below=25),
-        ttest_for_run(items, "doc", "control", "mcq4", "greater"),
-        ttest_for_run(items, "doc", "control", "mcq4", "two-sided"),
-    ):
-        for _, row in table.iterrows():
-            assert recompute_pvalue(row, items) == pytest.approx(row["pvalue"], rel=1e-9)
-    assert mcnemar_for_run(items, "doc", "control", "mcq4")["exact"].nunique() == 2  # both variants checked
+    mcq4 = items[items.suite == "mcq4"]
+    pairs = checkpoint_pairs([0, 10, 20], "doc", "control")
+    tables = [
+        pair_tests(mcq4, pairs, "mcnemar", "acc").assign(metric="acc"),
+        pair_tests(mcq4, pairs, "ttest", "gold_logprob_norm").assign(metric="gold_logprob_norm"),
+        pair_tests(mcq4, pairs, "ttest", "gold_logprob_norm", alternative="two-sided").assign(
+            metric="gold_logprob_norm"
+        ),
+    ]
+    assert tables[0]["exact"].nunique() == 2  # both McNemar variants are checked
+    for table in tables:
+        for row in table.assign(suite="mcq4").to_dict("records"):
+            assert recompute_pvalue(row, items, within=("suite",)) == pytest.approx(row["pvalue"], rel=1e-9)
+    row = tables[1].iloc[7]
+    bare = {k: row[k] for k in ("run_a", "step_a", "run_b", "step_b", "alternative")}
+    explicit = recompute_pvalue(bare, mcq4, key_columns=("run", "step"), value="gold_logprob_norm", test="ttest")
+    assert explicit == pytest.approx(row["pvalue"], rel=1e-9)
+    labelled = tables[0].assign(test="mcnemar", key_columns="run,step")  # SORT's tables name them
+    assert recompute_pvalue(labelled.iloc[4], mcq4) == pytest.approx(labelled.iloc[4]["pvalue"], rel=1e-9)
     with pytest.raises(ValueError, match="metric"):
-        recompute_pvalue({"metric": "loss", "suite": "mcq4"}, items)
+        recompute_pvalue({"metric": "loss", "run_a": "doc", "step_a": 0, "run_b": "doc", "step_b": 0}, items)
+    with pytest.raises(ValueError, match="test"):
+        recompute_pvalue({"metric": "acc", "run_a": "doc", "step_a": 0, "run_b": "doc", "step_b": 0}, items)
+    with pytest.raises(ValueError, match="repeated item_id"):  # the step alone does not tell the runs apart
+        recompute_pvalue(dict(tables[0].iloc[0]), mcq4, key_columns=("step",))
+
+
+def test_direct_pvalue_definitions():
+    assert direct_pvalue([1, 0, 1], [1, 0, 1], "mcnemar", exact=True) == 1.0
+    assert direct_pvalue([-1.0, -2.0], [-1.0, -2.0], "ttest", alternative="greater") == 1.0
+    x, y = [1, 1, 1, 0, 1], [0, 0, 1, 1, 1]
+    expected = mcnemar(np.array([[2, 2], [1, 0]]), exact=True).pvalue
+    assert direct_pvalue(x, y, "mcnemar", exact=True) == pytest.approx(expected)
+    assert direct_pvalue(x, y, "ttest", alternative="two-sided") == pytest.approx(
+        ttest_rel(x, y, alternative="two-sided").pvalue
+    )
 
 
 def test_bootstrap_ci_matches_scipy_percentile():

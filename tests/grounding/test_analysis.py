@@ -3,10 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
+from statsmodels.stats.multitest import multipletests
 
+from knowlab.core.stats import direct_pvalue, recompute_pvalue
 from knowlab.grounding import analysis
 from knowlab.grounding.pipeline import condition_names, condition_spec, select_question_ids
-from knowlab.core.stats import direct_pvalue
 
 CFG = {
     "distractors": {"budget": 1024, "position": "random"},
@@ -115,3 +116,58 @@ def test_follow_rates_and_mcnemar_against_the_control():
         a = rows[rows.run == "doc"][record["metric"]].to_numpy()
         b = rows[rows.run == "control"][record["metric"]].to_numpy()
         assert record["pvalue"] == pytest.approx(direct_pvalue(a, b, "mcnemar", record["exact"]))
+
+
+def test_finetune_mcnemar_holm_per_run_condition_and_metric():
+    """Matched steps vs the control on each run's training questions; Holm over the steps of each
+    (run, condition, metric); a metric with no value in a condition is left out; no control, no table."""
+    rng = np.random.default_rng(0)
+    records = []
+    for run in ("doc", "event", "control"):
+        for step in (0, 6, 12):
+            for condition in ("conflict_gold", "original_gold"):
+                for i in range(40):
+                    records.append(
+                        {
+                            "run": run, "step": step, "condition": condition, "item_id": f"q{i}",
+                            "side": None if run == "control" else ("train" if (i + (run == "event")) % 2 else "val"),
+                            "follows_context": float(rng.random() < (0.2 + 0.05 * step if run != "control" else 0.3)),
+                            "follows_training": np.nan if condition == "original_gold" else float(rng.random() < 0.5),
+                        }
+                    )  # fmt: skip
+    rows = pd.DataFrame(records)
+    table = analysis.finetune_mcnemar(rows, ["doc", "event"], "control", [0, 6, 12])
+    assert list(table.columns) == [
+        "run_a", "step_a", "run_b", "step_b", "n", "b", "c", "statistic", "pvalue", "pvalue_holm", "exact",
+        "correction", "condition", "metric",
+    ]  # fmt: skip
+    families = table.groupby(["run_a", "condition", "metric"], sort=False)
+    assert list(families.groups) == [
+        ("doc", "conflict_gold", "follows_context"),
+        ("doc", "conflict_gold", "follows_training"),
+        ("doc", "original_gold", "follows_context"),
+        ("event", "conflict_gold", "follows_context"),
+        ("event", "conflict_gold", "follows_training"),
+        ("event", "original_gold", "follows_context"),
+    ]
+    for (run, condition, metric), family in families:
+        assert family["step_a"].tolist() == family["step_b"].tolist() == [0, 6, 12]
+        assert (family["run_b"] == "control").all() and (family["n"] == 20).all()
+        assert family["pvalue_holm"].to_numpy() == pytest.approx(multipletests(family["pvalue"], method="holm")[1])
+        trained = rows.loc[(rows.run == run) & (rows.side == "train"), "item_id"]
+        part = rows[rows.item_id.isin(set(trained))]
+        for record in family.to_dict("records"):
+            assert recompute_pvalue(record, part, within=("condition",)) == pytest.approx(record["pvalue"])
+    assert (table["pvalue_holm"] < 0.05).any()
+    assert analysis.finetune_mcnemar(rows, ["doc"], None, [0, 6, 12]).empty
+
+
+def test_original_answers_of_each_question():
+    rows = pd.DataFrame(
+        {
+            "item_id": ["q0", "q0", "q1", "q0"],
+            "condition": ["conflict_gold", "original_gold", "original_gold", "original_gold"],
+            "answers": [np.array(["B"]), np.array(["A", "a"]), np.array(["C"]), np.array(["Z"])],
+        }
+    )
+    assert analysis.original_answers(rows) == {"q0": ["A", "a"], "q1": ["C"]}

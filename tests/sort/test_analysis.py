@@ -1,9 +1,9 @@
-"""SORT analysis and figures on synthetic item rows with known effects.
+"""SORT analysis on synthetic item rows with known effects (fixtures in conftest.py).
 
 Checks: accuracy and bootstrap intervals; binomial p-values equal scipy's; McNemar and
 paired t-test entries recompute exactly from the rows with statsmodels / scipy; items
-pair by item_id whatever the row order; tables (CSV + escaped LaTeX); every figure writes
-a non-empty PDF and PNG.
+pair by item_id whatever the row order; the study's matrices (conditions, parametric
+fine-tuning, fiction runs); tables (CSV + escaped LaTeX).  Figures: test_plots.py.
 """
 
 from __future__ import annotations
@@ -17,99 +17,20 @@ from scipy.stats import binomtest, ttest_rel
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
+from knowlab.core.stats import checkpoint_pairs, matched_pairs, recompute_pvalue
+from knowlab.core.tables import latex_escape, write_table
 from knowlab.sort.analysis import (
     accuracy_table,
     binomial_tests,
     condition_matrix,
+    condition_tests,
+    fiction_tests,
     finetune_keys,
-    recompute_sort_pvalue,
+    parametric_tests,
     tables,
 )
-from knowlab.core.stats import checkpoint_pairs, matched_pairs
-from knowlab.core.tables import latex_escape, write_table
 
 N_RES = 200
-# mean of the latent margin z per condition: P(correct) = P(z > 0) with z ~ N(mu, 1.5)
-MU = {"baseline": 0.0, "in_context": 2.2, "rag": 0.6, "oracle_rag": 1.5}
-
-
-def _items(rng, books=("b1", "b2", "b3"), lengths=(250, 1000), segments=(20, 50), excerpts=10) -> pd.DataFrame:
-    rows = []
-    for book in books:
-        for le in lengths:
-            for ls in segments:
-                for x in range(excerpts):
-                    for b in range(4):
-                        rows.append(
-                            {
-                                "item_id": f"{book}|E{le}|S{ls}|x{x:03d}|b{b}",
-                                "book_id": book,
-                                "excerpt_length": le,
-                                "segment_length": ls,
-                                "distance_bin": b,
-                                "distance": int((b + 1) * le / 5),
-                                "split": "validation" if x == 0 else "test",
-                                "answer": "AB"[x % 2],
-                            }
-                        )
-    return pd.DataFrame(rows)
-
-
-def _score(items: pd.DataFrame, mu, rng, **columns) -> pd.DataFrame:
-    """Rows whose margin z ~ N(mu, 1.5): p(correct) = sigmoid(z), correct iff z > 0."""
-    z = rng.normal(mu, 1.5, len(items))
-    score = -np.log1p(np.exp(-z))  # log sigmoid(z) = log p(correct) / (p(A) + p(B))
-    wrong = np.log1p(-np.exp(score))
-    is_a = (items["answer"] == "A").to_numpy()
-    out = items.assign(
-        correct=z > 0,
-        score=score,
-        logp_a=np.where(is_a, score, wrong) - 1.0,
-        logp_b=np.where(is_a, wrong, score) - 1.0,
-        template_id="t1",
-        **columns,
-    )
-    out["prediction"] = np.where(out["correct"], out["answer"], np.where(is_a, "B", "A"))
-    return out
-
-
-@pytest.fixture(scope="module")
-def rows() -> pd.DataFrame:
-    """Two models x four conditions on the base models, plus a fine-tuning sweep of m1."""
-    rng = np.random.default_rng(0)
-    items = _items(rng)
-    frames = []
-    for model, skill in (("m1", 0.0), ("m2", -0.6)):
-        for condition, mu in MU.items():
-            # in-context memory gets worse with L_E and better with distance (paper Figs. 3a-b)
-            shift = (
-                0
-                if condition == "baseline"
-                else skill - 0.6 * (items["excerpt_length"] > 250) + 0.2 * items["distance_bin"]
-            )
-            base = {"model": model, "condition": condition, "run": "base", "step": 0, "epoch": np.nan}
-            frames.append(_score(items, mu + shift, rng, **base))
-    for run, gain in (("books", 0.6), ("instructions", 0.0)):
-        for step, epoch in ((19, 1.0), (38, 2.0)):
-            for condition in ("baseline", "in_context"):
-                mu = MU[condition] + gain * epoch / 2
-                meta = {"model": "m1", "condition": condition, "run": run, "step": step, "epoch": epoch}
-                frames.append(_score(items, mu, rng, **meta))
-    return pd.concat(frames, ignore_index=True)
-
-
-@pytest.fixture(scope="module")
-def fiction_rows() -> pd.DataFrame:
-    rng = np.random.default_rng(1)
-    items = _items(rng, books=("d1", "d2", "d3", "d4"), lengths=(250,), segments=(20,), excerpts=6)
-    side = np.where(items["book_id"].isin(["d1", "d2"]), "train", "val")
-    frames = []
-    for run in ("doc", "control"):
-        for step in (0, 10, 20):
-            gain = 1.2 * step / 20 * (side == "train") if run == "doc" else 0.0
-            meta = {"model": "tiny", "condition": "baseline", "run": run, "step": step, "epoch": step / 10}
-            frames.append(_score(items, gain, rng, **meta).assign(side=side if run == "doc" else None))
-    return pd.concat(frames, ignore_index=True)
 
 
 def _sub(rows, **eq):
@@ -183,7 +104,7 @@ def test_mcnemar_entry_recomputes_exactly(rows):
     assert row["n_items"] == len(x)
     expected = mcnemar(counts, exact=bool(row["exact"]), correction=True).pvalue
     assert row["pvalue"] == pytest.approx(expected, rel=1e-12)
-    assert recompute_sort_pvalue(m1, row) == pytest.approx(row["pvalue"], rel=1e-12)
+    assert recompute_pvalue(row, m1) == pytest.approx(row["pvalue"], rel=1e-12)
     # McNemar is two-sided: mirror cells agree; the diagonal is p = 1; Holm over unordered pairs
     mirror = table[(table["a"] == row["b"]) & (table["b"] == row["a"])].iloc[0]
     assert mirror["pvalue"] == row["pvalue"] and mirror["pvalue_holm"] == row["pvalue_holm"]
@@ -194,7 +115,7 @@ def test_mcnemar_entry_recomputes_exactly(rows):
     assert np.allclose(upper["pvalue_holm"], multipletests(upper["pvalue"], method="holm")[1])
     assert set(table["correction"]) == {"holm"}
     for _, r in table.sample(6, random_state=0).iterrows():
-        assert recompute_sort_pvalue(m1, r) == pytest.approx(r["pvalue"], rel=1e-12)
+        assert recompute_pvalue(r, m1) == pytest.approx(r["pvalue"], rel=1e-12)
 
 
 def test_ttest_entry_recomputes_exactly(rows):
@@ -207,7 +128,7 @@ def test_ttest_entry_recomputes_exactly(rows):
     assert row["statistic"] == pytest.approx(test.statistic, rel=1e-12)
     assert row["pvalue"] == pytest.approx(test.pvalue, rel=1e-12)
     assert row["mean_diff"] == pytest.approx((x - y).mean())
-    assert recompute_sort_pvalue(m1, row) == pytest.approx(row["pvalue"], rel=1e-12)
+    assert recompute_pvalue(row, m1) == pytest.approx(row["pvalue"], rel=1e-12)
     # the known effect: the texts help (row > column), one-sided so the mirror is not significant
     assert row["pvalue_holm"] < 0.01
     mirror = table[(table["a"] == row["b"]) & (table["b"] == row["a"])].iloc[0]
@@ -230,7 +151,7 @@ def test_pairing_is_by_item_id_not_row_order(rows):
         cut = condition_matrix(partial, keys, test)
         cell = cut[(cut["a"] != cut["b"])].iloc[0]
         assert cell["n_items"] == reference["n_items"].iloc[0] - 7
-        assert recompute_sort_pvalue(partial, cell) == pytest.approx(cell["pvalue"], rel=1e-12)
+        assert recompute_pvalue(cell, partial) == pytest.approx(cell["pvalue"], rel=1e-12)
     # pairing by row order would differ from pairing by item_id on the shuffled rows
     a = shuffled[(shuffled["run"] == "books") & (shuffled["step"] == 38)]["score"].to_numpy()
     b = shuffled[(shuffled["run"] == "instructions") & (shuffled["step"] == 38)]["score"].to_numpy()
@@ -249,7 +170,38 @@ def test_matrix_errors_and_explicit_pairs(rows, fiction_rows):
     table = condition_matrix(train, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
     assert len(table) == 9 + 3 and set(table["key_columns"]) == {"run,step"}
     for _, r in table.iterrows():
-        assert recompute_sort_pvalue(train, r) == pytest.approx(r["pvalue"], rel=1e-12)
+        assert recompute_pvalue(r, train) == pytest.approx(r["pvalue"], rel=1e-12)
+
+
+def test_study_matrices_pick_their_keys_and_pairs(rows, fiction_rows):
+    """The matrices the workflow saves: conditions of one model, the parametric fine-tuning matrix
+    (Figs. 14-15), and each fiction run on its training documents vs the control."""
+    by_condition = condition_tests(rows[rows["run"] == "base"], "m2", ["baseline", "in_context"], "greater")
+    assert set(by_condition) == {"mcnemar", "ttest"}
+    for test, table in by_condition.items():
+        expected = condition_matrix(
+            _sub(rows, run="base", model="m2"), [("baseline",), ("in_context",)], test, key_columns=("condition",)
+        )
+        pd.testing.assert_frame_equal(table, expected)
+    m1 = _sub(rows, model="m1")
+    keys, labels = finetune_keys(m1, condition="baseline")
+    parametric = parametric_tests(m1, "greater")
+    for test in ("mcnemar", "ttest"):
+        pd.testing.assert_frame_equal(parametric[test], condition_matrix(m1, keys, test, labels=labels))
+    tests = fiction_tests(fiction_rows, ["doc"], [0, 10, 20], "control", "greater")
+    assert list(tests) == [("doc", "mcnemar"), ("doc", "ttest")]
+    trained = set(fiction_rows.loc[fiction_rows["side"] == "train", "item_id"])
+    for (run, test), table in tests.items():
+        assert [(r.run_a, r.step_a, r.run_b, r.step_b) for r in table.itertuples()] == [
+            *[("doc", a, "doc", b) for a in (0, 10, 20) for b in (0, 10, 20)],
+            *[("doc", s, "control", s) for s in (0, 10, 20)],
+        ]
+        assert (table["n_items"] == len(trained)).all() and len(trained) < fiction_rows["item_id"].nunique()
+        for r in table.to_dict("records"):
+            part = fiction_rows[fiction_rows["item_id"].isin(trained)]
+            assert recompute_pvalue(r, part) == pytest.approx(r["pvalue"], rel=1e-12)
+    alone = fiction_tests(fiction_rows, ["doc"], [0, 20], None, "greater")
+    assert set(alone[("doc", "ttest")]["run_b"]) == {"doc"} and len(alone[("doc", "ttest")]) == 4
 
 
 # ----------------------------------------------------------------------------- tables
@@ -279,105 +231,6 @@ def test_tables_and_writer(rows, tmp_path):
     assert "excerpt\\_length" in text and "mean\\_score" in text
     assert "_" not in text.replace("\\_", "")  # the label was given with no underscore
     assert latex_escape("a_b & 5% {x}") == "a\\_b \\& 5\\% \\{x\\}"
-
-
-# ----------------------------------------------------------------------------- figures
-
-
-def _written(tmp_path, name):
-    pdf, png = tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"
-    return pdf, png
-
-
-def _check(pdf, png):
-    assert pdf.stat().st_size > 1000 and pdf.read_bytes()[:4] == b"%PDF"
-    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
-
-
-def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
-    from knowlab.sort import plots
-
-    base = _sub(rows, run="base")
-    calls = {
-        "fig3a": lambda p, q: plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES),
-        "fig3b": lambda p, q: plots.plot_by_distance(
-            base,
-            p,
-            q,
-            marks=binomial_tests(_sub(base, condition="in_context", split="test"), ["excerpt_length", "distance_bin"]),
-            n_resamples=N_RES,
-        ),
-        "fig10": lambda p, q: plots.plot_by_distance(
-            base,
-            p,
-            q,
-            condition="baseline",
-            hue="segment_length",
-            panel="model",
-            marks=binomial_tests(
-                _sub(base, condition="baseline", split="test"), ["model", "segment_length", "distance_bin"]
-            ),
-            n_resamples=N_RES,
-        ),
-        "fig4": lambda p, q: plots.plot_rag(
-            base,
-            p,
-            q,
-            recall=pd.DataFrame({"distance_bin": [0, 1, 2, 3], "recall": [0.9, 0.7, 0.6, 0.5], "k": 2}),
-            n_resamples=N_RES,
-        ),
-        "fig13": lambda p, q: plots.plot_across_epochs(_sub(rows, model="m1"), p, q, n_resamples=N_RES),
-        "fig16": lambda p, q: plots.plot_across_epochs(_sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES),
-        "fiction": lambda p, q: plots.plot_fiction_sort(fiction_rows, p, q, model="tiny", n_resamples=N_RES),
-    }
-    ppl_rng = np.random.default_rng(2)
-    ids = base["item_id"].unique()[:50]
-    ppl = pd.concat(
-        pd.DataFrame(
-            {
-                "item_id": ids,
-                "run": run,
-                "step": step,
-                "epoch": step / 19 if step else np.nan,
-                "nll_a": ppl_rng.normal(3 - drop, 0.3, len(ids)),
-                "nll_b": ppl_rng.normal(3 - drop, 0.3, len(ids)),
-            }
-        )
-        for run, step, drop in (
-            ("base", 0, 0),
-            ("books", 19, 0.8),
-            ("books", 38, 1.2),
-            ("instructions", 19, 0.1),
-            ("instructions", 38, 0.1),
-        )
-    )
-    calls["fig12"] = lambda p, q: plots.plot_across_epochs(
-        ppl, p, q, metric="perplexity", model="m1", n_resamples=N_RES
-    )
-    m1 = _sub(rows, model="m1")
-    keys, labels = finetune_keys(m1, condition="baseline")
-    calls["fig14"] = lambda p, q: plots.plot_matrix(
-        condition_matrix(m1, keys, "mcnemar", labels=labels), "McNemar", p, q, model="m1"
-    )
-    calls["fig15"] = lambda p, q: plots.plot_matrix(
-        condition_matrix(m1, keys, "ttest", labels=labels), "Paired t-test", p, q, model="m1"
-    )
-    pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
-    calls["fiction_matrix"] = lambda p, q: plots.plot_matrix(
-        condition_matrix(fiction_rows, None, "ttest", key_columns=("run", "step"), pairs=pairs.copy()),
-        "Fiction SORT",
-        p,
-        q,
-        model="tiny",
-    )
-    for name, call in calls.items():
-        pdf, png = _written(tmp_path, name)
-        assert call(pdf, png) is None
-        _check(pdf, png)
-    assert plots._fits_checkpoint_matrix(
-        condition_matrix(fiction_rows, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
-    )
-    assert not plots._fits_checkpoint_matrix(condition_matrix(m1, keys, "mcnemar", labels=labels))
 
 
 def test_log_chance_constant():

@@ -107,7 +107,7 @@ def test_sort_items_passages_prompt_and_rows(workdir):
 
 def test_sort_pvalues_recompute_and_fiction_sides(workdir):
     """Every saved SORT p-value recomputes from the saved item rows (statsmodels / scipy directly)."""
-    from knowlab.sort.analysis import recompute_sort_pvalue
+    from knowlab.core.stats import recompute_pvalue
 
     sort = workdir / "results" / "sort"
     base_rows = pd.concat(map(pd.read_parquet, (sort / "evaluate" / "base_model").glob("*.parquet")))
@@ -130,7 +130,7 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir):
     for rows, table in tables:
         assert (table["correction"] == "holm").all()
         for record in table.to_dict("records"):
-            assert recompute_sort_pvalue(rows, record) == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
+            assert recompute_pvalue(record, rows) == pytest.approx(record["pvalue"], rel=1e-9, abs=1e-12)
     names = ("fig3a", "fig3b", "fig4", "fig10", "fig12", "fig13", "fig14", "fig15", "fig16", "mcnemar", "ttest")
     for name in (*names, "fiction_sort"):
         assert (workdir / "results" / "figures" / "sort" / f"{name}.png").stat().st_size > 1000, name
@@ -221,14 +221,17 @@ def test_grounding_across_finetuning_recomputes(workdir):
 
 def test_saved_pvalues_recompute_from_item_rows(workdir):
     """Every p-value in the saved tables, recomputed with statsmodels/scipy from the item rows."""
+    from knowlab.core.checkpoints import with_step0
     from knowlab.core.stats import recompute_pvalue
 
-    items = pd.concat(map(pd.read_parquet, (workdir / "results" / "evaluate").glob("*/step-*.parquet")))
+    items = pd.concat(map(pd.read_parquet, sorted((workdir / "results" / "evaluate").glob("*/step-*.parquet"))))
+    items = with_step0(items, [*RUNS, "control"])
     tables = list((workdir / "results" / "stats").glob("*/*.parquet"))
     assert len(tables) == len(RUNS) * 2 * 2
     for path in tables:
         for row in pd.read_parquet(path).to_dict("records"):
-            assert recompute_pvalue(row, items) == pytest.approx(row["pvalue"], rel=1e-9, abs=1e-12), (path, row)
+            p = recompute_pvalue(row, items, within=("suite",))
+            assert p == pytest.approx(row["pvalue"], rel=1e-9, abs=1e-12), (path, row)
 
 
 def test_mcq_items_name_their_construction(workdir):

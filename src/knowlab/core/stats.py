@@ -7,49 +7,58 @@ on the log-probability of the correct answer normalised over the answer options.
 test comes from the field's libraries (statsmodels, scipy); this module only pairs the
 items and defines the degenerate cases.
 
-Pairing.  Two checkpoints are compared on the questions both were scored on, joined on
-``item_id`` (inner join); an item whose score is missing (NaN) in either is dropped.
-A table of tests has one row per ordered pair ``(a, b)`` of checkpoints
-``(run, step)``: every pair of one run's checkpoints (the matrix, diagonal included)
-and that run against the control run at each matched step.
+Keys and pairs.  *Item rows* have one row per item and key, with ``item_id`` and the
+tested value column.  A *key* is a tuple of values of some key columns, e.g.
+``(run, step)`` for a checkpoint (FictionalQA, SORT on the fiction documents, grounding),
+``(condition,)`` (SORT's memory conditions) or ``(run, step, condition)`` (SORT's
+parametric fine-tuning).  :func:`pair_tests` tests a list of ordered pairs ``(a, b)`` of
+keys, e.g. every pair of one run's checkpoints (the matrix, diagonal included) and that run
+against the control run at each matched step (:func:`checkpoint_pairs`,
+:func:`matched_pairs`).
 
-McNemar (``acc``, 0/1 correctness; ``statsmodels.stats.contingency_tables.mcnemar``).
-With discordant counts b (a right, b wrong) and c (a wrong, b right): the exact binomial
-test when ``b + c < exact_below`` (default 25), else the chi-square statistic with
-continuity correction.  Two-sided, so the (a, b) and (b, a) cells are the same test.
-When ``b + c == 0`` (e.g. the diagonal) the checkpoints agree on every question and the
-p-value is defined as 1.0.
+Pairing.  Two keys are compared on the items both were scored on, joined on ``item_id``
+(inner join); an item whose value is missing (NaN) in either is dropped.  Within a key an
+``item_id`` appears once.
 
-Paired t-test (``gold_logprob_norm``; ``scipy.stats.ttest_rel``).  The score is the
-log-probability of the gold choice normalised over the choices, i.e. log softmax of the
-choices' summed log-likelihoods at the gold index (nats, <= 0; SORT's
-log(p(y) / sum of p(choice))).  The test is on the per-item differences d = a - b;
-``alternative="greater"`` (default) tests mean(d) > 0, "the row checkpoint gives the
-correct answer a higher probability than the column checkpoint" (SORT Fig. 15);
-``"less"`` and ``"two-sided"`` are as in scipy.  When every difference is 0 (e.g. the
-diagonal) scipy returns NaN; the statistic is defined as 0.0 and the p-value as 1.0.
-A one-sided (a, b) cell and its (b, a) mirror are different tests.
+McNemar (0/1 correctness, e.g. ``acc`` or SORT's ``correct``;
+``statsmodels.stats.contingency_tables.mcnemar``).  With discordant counts b (a right,
+b wrong) and c (a wrong, b right): the exact binomial test when ``b + c < exact_below``
+(default 25), else the chi-square statistic with continuity correction.  Two-sided, so the
+(a, b) and (b, a) cells are the same test.  When ``b + c == 0`` (e.g. the diagonal) the two
+keys agree on every item and the p-value is defined as 1.0.
+
+Paired t-test (continuous per-item scores; ``scipy.stats.ttest_rel``).  FictionalQA's
+``gold_logprob_norm`` is the log-probability of the gold choice normalised over the
+choices, i.e. log softmax of the choices' summed log-likelihoods at the gold index (nats,
+<= 0); SORT's ``score`` is log(p(correct) / (p(A) + p(B))) (nats, <= 0).  The test is on
+the per-item differences d = a - b; ``alternative="greater"`` (default) tests mean(d) > 0,
+"the row key gives the correct answer a higher probability than the column key"
+(SORT Fig. 15); ``"less"`` and ``"two-sided"`` are as in scipy.  When every difference is 0
+(e.g. the diagonal) scipy returns NaN; the statistic is defined as 0.0 and the p-value as
+1.0.  A one-sided (a, b) cell and its (b, a) mirror are different tests.
 
 Correction.  Every table of p-values gets ``pvalue_holm``: Holm's step-down adjustment
-(``statsmodels.stats.multitest.multipletests``, ``method="holm"``) over the table's family
-of tests, named in the ``correction`` column.  The family is every distinct test between
-two different checkpoints in the table (the run's matrix and its matched-step comparisons
-with the control together): for McNemar each unordered pair once (copied to its mirrored
-cell), for a one-sided t-test every ordered off-diagonal pair.  Diagonal cells keep
-p = 1 and are not in the family; a NaN p-value (scipy's, e.g. one item with a non-zero
-difference) is left out of the family and stays NaN.
+(``statsmodels.stats.multitest.multipletests``, ``method="holm"``, named in the
+``correction`` column) over a family of tests.  A family is every distinct test between
+two different keys among the table's pairs (by default all of them; ``family`` names key
+columns that split the table into one family per value, e.g. one per condition): for
+McNemar and a two-sided t-test each unordered pair once (copied to its mirrored cell), for
+a one-sided t-test every ordered off-diagonal pair.  Diagonal cells keep p = 1 and are not
+in any family; a NaN p-value (scipy's, e.g. one item with a non-zero difference) is left
+out of its family and stays NaN.
+
+Recomputation.  :func:`recompute_pvalue` recomputes a saved row's uncorrected p-value
+straight from the item rows with statsmodels / scipy (:func:`direct_pvalue`), an
+independent check of the saved tables.
 
 Bootstrap.  :func:`bootstrap_ci` gives a percentile bootstrap confidence interval of a
 mean (``scipy.stats.bootstrap``), used for the accuracy bands of the summary figures
 (SORT Figs. 2 and 10 show bootstrapped 95% intervals).
-
-Tables carry ``suite`` and ``metric`` (``acc`` or ``gold_logprob_norm``) so that
-:func:`recompute_pvalue` can check any saved row against the item-level tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,11 +68,12 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 
 CORRECTION = "holm"
+TESTS = ("mcnemar", "ttest")
 ALTERNATIVES = ("greater", "less", "two-sided")
-TTEST_METRIC = "gold_logprob_norm"
+CHECKPOINT_COLUMNS = ("run", "step")
 
-Checkpoint = tuple[str, int]
-Pair = tuple[Checkpoint, Checkpoint]
+Key = tuple
+Pair = tuple[Key, Key]
 
 
 def _paired(a: pd.Series, b: pd.Series) -> pd.DataFrame:
@@ -77,8 +87,9 @@ def _paired(a: pd.Series, b: pd.Series) -> pd.DataFrame:
 def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int = 25) -> dict[str, Any]:
     """McNemar's test of two 0/1 correctness series indexed by ``item_id``.
 
-    Returns ``n, b, c, statistic, pvalue, exact``.  Items missing or NaN in either series
-    are dropped.
+    Returns ``n`` (paired items), ``b`` (a right, b wrong), ``c`` (a wrong, b right),
+    ``statistic``, ``pvalue``, ``exact`` (the exact binomial test was used).  Items missing
+    or NaN in either series are dropped.
 
     Raises:
         ValueError: the series share no item.
@@ -105,10 +116,10 @@ def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int = 25) -> dict[str,
 def ttest_pair(a: pd.Series, b: pd.Series, alternative: str = "greater") -> dict[str, Any]:
     """Paired t-test of two continuous per-item scores indexed by ``item_id``.
 
-    ``alternative="greater"`` tests mean(a - b) > 0 (``a``, the row checkpoint, scores
-    higher than ``b``); ``"less"`` and ``"two-sided"`` as in ``scipy.stats.ttest_rel``.
-    Items missing or NaN in either series are dropped.  When every difference is 0 the
-    result is defined as ``statistic = 0.0, pvalue = 1.0`` (scipy would return NaN).
+    ``alternative="greater"`` tests mean(a - b) > 0 (``a``, the row key, scores higher than
+    ``b``); ``"less"`` and ``"two-sided"`` as in ``scipy.stats.ttest_rel``.  Items missing or
+    NaN in either series are dropped.  When every difference is 0 the result is defined as
+    ``statistic = 0.0, pvalue = 1.0`` (scipy would return NaN).
 
     Returns:
         ``n`` (paired items), ``mean_diff`` (mean of a - b, in the scores' unit),
@@ -129,117 +140,147 @@ def ttest_pair(a: pd.Series, b: pd.Series, alternative: str = "greater") -> dict
     return {**result, "statistic": float(test.statistic), "pvalue": float(test.pvalue), "alternative": alternative}
 
 
-def _with_holm(table: pd.DataFrame, ordered: bool) -> pd.DataFrame:
-    """Add ``pvalue_holm`` (after ``pvalue``) and ``correction`` to a table of pair tests.
-
-    The Holm family is every distinct test between different checkpoints whose p-value is
-    not NaN: each ordered pair when ``ordered`` (one-sided tests), else each unordered pair
-    once, its adjusted value copied to the mirrored cell.  Diagonal cells get 1.0; NaN
-    p-values stay NaN.
-    """
-    rows = list(zip(zip(table["run_a"], table["step_a"]), zip(table["run_b"], table["step_b"]), table["pvalue"]))
-    keys = [(a, b) if ordered else tuple(sorted((a, b))) for a, b, _ in rows]
-    family: dict[Any, float] = {}
-    for key, (a, b, p) in zip(keys, rows):
-        if a != b and not np.isnan(p):
-            family.setdefault(key, p)
-    adjusted = dict(zip(family, multipletests(list(family.values()), method=CORRECTION)[1])) if family else {}
-    holm = [1.0 if a == b else adjusted.get(key, np.nan) for key, (a, b, _) in zip(keys, rows)]
-    table.insert(table.columns.get_loc("pvalue") + 1, "pvalue_holm", holm)
-    table["correction"] = CORRECTION
-    return table
-
-
-def _groups(scores: pd.DataFrame, column: str) -> dict[Checkpoint, pd.Series]:
-    return {key: g.set_index("item_id")[column] for key, g in scores.groupby(["run", "step"])}
-
-
-def mcnemar_table(correct: pd.DataFrame, pairs: Sequence[Pair], exact_below: int = 25) -> pd.DataFrame:
-    """McNemar for each ``((run_a, step_a), (run_b, step_b))`` pair.
-
-    ``correct`` has columns ``run, step, item_id, correct``.  Returns one row per pair:
-    ``run_a, step_a, run_b, step_b, n, b, c, statistic, pvalue, pvalue_holm, exact,
-    correction`` (Holm over the distinct unordered pairs with a != b).
-
-    Raises:
-        KeyError: a pair names a checkpoint absent from ``correct``.
-    """
-    groups = _groups(correct, "correct")
-    rows = []
-    for (ra, sa), (rb, sb) in pairs:
-        res = mcnemar_pair(groups[(ra, sa)], groups[(rb, sb)], exact_below)
-        rows.append({"run_a": ra, "step_a": sa, "run_b": rb, "step_b": sb, **res})
-    return _with_holm(pd.DataFrame(rows), ordered=False)
-
-
-def ttest_table(scores: pd.DataFrame, pairs: Sequence[Pair], alternative: str = "greater") -> pd.DataFrame:
-    """Paired t-test (:func:`ttest_pair`) for each ``((run_a, step_a), (run_b, step_b))`` pair.
-
-    ``scores`` has columns ``run, step, item_id, score``.  Returns one row per pair:
-    ``run_a, step_a, run_b, step_b, n, mean_diff, statistic, pvalue, pvalue_holm,
-    alternative, correction``.  Holm is over every ordered pair with a != b when the
-    alternative is one-sided, over the unordered pairs when it is ``"two-sided"``.
-
-    Raises:
-        KeyError: a pair names a checkpoint absent from ``scores``.
-        ValueError: as :func:`ttest_pair`.
-    """
-    groups = _groups(scores, "score")
-    rows = []
-    for (ra, sa), (rb, sb) in pairs:
-        res = ttest_pair(groups[(ra, sa)], groups[(rb, sb)], alternative)
-        rows.append({"run_a": ra, "step_a": sa, "run_b": rb, "step_b": sb, **res})
-    return _with_holm(pd.DataFrame(rows), ordered=alternative != "two-sided")
-
-
-def checkpoint_pairs(steps: Sequence[int], run: str) -> list[Pair]:
-    """Every ordered pair of checkpoints of one run (the full matrix, diagonal included)."""
-    return [((run, a), (run, b)) for a in steps for b in steps]
+def checkpoint_pairs(steps: Sequence[int], run: str, control: str | None = None) -> list[Pair]:
+    """Pairs of checkpoint keys ``(run, step)``: every ordered pair of ``run``'s ``steps`` (the
+    full matrix, diagonal included, row-major), then, when ``control`` is given, ``run`` vs
+    ``control`` at each step (:func:`matched_pairs`)."""
+    pairs = [((run, a), (run, b)) for a in steps for b in steps]
+    return pairs + matched_pairs(steps, run, control) if control else pairs
 
 
 def matched_pairs(steps: Sequence[int], run: str, control: str) -> list[Pair]:
-    """Fiction run vs control at each matched step."""
+    """``run`` vs ``control`` at each matched step: ``((run, s), (control, s))`` for ``s`` in ``steps``."""
     return [((run, s), (control, s)) for s in steps]
 
 
-def _pairs_for_run(scores: pd.DataFrame, run: str, control: str | None) -> list[Pair]:
-    """``run``'s checkpoint matrix, plus ``run`` vs ``control`` at each step when ``scores`` hold the control."""
-    steps = sorted(scores.loc[scores["run"] == run, "step"].unique().tolist())
-    pairs = checkpoint_pairs(steps, run)
-    if control and control != run and (scores["run"] == control).any():
-        pairs += matched_pairs(steps, run, control)
-    return pairs
+def _series_by_key(
+    rows: pd.DataFrame, key_columns: Sequence[str], value: str, keys: Sequence[Key]
+) -> dict[Key, pd.Series]:
+    """``{key: value series indexed by item_id}`` for each of ``keys``."""
+    groups = {tuple(k): g for k, g in rows.groupby(list(key_columns), sort=False)}
+    absent = [k for k in keys if k not in groups]
+    if absent:
+        raise ValueError(f"no rows for keys {absent[:3]} (columns {tuple(key_columns)})")
+    out = {}
+    for key in keys:
+        group = groups[key]
+        duplicated = group["item_id"].duplicated()
+        if duplicated.any():
+            first = group.loc[duplicated, "item_id"].iloc[0]
+            raise ValueError(
+                f"key {key} has {int(duplicated.sum())} repeated item_id (e.g. {first!r}); filter the rows "
+                "(e.g. to one model) or add the column that tells them apart to the key columns"
+            )
+        out[key] = group.set_index("item_id")[value]
+    return out
 
 
-def mcnemar_for_run(
-    items: pd.DataFrame, run: str, control: str | None, suite: str, exact_below: int = 25
+def _holm(pairs: Sequence[Pair], pvalues: Sequence[float], ordered: bool, families: Sequence[Hashable]) -> list[float]:
+    """Holm-adjusted p-values of ``pairs``, family by family (see the module docstring)."""
+    tests: dict[Hashable, dict[Hashable, float]] = {}
+    names = [(a, b) if ordered else frozenset((a, b)) for a, b in pairs]
+    for (a, b), name, p, family in zip(pairs, names, pvalues, families):
+        if a != b and not np.isnan(p):
+            tests.setdefault(family, {}).setdefault(name, p)
+    adjusted = {}
+    for family, members in tests.items():
+        corrected = multipletests(list(members.values()), method=CORRECTION)[1]
+        adjusted.update({(family, name): float(q) for name, q in zip(members, corrected)})
+    return [1.0 if a == b else adjusted.get((f, n), np.nan) for (a, b), n, f in zip(pairs, names, families)]
+
+
+def pair_tests(
+    rows: pd.DataFrame,
+    pairs: Sequence[Pair],
+    test: str,
+    value: str,
+    *,
+    key_columns: Sequence[str] = CHECKPOINT_COLUMNS,
+    alternative: str = "greater",
+    exact_below: int = 25,
+    family: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """McNemar on per-question ``acc`` of ``suite``: every pair of ``run``'s checkpoints and,
-    when ``items`` hold a ``control`` run other than ``run``, ``run`` vs ``control`` at each step.
+    """McNemar or paired t-tests between the keys of each pair, Holm-corrected over a family of tests.
 
-    ``items`` is the concatenation of item tables (columns ``run, step, suite, item_id, acc``).
-    Returns :func:`mcnemar_table`'s table with ``suite`` and ``metric="acc"`` added.
+    Args:
+        rows: item rows with ``item_id``, the ``key_columns`` and ``value``; within a key an
+            ``item_id`` appears once.
+        pairs: ordered ``(a, b)`` pairs of keys (tuples of values of ``key_columns``), in
+            table order; ``b`` is the column key of a matrix cell, ``a`` the row key.
+        test: ``"mcnemar"`` (:func:`mcnemar_pair`; ``value`` is 0/1 correctness) or
+            ``"ttest"`` (:func:`ttest_pair`; ``value`` is a continuous score).
+        value: the item column tested.
+        key_columns: the columns a key's values belong to (default ``("run", "step")``).
+        alternative: the t-test's alternative on mean(a - b): ``"greater"``, ``"less"`` or
+            ``"two-sided"`` (McNemar is always two-sided).
+        exact_below: McNemar uses the exact test when fewer items are discordant.
+        family: key columns that name the Holm families: pairs whose row keys ``a`` share
+            the values of these columns form one family (e.g. ``("condition",)``); default
+            ``()``, the whole table is one family.
+
+    Returns:
+        One row per pair, in order: ``{col}_a`` for each key column, then ``{col}_b``,
+        ``n`` (paired items), ``mean_a``, ``mean_b`` (mean of ``value`` on the paired items:
+        accuracy, or mean score in the scores' unit), then for McNemar ``b`` (a right, b
+        wrong) and ``c`` (a wrong, b right), for the t-test ``mean_diff`` (mean of a - b);
+        ``statistic``, ``pvalue``, ``pvalue_holm``, then ``exact`` (McNemar) or
+        ``alternative`` (t-test), and ``correction`` (``"holm"``).
+
+    Raises:
+        ValueError: no pairs; an unknown ``test``, ``alternative`` or ``family`` column;
+            missing columns; a key of the wrong length; a key without rows or with a
+            repeated ``item_id``; two keys that share no item.
     """
-    rows = items[items["suite"] == suite]
-    correct = rows[["run", "step", "item_id", "acc"]].rename(columns={"acc": "correct"})
-    table = mcnemar_table(correct, _pairs_for_run(correct, run, control), exact_below)
-    return table.assign(suite=suite, metric="acc")
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+    if test == "ttest" and alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    key_columns = tuple(key_columns)
+    missing = [c for c in ("item_id", value, *key_columns) if c not in rows.columns]
+    if missing:
+        raise ValueError(f"pair_tests needs columns {['item_id', value, *key_columns]}; missing {missing}")
+    unknown = [c for c in family if c not in key_columns]
+    if unknown:
+        raise ValueError(f"family columns {unknown} are not key columns {key_columns}")
+    pairs = [(tuple(a), tuple(b)) for a, b in pairs]
+    if not pairs:
+        raise ValueError("pair_tests got no pairs")
+    keys = list(dict.fromkeys(k for pair in pairs for k in pair))
+    bad = [k for k in keys if len(k) != len(key_columns)]
+    if bad:
+        raise ValueError(f"keys must have {len(key_columns)} values ({key_columns}); got {bad[:3]}")
+    series = _series_by_key(rows, key_columns, value, keys)
 
-
-def ttest_for_run(
-    items: pd.DataFrame, run: str, control: str | None, suite: str, alternative: str = "greater"
-) -> pd.DataFrame:
-    """Paired t-test on per-question ``gold_logprob_norm`` of ``suite`` (nats; log softmax of
-    the choices' summed log-likelihoods at the gold choice), over the same pairs as
-    :func:`mcnemar_for_run`.
-
-    ``items``: columns ``run, step, suite, item_id, gold_logprob_norm``.  Returns
-    :func:`ttest_table`'s table with ``suite`` and ``metric="gold_logprob_norm"`` added.
-    """
-    rows = items[items["suite"] == suite]
-    scores = rows[["run", "step", "item_id", TTEST_METRIC]].rename(columns={TTEST_METRIC: "score"})
-    table = ttest_table(scores, _pairs_for_run(scores, run, control), alternative)
-    return table.assign(suite=suite, metric=TTEST_METRIC)
+    out = []
+    for a, b in pairs:
+        x, y = series[a], series[b]
+        try:
+            if test == "mcnemar":
+                res = mcnemar_pair(x, y, exact_below)
+                stats = {"b": res["b"], "c": res["c"]}
+                last = {"exact": res["exact"]}
+            else:
+                res = ttest_pair(x, y, alternative)
+                stats = {"mean_diff": res["mean_diff"]}
+                last = {"alternative": res["alternative"]}
+        except ValueError as err:
+            raise ValueError(f"{a!r} vs {b!r}: {err}") from err
+        joined = _paired(x, y).astype(float)
+        row: dict[str, Any] = {f"{c}_a": v for c, v in zip(key_columns, a)}
+        row.update({f"{c}_b": v for c, v in zip(key_columns, b)})
+        row.update({"n": res["n"], "mean_a": float(joined["a"].mean()), "mean_b": float(joined["b"].mean())})
+        row.update(stats)
+        row.update({"statistic": res["statistic"], "pvalue": res["pvalue"]})
+        row.update(last)
+        out.append(row)
+    table = pd.DataFrame(out)
+    positions = [key_columns.index(c) for c in family]
+    families = [tuple(a[i] for i in positions) for a, _ in pairs]
+    ordered = test == "ttest" and alternative != "two-sided"
+    holm = _holm(pairs, table["pvalue"].tolist(), ordered, families)
+    table.insert(table.columns.get_loc("pvalue") + 1, "pvalue_holm", holm)
+    table["correction"] = CORRECTION
+    return table
 
 
 def bootstrap_ci(
@@ -271,32 +312,68 @@ def bootstrap_ci(
     return (float(result.confidence_interval.low), float(result.confidence_interval.high))
 
 
-def recompute_pvalue(row: Mapping[str, Any], items: pd.DataFrame) -> float:
-    """Recompute the uncorrected p-value of one saved table row from the item-level rows.
+def _given(row: Mapping[str, Any], name: str) -> Any:
+    """``row[name]`` when the row has it and it is not missing, else None."""
+    value = row.get(name)
+    return None if value is None or (np.ndim(value) == 0 and pd.isna(value)) else value
 
-    An independent check of :func:`mcnemar_for_run` / :func:`ttest_for_run`: the pair is
-    re-selected from ``items`` (columns ``run, step, suite, item_id`` and the row's
-    ``metric``) by ``suite``, ``run_a, step_a, run_b, step_b``, merged on ``item_id``
-    (NaN rows dropped), and tested directly: ``metric="acc"`` with statsmodels ``mcnemar``
-    (the row's ``exact`` flag; continuity correction), ``metric="gold_logprob_norm"`` with
-    scipy ``ttest_rel`` (the row's ``alternative``).  The module's definitions apply:
-    no discordant pair / all differences 0 give 1.0.
+
+def recompute_pvalue(
+    row: Mapping[str, Any],
+    rows: pd.DataFrame,
+    *,
+    within: Sequence[str] = (),
+    key_columns: Sequence[str] | None = None,
+    value: str | None = None,
+    test: str | None = None,
+) -> float:
+    """Recompute the uncorrected p-value of one saved pair-test row from the item rows.
+
+    An independent check of a saved table (:func:`pair_tests` and the study tables made
+    from it): the row's two keys are re-selected from ``rows`` by its ``{col}_a`` /
+    ``{col}_b`` values, each side also restricted to ``rows[col] == row[col]`` for the
+    ``within`` columns (e.g. ``("suite",)``), merged on ``item_id`` (NaN dropped) and tested
+    directly (:func:`direct_pvalue`): statsmodels ``mcnemar`` with the row's ``exact`` flag
+    and the continuity correction, or scipy ``ttest_rel`` with the row's ``alternative``.
+    The module's definitions apply: no discordant item / all differences 0 give 1.0.
+
+    What is not given is read from the row: ``key_columns`` from its ``key_columns``
+    (comma-joined) else ``("run", "step")``; ``value`` (the item column) from its
+    ``metric``; ``test`` from its ``test``, else ``"ttest"`` when it has an ``alternative``
+    and ``"mcnemar"`` when it has an ``exact`` flag.
 
     Raises:
-        ValueError: an unknown ``metric``.
+        ValueError: the value column is not in ``rows``, the test is unknown or cannot be
+            told from the row, or a key has a repeated ``item_id``.
     """
-    metric = row["metric"]
-    if metric not in ("acc", TTEST_METRIC):
-        raise ValueError(f"cannot recompute a p-value for metric {metric!r}")
-    suite = items[items["suite"] == row["suite"]]
+    if key_columns is None:
+        named = _given(row, "key_columns")
+        key_columns = str(named).split(",") if named is not None else CHECKPOINT_COLUMNS
+    value = value or row.get("metric")
+    if value not in rows.columns:
+        raise ValueError(f"cannot recompute a p-value: metric {value!r} is not a column of the item rows")
+    if test is None:
+        test = _given(row, "test")
+    if test is None and _given(row, "alternative") is not None:
+        test = "ttest"
+    elif test is None and _given(row, "exact") is not None:
+        test = "mcnemar"
+    if test not in TESTS:
+        raise ValueError(f"cannot recompute a p-value for test {test!r} (one of {TESTS})")
 
-    def checkpoint(run: str, step: int) -> pd.DataFrame:
-        return suite.loc[(suite["run"] == run) & (suite["step"] == step), ["item_id", metric]]
+    def pick(side: str) -> pd.DataFrame:
+        mask = np.ones(len(rows), dtype=bool)
+        for column in key_columns:
+            mask &= (rows[column] == row[f"{column}_{side}"]).to_numpy()
+        for column in within:
+            mask &= (rows[column] == row[column]).to_numpy()
+        part = rows.loc[mask, ["item_id", value]]
+        if part["item_id"].duplicated().any():
+            raise ValueError(f"key {side} of the row has a repeated item_id")
+        return part
 
-    a, b = checkpoint(row["run_a"], row["step_a"]), checkpoint(row["run_b"], row["step_b"])
-    paired = a.merge(b, on="item_id", suffixes=("_a", "_b")).dropna()
-    test = "mcnemar" if metric == "acc" else "ttest"
-    return direct_pvalue(paired[f"{metric}_a"], paired[f"{metric}_b"], test, row.get("exact"), row.get("alternative"))
+    paired = pick("a").merge(pick("b"), on="item_id", suffixes=("_a", "_b")).dropna()
+    return direct_pvalue(paired[f"{value}_a"], paired[f"{value}_b"], test, row.get("exact"), row.get("alternative"))
 
 
 def direct_pvalue(x, y, test: str, exact: bool | None = None, alternative: str | None = None) -> float:

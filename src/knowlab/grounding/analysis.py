@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from knowlab.core.stats import bootstrap_ci, pair_tests
 from knowlab.grounding.metrics import answer_accuracy, by_factor
 from knowlab.grounding.pipeline import GOLD_CONDITIONS, NO_CONTEXT
-from knowlab.core.stats import bootstrap_ci, mcnemar_table
 
 METRICS = ("precision", "recall", "f1")
+FOLLOWS = ("follows_context", "follows_training")  # 0/1 per response (follow_rates)
 SETTING_LABELS = {
     "original_gold": "Original-Gold",
     "original_dist": "Original-Dist",
@@ -134,6 +135,13 @@ def position_table(summary: pd.DataFrame, position: str) -> pd.DataFrame:
 # --- across fine-tuning -------------------------------------------------------------------
 
 
+def original_answers(rows: pd.DataFrame) -> dict[str, list[str]]:
+    """``item_id -> answers`` of each question under ``original_gold`` (the answers the fiction taught;
+    its first such row), the ``original_answers`` of :func:`follow_rates`."""
+    original = rows[rows.condition == "original_gold"].drop_duplicates("item_id").set_index("item_id")["answers"]
+    return original.map(list).to_dict()
+
+
 def follow_rates(rows: pd.DataFrame, original_answers: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """Add ``follows_context`` and ``follows_training`` to across-fine-tuning rows.
 
@@ -164,21 +172,66 @@ def finetune_rates(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def finetune_mcnemar(rows: pd.DataFrame, runs: Sequence[str], control: str, steps: Sequence[int]) -> pd.DataFrame:
-    """McNemar (:func:`knowlab.core.stats.mcnemar_table`) of each fiction run against the control at
-    matched steps, on item-paired ``follows_context`` and ``follows_training`` (0/1), per condition,
-    on the questions of the run's training documents (``side == "train"``).  Holm over each
-    (run, condition, metric) family of steps."""
+def finetune_mcnemar(
+    rows: pd.DataFrame, runs: Sequence[str], control: str | None, steps: Sequence[int]
+) -> pd.DataFrame:
+    """McNemar of each fiction run against the control at matched steps, on item-paired
+    ``follows_context`` and ``follows_training`` (0/1), per condition, on the questions of the
+    run's training documents (``side == "train"``).
+
+    The tests are :func:`knowlab.core.stats.pair_tests` of ``(run, step, condition, metric)``
+    against ``(control, step, condition, metric)`` at each of ``steps`` (McNemar's exact
+    binomial test below 25 discordant items, p = 1 when none is discordant), with Holm over
+    each (run, condition, metric) family of steps (``family=("condition", "metric")``, one
+    call per run).  A (condition, metric) with no value for the run and the control (e.g.
+    ``follows_training`` under ``original_gold``) is left out.
+
+    Args:
+        rows: :func:`follow_rates` rows with ``run, step, side, condition, item_id``; step 0 of
+            each run is the base model (:func:`knowlab.core.checkpoints.step0_rows`).
+        runs: the fiction runs, in order.
+        control: the control run; None gives an empty table (nothing to compare with).
+        steps: the checkpoint steps.
+
+    Returns:
+        One row per run, condition (sorted), metric and step: ``run_a, step_a, run_b, step_b,
+        n, b, c, statistic, pvalue, pvalue_holm, exact, correction, condition, metric``;
+        an empty frame when there is no control or nothing to test.
+
+    Raises:
+        ValueError: a checkpoint without rows (:func:`knowlab.core.stats.pair_tests`).
+    """
+    if not control:
+        return pd.DataFrame()
+    key_columns = ("run", "step", "condition", "metric")
     out = []
     for run in runs:
         trained = set(rows.loc[(rows.run == run) & (rows.side == "train"), "item_id"])
-        for condition in sorted(rows.condition.unique()):
-            part = rows[rows.run.isin([run, control]) & rows.item_id.isin(trained) & (rows.condition == condition)]
-            for metric in ("follows_context", "follows_training"):
-                correct = part[["run", "step", "item_id", metric]].dropna().rename(columns={metric: "correct"})
-                if correct.empty:
-                    continue
-                pairs = [((run, s), (control, s)) for s in steps]
-                table = mcnemar_table(correct.astype({"correct": int}), pairs)
-                out.append(table.assign(condition=condition, metric=metric))
+        part = rows[rows.run.isin([run, control]) & rows.item_id.isin(trained)]
+        values = part.melt(
+            id_vars=["run", "step", "condition", "item_id"],
+            value_vars=list(FOLLOWS),
+            var_name="metric",
+            value_name="follows",
+        ).dropna(subset=["follows"])
+        tested = set(zip(values.condition, values.metric))
+        pairs = [
+            ((run, step, condition, metric), (control, step, condition, metric))
+            for condition in sorted(part.condition.unique())
+            for metric in FOLLOWS
+            if (condition, metric) in tested
+            for step in steps
+        ]
+        if not pairs:
+            continue
+        table = pair_tests(
+            values.astype({"follows": int}),
+            pairs,
+            "mcnemar",
+            "follows",
+            key_columns=key_columns,
+            family=key_columns[2:],
+        )
+        extra = ["condition_a", "metric_a", "condition_b", "metric_b", "mean_a", "mean_b"]
+        out.append(table.drop(columns=extra).assign(condition=table["condition_a"], metric=table["metric_a"]))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()

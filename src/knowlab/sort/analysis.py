@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 
-from knowlab.core.stats import CORRECTION, _with_holm, bootstrap_ci, direct_pvalue, mcnemar_pair, ttest_pair
+from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, pair_tests
 
 CONDITION_NAMES = {
     "baseline": "no memory (baseline)",
@@ -197,21 +197,6 @@ def key_label(key_columns: Sequence[str], key: Sequence[Any]) -> str:
     return ", ".join(parts)
 
 
-def _series_by_item(rows: pd.DataFrame, key_columns: Sequence[str], metric: str) -> dict[tuple, pd.Series]:
-    """``{key: metric series indexed by item_id}`` for every key present in ``rows``."""
-    out = {}
-    for key, group in rows.groupby(list(key_columns), sort=False):
-        duplicated = group["item_id"].duplicated()
-        if duplicated.any():
-            first = group.loc[duplicated, "item_id"].iloc[0]
-            raise ValueError(
-                f"key {key} has {int(duplicated.sum())} repeated item_id (e.g. {first!r}); filter the rows "
-                "(e.g. to one model) or add the column that tells them apart to key_columns"
-            )
-        out[tuple(key)] = group.set_index("item_id")[metric]
-    return out
-
-
 def condition_matrix(
     rows: pd.DataFrame,
     keys: Sequence[tuple] | None,
@@ -232,14 +217,14 @@ def condition_matrix(
     (columns)", i.e. ``alternative="greater"`` on row - column).
 
     A *key* is a tuple of values of ``key_columns``, e.g. ``("books", 38, "baseline")`` for
-    ``("run", "step", "condition")``.  Each pair is joined on ``item_id`` (inner join; an
-    item with a NaN value in either is dropped) and tested with
-    :func:`knowlab.core.stats.mcnemar_pair` (exact binomial below ``exact_below`` discordant
-    items, else chi-square with continuity correction; p = 1 when no item is discordant)
-    or :func:`knowlab.core.stats.ttest_pair` (``scipy.stats.ttest_rel``; p = 1 when every
-    difference is 0).  Holm's correction (:func:`knowlab.core.stats._with_holm`) runs over the
-    distinct tests between different keys: unordered pairs for McNemar and a two-sided
-    t-test, ordered pairs for a one-sided t-test; diagonal cells get 1.
+    ``("run", "step", "condition")``.  The tests are :func:`knowlab.core.stats.pair_tests`
+    on ``correct`` (McNemar: exact binomial below ``exact_below`` discordant items, else
+    chi-square with continuity correction; p = 1 when no item is discordant) or ``score``
+    (``scipy.stats.ttest_rel``; p = 1 when every difference is 0), each pair joined on
+    ``item_id`` (inner join; an item with a NaN value in either is dropped).  Holm's
+    correction runs over the distinct tests between different keys of the whole matrix:
+    unordered pairs for McNemar and a two-sided t-test, ordered pairs for a one-sided
+    t-test; diagonal cells get 1.  This function adds the SORT labels and columns.
 
     Args:
         rows: item rows with ``item_id``, the ``key_columns`` and ``correct`` (McNemar)
@@ -252,8 +237,8 @@ def condition_matrix(
             ``"less"`` or ``"two-sided"`` (McNemar is always two-sided).
         key_columns: the columns a key's values belong to.
         pairs: explicit ``(row key, column key)`` pairs instead of all ordered pairs of
-            ``keys`` (e.g. :func:`knowlab.core.stats.checkpoint_pairs` +
-            :func:`knowlab.core.stats.matched_pairs` with ``key_columns=("run", "step")``).
+            ``keys`` (e.g. :func:`knowlab.core.stats.checkpoint_pairs` with a control,
+            ``key_columns=("run", "step")``).
         labels: display label per key (default :func:`key_label`); labels must be unique.
         exact_below: McNemar uses the exact test when fewer items are discordant.
 
@@ -265,7 +250,7 @@ def condition_matrix(
         for the t-test ``mean_diff`` (mean of a - b, nats) and ``alternative``; then
         ``statistic``, ``pvalue``, ``pvalue_holm``, ``correction``, ``test``, ``metric``
         (the item column tested) and ``key_columns`` (comma-joined), which
-        :func:`recompute_sort_pvalue` reads.
+        :func:`knowlab.core.stats.recompute_pvalue` reads.
 
     Raises:
         ValueError: unknown ``test`` or ``alternative``, missing columns, a key of the wrong
@@ -274,11 +259,8 @@ def condition_matrix(
     """
     if test not in TESTS:
         raise ValueError(f"test must be one of {tuple(TESTS)}, got {test!r}")
-    if test == "ttest" and alternative not in ("greater", "less", "two-sided"):
-        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
     metric = TESTS[test]
     key_columns = tuple(key_columns)
-    _require(rows, ["item_id", metric, *key_columns], "condition_matrix")
     if pairs is None:
         if not keys:
             raise ValueError("condition_matrix needs keys or pairs")
@@ -287,82 +269,93 @@ def condition_matrix(
     else:
         pairs = [(tuple(a), tuple(b)) for a, b in pairs]
         keys = list(dict.fromkeys(k for pair in pairs for k in pair))
-    bad = [k for k in keys if len(k) != len(key_columns)]
-    if bad:
-        raise ValueError(f"keys must have {len(key_columns)} values ({key_columns}); got {bad[:3]}")
     names = {k: (labels or {}).get(k, key_label(key_columns, k)) for k in keys}
     if len(set(names.values())) != len(names):
         raise ValueError(f"labels of the keys are not unique: {sorted(names.values())}")
-    series = _series_by_item(rows, key_columns, metric)
-    absent = [k for k in keys if k not in series]
-    if absent:
-        raise ValueError(f"no rows for keys {absent[:3]} (columns {key_columns})")
-
-    out = []
-    for a, b in pairs:
-        x, y = series[a], series[b]
-        joined = pd.concat([x.rename("a"), y.rename("b")], axis=1, join="inner").dropna().astype(float)
-        row: dict[str, Any] = {"a": names[a], "b": names[b]}
-        row.update({f"{c}_a": v for c, v in zip(key_columns, a)})
-        row.update({f"{c}_b": v for c, v in zip(key_columns, b)})
-        try:
-            if test == "mcnemar":
-                res = mcnemar_pair(x, y, exact_below)
-                extra = {"discordant_a": res["b"], "discordant_b": res["c"], "exact": res["exact"]}
-            else:
-                res = ttest_pair(x, y, alternative)
-                extra = {"mean_diff": res["mean_diff"], "alternative": alternative}
-        except ValueError as err:
-            raise ValueError(f"{names[a]!r} vs {names[b]!r}: {err}") from err
-        row.update({"n_items": res["n"], "mean_a": float(joined["a"].mean()), "mean_b": float(joined["b"].mean())})
-        row.update(extra)
-        row.update({"statistic": res["statistic"], "pvalue": res["pvalue"]})
-        out.append(row)
-    table = pd.DataFrame(out)
-    ordered = test == "ttest" and alternative != "two-sided"
-    family = pd.DataFrame(
-        {"run_a": table["a"], "step_a": 0, "run_b": table["b"], "step_b": 0, "pvalue": table["pvalue"]}
+    table = pair_tests(
+        rows, pairs, test, metric, key_columns=key_columns, alternative=alternative, exact_below=exact_below
     )
-    table["pvalue_holm"] = _with_holm(family, ordered=ordered)["pvalue_holm"].to_numpy()
-    table["correction"] = CORRECTION
-    table["test"] = test
-    table["metric"] = metric
-    table["key_columns"] = ",".join(key_columns)
-    return table
+    table = table.rename(columns={"n": "n_items", "b": "discordant_a", "c": "discordant_b"})
+    table.insert(0, "a", [names[a] for a, _ in pairs])
+    table.insert(1, "b", [names[b] for _, b in pairs])
+    sides = [f"{c}_{side}" for side in "ab" for c in key_columns]
+    extra = ["discordant_a", "discordant_b", "exact"] if test == "mcnemar" else ["mean_diff", "alternative"]
+    columns = ["a", "b", *sides, "n_items", "mean_a", "mean_b", *extra, "statistic", "pvalue", "pvalue_holm"]
+    return table[[*columns, "correction"]].assign(test=test, metric=metric, key_columns=",".join(key_columns))
 
 
-def recompute_sort_pvalue(rows: pd.DataFrame, row_of_table: Mapping[str, Any]) -> float:
-    """Recompute the uncorrected p-value of one :func:`condition_matrix` row directly from the item rows.
+def _matrices(rows: pd.DataFrame, keys, alternative: str, **options) -> dict[str, pd.DataFrame]:
+    """``{test: condition_matrix(rows, keys, test, alternative, **options)}`` for McNemar and the t-test."""
+    return {test: condition_matrix(rows, keys, test, alternative, **options) for test in TESTS}
 
-    An independent check of the saved table: both keys are re-selected from ``rows`` by the
-    row's ``{col}_a`` / ``{col}_b`` values for the columns in ``key_columns``, merged on
-    ``item_id`` (NaN dropped) and tested with ``statsmodels`` ``mcnemar`` (the row's
-    ``exact`` flag, continuity correction) or ``scipy.stats.ttest_rel`` (the row's
-    ``alternative``).  The module's definitions apply: no discordant item / all
-    differences 0 give 1.0.
+
+def condition_tests(
+    rows: pd.DataFrame, model: str, conditions: Sequence[str], alternative: str = "greater"
+) -> dict[str, pd.DataFrame]:
+    """The memory conditions of one model against each other (Sec. 5): ``{"mcnemar": ..., "ttest": ...}``,
+    :func:`condition_matrix` tables with keys ``(condition,)`` in ``conditions`` order, on the
+    rows of ``model``, items paired across conditions by ``item_id``.
 
     Raises:
-        ValueError: an unknown ``test``, or a key with a repeated ``item_id``.
+        ValueError: as :func:`condition_matrix` (e.g. a condition without rows of ``model``).
     """
-    test = row_of_table["test"]
-    if test not in TESTS:
-        raise ValueError(f"cannot recompute a p-value for test {test!r}")
-    metric = TESTS[test]
-    columns = str(row_of_table["key_columns"]).split(",")
+    keys = [(c,) for c in conditions]
+    return _matrices(rows[rows["model"] == model], keys, alternative, key_columns=("condition",))
 
-    def pick(side: str) -> pd.DataFrame:
-        mask = np.ones(len(rows), dtype=bool)
-        for column in columns:
-            mask &= (rows[column] == row_of_table[f"{column}_{side}"]).to_numpy()
-        part = rows.loc[mask, ["item_id", metric]]
-        if part["item_id"].duplicated().any():
-            raise ValueError(f"key {side} of the row has a repeated item_id")
-        return part
 
-    paired = pick("a").merge(pick("b"), on="item_id", suffixes=("_a", "_b")).dropna()
-    return direct_pvalue(
-        paired[f"{metric}_a"], paired[f"{metric}_b"], test, row_of_table.get("exact"), row_of_table.get("alternative")
-    )
+def parametric_tests(
+    rows: pd.DataFrame, alternative: str = "greater", condition: str = "baseline"
+) -> dict[str, pd.DataFrame]:
+    """Figs. 14-15 (App. E.2-E.3): the base model and every checkpoint of the parametric fine-tuning
+    runs against each other on ``condition``: ``{"mcnemar": ..., "ttest": ...}``,
+    :func:`condition_matrix` tables over :func:`finetune_keys` (keys ``(run, step, condition)``,
+    labels ``"base"``, ``"books ep 1"``, ...).
+
+    Raises:
+        ValueError: as :func:`finetune_keys` and :func:`condition_matrix`.
+    """
+    keys, labels = finetune_keys(rows, condition=condition)
+    return _matrices(rows, keys, alternative, labels=labels)
+
+
+def fiction_tests(
+    rows: pd.DataFrame,
+    runs: Sequence[str],
+    steps: Sequence[int],
+    control: str | None = None,
+    alternative: str = "greater",
+) -> dict[tuple[str, str], pd.DataFrame]:
+    """SORT on the FictionalQA documents: each run's checkpoints against each other and against the
+    control at matched steps, on the items of the run's training documents.
+
+    For each run, the items are those with ``side == "train"`` in the run's rows (the run's
+    split); the rows of the run and of ``control`` on those items are tested over
+    :func:`knowlab.core.stats.checkpoint_pairs` of ``steps`` (keys ``(run, step)``; the
+    control pairs only when ``control`` is given).
+
+    Args:
+        rows: item rows with ``run, step, side, item_id, correct, score``; step 0 of each
+            run is the base model (:func:`knowlab.core.checkpoints.step0_rows`).
+        runs: the fiction runs, in order.
+        steps: the checkpoint steps.
+        control: the control run, or None.
+        alternative: the t-test's alternative.
+
+    Returns:
+        ``{(run, test): condition_matrix table}`` for each run and test (``"mcnemar"``,
+        ``"ttest"``), in that order.
+
+    Raises:
+        ValueError: as :func:`condition_matrix` (e.g. a checkpoint without rows).
+    """
+    out = {}
+    for run in runs:
+        trained = set(rows.loc[(rows["run"] == run) & (rows["side"] == "train"), "item_id"])
+        part = rows[rows["run"].isin([run, control]) & rows["item_id"].isin(trained)]
+        pairs = checkpoint_pairs(steps, run, control)
+        for test, table in _matrices(part, None, alternative, key_columns=("run", "step"), pairs=pairs).items():
+            out[(run, test)] = table
+    return out
 
 
 def finetune_keys(
