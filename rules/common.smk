@@ -4,8 +4,8 @@ from knowlab.config import RAG_CONDITIONS, base_eval_model, model_name, settings
 from knowlab.core.checkpoints import BASE_RUN, checkpoint_dir, checkpoint_steps
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.fictionalqa.corpus.schema import TABLES
-from knowlab.grounding.pipeline import FINETUNE_CONDITIONS, condition_names
-from knowlab.sort.parametric import PARAMETRIC_RUNS
+from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names
+from knowlab.sort.finetune import PARAMETRIC_RUNS
 
 BASEDIR = workflow.basedir
 BASE_MODEL = "resources/base_model"

@@ -3,7 +3,7 @@
 # at every checkpoint; parametric memory: training texts -> (fine-tuning, rules/models.smk)
 # -> SORT per epoch -> tests and figures.  Step 0 (epoch 0) is the base model.
 
-# figures of the base model (knowlab.sort.plots), the keys of rule sort_figures' outputs
+# figures of the base model (knowlab.sort.condition_plots, matrix_plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
 # figures across parametric fine-tuning, the keys of rule sort_parametric_stats' outputs
 SORT_PARAMETRIC_FIGURES = ("fig12", "fig13", "fig14", "fig15", "fig16")

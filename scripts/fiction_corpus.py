@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
+from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.corpus.fiction import load_fiction
 from knowlab.fictionalqa.corpus.schema import write_corpus
-from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake) as log:
     generated = Path(snakemake.input[0]).parent if snakemake.params.cfg["source"] == "generate" else None

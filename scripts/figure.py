@@ -7,9 +7,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import pandas as pd
 
-from knowlab.fictionalqa.figures import curves_from_summary, curves_from_train_logs, plot_family
 from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.figures import curves_from_summary, curves_from_train_logs, plot_family
 
 with rule_step(snakemake) as log:
     family, params = snakemake.params.family, snakemake.params

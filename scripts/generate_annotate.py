@@ -1,4 +1,4 @@
-"""Annotate generated questions and keep the unique, infeasible-when-blind ones (knowlab.fiction_generation.annotate)."""
+"""Annotate generated questions and keep the unique, infeasible-when-blind ones (fiction_generation.annotate)."""
 
 import sys
 from pathlib import Path
@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.fiction_generation.pipeline import run_annotation
 from knowlab.core.provenance import rule_step
+from knowlab.fiction_generation.pipeline import run_annotation
 
 torch.set_num_threads(snakemake.threads)
 

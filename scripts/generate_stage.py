@@ -7,8 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.fiction_generation.pipeline import make_generator, run_stage
 from knowlab.core.provenance import rule_step
+from knowlab.fiction_generation.pipeline import make_generator, run_stage
 
 torch.set_num_threads(snakemake.threads)
 

@@ -7,19 +7,16 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.grounding.pipeline import respond
 from knowlab.core.io import read_jsonl, read_parquets, write_jsonl
 from knowlab.core.provenance import rule_step
-from knowlab.core.models import load_model
+from knowlab.grounding.pipeline import respond
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     params = snakemake.params
     path = params.get("checkpoint") or snakemake.input.model
-    model, tokenizer = load_model(path)
     records = respond(
-        model,
-        tokenizer,
+        path,
         read_jsonl(snakemake.input.grounding_items),
         read_jsonl(snakemake.input.pool),
         read_parquets([snakemake.input.distractors]),
@@ -27,6 +24,6 @@ with rule_step(snakemake, seed=snakemake.params.seed) as log:
         params.cfg,
         params.max_items,
         params.seed,
+        tags={"model": params.model, "run": params.run, "step": params.step, "checkpoint": str(path)},
     )
-    tags = {"model": params.model, "run": params.run, "step": params.step, "checkpoint": str(path)}
-    write_jsonl(snakemake.output.responses, [{**r, **tags} for r in records])
+    write_jsonl(snakemake.output.responses, records)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.grounding.pipeline import make_items
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
+from knowlab.grounding.pipeline import make_items
 
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     items, pool = make_items(

@@ -7,9 +7,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
 
-from knowlab.grounding.pipeline import score
 from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.provenance import rule_step
+from knowlab.grounding.pipeline import score
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:

@@ -5,9 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.grounding.pipeline import tables_and_figures
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
+from knowlab.grounding.report import tables_and_figures
 
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     rows = read_parquets(snakemake.input.scores)

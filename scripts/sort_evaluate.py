@@ -9,29 +9,17 @@ import torch
 
 from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.core.models import load_model
-from knowlab.sort.pipeline import evaluate_items, read_passages, selected_template
+from knowlab.sort.evaluate import evaluate_condition
+from knowlab.sort.prompts import selected_template
+from knowlab.sort.rag import read_passages
 
 torch.set_num_threads(snakemake.threads)
-with rule_step(snakemake) as log:
-    cfg, params = snakemake.params.cfg, snakemake.params
-    items = [item for item in read_jsonl(snakemake.input.sort_items) if item["split"] == "test"]
-    template = selected_template(cfg, snakemake.input.selection, snakemake.input.get("rag_selection"))
-    passages = read_passages(snakemake.input.retrieval, params.condition) if snakemake.input.get("retrieval") else None
-    model, tokenizer = load_model(params.checkpoint)
-    log.info("%s: %d items, condition %s, template %s", params.checkpoint, len(items), params.condition, template["id"])
-    rows = evaluate_items(
-        model,
-        tokenizer,
-        items,
-        params.condition,
-        [template],
-        passages=passages,
-        system_prompt=cfg["system_prompt"],
-        batch_size=cfg["batch_size"],
-    )
-    rows.insert(0, "step", params.step)
-    rows.insert(0, "run", params.run)
-    rows.insert(0, "model", params.model)
-    log.info("accuracy %.3f", rows.correct.mean())
+with rule_step(snakemake):
+    cfg, params, inputs = snakemake.params.cfg, snakemake.params, snakemake.input
+    template = selected_template(cfg, inputs.selection, inputs.get("rag_selection"))
+    passages = read_passages(inputs.retrieval, params.condition) if inputs.get("retrieval") else None
+    rows = evaluate_condition(
+        params.checkpoint, read_jsonl(inputs.sort_items), params.condition, template, cfg,
+        passages=passages, model_name=params.model, run=params.run, step=params.step,
+    )  # fmt: skip
     write_parquet(snakemake.output.table, rows)

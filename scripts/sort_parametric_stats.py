@@ -9,7 +9,9 @@ import pandas as pd
 
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.sort import analysis, plots
+from knowlab.sort import analysis
+from knowlab.sort.finetune_plots import plot_across_epochs
+from knowlab.sort.matrix_plots import plot_matrix
 
 MATRICES = {"mcnemar": ("fig14", "McNemar's test on correctness"), "ttest": ("fig15", "paired t-test on the score")}
 ACROSS_EPOCHS = {"fig12": "perplexity", "fig13": "accuracy", "fig16": "score"}
@@ -31,8 +33,8 @@ with rule_step(snakemake) as log:
     for test, table in analysis.parametric_tests(rows, params.alternative).items():
         write_parquet(getattr(out, test), table)
         name, what = MATRICES[test]
-        plots.plot_matrix(table, f"SORT without context after fine-tuning: {what}", *figure(name), model=params.model)
+        plot_matrix(table, f"SORT without context after fine-tuning: {what}", *figure(name), model=params.model)
     for name, metric in ACROSS_EPOCHS.items():
-        plots.plot_across_epochs(
+        plot_across_epochs(
             nll if metric == "perplexity" else rows, *figure(name), metric=metric, model=params.model
         )

@@ -9,16 +9,17 @@ from transformers import AutoTokenizer
 
 from knowlab.core.io import read_jsonl, write_json
 from knowlab.core.provenance import rule_step
-from knowlab.sort.pipeline import books_from_records, parametric_texts, selected_template
+from knowlab.sort.parametric import parametric_texts
+from knowlab.sort.pipeline import books_from_records
+from knowlab.sort.prompts import selected_template
 
 with rule_step(snakemake):
     cfg = snakemake.params.cfg
-    template = selected_template(cfg, snakemake.input.selection)
     texts = parametric_texts(
         AutoTokenizer.from_pretrained(snakemake.input.model),
         books_from_records(read_jsonl(snakemake.input.books)),
         read_jsonl(snakemake.input.sort_items),
-        template,
+        selected_template(cfg, snakemake.input.selection),
         {**cfg["parametric"], "system_prompt": cfg["system_prompt"]},
         snakemake.params.seed,
     )

@@ -5,33 +5,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-import pandas as pd
 import torch
 
 from knowlab.core.io import read_jsonl, write_json, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.core.models import load_model
-from knowlab.sort.pipeline import fixed_rag_reading, rag_readings, read_passages, select_rag_reading, selected_template
+from knowlab.sort.evaluate import choose_rag_reading
+from knowlab.sort.prompts import selected_template
+from knowlab.sort.rag import read_passages
 
 torch.set_num_threads(snakemake.threads)
-with rule_step(snakemake) as log:
-    cfg = snakemake.params.cfg
-    template = selected_template(cfg, snakemake.input.selection)
-    if cfg["rag_reading"] is not None:
-        selection, rows = fixed_rag_reading(cfg, template), pd.DataFrame()
-        log.info("RAG reading %s fixed by the config: no selection", selection["rag_reading_id"])
-    else:
-        model, tokenizer = load_model(snakemake.input.model)
-        selection, rows = select_rag_reading(
-            model,
-            tokenizer,
-            read_jsonl(snakemake.input.sort_items),
-            template,
-            rag_readings(cfg),
-            read_passages(snakemake.input.retrieval, "rag"),
-            system_prompt=cfg["system_prompt"],
-            max_rate_deviation=cfg["max_rate_deviation"],
-            batch_size=cfg["batch_size"],
-        )
+with rule_step(snakemake):
+    cfg, inputs = snakemake.params.cfg, snakemake.input
+    template = selected_template(cfg, inputs.selection)
+    items, passages = read_jsonl(inputs.sort_items), read_passages(inputs.retrieval, "rag")
+    selection, rows = choose_rag_reading(cfg, template, items, passages, inputs.model)
     write_parquet(snakemake.output.rows, rows)
     write_json(snakemake.output.selection, selection)

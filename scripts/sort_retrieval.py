@@ -9,7 +9,8 @@ import torch
 
 from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.sort.pipeline import books_from_records, retrieval_rows
+from knowlab.sort.pipeline import books_from_records
+from knowlab.sort.rag import retrieval_rows
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake):

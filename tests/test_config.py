@@ -63,4 +63,8 @@ def test_derived_names():
     assert model_name(cfg) == "SmolLM2-135M-Instruct.Q4_1"
     assert model_name(_config({"model": {"source": "tiny_random"}})) == "tiny random Llama (test)"
     note = settings_note(cfg)
-    assert note.startswith("SmolLM2-135M-Instruct.Q4_1; seed ") and "fiction rate 0.6" in note and "MCQ distractors" in note
+    assert (
+        note.startswith("SmolLM2-135M-Instruct.Q4_1; seed ")
+        and "fiction rate 0.6" in note
+        and "MCQ distractors" in note
+    )

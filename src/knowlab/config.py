@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
-from knowlab.sort.pipeline import get_rag_reading, rag_readings, templates
-from knowlab.sort.prompts import get_template
+from knowlab.sort.prompts import get_rag_reading, get_template, rag_readings, templates
 
 RAG_CONDITIONS = ("rag", "oracle_rag")
 

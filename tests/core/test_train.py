@@ -5,7 +5,6 @@ import os
 import pytest
 import torch
 
-from knowlab.core.checkpoints import checkpoint_steps
 from knowlab.core.train import finetune
 
 CFG = {
@@ -35,11 +34,6 @@ def _restore_environment():
     yield
     os.environ.clear()
     os.environ.update(saved)
-
-
-def test_checkpoint_steps():
-    assert checkpoint_steps(10, 4) == [0, 4, 8, 10]
-    assert checkpoint_steps(6, 3) == [0, 3, 6]
 
 
 def _texts(corpus):

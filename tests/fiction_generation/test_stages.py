@@ -1,29 +1,22 @@
-"""The fiction generation pipeline: parsers on the authors' real outputs, the replay chain on
-their sample, resumability with a counting backend, and bad input."""
+"""The fiction generation pipeline: prompts, the replay chain on the authors' sample,
+resumability with a counting backend, and bad input."""
 
 import json
 import logging
-from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
-from knowlab.fictionalqa.corpus.release import parse_fictsheet
-from knowlab.fictionalqa.corpus.schema import validate_record
-from knowlab.fiction_generation import stages
-from knowlab.core.llm.backends import ReplayBackend
-from knowlab.core.llm.cache import RequestCache, run_requests
-from knowlab.fiction_generation.parse import parse_attempt, parse_grade, parse_seed
-from knowlab.fiction_generation.pipeline import load_prompts, make_generator, run_annotation, run_chain, run_stage
-from knowlab.core.llm.requests import BackendError, ChatRequest, Completion
 from knowlab.core.io import DataError, read_jsonl
+from knowlab.core.llm.cache import RequestCache
+from knowlab.core.llm.requests import BackendError, Completion
+from knowlab.fiction_generation import stages
+from knowlab.fiction_generation.parse import parse_grade
+from knowlab.fiction_generation.pipeline import load_prompts, make_generator, run_annotation, run_chain, run_stage
+from knowlab.fictionalqa.corpus.schema import validate_record
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
-needs_sample = pytest.mark.skipif(
-    not (SAMPLE / "batch_results").is_dir(), reason=f"authors' pipeline sample not available at {SAMPLE}"
-)
 PAPER_STYLES = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
 
 
@@ -33,61 +26,7 @@ def generate_cfg(**overrides):
     return cfg
 
 
-def recorded(name):
-    """``{custom_id: content}`` of one of the authors' batch result files."""
-    out = {}
-    for line in (SAMPLE / "batch_results" / f"{name}.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        out[record["custom_id"]] = record["response"]["body"]["choices"][0]["message"]["content"]
-    return out
-
-
-# ----------------------------------------------------------------------------- parsers
-
-
-@needs_sample
-@pytest.mark.parametrize("name", ["blind_grades", "informed_grades"])
-def test_every_recorded_grade_parses_strictly(name):
-    grades = [parse_grade(text, key) for key, text in recorded(name).items()]
-    assert len(grades) == {"blind_grades": 36, "informed_grades": 68}[name]
-    assert all(reasoning and not reasoning.startswith("Reasoning") for _, reasoning in grades)
-    counts = Counter(correct for correct, _ in grades)
-    assert counts[True] and counts[False]
-
-
-@needs_sample
-def test_recorded_seed_fictsheet_and_attempts_parse():
-    (seed_text,) = recorded("seeds").values()
-    seed = parse_seed(seed_text, "event_000")
-    assert seed.startswith("The Ring of Silence Protocol of 2046.") and "\n" not in seed
-    (sheet_text,) = recorded("fictsheets").values()
-    sheet = parse_fictsheet(sheet_text)
-    assert sheet["entities"][0].startswith("Isabelle Chang") and len(sheet["events"]) == 6
-    attempts = [parse_attempt(text) for text in recorded("blind_answer_attempts").values()]
-    assert sum(unknown for _, unknown in attempts) == 9  # the replies that are exactly UNKNOWN_ANSWER
-
-
-def test_grade_parser_rejects_what_is_not_strictly_a_grade():
-    assert parse_grade("Reasoning: same year.\n\nGrade: CORRECT", "k") == (True, "same year.")
-    assert parse_grade("Reasoning: no.\nGrade: INCORRECT\n", "k") == (False, "no.")
-    for bad, message in [
-        ("Reasoning: close enough.\n\nGrade: PARTIALLY CORRECT", "matches neither"),
-        ("Reasoning: fine.\n\nGrade: correct", "matches neither"),
-        ("Reasoning: fine.\n\n**Grade: CORRECT**", "found no"),
-        ("The answer is right.", "found no"),
-        ("Grade: CORRECT\nGrade: INCORRECT", "found 2"),
-    ]:
-        with pytest.raises(DataError, match=message):
-            parse_grade(bad, "event_000_style_news_num_000_question_000_grade_blind")
-
-
-def test_attempt_and_seed_parsers():
-    assert parse_attempt("UNKNOWN_ANSWER") == ("UNKNOWN_ANSWER", True)
-    assert parse_attempt(" unknown_answer. ")[1] is True
-    assert parse_attempt("It was 2046; UNKNOWN_ANSWER otherwise")[1] is False
-    assert parse_seed("* The Flood of 1911. Water rose.\n\n* A second idea.", "k") == "The Flood of 1911. Water rose."
-    with pytest.raises(DataError, match="empty seed"):
-        parse_seed("  \n", "k")
+# ----------------------------------------------------------------------------- prompts
 
 
 def test_prompts_are_checked_before_any_request(tmp_path):
@@ -108,11 +47,10 @@ def test_prompts_are_checked_before_any_request(tmp_path):
 # ----------------------------------------------------------------------------- replay
 
 
-@needs_sample
-def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch):
+def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch, sample, recorded):
     """Seeds to annotation on the authors' recorded gpt-4o responses (served by request key)."""
     monkeypatch.chdir(tmp_path)
-    cfg = generate_cfg(backend="replay", replay={"path": str(SAMPLE)}, styles=PAPER_STYLES, cache_dir="cache")
+    cfg = generate_cfg(backend="replay", replay={"path": str(sample)}, styles=PAPER_STYLES, cache_dir="cache")
     run_chain(make_generator(cfg, 1234, ROOT), ".")
 
     fictions = read_jsonl("fictions.jsonl")
@@ -120,7 +58,7 @@ def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch):
     assert len(fictions) == len(recorded("fictions")) == 15
     assert [f["fiction"] for f in fictions] == [recorded("fictions")[f["fiction_id"]] for f in fictions]
     questions = read_jsonl("fict_qa_raw.jsonl")
-    annotated = [json.loads(line) for line in (SAMPLE / "intermediate_results" / "annotated_fict_qa.jsonl").read_text().splitlines()]
+    annotated = [json.loads(line) for line in (sample / "intermediate_results" / "annotated_fict_qa.jsonl").read_text().splitlines()]
     theirs = {qid: q for row in annotated for qid, q in row["questions"].items()}
     assert len(questions) == len(theirs) == 75
     for q in questions:
@@ -260,31 +198,6 @@ def test_a_hard_backend_error_stops_the_stage_and_keeps_what_it_had(tmp_path):
     assert len(list((tmp_path / "cache").glob("*/*.json"))) == 1
 
 
-def test_run_requests_rejects_duplicate_keys_and_a_backend_that_skips(tmp_path):
-    request = ChatRequest(key="k", stage="seeds", messages=({"role": "user", "content": "x"},), model="m")
-    with pytest.raises(ValueError, match="duplicate request keys"):
-        run_requests(CountingBackend(), RequestCache(tmp_path), [request, request], "seeds")
-
-    class Silent(CountingBackend):
-        def complete(self, requests):
-            return iter(())
-
-    with pytest.raises(BackendError, match="no answer for 1 request"):
-        run_requests(Silent(), RequestCache(tmp_path), [request], "seeds")
-    with pytest.raises(ValueError, match="unknown sampling parameter"):
-        ChatRequest(key="k", stage="seeds", messages=(), model="m", params={"api_key": "x"})
-
-
-def test_replay_rejects_a_failed_recording(tmp_path):
-    (tmp_path / "batch_results").mkdir()
-    line = {"custom_id": "event_000_style_news_num_000", "response": {"status_code": 500, "body": {}}, "error": None}
-    (tmp_path / "batch_results" / "fictions.jsonl").write_text(json.dumps(line) + "\n")
-    with pytest.raises(DataError, match="fictions.jsonl:1"):
-        ReplayBackend(tmp_path)
-    with pytest.raises(FileNotFoundError, match="batch_results"):
-        ReplayBackend(tmp_path / "nowhere")
-
-
 def test_draws_extend_when_more_seeds_are_asked_for():
     two = stages.inspiration_draws(2, [1850, 2080], 5, seed=3)
     four = stages.inspiration_draws(4, [1850, 2080], 5, seed=3)
@@ -303,23 +216,3 @@ def test_a_generated_corpus_without_questions_stops_the_corpus_rule(tmp_path):
         load_fiction({"source": "generate"}, ROOT, tmp_path)
 
 
-@needs_sample
-def test_near_duplicate_clusters_agree_with_the_authors_groups():
-    """At the default threshold, question pairs we cluster together vs pairs the authors
-    marked exact or similar duplicates (same duplicate_root) on their 75 questions."""
-    import itertools
-
-    from knowlab.fiction_generation.annotate import near_duplicate_clusters
-    from knowlab.sort.rag import embed, load_embedder
-
-    (row,) = [json.loads(line) for line in (SAMPLE / "intermediate_results" / "annotated_fict_qa.jsonl").open()]
-    questions = list(row["questions"].values())
-    cfg = generate_cfg()["near_duplicates"]
-    labels = near_duplicate_clusters(embed([q["question"] for q in questions], load_embedder(cfg["embedder"])),
-                                     cfg["distance_threshold"])
-
-    def together(groups):
-        return {(a, b) for a, b in itertools.combinations(range(len(groups)), 2) if groups[a] == groups[b]}
-
-    ours, theirs = together(list(labels)), together([q["duplicate_root"] for q in questions])
-    assert len(ours & theirs) / len(ours) >= 0.75 and len(ours & theirs) / len(theirs) >= 0.95

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from knowlab.fictionalqa.corpus.schema import validate_corpus, validate_record
+from knowlab.core.io import read_jsonl
 from knowlab.fiction_generation import stages
 from knowlab.fiction_generation.pipeline import make_generator, run_annotation, run_chain
-from knowlab.core.io import read_jsonl
+from knowlab.fictionalqa.corpus.schema import validate_corpus, validate_record
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from knowlab.fictionalqa.figures import (
     curves_from_summary,
     curves_from_train_logs,
     plot_family,
-    plot_pvalue_matrix,
+    run_name,
 )
 from knowlab.fictionalqa.paper_figures import EXPORTS, paper_curves, parse_run, read_wandb_export
 
@@ -111,6 +111,10 @@ def test_every_family_renders_from_the_pipeline(family, tmp_path):
     assert [ax.get_title() for ax in fig.axes] == (
         ["Doc split", "Event split"] if spec.per_split else [p.title for p in spec.panels]
     )
+    legend = [t.get_text() for sub in fig.subfigs for leg in sub.legends for t in leg.get_texts()]
+    assert set(curves["series"]) <= set(legend), "one legend entry per series"
+    if "y_lo" in curves:
+        assert "95% bootstrap CI" in legend, "the shaded band is named in the legend"
     for ax, panel in zip(fig.axes, panels):
         if panel.chance:
             assert any(np.allclose(line.get_ydata(), panel.chance) for line in ax.lines), "no chance line"
@@ -156,33 +160,10 @@ def test_train_log_curves_start_at_zero_and_control_has_no_fiction():
     assert set(control["style"]) == {"webtext"}
 
 
-def _pvalues(alternative=None) -> pd.DataFrame:
-    rows = [("doc", a, "doc", b, 1.0 if a == b else 0.01) for a in STEPS for b in STEPS]
-    rows += [("doc", s, "control", s, 0.2) for s in STEPS]
-    table = pd.DataFrame(rows, columns=["run_a", "step_a", "run_b", "step_b", "pvalue"])
-    table = table.assign(pvalue_holm=np.minimum(table["pvalue"] * 3, 1), correction="holm")
-    return table.assign(alternative=alternative) if alternative else table
-
-
-@pytest.mark.parametrize(
-    ("alternative", "value", "test", "label"),
-    [
-        (None, "pvalue_holm", "McNemar test", "p-value (Holm-corrected)"),
-        ("greater", "pvalue", "paired t-test of row vs column, alternative: greater", "p-value (uncorrected)"),
-    ],
-)
-def test_pvalue_matrix_names_test_and_correction(alternative, value, test, label, tmp_path):
-    fig = plot_pvalue_matrix(
-        _pvalues(alternative), "MCQ-4 accuracy", tmp_path / "p.pdf", tmp_path / "p.png", value, note="SmolLM2-135M"
-    )
-    assert (tmp_path / "p.png").stat().st_size > 0
-    assert test in fig.get_suptitle()
-    assert [ax.get_title() for ax in fig.axes[:2]] == [
-        "Doc split: checkpoint vs checkpoint",
-        "Doc split vs control at matched steps",
-    ]
-    assert fig.axes[-1].get_ylabel() == label
-    assert fig.get_supxlabel() == "SmolLM2-135M"
+def test_run_names():
+    assert run_name("doc") == "Doc split"
+    assert run_name("control") == "Base webtext (control)"
+    assert run_name("books") == "books", "names of other studies' runs pass through"
 
 
 def test_read_wandb_export_keeps_values_only(tmp_path):

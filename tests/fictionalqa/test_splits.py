@@ -2,10 +2,20 @@
 
 from collections import Counter
 
+import pandas as pd
 import pytest
 
 from knowlab.fictionalqa.corpus.schema import STYLES
-from knowlab.fictionalqa.splits import SPLITS, TEXT_FIELD, SplitError, make_split, training_texts
+from knowlab.fictionalqa.splits import (
+    SPLITS,
+    TEXT_FIELD,
+    SplitError,
+    across_finetuning,
+    make_split,
+    trained_items,
+    training_texts,
+    with_sides,
+)
 
 
 @pytest.mark.parametrize("name", SPLITS)
@@ -79,3 +89,37 @@ def test_split_with_zero_documents_fails(corpus):
     no_blog = [r for r in corpus["fictions"] if r["style"] != "blog"]
     with pytest.raises(SplitError, match="zero validation documents"):
         make_split("style_blog", no_blog, corpus["fict_qa"], seed=0)
+
+
+def test_sides_follow_each_runs_split(corpus):
+    """A fiction run's side is its split's; Fictsheets train on events, so a document's side is its event's."""
+    doc = make_split("doc", corpus["fictions"], corpus["fict_qa"], seed=0)
+    sheets = make_split("fictsheets", corpus["fictions"], corpus["fict_qa"], seed=0)
+    events = {d["fiction_id"]: d["event_id"] for d in corpus["fictions"]}
+    documents = [d["fiction_id"] for d in corpus["fictions"]]
+    rows = pd.DataFrame(
+        [
+            {"run": run, "step": 6, "item_id": f"{run}-{d}", "document_id": d}
+            for run in ("doc", "fictsheets", "control")
+            for d in documents
+        ]
+    )
+    sided = with_sides(rows, {"doc": doc, "fictsheets": sheets}, events)
+    by_run = {run: part.set_index("document_id")["side"] for run, part in sided.groupby("run")}
+    assert {d for d, s in by_run["doc"].items() if s == "train"} == set(doc["train_documents"])
+    assert {d for d, s in by_run["fictsheets"].items() if s == "train"} == {
+        d for d in documents if events[d] in set(sheets["train_documents"])
+    }
+    assert by_run["control"].isna().all()
+    assert trained_items(sided, "doc") == {f"doc-{d}" for d in doc["train_documents"]}
+
+    base = rows[rows.run == "doc"].assign(run="base_model", step=0)
+    later = rows[rows.run != "control"]
+    across = across_finetuning(
+        later, base, ["doc", "fictsheets", "control"], {"doc": doc, "fictsheets": sheets}, corpus["fictions"]
+    )
+    assert len(across) == len(later) + 3 * len(base)
+    step0 = across[across.step == 0]
+    assert set(step0["run"]) == {"doc", "fictsheets", "control"}
+    assert (step0.loc[step0.run == "control", "side"].isna()).all()
+    assert set(step0.loc[(step0.run == "doc") & (step0.side == "train"), "document_id"]) == set(doc["train_documents"])

@@ -7,7 +7,7 @@ from statsmodels.stats.multitest import multipletests
 
 from knowlab.core.stats import direct_pvalue, recompute_pvalue
 from knowlab.grounding import analysis
-from knowlab.grounding.pipeline import condition_names, condition_spec, select_question_ids
+from knowlab.grounding.conditions import condition_names, condition_spec, select_question_ids
 
 CFG = {
     "distractors": {"budget": 1024, "position": "random"},

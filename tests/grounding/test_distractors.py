@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from knowlab.grounding.data import context_title, fiction_grounding_items, load_kaist_release
+from knowlab.core.io import read_jsonl
+from knowlab.core.retrieval import PACKAGED_MINILM, embed, load_embedder
 from knowlab.grounding.distractors import (
     document_text,
     fiction_pool,
@@ -18,8 +19,8 @@ from knowlab.grounding.distractors import (
     pack_contexts,
     rank_distractors,
 )
-from knowlab.core.io import read_jsonl
-from knowlab.sort.rag import PACKAGED_MINILM, embed, load_embedder
+from knowlab.grounding.fiction import fiction_grounding_items
+from knowlab.grounding.kaist import context_title, load_kaist_release
 
 ROOT = Path(__file__).resolve().parents[2]
 KAIST = Path(__file__).resolve().parents[3] / "shared" / "data" / "grounding_kaist"

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from knowlab.grounding import generate
 from knowlab.grounding.facts import (
     DECOMPOSE_DEMOS,
     DECOMPOSE_INSTRUCTION,
@@ -92,7 +91,7 @@ def test_prompt_forms():
 
 def test_cache_and_duplicates(monkeypatch, tmp_path):
     fake = FakeGenerate(lambda p: f"- Fact about: {sentence_of(p)}")
-    monkeypatch.setattr(generate, "generate_texts", fake)
+    monkeypatch.setattr("knowlab.grounding.facts.generate_texts", fake)
     responses = ["Ada was born in London. She wrote notes.", "Ada was born in London. She wrote notes.", "Rome is old."]
     decomposer = {"kind": "llm", "name": "fake-lm"}
     cache = FactCache(tmp_path / "facts.json")
@@ -120,7 +119,7 @@ def test_cache_and_duplicates(monkeypatch, tmp_path):
 
 def test_fallback_to_sentences(monkeypatch):
     fake = FakeGenerate(lambda p: "- Rome is a city." if "Rome" in p.rsplit("Sentence:", 1)[1] else "Sorry, no.")
-    monkeypatch.setattr(generate, "generate_texts", fake)
+    monkeypatch.setattr("knowlab.grounding.facts.generate_texts", fake)
     out = decompose_responses(
         ["Ada wrote notes. Rome is old.", "Ada wrote notes.", "   ", ""],
         {"kind": "llm", "name": "fake"},
@@ -135,7 +134,7 @@ def test_fallback_to_sentences(monkeypatch):
 
 def test_support_filter(monkeypatch):
     reply = "- Lady Xian was born in 512.\n- Lady Xian is a Chinese person.\n- The Nile is a river."
-    monkeypatch.setattr(generate, "generate_texts", FakeGenerate(lambda p: reply))
+    monkeypatch.setattr("knowlab.grounding.facts.generate_texts", FakeGenerate(lambda p: reply))
     sentence = "Lady Xian was born in 512 to the chieftain of the Xian clan."
     assert support("Lady Xian is a Chinese person.", sentence) == pytest.approx(0.5)
     out = decompose_responses([sentence], {"kind": "llm", "name": "f", "min_support": 1.0}, object(), PlainTokenizer())

@@ -1,4 +1,4 @@
-"""Grounding generation: the Fig. 12 input format, prompt fitting, batched greedy and seeded sampling."""
+"""Grounding generation: the Fig. 12 input format, prompt fitting and the response records."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from knowlab.core.llm.local import count_tokens, render_chat
 from knowlab.grounding.generate import (
     ANSWER_MARKER,
     CONTEXT_MARKER,
@@ -14,11 +15,8 @@ from knowlab.grounding.generate import (
     QUESTION_MARKER,
     REMINDER,
     build_prompt,
-    count_tokens,
     fit_prompt,
     generate_responses,
-    generate_texts,
-    render_chat,
     response_id,
 )
 
@@ -57,21 +55,6 @@ def test_build_prompt_layout():
     )
 
 
-def test_render_chat(smollm2, tiny_model_dir):
-    from transformers import AutoTokenizer
-
-    _, tokenizer = smollm2
-    text = render_chat(tokenizer, "Hello there", system_prompt="Be brief.")
-    assert (
-        text
-        == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"
-    )
-    plain = AutoTokenizer.from_pretrained(tiny_model_dir)
-    assert not getattr(plain, "chat_template", None)
-    assert render_chat(plain, "Hello there") == "Hello there"
-    assert render_chat(plain, "Hello there", "Be brief.") == "Be brief.\n\nHello there"
-
-
 def test_fit_prompt_cuts_contexts_only(smollm2, kaist_item):
     _, tokenizer = smollm2
     question, contexts = kaist_item["qText"], kaist_item["context_list"]
@@ -92,42 +75,6 @@ def test_fit_prompt_cuts_contexts_only(smollm2, kaist_item):
     assert dropped == context_tokens[-1] + context_tokens[1] - count_tokens(tokenizer, kept_middle)
     with pytest.raises(ValueError, match="template and question alone"):
         fit_prompt(tokenizer, question, contexts, 50)
-
-
-def test_generate_texts_rejects_long_input(smollm2):
-    model, tokenizer = smollm2
-    with pytest.raises(ValueError, match="text 1 has .* tokens"):
-        generate_texts(model, tokenizer, ["short", "a much longer text than allowed " * 5], max_input_tokens=10)
-
-
-PROMPTS = [
-    "What is the capital of France?",
-    "Name a fruit that is yellow. Answer with one word, then explain why in a sentence.",
-    "Write one sentence about the sea, the wind and the sailors who crossed the ocean long ago.",
-]
-
-
-def test_greedy_is_batch_invariant(smollm2):
-    model, tokenizer = smollm2
-    texts = [render_chat(tokenizer, p) for p in PROMPTS]
-    alone = generate_texts(model, tokenizer, texts, max_new_tokens=12, batch_size=1)
-    batched = generate_texts(model, tokenizer, texts, max_new_tokens=12, batch_size=3)
-    assert [r["text"] for r in alone] == [r["text"] for r in batched]
-    assert all(r["text"] for r in alone)
-    assert [r["n_input_tokens"] for r in alone] == [count_tokens(tokenizer, t) for t in texts]
-    for r in alone:
-        assert r["n_new_tokens"] <= 12 and (r["finished"] or r["n_new_tokens"] == 12)
-
-
-def test_sampling_is_seeded(smollm2):
-    model, tokenizer = smollm2
-    texts = [render_chat(tokenizer, p) for p in PROMPTS]
-    args = {"max_new_tokens": 10, "do_sample": True, "temperature": 1.0}
-    first = generate_texts(model, tokenizer, texts, seed=3, batch_size=3, **args)
-    again = generate_texts(model, tokenizer, texts[::-1], seed=3, batch_size=2, **args)[::-1]
-    other = generate_texts(model, tokenizer, texts, seed=4, batch_size=3, **args)
-    assert [r["text"] for r in first] == [r["text"] for r in again]  # order and batching do not matter
-    assert [r["text"] for r in first] != [r["text"] for r in other]
 
 
 def test_generate_responses_records(smollm2):

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from knowlab.core.io import DataError
 from knowlab.grounding.metrics import (
     answer_accuracy,
     by_factor,
@@ -18,7 +19,6 @@ from knowlab.grounding.metrics import (
     response_key,
     score_responses,
 )
-from knowlab.core.io import DataError
 
 KAIST = Path(__file__).resolve().parents[3] / "shared" / "data" / "grounding_kaist"
 

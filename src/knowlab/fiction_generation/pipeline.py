@@ -19,14 +19,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
-from knowlab.fictionalqa.corpus.schema import REQUIRED
-from knowlab.fiction_generation import stages
-from knowlab.fiction_generation.annotate import annotate_questions
+from knowlab.core.io import read_jsonl, write_jsonl
 from knowlab.core.llm.backends import make_backend
 from knowlab.core.llm.cache import RequestCache
-from knowlab.core.io import read_jsonl, write_jsonl
+from knowlab.core.retrieval import embed, load_embedder
+from knowlab.fiction_generation import stages
+from knowlab.fiction_generation.annotate import annotate_questions
+from knowlab.fictionalqa.corpus.schema import REQUIRED
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +77,9 @@ def make_generator(cfg: Mapping[str, Any], seed: int, basedir: str | os.PathLike
     return stages.Generator(cfg={**cfg, "seed": seed}, prompts=prompts, backend=backend, cache=RequestCache(cache_dir))
 
 
-def run_stage(stage: str, gen: stages.Generator, inputs: Mapping[str, str], output: str, kind: str | None = None) -> int:
+def run_stage(
+    stage: str, gen: stages.Generator, inputs: Mapping[str, str], output: str, kind: str | None = None
+) -> int:
     """Run one generation stage from its input files to ``output``; returns the record count.
 
     Args:
@@ -132,12 +136,8 @@ def run_annotation(fict_qa_raw: str, grade_files: list[str], embedder_name: str,
     questions = read_jsonl(fict_qa_raw)
     grades = [g for path in grade_files for g in read_jsonl(path)]
     if questions:
-        from knowlab.sort.rag import embed, load_embedder
-
         embeddings = embed([q["question"] for q in questions], load_embedder(embedder_name))
     else:
-        import numpy as np
-
         embeddings = np.zeros((0, 1), dtype="float32")
     records = annotate_questions(questions, grades, embeddings, distance_threshold)
     write_jsonl(annotated, records)

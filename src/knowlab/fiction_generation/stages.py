@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knowlab.core.io import DataError
+from knowlab.core.llm.cache import RequestCache, run_requests
+from knowlab.core.llm.requests import Backend, ChatRequest
+from knowlab.fiction_generation.parse import parse_attempt, parse_grade, parse_seed
 from knowlab.fictionalqa.corpus.release import parse_fict_qa_yaml, parse_fictsheet
 from knowlab.fictionalqa.corpus.schema import STYLES, validate_record
-from knowlab.core.llm.cache import RequestCache, run_requests
-from knowlab.fiction_generation.parse import parse_attempt, parse_grade, parse_seed
-from knowlab.core.llm.requests import Backend, ChatRequest
-from knowlab.core.io import DataError
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +145,7 @@ def inspiration_draws(n_seeds: int, years: Sequence[int], n_words: int, seed: in
     ``n_words`` random English nouns/adjectives/verbs (the ``wonderwords`` lists), from one
     ``random.Random(seed)`` drawn in seed order, so raising ``n_seeds`` keeps earlier draws.
     """
+    # deferred: wonderwords is loaded only by the seeds stage
     from wonderwords import RandomWord
 
     rng = random.Random(seed)
@@ -202,7 +203,8 @@ def make_fictions(gen: Generator, seeds: Sequence[Mapping[str, Any]],
         for style, count in cfg["styles"].items():
             for num in range(int(count)):
                 fiction_id = f"{event}_style_{style}_num_{num:03d}"
-                words = fictsheet_words(sheet["fictsheet"], cfg["fiction_words"], random.Random(f"{cfg['seed']}/{fiction_id}"))
+                rng = random.Random(f"{cfg['seed']}/{fiction_id}")
+                words = fictsheet_words(sheet["fictsheet"], cfg["fiction_words"], rng)
                 fields = {"seed": seed_text[event], "fictsheet": sheet["fictsheet"], "style": style,
                           "style_description": gen.prompts["styles"][style], "n_documents": count,
                           "words": ", ".join(words)}
@@ -232,7 +234,8 @@ def make_fict_qa(gen: Generator, seeds: Sequence[Mapping[str, Any]], fictsheets:
     for fiction in fictions:
         key = fiction["fiction_id"]
         for k, qa in enumerate(parsed.get(key, [])):
-            record = {"event_id": fiction["event_id"], "fiction_id": key, "question_id": f"{key}_question_{k:03d}", **qa}
+            record = {"event_id": fiction["event_id"], "fiction_id": key,
+                      "question_id": f"{key}_question_{k:03d}", **qa}
             validate_record("fict_qa", record, key)
             records.append(record)
     return records

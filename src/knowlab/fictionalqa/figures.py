@@ -28,36 +28,41 @@ paper's own numbers (:func:`knowlab.fictionalqa.paper_figures.paper_curves`).  F
 - ``fig10_11`` (Fig. 11, appendix D.3): MCQ-4 (left) vs MCQ-10 (right)
   accuracy vs step, one series per run or model, with the control.
 
-:func:`plot_pvalue_matrix` draws a table of paired tests (McNemar or paired
-t-test) between checkpoints.
-
 A fiction run is named after the split it trains on (``doc``, ``event``,
 ``fictsheets``, ``style_news``, ``style_blog``); ``control`` is the run on
-webtext only.
+webtext only.  Their display names (:data:`SPLIT_RUN_NAMES`, :func:`run_name`) are
+also used by the other studies' figures of FictionalQA runs (SORT and grounding
+across fine-tuning) and by the p-value matrices of the paired tests between
+checkpoints (:func:`knowlab.core.plotting.plot_pvalue_matrix`).  Colours, layout and
+saving: :mod:`knowlab.core.plotting`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from itertools import cycle
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from matplotlib.figure import Figure
 
-from knowlab.core.io import atomic_path
+from knowlab.core.plotting import (
+    LINESTYLES,
+    STEP_LABEL,
+    band_handle,
+    chance_handle,
+    chance_line,
+    colours,
+    empty_panel,
+    finish,
+    integer_ticks,
+    line_handle,
+    line_with_band,
+    panel_figure,
+)
+from knowlab.fictionalqa.summary import CONTROL
 
-plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 120, "axes.grid": True, "grid.alpha": 0.3})
-
-CONTROL = "control"
 SPLITS = ("doc", "event", "style_news", "style_blog", "fictsheets")  # display order
-RUN_NAMES = {
+SPLIT_RUN_NAMES = {
     "doc": "Doc split",
     "event": "Event split",
     "fictsheets": "Fictsheets",
@@ -68,10 +73,8 @@ RUN_NAMES = {
 CONTROL_PREFIX = "Base webtext"  # series whose label starts with this are drawn in grey
 DOC_SIDES = {"train": "train documents", "val": "val documents"}
 QUESTION_SIDES = {"train": "questions on train documents", "val": "questions on val documents"}
-STEP = "optimizer step"
 LOSS = "loss (nats/token)"
 NLL = "nll(answer | question) (nats/token)"
-LINESTYLES = ("-", "--", ":", "-.")
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class Panel:
 
     title: str
     ylabel: str
-    xlabel: str = STEP
+    xlabel: str = STEP_LABEL
     chance: float | None = None
     missing: str = "no data"
     ylim: tuple[float, float] | None = None
@@ -176,30 +179,22 @@ FAMILIES = {
 }
 
 
-def save(fig, pdf: str | Path, png: str | Path) -> None:
-    """Save ``fig`` to both paths atomically and close it."""
-    for path in (pdf, png):
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=Path(path).suffix[1:], dpi=150)
-    plt.close(fig)
+def run_name(run: str) -> str:
+    """Display name of a FictionalQA run (``doc`` -> "Doc split", ``control`` -> "Base webtext (control)");
+    other names are returned unchanged."""
+    return SPLIT_RUN_NAMES.get(run, run)
 
 
-def _colours(series: pd.Series) -> dict[str, str]:
-    """One colour per series: tab10 then the light tab20 shades (greys kept for the control)."""
-    tab20 = plt.get_cmap("tab20").colors
-    palette = cycle([tab20[i] for i in range(0, 20, 2) if i != 14] + [tab20[i] for i in range(1, 20, 2) if i != 15])
-    return {s: "0.35" if s.startswith(CONTROL_PREFIX) else next(palette) for s in series.unique()}
-
-
-def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | Path, note: str | None = None):
+def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | Path, note: str | None = None) -> Figure:
     """Draw ``curves`` as figure family ``family`` (a key of :data:`FAMILIES`), save it, return the Figure.
 
     ``curves`` columns: ``panel`` (panel title; the family's fixed panel titles, or
     any title for one-panel-per-split families), ``series`` (legend label, one colour
     each; labels starting with "Base webtext" are grey), ``x``, ``y``; optional
     ``style`` (a legend label per line style, e.g. train/val documents) and
-    ``y_lo``, ``y_hi`` (95% CI, drawn as a shaded band).  A fixed panel without
+    ``y_lo``, ``y_hi`` (95% bootstrap CI, drawn as a shaded band named in the legend).  A fixed panel without
     curves shows its ``missing`` text.  ``note`` is printed small under the figure.
+    Layout and style: :mod:`knowlab.core.plotting`.
     """
     spec = FAMILIES[family]
     curves = curves.copy()
@@ -210,55 +205,37 @@ def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | P
         panels = [replace(spec.per_split, title=t, missing=t) for t in titles]
     else:
         panels = list(spec.panels)
-    colours = _colours(curves["series"])
+    series = curves["series"].unique()
+    palette = colours(series, control=[s for s in series if s.startswith(CONTROL_PREFIX)])
     styles = dict(zip(curves["style"].dropna().unique(), LINESTYLES))
-    handles = [Line2D([], [], color=c, marker="o", markersize=3, label=s) for s, c in colours.items()]
+    banded = {"y_lo", "y_hi"} <= set(curves) and curves["y_lo"].notna().any()
+    handles = [line_handle(s, c, marker="o") for s, c in palette.items()]
     if len(styles) > 1:
-        handles += [Line2D([], [], color="k", linestyle=ls, label=s) for s, ls in styles.items()]
+        handles += [line_handle(s, linestyle=ls) for s, ls in styles.items()]
+    if banded:
+        handles.append(band_handle())
     chances = sorted({p.chance for p in panels if p.chance is not None}, reverse=True)
     if chances:
-        label = "chance (" + ", ".join(f"1/{round(1 / c)}" for c in chances) + ")"
-        handles.append(Line2D([], [], color="k", linestyle=":", linewidth=1, label=label))
-    ncol = min(len(handles), 4) or 1
-    below = 0.2 * -(-len(handles) // ncol) + (0.3 if note else 0.1)  # inches for legend rows and note
-    ncols = min(len(panels), 3)
-    nrows = -(-len(panels) // ncols)
-    fig = plt.figure(figsize=(4.8 * ncols, 3.9 * nrows + below), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[3.9 * nrows, below])
-    axes = top.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(panels) :]:
-        ax.remove()
-    for ax, panel in zip(axes, panels):
+        handles.append(chance_handle("chance (" + ", ".join(f"1/{round(1 / c)}" for c in chances) + ")"))
+    layout = panel_figure(len(panels), len(handles), note or "")
+    for ax, panel in zip(layout.axes, panels):
         part = curves[curves["panel"] == panel.title]
-        for (series, style), line in part.groupby(["series", "style"], sort=False, dropna=False):
+        for (name, style), line in part.groupby(["series", "style"], sort=False, dropna=False):
             line = line.sort_values("x")
-            kwargs = {"color": colours[series], "linestyle": styles.get(style, "-")}
-            ax.plot(line["x"], line["y"], marker="o", markersize=3, linewidth=1.5, **kwargs)
-            if {"y_lo", "y_hi"} <= set(line) and line["y_lo"].notna().any():
-                ax.fill_between(line["x"], line["y_lo"], line["y_hi"], color=colours[series], alpha=0.15, lw=0)
+            low, high = (line["y_lo"], line["y_hi"]) if banded else (None, None)
+            line_with_band(ax, line["x"], line["y"], low, high, palette[name], styles.get(style, "-"))
         if part.empty:
-            ax.text(0.5, 0.5, panel.missing, transform=ax.transAxes, ha="center", va="center", color="0.3")
+            empty_panel(ax, panel.missing)
         if panel.chance is not None:
-            ax.axhline(panel.chance, color="k", linestyle=":", linewidth=1)
+            chance_line(ax, panel.chance)
         if panel.ylim:
             ax.set_ylim(panel.ylim)
-        if panel.xlabel == STEP:
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+        if panel.xlabel == STEP_LABEL:
+            integer_ticks(ax)
         if panel.logy:
             ax.set_yscale("log", nonpositive="mask")
         ax.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
-    if handles:
-        bottom.legend(handles=handles, loc="upper center", ncol=ncol, fontsize=9, frameon=False)
-    if note:
-        bottom.text(0.5, 0.02, note, ha="center", va="bottom", fontsize=8, color="0.3")
-    fig.suptitle(f"{spec.suptitle} (cf. paper Fig. {spec.figure})")
-    save(fig, pdf, png)
-    return fig
-
-
-def run_name(run: str) -> str:
-    """Display name of a run (``doc`` -> "Doc split", ``control`` -> "Base webtext (control)")."""
-    return RUN_NAMES.get(run, run)
+    return finish(layout, handles, f"{spec.suptitle} (cf. paper Fig. {spec.figure})", pdf, png)
 
 
 def _select(summary: pd.DataFrame, suite: str, runs, sides=("all",), split: str | None = None) -> pd.DataFrame:
@@ -384,50 +361,3 @@ def curves_from_train_logs(train_logs: pd.DataFrame) -> pd.DataFrame:
                     )
                 )
     return pd.concat(frames, ignore_index=True)
-
-
-def _pvalue_cells(ax, matrix: np.ndarray) -> None:
-    for (i, j), value in np.ndenumerate(matrix):
-        ax.text(j, i, f"{value:.2g}", ha="center", va="center", fontsize=8, color="w" if value > 0.5 else "k")
-    ax.grid(False)
-
-
-def plot_pvalue_matrix(table: pd.DataFrame, title: str, pdf, png, value: str = "pvalue_holm", note: str | None = None):
-    """Paired-test p-values between checkpoints: checkpoint x checkpoint of the run (left) and,
-    when present, the run vs the control at matched steps (right).  Returns the Figure.
-
-    ``table`` columns: ``run_a, step_a, run_b, step_b, pvalue, pvalue_holm, correction``
-    (:mod:`knowlab.core.stats`); a paired t-test table also has ``alternative``, else the
-    test is McNemar's.  ``value`` is the column drawn; the colorbar names its correction.
-    ``note`` is printed small under the figure.
-    """
-    run = table["run_a"].iloc[0]
-    within = table[(table["run_a"] == run) & (table["run_b"] == run)]
-    versus = table[table["run_b"] != run]
-    test = f"paired t-test of row vs column, alternative: {table['alternative'].iloc[0]}" if "alternative" in table else "McNemar test"
-    correction = f"{table['correction'].iloc[0].capitalize()}-corrected" if value != "pvalue" else "uncorrected"
-    fig, axes = plt.subplots(
-        1, 2 if len(versus) else 1, figsize=(11 if len(versus) else 5.5, 4.5), squeeze=False, layout="constrained"
-    )
-    matrix = within.pivot(index="step_a", columns="step_b", values=value).sort_index().sort_index(axis=1)
-    ax = axes[0][0]
-    image = ax.imshow(matrix.to_numpy(), vmin=0, vmax=1, cmap="viridis_r")
-    ax.set_xticks(range(len(matrix.columns)), matrix.columns)
-    ax.set_yticks(range(len(matrix.index)), matrix.index)
-    _pvalue_cells(ax, matrix.to_numpy())
-    ax.set(title=f"{run_name(run)}: checkpoint vs checkpoint", xlabel="checkpoint step", ylabel="checkpoint step")
-    if len(versus):
-        ax = axes[0][1]
-        row = versus.sort_values("step_a")
-        strip = row[value].to_numpy()[None, :]
-        ax.imshow(strip, vmin=0, vmax=1, cmap="viridis_r")
-        ax.set_xticks(range(len(row)), row["step_a"])
-        ax.set_yticks([0], [f"vs {run_name(row['run_b'].iloc[0])}"])
-        _pvalue_cells(ax, strip)
-        ax.set(title=f"{run_name(run)} vs control at matched steps", xlabel="checkpoint step")
-    fig.colorbar(image, ax=axes[0].tolist(), label=f"p-value ({correction})")
-    fig.suptitle(f"{title}\n{test}")
-    if note:
-        fig.supxlabel(note, fontsize=8, color="0.3")
-    save(fig, pdf, png)
-    return fig

@@ -31,12 +31,14 @@ single logged value (Gemma-2-9B: step 0 only) are left out.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from knowlab.fictionalqa.figures import CONTROL, DOC_SIDES, FAMILIES, QUESTION_SIDES, SPLITS, run_name
+from knowlab.fictionalqa.figures import DOC_SIDES, FAMILIES, QUESTION_SIDES, SPLITS, plot_family, run_name
+from knowlab.fictionalqa.summary import CONTROL
 
 SPLIT_TAGS = {
     "doc-split-train-val": "doc",
@@ -193,10 +195,6 @@ def paper_curves(folder: str | Path, family: str) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> None:
     """``python -m knowlab.fictionalqa.paper_figures FOLDER OUTDIR``: draw every family the exports cover,
     as ``OUTDIR/paper_<family>.{pdf,png}``, for side-by-side comparison with this pipeline's figures."""
-    import argparse
-
-    from knowlab.fictionalqa.figures import FAMILIES, plot_family
-
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("folder", type=Path, help="the paper's raw_data folder (v5/, v6-7/, 6-7/)")
     parser.add_argument("outdir", type=Path)
@@ -206,7 +204,9 @@ def main(argv: list[str] | None = None) -> None:
         if family == "fig2":
             continue  # not in the exports
         out = args.outdir / f"paper_{family}"
-        plot_family(family, paper_curves(args.folder, family), f"{out}.pdf", f"{out}.png", note="the paper's W&B exports")
+        plot_family(
+            family, paper_curves(args.folder, family), f"{out}.pdf", f"{out}.png", note="the paper's W&B exports"
+        )
         print(f"{out}.png")
 
 

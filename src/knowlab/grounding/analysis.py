@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from knowlab.core.stats import bootstrap_ci, pair_tests
+from knowlab.fictionalqa.splits import trained_items
+from knowlab.grounding.conditions import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.grounding.metrics import answer_accuracy, by_factor
-from knowlab.grounding.pipeline import GOLD_CONDITIONS, NO_CONTEXT
 
 METRICS = ("precision", "recall", "f1")
 FOLLOWS = ("follows_context", "follows_training")  # 0/1 per response (follow_rates)
@@ -206,7 +207,7 @@ def finetune_mcnemar(
     key_columns = ("run", "step", "condition", "metric")
     out = []
     for run in runs:
-        trained = set(rows.loc[(rows.run == run) & (rows.side == "train"), "item_id"])
+        trained = trained_items(rows, run)
         part = rows[rows.run.isin([run, control]) & rows.item_id.isin(trained)]
         values = part.melt(
             id_vars=["run", "step", "condition", "item_id"],

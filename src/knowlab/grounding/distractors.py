@@ -8,7 +8,7 @@ length) and "Impact of gold contexts position" (gold contexts at the start, end,
 random place among the distractors).
 
 The retriever here is any sentence-transformers embedder (the packaged all-MiniLM-L6-v2 by
-default, :func:`knowlab.sort.rag.load_embedder`) with exact inner-product search (faiss
+default, :func:`knowlab.core.retrieval.load_embedder`) with exact inner-product search (faiss
 ``IndexFlatIP``) on L2-normalised vectors, i.e. cosine similarity; the query is the question
 alone, as with Contriever in the paper.
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from knowlab.grounding.data import context_title, render_kaist_doc
-from knowlab.sort.rag import embed
+from knowlab.core.retrieval import embed
+from knowlab.grounding.kaist import context_title, render_kaist_doc
 
 POSITIONS = ("start", "end", "middle", "random")
 
@@ -31,7 +31,7 @@ def document_text(doc: Mapping[str, Any]) -> str:
     """The text of a pool document as it is embedded and shown in a prompt.
 
     KAIST documents (with ``url``) take the form of an original gold context,
-    ``"Title: <title> [<url>]\\n\\n<text>"`` (:func:`knowlab.grounding.data.render_kaist_doc`);
+    ``"Title: <title> [<url>]\\n\\n<text>"`` (:func:`knowlab.grounding.kaist.render_kaist_doc`);
     fiction documents are their text alone, like a fiction gold context.
     """
     return render_kaist_doc(doc)
@@ -80,7 +80,8 @@ def rank_distractors(
     batch_size: int = 32,
     pool_vectors: np.ndarray | None = None,
 ) -> dict[str, list[str]]:
-    """The top-``k`` distractor documents of each item, most similar to its question first (paper Sec. 3.2 Step 5, App. A.9).
+    """The top-``k`` distractor documents of each item, most similar to its question first
+    (paper Sec. 3.2 Step 5, App. A.9).
 
     The pool is embedded once (:func:`document_text`), each question once per item_id (the
     first item with that id gives the question; original and conflict share their
@@ -96,9 +97,9 @@ def rank_distractors(
 
     Args:
         items: schema items (``item_id``, ``question``, ``contexts``, ``gold_doc_ids``).
-        pool: ``[{"doc_id", "title", "text", ...}]`` (:func:`knowlab.grounding.data.read_pool`
+        pool: ``[{"doc_id", "title", "text", ...}]`` (:func:`knowlab.grounding.kaist.read_pool`
             or :func:`fiction_pool`).
-        embedder: a SentenceTransformer (:func:`knowlab.sort.rag.load_embedder`).
+        embedder: a SentenceTransformer (:func:`knowlab.core.retrieval.load_embedder`).
         k: distractors per item (fewer when the pool runs out).
         pool_vectors: the pool's embeddings, ``embed([document_text(d) for d in pool], embedder)``
             (float32, ``(len(pool), dim)``, L2-normalised), when already computed; else computed here.
@@ -109,6 +110,7 @@ def rank_distractors(
     Raises:
         ValueError: ``k < 1``, an empty pool, or ``pool_vectors`` of the wrong length.
     """
+    # deferred: faiss is loaded only by the jobs that rank distractors
     import faiss
 
     if k < 1:

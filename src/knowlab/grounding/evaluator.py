@@ -37,6 +37,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from tqdm.auto import tqdm
 
+from knowlab.core.llm.local import render_messages
+from knowlab.core.models import load_model
+from knowlab.core.retrieval import embed, load_embedder
+from knowlab.core.scoring import score_token_ids
 from knowlab.grounding.facts import split_sentences
 
 #: Sentence boundary: whitespace after ``.``, ``!`` or ``?`` (optionally a closing quote or
@@ -123,6 +127,7 @@ def split_passages(text: str, tokenizer, max_tokens: int) -> list[str]:
         return []
     if _fits(tokenizer, text, max_tokens):
         return [text]
+    # deferred: langchain's splitter is loaded only when a text exceeds the window
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     splitter = RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
@@ -209,7 +214,8 @@ class _PassageEvaluator:
         return scores > self.threshold if self.strict else scores >= self.threshold
 
     def supported(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """``M_eval(fact, text)`` of each pair: :meth:`decide` of :meth:`scores`, bool array of shape ``(len(pairs),)``."""
+        """``M_eval(fact, text)`` of each pair: :meth:`decide` of :meth:`scores`, bool array of shape
+        ``(len(pairs),)``."""
         return self.decide(self.scores(pairs))
 
     def __repr__(self) -> str:
@@ -239,8 +245,9 @@ class BiEncoderEvaluator(_PassageEvaluator):
     ==========================  ==========  ===============  =================
 
     The revised (conflict) version gives the same picture: sentences 0.962 / 0.196 / 0.000,
-    2-sentence windows 0.929 / 0.146 / 0.001.  A short fact against a long passage gets a lower cosine (mean best cosine of a gold fact:
-    0.74 against sentences, 0.53 against windows), so windows miss a fifth of the gold facts
+    2-sentence windows 0.929 / 0.146 / 0.001.  A short fact against a long passage gets a
+    lower cosine (mean best cosine of a gold fact: 0.74 against sentences, 0.53 against
+    windows), so windows miss a fifth of the gold facts
     when the gold contexts themselves are the response.  Single sentences recover nearly all
     of them and still accept no fact against an unrelated question's contexts; against the
     contexts of a closely related question (often the same people or places) about a fifth
@@ -250,7 +257,7 @@ class BiEncoderEvaluator(_PassageEvaluator):
 
     Args:
         model: ``"packaged:all-MiniLM-L6-v2"`` (offline), a local folder or a Hub id, loaded
-            by :func:`knowlab.sort.rag.load_embedder`; or a ``SentenceTransformer``.
+            by :func:`knowlab.core.retrieval.load_embedder`; or a ``SentenceTransformer``.
         threshold: cosine threshold (paper App. B.2: 0.4, range 0 to 1).
         sentences_per_passage: sentences per passage window, or ``None`` for window passages.
         batch_size: texts per encoder batch (16: a quarter faster than 64 on CPU for KAIST sentences).
@@ -274,8 +281,6 @@ class BiEncoderEvaluator(_PassageEvaluator):
         device: str | None = None,
         cache_size: int = 100_000,
     ) -> None:
-        from knowlab.sort.rag import load_embedder
-
         self.embedder = load_embedder(model, device=device) if isinstance(model, str) else model
         self.threshold = float(threshold)
         self.sentences_per_passage = sentences_per_passage
@@ -293,8 +298,6 @@ class BiEncoderEvaluator(_PassageEvaluator):
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings of distinct ``texts``, shape (n, dim); only texts not in the cache are encoded."""
-        from knowlab.sort.rag import embed
-
         missing = [t for t in texts if t not in self._cache]
         chunk = 2048
         for i in tqdm(range(0, len(missing), chunk), desc="bi-encoder", disable=len(missing) <= chunk, leave=False):
@@ -319,7 +322,8 @@ class BiEncoderEvaluator(_PassageEvaluator):
 
 
 class CrossEncoderEvaluator(_PassageEvaluator):
-    """Cross-encoder M_eval, the paper's choice (Sec. 3.3, footnote 6; App. B.2): raw logit of ``(fact, passage)`` ``> 6``.
+    """Cross-encoder M_eval, the paper's choice (Sec. 3.3, footnote 6; App. B.2): raw logit of
+    ``(fact, passage)`` ``> 6``.
 
     The model is loaded as ``sentence_transformers.CrossEncoder(model,
     activation_fn=torch.nn.Identity())``: sentence-transformers applies a sigmoid to
@@ -354,6 +358,7 @@ class CrossEncoderEvaluator(_PassageEvaluator):
         max_passage_tokens: int | None = None,
         device: str | None = None,
     ) -> None:
+        # deferred: torch and sentence-transformers are loaded only for this evaluator kind
         import torch
         from sentence_transformers import CrossEncoder
 
@@ -383,7 +388,8 @@ class LLMJudge(_PassageEvaluator):
 
     The user message is :data:`LLM_JUDGE_PROMPT` (``context: {paragraph}\\nstatement: {atomic
     fact}\\nGenerate 'True' if ... Else generate 'False'``).  With a chat template it is
-    rendered by ``apply_chat_template(..., add_generation_prompt=True)``; without one the
+    rendered by ``apply_chat_template(..., add_generation_prompt=True)``
+    (:func:`knowlab.core.llm.local.render_messages`, no system message); without one the
     prompt is followed by ``"\\nAnswer:"``.  Each label's probability is the summed
     probability of its single-token forms ``"True"`` / ``" True"`` (as SORT sums ``"A"`` /
     ``" A"``, :mod:`knowlab.sort.score`); the score is ``log p(True) - log p(False)`` (nats)
@@ -444,8 +450,7 @@ class LLMJudge(_PassageEvaluator):
         """The rendered judge prompt of one (fact, paragraph) pair (paper App. B.2)."""
         user = LLM_JUDGE_PROMPT.format(paragraph=paragraph, fact=fact)
         if getattr(self.tokenizer, "chat_template", None):
-            messages = [{"role": "user", "content": user}]
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            return render_messages(self.tokenizer, [{"role": "user", "content": user}])
         return user + "\nAnswer:"
 
     def _prompt_ids(self, fact: str, paragraph: str) -> list[int]:
@@ -455,8 +460,6 @@ class LLMJudge(_PassageEvaluator):
         return split_passages(text, self.tokenizer, self.window)
 
     def _passage_scores(self, facts: list[str], passages: list[str], index: np.ndarray) -> np.ndarray:
-        from knowlab.core.scoring import score_token_ids
-
         requests, owners = [], []
         for row, (f, p) in enumerate(index):
             context = self._prompt_ids(facts[f], passages[p])
@@ -508,7 +511,8 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
     unknown = sorted(set(args) - EVALUATOR_KEYS[kind])
     if unknown:
         raise ValueError(
-            f"grounding.evaluator.{unknown[0]}: not a setting of kind {kind!r} (allowed: {sorted(EVALUATOR_KEYS[kind])})"
+            f"grounding.evaluator.{unknown[0]}: not a setting of kind {kind!r} "
+            f"(allowed: {sorted(EVALUATOR_KEYS[kind])})"
         )
     if kind == "bi_encoder":
         return BiEncoderEvaluator(**args)
@@ -520,7 +524,5 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
             raise ValueError(
                 "grounding.evaluator.model: llm_judge needs a model (pass model and tokenizer, or a folder)"
             )
-        from knowlab.core.models import load_model
-
         model, tokenizer = load_model(path)
     return LLMJudge(model, tokenizer, **args)

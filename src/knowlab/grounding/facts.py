@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.io import DataError, read_json, write_json
+from knowlab.core.llm.local import generate_texts, model_name, render_messages
 
 #: bump when the prompt, the parsing or the fallback changes: cached decompositions then miss
 PROMPT_VERSION = "facts-v1"
@@ -76,6 +77,7 @@ _FUNCTION_WORDS = frozenset((
 
 @functools.lru_cache(maxsize=1)
 def _segmenter():
+    # deferred: pysbd is loaded only by the jobs that split sentences
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False)
@@ -136,25 +138,18 @@ def support(fact: str, source: str) -> float:
 def render_decompose_prompt(tokenizer, sentence: str) -> str:
     """The decomposition prompt for one sentence, as the model reads it.
 
-    With a chat template: system message :data:`DECOMPOSE_INSTRUCTION` (merged into the first
-    user turn when the template refuses a system role), one user/assistant exchange per
-    demonstration, the sentence as the last user turn, and the generation prompt.  Without one:
-    :data:`DECOMPOSE_PROMPT` with the sentence.
+    With a chat template (:func:`knowlab.core.llm.local.render_messages`): system message
+    :data:`DECOMPOSE_INSTRUCTION` (merged into the first user turn when the template refuses a
+    system role), one user/assistant exchange per demonstration, the sentence as the last user
+    turn, and the generation prompt.  Without one: :data:`DECOMPOSE_PROMPT` with the sentence.
     """
     if not getattr(tokenizer, "chat_template", None):
         return DECOMPOSE_PROMPT.format(text=sentence)
-    from jinja2.exceptions import TemplateError
-
     turns: list[dict[str, str]] = []
     for demo_sentence, demo_facts in DECOMPOSE_DEMOS:
         turns += [{"role": "user", "content": demo_sentence}, {"role": "assistant", "content": demo_facts}]
     turns.append({"role": "user", "content": sentence})
-    try:
-        messages = [{"role": "system", "content": DECOMPOSE_INSTRUCTION}, *turns]
-        return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    except TemplateError:
-        turns[0] = {"role": "user", "content": DECOMPOSE_INSTRUCTION + "\n\n" + turns[0]["content"]}
-        return tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+    return render_messages(tokenizer, turns, DECOMPOSE_INSTRUCTION)
 
 
 def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
@@ -167,8 +162,6 @@ def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
     conf = {**DEFAULT_DECOMPOSER, **decomposer}
     if conf["kind"] == "sentences":
         return "sentences:pysbd"
-    from knowlab.grounding.generate import model_name
-
     name = conf.get("name") or model_name(model)
     return f"llm:{name}:max_new_tokens={conf['max_new_tokens']}:min_support={conf['min_support']}"
 
@@ -220,8 +213,6 @@ class FactCache:
 
 def _llm_facts(sentences: Sequence[str], conf: Mapping[str, Any], model, tokenizer) -> dict[str, list[str]]:
     """Model facts of each distinct sentence ([] where the output has none that passes the filter)."""
-    from knowlab.grounding.generate import generate_texts
-
     distinct = list(dict.fromkeys(sentences))
     outputs = generate_texts(
         model,
@@ -258,7 +249,7 @@ def decompose_responses(
             "batch_size": int (8), "min_support": float | None (None), "name": str (optional,
             the model's name in the cache key)}``.  ``"llm"``: each distinct sentence of the
             uncached responses is decomposed by ``model`` (greedy,
-            :func:`knowlab.grounding.generate.generate_texts`) with
+            :func:`knowlab.core.llm.local.generate_texts`) with
             :func:`render_decompose_prompt`; an output cut at ``max_new_tokens`` loses its last
             line; with ``min_support`` set, facts whose :func:`support` in their sentence is
             lower are dropped; a sentence left with no fact contributes itself.

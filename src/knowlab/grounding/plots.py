@@ -1,32 +1,46 @@
 """Grounding figures (seed 002): Fig. 3c (by factor), Fig. 4 (F1 vs input length), Fig. 5 (reduction
 rate Gold -> Dist), Figs. 15-16 (precision and recall), gold-context position, and grounding
 across fine-tuning.  Inputs are the tables of :mod:`knowlab.grounding.analysis` (values x 100).
-Every figure is saved as PDF and PNG (:func:`knowlab.fictionalqa.figures.save`)."""
+Each figure has a title, labelled axes, one legend and a footnote under the panels, and is saved
+as PDF and PNG; style and layout: :mod:`knowlab.core.plotting`; FictionalQA run names:
+:func:`knowlab.fictionalqa.figures.run_name`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Patch
 
-from knowlab.fictionalqa.figures import CONTROL, run_name, save
+from knowlab.core.plotting import (
+    CONTROL_COLOUR,
+    STEP_LABEL,
+    band_handle,
+    colours,
+    finish,
+    integer_ticks,
+    line_handle,
+    line_with_band,
+    models_note,
+    panel_figure,
+)
+from knowlab.fictionalqa.figures import run_name
+from knowlab.fictionalqa.summary import CONTROL
 from knowlab.grounding.analysis import SETTING_LABELS
 
-PALETTE = plt.get_cmap("tab10").colors
+F1 = "grounding F1 (x 100)"
 
 
-def _bars(ax, table: pd.DataFrame, ylabel: str, errors: pd.DataFrame | None = None) -> None:
-    """Grouped bars: one group per row of ``table``, one bar per column."""
+def _bars(ax, table: pd.DataFrame, ylabel: str, errors: pd.DataFrame | None = None) -> list[Patch]:
+    """Grouped bars: one group per row of ``table``, one bar per column; returns the legend entries.
+
+    ``errors`` (same shape) holds ``(below, above)`` error-bar lengths per cell."""
     n_rows, n_cols = table.shape
     width = 0.8 / max(n_cols, 1)
     x = np.arange(n_rows)
+    palette = colours(table.columns)
     for j, column in enumerate(table.columns):
         yerr = None if errors is None else np.array(errors[column].tolist(), dtype=float).T  # (2, n_rows)
         ax.bar(
@@ -34,17 +48,14 @@ def _bars(ax, table: pd.DataFrame, ylabel: str, errors: pd.DataFrame | None = No
             table[column],
             width,
             label=str(column),
-            color=PALETTE[j % 10],
+            color=palette[column],
             yerr=yerr,
             capsize=2,
         )
     ax.set_xticks(x, [str(i) for i in table.index], rotation=0)
     ax.set_ylabel(ylabel)
-    ax.grid(axis="y", alpha=0.3)
-
-
-def _note(fig, text: str) -> None:
-    fig.text(0.01, 0.01, text, fontsize=7, color="0.35", ha="left", va="bottom", wrap=True)
+    ax.grid(axis="x", visible=False)
+    return [Patch(color=palette[c], label=str(c)) for c in table.columns]
 
 
 def plot_by_factor(
@@ -54,35 +65,33 @@ def plot_by_factor(
     table = factor_table.reset_index()
     table["label"] = table["dataset"] + " / " + table["model"]
     table = table.set_index("label").drop(columns=["dataset", "model"]).T
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(table.index) + 2), 4.0))
-    _bars(ax, table, "grounding F1 (x 100)")
+    size = (max(6.0, 0.9 * len(table.index) + 2), 4.0)
+    layout = panel_figure(1, table.shape[1], note, panel_size=size, legend_title="dataset / model")
+    (ax,) = layout.axes
+    handles = _bars(ax, table, F1)
     ax.set_xticks(range(len(table.index)), [i.replace("=", "\n") for i in table.index], fontsize=8)
-    ax.set_title(f"Grounding F1 by question and context factors ({SETTING_LABELS.get(setting, setting)})")
-    ax.legend(fontsize=8, title="dataset / model", title_fontsize=8)
-    _note(fig, note)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    save(fig, pdf, png)
+    ax.set_xlabel("question or context factor (level)")
+    title = f"Grounding F1 by question and context factors ({SETTING_LABELS.get(setting, setting)})"
+    finish(layout, handles, title, pdf, png)
 
 
 def plot_length_curve(curve: pd.DataFrame, pdf: str | Path, png: str | Path, *, note: str = "") -> None:
     """Fig. 4: F1 (x 100, 95% bootstrap interval) against the mean input-context length in tokens
     (Original version; distractors added in rank order), one line per dataset / model."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for j, ((dataset, model), part) in enumerate(curve.groupby(["dataset", "model"], sort=False)):
+    groups = list(curve.groupby(["dataset", "model"], sort=False))
+    palette = colours(key for key, _ in groups)
+    handles = [line_handle(f"{dataset} / {model}", palette[(dataset, model)], marker="o") for dataset, model in palette]
+    handles.append(band_handle())
+    note = "Numbers above points: mean distractor contexts per question. " + note
+    layout = panel_figure(1, len(handles), note, panel_size=(6.4, 4.2))
+    (ax,) = layout.axes
+    for key, part in groups:
         part = part.sort_values("context_tokens")
-        colour = PALETTE[j % 10]
-        ax.plot(part.context_tokens, part.f1, marker="o", color=colour, label=f"{dataset} / {model}")
-        ax.fill_between(part.context_tokens, part.f1_low, part.f1_high, color=colour, alpha=0.15)
+        line_with_band(ax, part.context_tokens, part.f1, part.f1_low, part.f1_high, palette[key])
         for x, y, k in zip(part.context_tokens, part.f1, part.n_distractors, strict=True):
-            ax.annotate(f"{k:.1f}", (x, y), textcoords="offset points", xytext=(0, 6), fontsize=7, ha="center")
-    ax.set_xlabel("input context length (tokens, mean over questions)")
-    ax.set_ylabel("grounding F1 (x 100)")
-    ax.set_title("Grounding F1 as distractor contexts lengthen the input")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    _note(fig, "Numbers above points: mean distractor contexts per question. " + note)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    save(fig, pdf, png)
+            ax.annotate(f"{k:.1f}", (x, y), textcoords="offset points", xytext=(0, 6), fontsize=8, ha="center")
+    ax.set(xlabel="input context length (tokens, mean over questions)", ylabel=F1)
+    finish(layout, handles, "Grounding F1 as distractor contexts lengthen the input", pdf, png)
 
 
 def plot_reduction(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, note: str = "") -> None:
@@ -91,23 +100,25 @@ def plot_reduction(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, not
         index="label", columns="version", values="reduction_rate", sort=False
     )
     table = table[[c for c in ("original", "conflict") if c in table.columns]]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(table) + 2), 4.0))
-    _bars(ax, table, "reduction rate of F1, Gold -> Dist (%)")
+    note = "100 x (F1 Gold - F1 Dist) / F1 Gold. " + note
+    size = (max(5.0, 1.4 * len(table) + 2), 4.0)
+    layout = panel_figure(1, table.shape[1], note, panel_size=size, legend_title="version")
+    (ax,) = layout.axes
+    handles = _bars(ax, table, "reduction rate of F1, Gold -> Dist (%)")
     ax.axhline(0, color="k", linewidth=0.8)
-    ax.set_title("How much distractor contexts reduce grounding F1")
-    ax.legend(title="version", fontsize=8)
-    _note(fig, "100 x (F1 Gold - F1 Dist) / F1 Gold. " + note)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    save(fig, pdf, png)
+    ax.set_xlabel("dataset / model")
+    finish(layout, handles, "How much distractor contexts reduce grounding F1", pdf, png)
 
 
 def plot_precision_recall(summary: pd.DataFrame, pdf: str | Path, png: str | Path, *, note: str = "") -> None:
-    """Figs. 15-16: precision and recall (x 100, 95% bootstrap intervals) per model in the four
-    settings; one panel per setting."""
+    """Figs. 15-16: precision and recall (x 100, 95% bootstrap intervals as error bars) per model
+    in the four settings; one panel per setting."""
     settings = [c for c in SETTING_LABELS if c in set(summary.condition) and c != "no_context"]
-    fig, axes = plt.subplots(1, len(settings), figsize=(3.4 * len(settings), 4.0), sharey=True, squeeze=False)
-    part = summary.assign(label=summary["dataset"] + " / " + summary["model"])
-    for ax, setting in zip(axes[0], settings, strict=True):
+    note = "Error bars: 95% bootstrap intervals. " + note
+    layout = panel_figure(len(settings), 2, note, ncols=len(settings), panel_size=(3.8, 4.0), sharey=True)
+    part = summary.assign(label=summary["dataset"] + " /\n" + summary["model"])
+    handles = []
+    for ax, setting in zip(layout.axes, settings, strict=True):
         rows = part[part.condition == setting]
         long = rows.melt(id_vars=["label"], value_vars=["precision", "recall"], var_name="metric", value_name="value")
         lows = rows.melt(id_vars=["label"], value_vars=["precision_low", "recall_low"], value_name="low")["low"]
@@ -124,14 +135,11 @@ def plot_precision_recall(summary: pd.DataFrame, pdf: str | Path, png: str | Pat
             },
             index=value.index,
         )
-        _bars(ax, value, "x 100" if ax is axes[0][0] else "", errors)
+        handles = _bars(ax, value, "precision / recall (x 100)" if ax is layout.axes[0] else "", errors)
         ax.set_title(SETTING_LABELS[setting])
-        ax.tick_params(axis="x", labelsize=7)
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle("Precision (response facts supported by the gold contexts) and recall (gold facts in the response)")
-    _note(fig, note)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
-    save(fig, pdf, png)
+        ax.tick_params(axis="x", labelsize=8)
+    title = "Precision (response facts supported by the gold contexts) and recall (gold facts in the response)"
+    finish(layout, handles, title, pdf, png)
 
 
 def plot_position(table: pd.DataFrame, pdf: str | Path, png: str | Path, *, note: str = "") -> None:
@@ -140,13 +148,13 @@ def plot_position(table: pd.DataFrame, pdf: str | Path, png: str | Path, *, note
     order = [p for p in ("start", "middle", "end", "random") if p in table.columns]
     table = table[order]
     table.index = [f"{d} / {m}" for d, m in table.index]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(table) + 2), 4.0))
-    _bars(ax, table, "grounding F1 (x 100)")
-    ax.set_title("Grounding F1 by the position of the gold contexts (Original-Dist)")
-    ax.legend(title="gold position", fontsize=8)
-    _note(fig, note)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    save(fig, pdf, png)
+    size = (max(5.0, 1.6 * len(table) + 2), 4.0)
+    layout = panel_figure(1, table.shape[1], note, panel_size=size, legend_title="gold position")
+    (ax,) = layout.axes
+    handles = _bars(ax, table, F1)
+    ax.set_xlabel("dataset / model")
+    title = "Grounding F1 by the position of the gold contexts (Original-Dist)"
+    finish(layout, handles, title, pdf, png)
 
 
 def plot_finetune(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, model: str, runs: Sequence[str]) -> None:
@@ -161,27 +169,29 @@ def plot_finetune(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, mode
         ("conflict_gold", "follows_training"),
     ]
     labels = {
-        "f1": "grounding F1",
-        "follows_context": "answer follows the context",
-        "follows_training": "answer follows training (Original answer)",
+        "f1": ("grounding F1", "F1 (x 100)"),
+        "follows_context": ("answer follows the context", "rate (x 100)"),
+        "follows_training": ("answer follows training (Original answer)", "rate (x 100)"),
     }
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 3.8), sharex=True)
-    for ax, (condition, metric) in zip(axes, panels, strict=True):
-        for j, run in enumerate(runs):
+    palette = colours(runs)
+    handles = [line_handle(run_name(run), palette[run], marker="o") for run in runs]
+    has_control = (rates.run == CONTROL).any()
+    if has_control:
+        handles.append(line_handle("control (webtext only)", CONTROL_COLOUR, linestyle="--", marker="s"))
+    note = f"{models_note(rates, model)} Fiction runs: questions on their training documents (solid)."
+    if has_control:
+        note += " Control: fine-tuned on webtext only, all questions (dashed)."
+    layout = panel_figure(len(panels), len(handles), note)
+    for ax, (condition, metric) in zip(layout.axes, panels, strict=True):
+        for run in runs:
             part = rates[(rates.run == run) & (rates.side == "train") & (rates.condition == condition)].sort_values(
                 "step"
             )
-            ax.plot(part.step, part[metric], marker="o", color=PALETTE[j % 10], label=run_name(run))
+            line_with_band(ax, part.step, part[metric], colour=palette[run])
         control = rates[(rates.run == CONTROL) & (rates.condition == condition)].sort_values("step")
         if not control.empty:
-            ax.plot(
-                control.step, control[metric], marker="s", linestyle="--", color="0.3", label="control (webtext only)"
-            )
-        ax.set_title(f"{labels[metric]}\n{SETTING_LABELS[condition]}", fontsize=9)
-        ax.set_xlabel("optimizer step")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("x 100 (train-split questions)")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"Grounding on the fiction documents across fine-tuning ({model})")
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
-    save(fig, pdf, png)
+            line_with_band(ax, control.step, control[metric], colour=CONTROL_COLOUR, linestyle="--", marker="s")
+        title, ylabel = labels[metric]
+        ax.set(title=f"{title}\n{SETTING_LABELS[condition]}", xlabel=STEP_LABEL, ylabel=ylabel)
+        integer_ticks(ax)
+    finish(layout, handles, f"Grounding on the fiction documents across fine-tuning ({model})", pdf, png)

@@ -35,6 +35,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 
 from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, pair_tests
+from knowlab.fictionalqa.splits import trained_items
 
 CONDITION_NAMES = {
     "baseline": "no memory (baseline)",
@@ -350,7 +351,7 @@ def fiction_tests(
     """
     out = {}
     for run in runs:
-        trained = set(rows.loc[(rows["run"] == run) & (rows["side"] == "train"), "item_id"])
+        trained = trained_items(rows, run)
         part = rows[rows["run"].isin([run, control]) & rows["item_id"].isin(trained)]
         pairs = checkpoint_pairs(steps, run, control)
         for test, table in _matrices(part, None, alternative, key_columns=("run", "step"), pairs=pairs).items():

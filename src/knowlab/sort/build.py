@@ -25,7 +25,7 @@ Item schema (one dict per SORT trial, keys in this order, see :data:`ITEM_KEYS`)
 - ``answer`` (``"A"`` or ``"B"``): the label of the segment that appears first.
 
 :func:`items_from_documents` adds ``document_id`` (= ``book_id``).  Items loaded from the
-released data (:func:`knowlab.sort.books.load_booksort_release`) have the same keys.
+released data (:func:`knowlab.sort.release.load_booksort_release`) have the same keys.
 """
 
 from __future__ import annotations
@@ -274,7 +274,8 @@ def _balanced_labels(n_excerpts: int, n_validation: int, rng) -> list[str]:
 
 
 def _pair_options(rel: np.ndarray, bins: Sequence[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray]] | None:
-    """For each bin, (first index of a valid partner, number of partners) per candidate start; None if a bin is empty."""
+    """For each bin, (first index of a valid partner, number of partners) per candidate start; None if a bin
+    is empty."""
     options = []
     for lo, hi in bins:
         j0 = np.searchsorted(rel, rel + lo, side="left")

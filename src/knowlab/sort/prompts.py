@@ -24,15 +24,23 @@ A template is a dict ``{"id", "reading", "task", "question"}`` with an optional
 ``"rag_reading"``; the placeholders are ``{title}``, ``{excerpt}`` (reading only),
 ``{passages}`` (rag_reading only), ``{segments}`` (task only), ``{label_a}``, ``{label_b}``.
 Templates are plain strings so a config file can carry them (:func:`prompt_config`,
-:func:`prompt_config_yaml`).
+:func:`prompt_config_yaml`).  The workflow's templates and RAG reading instructions are those
+of the config (``sort.templates``, ``sort.rag_readings``: :func:`templates`,
+:func:`rag_readings`, :func:`get_rag_reading`); a model's chosen template is read back from
+its selection files by :func:`selected_template`.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import yaml
+
+from knowlab.core.io import read_json
 
 LABELS = ("A", "B")
 ANSWER_PREFIX = "Answer: Segment"
@@ -166,7 +174,8 @@ def validate_template(template: Mapping[str, Any]) -> dict[str, str]:
 
     Raises:
         TypeError: a field that is not a string.
-        ValueError: a missing key (``id``, ``reading``, ``task``, ``question``), a placeholder the field may not use, or a required one it lacks
+        ValueError: a missing key (``id``, ``reading``, ``task``, ``question``), a placeholder the field
+            may not use, or a required one it lacks
             (``{excerpt}`` in reading, ``{passages}`` in rag_reading, ``{segments}`` in task);
             the message names the template id and the field.
     """
@@ -242,9 +251,85 @@ def prompt_config() -> dict[str, Any]:
 
 def prompt_config_yaml() -> str:
     """:func:`prompt_config` as YAML text (block style, key order kept)."""
-    import yaml
-
     return yaml.safe_dump(prompt_config(), sort_keys=False, allow_unicode=True, width=1000)
+
+
+# --------------------------------------------------------------------------- the configured templates
+
+
+def templates(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``sort.templates``, or the project's 12 (:data:`DEFAULT_TEMPLATES`), validated."""
+    return [validate_template(t) for t in (cfg["templates"] or DEFAULT_TEMPLATES)]
+
+
+def rag_readings(cfg: Mapping[str, Any]) -> list[dict[str, str]]:
+    """``sort.rag_readings``, or the project's 10 (:data:`RAG_READINGS`).
+
+    Raises:
+        ValueError: a reading without ``id`` or ``reading``, a repeated id, or a reading that
+            is not a valid RAG reading instruction (it must show ``{passages}``).
+    """
+    readings = [dict(r) for r in (cfg.get("rag_readings") or RAG_READINGS)]
+    for reading in readings:
+        try:
+            with_rag_reading(DEFAULT_TEMPLATES[0], reading)  # checks its placeholders
+        except ValueError as err:
+            raise ValueError(f"RAG reading {reading.get('id')!r} is not valid: {err}") from None
+    ids = [str(r["id"]) for r in readings]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"RAG reading ids repeat: {ids}")
+    return readings
+
+
+def get_rag_reading(cfg: Mapping[str, Any], reading_id: str) -> dict[str, str]:
+    """The configured RAG reading instruction with id ``reading_id``.
+
+    Raises:
+        ValueError: no reading has that id (the message lists the known ids).
+    """
+    readings = rag_readings(cfg)
+    for reading in readings:
+        if str(reading["id"]) == str(reading_id):
+            return reading
+    known = ", ".join(str(r["id"]) for r in readings)
+    raise ValueError(f"unknown RAG reading id {reading_id!r}; known ids: {known}")
+
+
+def selected_template(
+    cfg: Mapping[str, Any],
+    selection_path: str | os.PathLike,
+    rag_selection_path: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """The template that :func:`knowlab.sort.evaluate.select_template` chose (``selection.json``), from
+    ``sort.templates``.
+
+    With ``rag_selection_path`` (``rag_selection.json`` of
+    :func:`knowlab.sort.evaluate.select_rag_reading`, or of a reading fixed by ``sort.rag_reading``),
+    its RAG reading instruction is the chosen one from ``sort.rag_readings`` and its id
+    ``"<template>+<reading>"``.
+
+    Raises:
+        ValueError: the selected template or RAG reading id is not among the configured ones.
+    """
+    template = get_template(templates(cfg), read_json(selection_path)["template_id"])
+    if rag_selection_path is None:
+        return template
+    return with_rag_reading(template, get_rag_reading(cfg, read_json(rag_selection_path)["rag_reading_id"]))
+
+
+def fixed_rag_reading(cfg: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:
+    """The selection record of the RAG reading fixed by ``sort.rag_reading`` (no sweep), in
+    the form :func:`knowlab.sort.evaluate.select_rag_reading` returns.
+
+    Raises:
+        ValueError: an unknown reading id (the message lists the known ids).
+    """
+    reading = get_rag_reading(cfg, cfg["rag_reading"])
+    return {
+        "template_id": f"{template['id']}+{reading['id']}",
+        "rag_reading_id": reading["id"],
+        "rule": "fixed by sort.rag_reading",
+    }
 
 
 def format_segments(item: Mapping[str, Any], labels: Sequence[str] = LABELS) -> str:
@@ -334,6 +419,7 @@ def render_prompt(
     """
     user = user_message(template, item, condition, passages)
     if getattr(tokenizer, "chat_template", None):
+        # deferred: jinja2 comes with transformers, in the envs whose tokenizers apply chat templates
         from jinja2.exceptions import TemplateError
 
         messages = [{"role": "user", "content": user}]

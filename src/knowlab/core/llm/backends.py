@@ -2,7 +2,7 @@
 
 * :class:`TransformersBackend`: any local causal LM folder (the packaged SmolLM2 by
   default), the model's chat template, batched ``generate`` with per-prompt seeded sampling
-  (:func:`knowlab.grounding.generate.generate_texts`).
+  (:func:`knowlab.core.llm.local.generate_texts`).
 * :class:`ReplayBackend`: serves recorded responses of the authors' pipeline
   (OpenAI Batch API result files) by request key, to run the whole chain on their sample.
 * :mod:`knowlab.core.llm.openai_backend`: chat completions against any OpenAI-compatible
@@ -21,8 +21,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knowlab.core.llm.requests import Backend, BackendError, ChatRequest, Completion
 from knowlab.core.io import DataError, iter_jsonl_numbered
+from knowlab.core.llm.local import count_tokens, generate_texts, render_chat
+from knowlab.core.llm.openai_backend import OpenAIBatchBackend, OpenAIChatBackend
+from knowlab.core.llm.requests import Backend, BackendError, ChatRequest, Completion
+from knowlab.core.models import load_model
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ class TransformersBackend:
     ``temperature`` 0 (or absent) is greedy decoding, otherwise sampling with the request's
     ``temperature``/``top_p`` and a generator seeded from (``seed``, prompt) per request.
     The system and user messages are rendered with the tokenizer's chat template
-    (:func:`knowlab.grounding.generate.render_chat`).
+    (:func:`knowlab.core.llm.local.render_chat`).
 
     Raises (from :meth:`complete`):
         BackendError: a prompt longer than the model's context minus ``max_tokens``, or an
@@ -47,8 +50,6 @@ class TransformersBackend:
     partial = False
 
     def __init__(self, path: str | os.PathLike, batch_size: int = 4, dtype: str = "float32") -> None:
-        from knowlab.core.models import load_model
-
         self.path = Path(path)
         self.model, self.tokenizer = load_model(self.path, dtype)
         self.batch_size = batch_size
@@ -58,15 +59,11 @@ class TransformersBackend:
         return f"TransformersBackend({str(self.path)!r})"
 
     def _render(self, request: ChatRequest) -> str:
-        from knowlab.grounding.generate import render_chat
-
         system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
         user = "\n\n".join(m["content"] for m in request.messages if m["role"] == "user")
         return render_chat(self.tokenizer, user, system or None)
 
     def complete(self, requests: Sequence[ChatRequest]) -> Iterator[tuple[ChatRequest, Completion]]:
-        from knowlab.grounding.generate import generate_texts
-
         groups: dict[tuple, list[ChatRequest]] = defaultdict(list)
         for request in requests:
             groups[tuple(sorted(request.params.items()))].append(request)
@@ -76,7 +73,7 @@ class TransformersBackend:
             temperature = float(params.get("temperature") or 0.0)
             texts = [self._render(r) for r in group]
             for request, text in zip(group, texts):
-                n = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+                n = count_tokens(self.tokenizer, text)
                 if n + max_tokens > self.context:
                     raise BackendError(f"request {request.key!r}: prompt of {n} tokens + max_tokens {max_tokens} "
                                        f"exceeds the model's context of {self.context} tokens")
@@ -166,7 +163,9 @@ class ReplayBackend:
                 raise DataError(f"{where}: recorded response without content")
             key = (stage, _replay_key(stage, str(record.get("custom_id", ""))))
             if key in self.recorded:
-                raise DataError(f"{where}: {key[1]!r} recorded twice for stage {stage} (first at {self.recorded[key][1]})")
+                raise DataError(
+                    f"{where}: {key[1]!r} recorded twice for stage {stage} (first at {self.recorded[key][1]})"
+                )
             usage = {k: v for k, v in (body.get("usage") or {}).items() if isinstance(v, int)}
             completion = Completion(content=content, model=str(body.get("model", "")),
                                     finish_reason=body["choices"][0].get("finish_reason"), usage=usage,
@@ -207,11 +206,9 @@ def make_backend(cfg: Mapping[str, Any], basedir: str | os.PathLike, default_mod
             raise ValueError("fiction.generate.replay.path must name a folder with batch_results/ for backend: replay")
         return ReplayBackend(Path(basedir) / cfg["replay"]["path"])
     if kind in ("openai", "openai_batch"):
-        from knowlab.core.llm.openai_backend import OpenAIBatchBackend, OpenAIChatBackend
-
         server = cfg["openai"]
-        common = dict(model=cfg["model"], base_url=server.get("base_url"), api_key_env=server["api_key_env"],
-                      max_retries=server["max_retries"], timeout_s=server["timeout_s"])
+        common = {"model": cfg["model"], "base_url": server.get("base_url"), "api_key_env": server["api_key_env"],
+                  "max_retries": server["max_retries"], "timeout_s": server["timeout_s"]}
         if kind == "openai":
             return OpenAIChatBackend(**common, concurrency=server["concurrency"])
         return OpenAIBatchBackend(**common, state_dir=state_dir, poll_interval_s=server["poll_interval_s"])

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from knowlab.core.llm.requests import Backend, BackendError, ChatRequest, Completion
 from knowlab.core.io import atomic_path
+from knowlab.core.llm.requests import Backend, BackendError, ChatRequest, Completion
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,133 @@
+"""Grounding conditions: which contexts each item is answered from (paper Sec. 3.2, Fig. 2, Figs. 4-5).
+
+Conditions (names used in every table, figure and row):
+
+- ``original_gold`` / ``conflict_gold``: the gold contexts of the Original / Conflict version.
+- ``original_dist`` / ``conflict_dist``: the same gold contexts with ranked distractors packed
+  to ``grounding.distractors.budget`` tokens (of the answering model's tokenizer), the gold
+  contexts placed at ``grounding.distractors.position``.  Both versions get the same
+  distractors in the same arrangement (ranking is by the question, which the two versions
+  share; the random placement is seeded by the item), so they differ only in the gold text.
+- ``no_context``: the question alone (answer accuracy only; Table 12).
+- ``length_<N>``: Original gold contexts with distractors packed to ``N`` tokens, for
+  ``N`` in ``grounding.sweep.budgets`` other than the ``*_dist`` budget (Fig. 4; the
+  ``*_dist`` budget is ``original_dist``, zero distractors is ``original_gold``).
+- ``position_<p>``: Original gold contexts at position ``p`` among the distractors at the
+  ``*_dist`` budget, for ``p`` in ``grounding.sweep.positions`` other than the ``*_dist``
+  position (Sec. 4.2, "Impact of gold contexts position"; that position is ``original_dist``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from knowlab.core.rng import keyed_rng
+from knowlab.grounding.distractors import document_text, pack_contexts
+
+GOLD_CONDITIONS = ("original_gold", "original_dist", "conflict_gold", "conflict_dist")
+NO_CONTEXT = "no_context"
+# across fine-tuning (issue: "the fiction-derived set with Gold and Conflict contexts")
+FINETUNE_CONDITIONS = ("original_gold", "conflict_gold")
+
+
+def condition_names(cfg: Mapping[str, Any]) -> list[str]:
+    """Every condition the ``grounding`` config asks for, in table order (see the module docstring)."""
+    budget, position = cfg["distractors"]["budget"], cfg["distractors"]["position"]
+    names = [*GOLD_CONDITIONS, NO_CONTEXT]
+    names += [f"length_{n}" for n in sorted(cfg["sweep"]["budgets"]) if n != budget]
+    names += [f"position_{p}" for p in cfg["sweep"]["positions"] if p != position]
+    return names
+
+
+def condition_spec(condition: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"version", "budget", "position"}`` of a condition; ``budget`` None means gold contexts only,
+    and ``version`` None the question alone.
+
+    Raises:
+        ValueError: an unknown condition name.
+    """
+    budget, position = cfg["distractors"]["budget"], cfg["distractors"]["position"]
+    if condition == NO_CONTEXT:
+        return {"version": None, "budget": None, "position": None}
+    if condition in GOLD_CONDITIONS:
+        version, kind = condition.split("_")
+        return {"version": version, "budget": budget if kind == "dist" else None, "position": position}
+    kind, _, value = condition.partition("_")
+    if kind == "length" and value.isdigit():
+        return {"version": "original", "budget": int(value), "position": position}
+    if kind == "position" and value in ("start", "middle", "end", "random"):
+        return {"version": "original", "budget": budget, "position": value}
+    raise ValueError(f"unknown grounding condition {condition!r}")
+
+
+def _rank(seed: int, item_id: str) -> str:
+    return hashlib.sha256(f"{seed}:{item_id}".encode()).hexdigest()
+
+
+def select_question_ids(items: Sequence[Mapping[str, Any]], max_items: int | None, seed: int) -> list[str]:
+    """A seeded sample of ``max_items`` question ids (all when None), the same for every model and checkpoint.
+
+    Questions are ordered by ``sha256(f"{seed}:{item_id}")``, which does not depend on the
+    order of the file or on Python's ``hash``; the first ``max_items`` are kept, returned
+    in that order.
+    """
+    ids = sorted({item["item_id"] for item in items}, key=lambda i: _rank(seed, i))
+    return ids if max_items is None else ids[:max_items]
+
+
+def condition_records(
+    items: Sequence[Mapping[str, Any]],
+    question_ids: Sequence[str],
+    conditions: Sequence[str],
+    ranked: Mapping[str, Sequence[str]],
+    pool: Mapping[str, Mapping[str, Any]],
+    cfg: Mapping[str, Any],
+    count_tokens: Callable[[str], int],
+    seed: int,
+) -> list[dict[str, Any]]:
+    """One record per (question, condition): the item of the condition's version and its ordered contexts.
+
+    Args:
+        items: grounding items of both versions (schema in :mod:`knowlab.grounding.schema`).
+        question_ids: which questions (:func:`select_question_ids`).
+        ranked: item id -> distractor doc ids, best first (:func:`knowlab.grounding.distractors.rank_distractors`).
+        pool: doc id -> pool document (``doc_id``, ``title``, ``text``).
+        count_tokens: token count of a context in the answering model's tokenizer.
+
+    Returns:
+        Records with the item's fields (``contexts`` replaced by the condition's contexts,
+        gold ones kept as ``gold_contexts``), ``condition``, ``n_distractors`` and
+        ``context_tokens``.
+
+    Raises:
+        KeyError: a question without an item of a condition's version.
+    """
+    by_key = {(item["item_id"], item["version"]): item for item in items}
+    records = []
+    for qid in question_ids:
+        for condition in conditions:
+            spec = condition_spec(condition, cfg)
+            item = by_key[(qid, spec["version"] or "original")]
+            gold = list(item["contexts"])
+            if spec["version"] is None:
+                contexts = []
+            elif spec["budget"] is None:
+                contexts = gold
+            else:
+                distractors = [document_text(pool[d]) for d in ranked.get(qid, [])]
+                # the same placement for both versions and every budget of one question
+                rng = keyed_rng(seed, qid, "gold position")
+                contexts = pack_contexts(gold, distractors, spec["budget"], count_tokens, spec["position"], rng)
+            records.append(
+                {
+                    **item,
+                    "gold_contexts": gold,
+                    "contexts": contexts,
+                    "condition": condition,
+                    "n_distractors": sum(c not in gold for c in contexts),
+                    "context_tokens": sum(count_tokens(c) for c in contexts),
+                }
+            )
+    return records

@@ -1,0 +1,81 @@
+"""The grounding tables and figures of rule ``grounding_tables`` (paper seed 002, "How Well Do Large
+Language Models Truly Ground?": Tables 1, 8-12, Figs. 3c, 4, 5, 15-16 and the gold-position analysis).
+
+The statistics are :mod:`knowlab.grounding.analysis`, the drawing :mod:`knowlab.grounding.plots`;
+this module writes their tables (CSV + LaTeX, :func:`knowlab.core.tables.write_table`) and
+figures from the scored rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from knowlab.core.io import atomic_dir
+from knowlab.core.tables import write_table
+from knowlab.grounding import analysis, plots
+from knowlab.grounding.conditions import GOLD_CONDITIONS
+
+CAPTIONS = {
+    "summary": "Grounding metrics (x 100, macro averages, 95% bootstrap intervals) per dataset, model and condition.",
+    "table1": "Grounding F1 (x 100) per model in the four settings (paper Table 1).",
+    "table1_precision": "Precision (x 100): response atomic facts supported by the gold contexts (paper Figs. 15-16).",
+    "table1_recall": "Recall (x 100): gold atomic facts supported by the response (paper Figs. 15-16).",
+    "table12": "Answer accuracy (x 100, definite-answer questions) in five settings (paper Table 12).",
+    "reduction_rates": "Reduction rate (%) of F1 from Gold to Dist contexts (paper Fig. 5).",
+    "length_curve": "F1 (x 100) against input context length in tokens, Original version (paper Fig. 4).",
+    "position": "F1 (x 100) by the position of the gold contexts among distractors (paper Sec. 4.2).",
+    "factors": "Grounding F1 (x 100) by question and context factors, {} (paper Tables 8-11).",
+}
+
+
+def tables_and_figures(
+    rows, out_dir: str, figures: Mapping[str, str], cfg: Mapping[str, Any], *, n_resamples: int = 2000, seed: int = 0
+) -> None:
+    """Write the grounding tables (CSV + LaTeX) into ``out_dir`` and draw the figures.
+
+    Tables: ``summary`` (every metric x 100 with 95% bootstrap intervals per dataset, model
+    and condition), ``table1`` (F1; ``table1_precision``, ``table1_recall``: Figs. 15-16),
+    ``factors_<setting>`` for the four settings (Tables 8-11), ``table12`` (answer accuracy),
+    ``reduction_rates`` (Fig. 5), ``length_curve`` (Fig. 4), ``position``.  ``figures`` maps
+    ``<name>_pdf`` / ``<name>_png`` to paths for the names fig3c, fig4, fig5, fig15_16, position.
+
+    Args:
+        rows: the scored rows of every dataset and model (frames of
+            :func:`knowlab.grounding.pipeline.score`, concatenated).
+        cfg: the ``grounding`` config (``distractors.position``, ``evaluator.kind``,
+            ``decomposer.kind``).
+        n_resamples, seed: of the bootstrap intervals (:func:`knowlab.grounding.analysis.summarize`).
+    """
+    summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=n_resamples, seed=seed)
+    tables = {
+        "summary": summary.set_index(["dataset", "model", "condition"]),
+        "table1": analysis.table1(summary, "f1"),
+        "table1_precision": analysis.table1(summary, "precision"),
+        "table1_recall": analysis.table1(summary, "recall"),
+        "table12": analysis.answer_accuracy_table(summary),
+        "reduction_rates": analysis.reduction_rates(summary).set_index(["dataset", "model", "version"]),
+        "length_curve": analysis.length_curve(rows, summary).set_index(["dataset", "model", "condition"]),
+        "position": analysis.position_table(summary, cfg["distractors"]["position"]),
+    }
+    for condition in GOLD_CONDITIONS:
+        tables[f"factors_{condition}"] = analysis.factor_table(rows, condition)
+    with atomic_dir(out_dir) as folder:
+        for name, table in tables.items():
+            setting = analysis.SETTING_LABELS.get(name.removeprefix("factors_"))
+            caption = CAPTIONS.get(name) or CAPTIONS["factors"].format(setting)
+            write_table(
+                table.reset_index(), folder / f"{name}.csv", folder / f"{name}.tex", caption, float_format="{:.1f}"
+            )
+    models = ", ".join(sorted(rows.model.unique()))
+    note = f"Models: {models}. Evaluator: {cfg['evaluator']['kind']}; decomposer: {cfg['decomposer']['kind']}."
+    draw = {
+        "fig3c": lambda pdf, png: plots.plot_by_factor(tables["factors_original_gold"], pdf, png, note=note),
+        "fig4": lambda pdf, png: plots.plot_length_curve(tables["length_curve"].reset_index(), pdf, png, note=note),
+        "fig5": lambda pdf, png: plots.plot_reduction(tables["reduction_rates"].reset_index(), pdf, png, note=note),
+        "fig15_16": lambda pdf, png: plots.plot_precision_recall(summary, pdf, png, note=note),
+        "position": lambda pdf, png: plots.plot_position(tables["position"], pdf, png, note=note),
+    }
+    for name, plot in draw.items():
+        if f"{name}_pdf" in figures:
+            plot(figures[f"{name}_pdf"], figures[f"{name}_png"])

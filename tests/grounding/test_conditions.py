@@ -1,0 +1,68 @@
+"""Grounding conditions: the contexts each (question, condition) record is answered from."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowlab.grounding.conditions import condition_names, condition_records
+
+CFG = {
+    "distractors": {"budget": 12, "position": "random"},
+    "sweep": {"budgets": [6, 12], "positions": ["start", "random"]},
+}
+
+
+def _item(version: str, gold: str) -> dict:
+    return {
+        "item_id": "q1",
+        "version": version,
+        "source": "fiction",
+        "question": "Who?",
+        "answers": ["x"],
+        "contexts": [gold],
+        "atomic_facts": ["f"],
+        "factors": {},
+        "gold_doc_ids": ["g"],
+        "extra": {},
+    }
+
+
+def test_condition_records_contexts_per_condition():
+    items = [_item("original", "gold one two"), _item("conflict", "gold one three")]
+    pool = {f"d{i}": {"doc_id": f"d{i}", "title": f"t{i}", "text": f"distractor {i} text"} for i in range(4)}
+    ranked = {"q1": ["d2", "d0", "d3", "d1"]}
+    words = lambda text: len(text.split())
+    records = condition_records(items, ["q1"], condition_names(CFG), ranked, pool, CFG, words, seed=5)
+    by = {r["condition"]: r for r in records}
+    assert (
+        list(by)
+        == condition_names(CFG)
+        == [
+            "original_gold",
+            "original_dist",
+            "conflict_gold",
+            "conflict_dist",
+            "no_context",
+            "length_6",
+            "position_start",
+        ]
+    )
+    assert by["original_gold"]["contexts"] == ["gold one two"] and by["original_gold"]["n_distractors"] == 0
+    assert by["conflict_gold"]["contexts"] == ["gold one three"] and by["conflict_gold"]["version"] == "conflict"
+    assert by["no_context"]["contexts"] == [] and by["no_context"]["context_tokens"] == 0
+    assert by["no_context"]["gold_contexts"] == ["gold one two"]
+    # budget 12 words: gold (3) + three distractors of 3 words, in rank order
+    dist = by["original_dist"]["contexts"]
+    assert sorted(dist) == sorted(["gold one two", "distractor 2 text", "distractor 0 text", "distractor 3 text"])
+    assert by["original_dist"]["n_distractors"] == 3 and by["original_dist"]["context_tokens"] == 12
+    # both versions get the same distractors in the same arrangement; only the gold text differs
+    assert [c.replace("three", "two") for c in by["conflict_dist"]["contexts"]] == dist
+    assert sorted(by["length_6"]["contexts"]) == ["distractor 2 text", "gold one two"]  # 6 words: the top one
+    assert by["position_start"]["contexts"] == [
+        "gold one two",
+        "distractor 2 text",
+        "distractor 0 text",
+        "distractor 3 text",
+    ]
+    with pytest.raises(KeyError):
+        condition_records(items[:1], ["q1"], ["conflict_gold"], ranked, pool, CFG, words, seed=5)
