@@ -129,11 +129,11 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    from knowlab.core.io import read_jsonl
+    from knowlab.core.models import load_model
     from knowlab.fictionalqa.corpus.mcq import build_mcq
     from knowlab.fictionalqa.lm_eval_export import export_mcq_task
     from knowlab.fictionalqa.suites import MCQ_TEMPLATE, mcq_rows
-    from knowlab.core.io import read_jsonl
-    from knowlab.core.models import load_model
 
     if args.mcq:
         items = [item for path in args.mcq for item in read_jsonl(path)]

@@ -8,11 +8,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 import torch
-from knowlab.sort.finetune import finetune_parametric_run
 
 from knowlab.core.io import write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.training import finetune_run
+from knowlab.sort.finetune import finetune_parametric_run
 
 RECIPES = {"fictionalqa": finetune_run, "sort_parametric": finetune_parametric_run}
 

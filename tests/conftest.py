@@ -2,14 +2,87 @@
 
 from __future__ import annotations
 
+import copy
+import os
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 SHARED = ROOT.parent / "shared"
+
+# a small DeepSpeed fine-tuning config (the ``finetune`` section of the config) for the tiny model on CPU
+FINETUNE_CFG = {
+    "max_steps": 4,
+    "checkpoint_every": 2,
+    "fiction_rate": 0.5,
+    "fiction_warmup_steps": 1,
+    "micro_batch_size": 2,
+    "gradient_accumulation_steps": 2,
+    "seq_len": 64,
+    "lr": 1e-2,
+    "min_lr": 1e-3,
+    "lr_warmup_steps": 1,
+    "weight_decay": 0.0,
+    "gradient_clipping": 1.0,
+    "precision": "auto",
+    "zero_stage": 0,
+    "lora": {"enabled": False, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
+}
+
+
+@pytest.fixture
+def finetune_cfg() -> dict:
+    """A fresh copy of ``FINETUNE_CFG``: tests change it in place with their own overrides."""
+    return copy.deepcopy(FINETUNE_CFG)
+
+
+@pytest.fixture
+def restore_environment():
+    """Restore ``os.environ`` after the test: ``init_distributed`` sets the launcher variables in this
+    process; keep them out of later tests' subprocesses (their jobs pick free ports of their own)."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture
+def scored_items() -> pd.DataFrame:
+    """Synthetic item rows of runs doc/control at steps 0, 10, 20: 60 mcq4 items with acc and
+    gold_logprob_norm (doc improves with the step), 60 fiction_qa items with neither (paired-test tests)."""
+    rng = np.random.default_rng(3)
+    n = 60
+    rows = []
+    for run, gain in (("doc", 0.04), ("control", 0.0)):
+        for step in (0, 10, 20):
+            for i in range(n):
+                logprob = min(-0.01, -1.2 + gain * step + rng.normal(0, 0.3))
+                rows.append(
+                    {
+                        "run": run,
+                        "step": step,
+                        "suite": "mcq4",
+                        "item_id": f"q{i}",
+                        "acc": float(logprob > np.log(0.4)),
+                        "gold_logprob_norm": logprob,
+                    }
+                )
+                rows.append(
+                    {
+                        "run": run,
+                        "step": step,
+                        "suite": "fiction_qa",
+                        "item_id": f"f{i}",
+                        "acc": None,
+                        "gold_logprob_norm": None,
+                    }
+                )
+    return pd.DataFrame(rows)
 
 
 @pytest.fixture(scope="session")
@@ -71,3 +144,18 @@ def smollm2_dir(tmp_path_factory):
     except (ModuleNotFoundError, FileNotFoundError) as err:
         pytest.skip(f"packaged SmolLM2 not installed: {err}")
     return check_model_dir(out)
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_dir):
+    """The packaged SmolLM2-135M-Instruct (model, tokenizer), loaded once per test module; torch runs
+    on one thread meanwhile."""
+    import torch  # deferred: heavy, and only the model tests need it
+
+    from knowlab.core.models import load_model
+
+    loaded = load_model(smollm2_dir)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a shared, loaded 2-core machine: one thread is ~10x faster than two
+    yield loaded
+    torch.set_num_threads(threads)

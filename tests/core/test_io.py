@@ -2,7 +2,15 @@
 
 import pytest
 
-from knowlab.core.io import DataError, HashMismatchError, atomic_path, read_jsonl, sha256_file, verify_sha256, write_jsonl
+from knowlab.core.io import (
+    DataError,
+    HashMismatchError,
+    atomic_path,
+    read_jsonl,
+    sha256_file,
+    verify_sha256,
+    write_jsonl,
+)
 
 
 def test_malformed_jsonl_line_names_file_and_line(tmp_path):

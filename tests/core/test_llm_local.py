@@ -8,20 +8,6 @@ from jinja2.exceptions import TemplateError
 from knowlab.core.llm.local import count_tokens, generate_texts, render_chat, render_messages, stop_token_ids
 
 
-@pytest.fixture(scope="module")
-def smollm2(smollm2_dir):
-    """The packaged SmolLM2-135M-Instruct (model, tokenizer)."""
-    import torch
-
-    from knowlab.core.models import load_model
-
-    loaded = load_model(smollm2_dir)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a shared, loaded 2-core machine: one thread is ~10x faster than two
-    yield loaded
-    torch.set_num_threads(threads)
-
-
 def test_render_chat(smollm2, tiny_model_dir):
     from transformers import AutoTokenizer
 

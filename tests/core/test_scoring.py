@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from knowlab.core.models import load_model
 from knowlab.core.scoring import encode_pair, loglikelihood, prefix_token_id, score_token_ids
 from knowlab.fictionalqa.suites import document_rows, evaluate_checkpoint, mcq_rows
-from knowlab.core.models import load_model
 
 
 @pytest.fixture(scope="module")

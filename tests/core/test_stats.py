@@ -120,42 +120,15 @@ def test_ttest_pair_identical_scores_and_joining():
         ttest_pair(a, a, alternative="bigger")
 
 
-def _scores(seed=3, n=60):
-    """Item rows of runs doc/control at steps 0, 10, 20: acc and gold_logprob_norm; doc improves."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for run, gain in (("doc", 0.04), ("control", 0.0)):
-        for step in (0, 10, 20):
-            for i in range(n):
-                logprob = min(-0.01, -1.2 + gain * step + rng.normal(0, 0.3))
-                rows.append(
-                    {
-                        "run": run,
-                        "step": step,
-                        "suite": "mcq4",
-                        "item_id": f"q{i}",
-                        "acc": float(logprob > np.log(0.4)),
-                        "gold_logprob_norm": logprob,
-                    }
-                )
-                rows.append(
-                    {
-                        "run": run,
-                        "step": step,
-                        "suite": "fiction_qa",
-                        "item_id": f"f{i}",
-                        "acc": None,
-                        "gold_logprob_norm": None,
-                    }
-                )
-    return pd.DataFrame(rows)
+@pytest.fixture
+def mcq4_scores(scored_items):
+    """The mcq4 rows of ``scored_items`` with gold_logprob_norm as ``score``."""
+    return scored_items[scored_items.suite == "mcq4"].rename(columns={"gold_logprob_norm": "score"})
 
 
-def test_one_sided_ttest_holm_over_ordered_pairs():
-    items = _scores()
-    scores = items[items.suite == "mcq4"].rename(columns={"gold_logprob_norm": "score"})
+def test_one_sided_ttest_holm_over_ordered_pairs(mcq4_scores):
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
-    table = pair_tests(scores, pairs, "ttest", "score")
+    table = pair_tests(mcq4_scores, pairs, "ttest", "score")
     assert list(table.columns) == [
         "run_a",
         "step_a",
@@ -181,21 +154,19 @@ def test_one_sided_ttest_holm_over_ordered_pairs():
     assert cell[("doc", 20, "doc", 0)] + cell[("doc", 0, "doc", 20)] == pytest.approx(1.0)
 
 
-def test_two_sided_ttest_counts_each_unordered_pair_once():
-    items = _scores()
-    scores = items[items.suite == "mcq4"].rename(columns={"gold_logprob_norm": "score"})
-    table = pair_tests(scores, checkpoint_pairs([0, 10, 20], "doc"), "ttest", "score", alternative="two-sided")
+def test_two_sided_ttest_counts_each_unordered_pair_once(mcq4_scores):
+    table = pair_tests(mcq4_scores, checkpoint_pairs([0, 10, 20], "doc"), "ttest", "score", alternative="two-sided")
     upper = table[table.step_a < table.step_b]
     expected = dict(zip(zip(upper.step_a, upper.step_b), multipletests(upper["pvalue"], method="holm")[1]))
     for row in table[table.step_a != table.step_b].itertuples():
         assert row.pvalue_holm == pytest.approx(expected[tuple(sorted((row.step_a, row.step_b)))])
 
 
-def test_holm_runs_within_each_named_family():
+def test_holm_runs_within_each_named_family(mcq4_scores):
     """family=("condition",): one Holm family per condition, each its own multipletests."""
-    items = _scores()
-    scores = items[items.suite == "mcq4"].rename(columns={"gold_logprob_norm": "score"})
-    scores = pd.concat([scores.assign(condition="x"), scores.assign(condition="y", score=scores["score"] * 1.01)])
+    scores = pd.concat(
+        [mcq4_scores.assign(condition="x"), mcq4_scores.assign(condition="y", score=mcq4_scores["score"] * 1.01)]
+    )
     pairs = [(("doc", s, c), ("control", s, c)) for c in ("x", "y") for s in (0, 10, 20)]
     key_columns = ("run", "step", "condition")
     table = pair_tests(scores, pairs, "ttest", "score", key_columns=key_columns, family=("condition",))
@@ -279,11 +250,10 @@ def test_pair_tests_errors():
         pair_tests(pd.concat([rows, rows]), [(("r", 0), ("r", 1))], "ttest", "score")
 
 
-def test_recompute_pvalue_from_item_rows():
+def test_recompute_pvalue_from_item_rows(scored_items):
     """Every row of a McNemar / one- and two-sided t-test table recomputes with statsmodels / scipy;
     the test, the value column and the key columns are read from the row unless given."""
-    items = _scores()
-    mcq4 = items[items.suite == "mcq4"]
+    mcq4 = scored_items[scored_items.suite == "mcq4"]
     pairs = checkpoint_pairs([0, 10, 20], "doc", "control")
     tables = [
         pair_tests(mcq4, pairs, "mcnemar", "acc").assign(metric="acc"),
@@ -295,7 +265,7 @@ def test_recompute_pvalue_from_item_rows():
     assert tables[0]["exact"].nunique() == 2  # both McNemar variants are checked
     for table in tables:
         for row in table.assign(suite="mcq4").to_dict("records"):
-            assert recompute_pvalue(row, items, within=("suite",)) == pytest.approx(row["pvalue"], rel=1e-9)
+            assert recompute_pvalue(row, scored_items, within=("suite",)) == pytest.approx(row["pvalue"], rel=1e-9)
     row = tables[1].iloc[7]
     bare = {k: row[k] for k in ("run_a", "step_a", "run_b", "step_b", "alternative")}
     explicit = recompute_pvalue(bare, mcq4, key_columns=("run", "step"), value="gold_logprob_norm", test="ttest")
@@ -303,9 +273,9 @@ def test_recompute_pvalue_from_item_rows():
     labelled = tables[0].assign(test="mcnemar", key_columns="run,step")  # SORT's tables name them
     assert recompute_pvalue(labelled.iloc[4], mcq4) == pytest.approx(labelled.iloc[4]["pvalue"], rel=1e-9)
     with pytest.raises(ValueError, match="metric"):
-        recompute_pvalue({"metric": "loss", "run_a": "doc", "step_a": 0, "run_b": "doc", "step_b": 0}, items)
+        recompute_pvalue({"metric": "loss", "run_a": "doc", "step_a": 0, "run_b": "doc", "step_b": 0}, scored_items)
     with pytest.raises(ValueError, match="test"):
-        recompute_pvalue({"metric": "acc", "run_a": "doc", "step_a": 0, "run_b": "doc", "step_b": 0}, items)
+        recompute_pvalue({"metric": "acc", "run_a": "doc", "step_a": 0, "run_b": "doc", "step_b": 0}, scored_items)
     with pytest.raises(ValueError, match="repeated item_id"):  # the step alone does not tell the runs apart
         recompute_pvalue(dict(tables[0].iloc[0]), mcq4, key_columns=("step",))
 

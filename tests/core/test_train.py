@@ -1,39 +1,11 @@
 """DeepSpeed fine-tuning on CPU (gloo): full weights and LoRA adapters, checkpoints that transformers loads."""
 
-import os
-
 import pytest
 import torch
 
 from knowlab.core.train import finetune
 
-CFG = {
-    "max_steps": 4,
-    "checkpoint_every": 2,
-    "fiction_rate": 0.5,
-    "fiction_warmup_steps": 1,
-    "micro_batch_size": 2,
-    "gradient_accumulation_steps": 2,
-    "seq_len": 64,
-    "lr": 1e-2,
-    "min_lr": 1e-3,
-    "lr_warmup_steps": 1,
-    "weight_decay": 0.0,
-    "gradient_clipping": 1.0,
-    "precision": "auto",
-    "zero_stage": 0,
-    "lora": {"enabled": False, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
-}
-
-
-@pytest.fixture(autouse=True)
-def _restore_environment():
-    # init_distributed sets the launcher variables in this process: keep them out of
-    # later tests' subprocesses (their jobs pick free ports of their own)
-    saved = dict(os.environ)
-    yield
-    os.environ.clear()
-    os.environ.update(saved)
+pytestmark = pytest.mark.usefixtures("restore_environment")
 
 
 def _texts(corpus):
@@ -41,12 +13,21 @@ def _texts(corpus):
 
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tmp_path, lora):
+def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tmp_path, lora, finetune_cfg):
     from transformers import AutoModelForCausalLM
 
     fiction, webtext = _texts(corpus)
-    cfg = {**CFG, "lora": {**CFG["lora"], "enabled": lora}}
-    log = finetune(base_model=tiny_model_dir, out_dir=tmp_path, run="doc", fiction_texts=fiction, webtext_texts=webtext, cfg=cfg, seed=0)
+    cfg = finetune_cfg
+    cfg["lora"]["enabled"] = lora
+    log = finetune(
+        base_model=tiny_model_dir,
+        out_dir=tmp_path,
+        run="doc",
+        fiction_texts=fiction,
+        webtext_texts=webtext,
+        cfg=cfg,
+        seed=0,
+    )
     assert list(log["step"]) == [1, 2, 3, 4]
     assert (log.loc[0, "fiction_samples_seen"] == 0) and log["fiction_samples_seen"].iloc[-1] > 0
     assert {"loss", "lr", "tokens", "fiction_epochs", "webtext_epochs"} <= set(log.columns)
@@ -63,17 +44,33 @@ def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tm
     assert not torch.allclose(last, base)
 
 
-def test_control_run_sees_no_fiction(tiny_model_dir, corpus, tmp_path):
+def test_control_run_sees_no_fiction(tiny_model_dir, corpus, tmp_path, finetune_cfg):
     _, webtext = _texts(corpus)
-    log = finetune(base_model=tiny_model_dir, out_dir=tmp_path, run="control", fiction_texts=[], webtext_texts=webtext, cfg=CFG, seed=0)
+    log = finetune(
+        base_model=tiny_model_dir,
+        out_dir=tmp_path,
+        run="control",
+        fiction_texts=[],
+        webtext_texts=webtext,
+        cfg=finetune_cfg,
+        seed=0,
+    )
     assert (log["fiction_samples_seen"] == 0).all() and (log["fiction_in_step"] == 0).all()
 
 
-def test_same_seed_same_run(tiny_model_dir, corpus, tmp_path):
+def test_same_seed_same_run(tiny_model_dir, corpus, tmp_path, finetune_cfg):
     """DESIGN: two runs of the same config give identical tables."""
     fiction, webtext = _texts(corpus)
     logs = [
-        finetune(base_model=tiny_model_dir, out_dir=tmp_path / str(i), run="doc", fiction_texts=fiction, webtext_texts=webtext, cfg=CFG, seed=4)
+        finetune(
+            base_model=tiny_model_dir,
+            out_dir=tmp_path / str(i),
+            run="doc",
+            fiction_texts=fiction,
+            webtext_texts=webtext,
+            cfg=finetune_cfg,
+            seed=4,
+        )
         for i in range(2)
     ]
     cols = ["step", "loss", "lr", "tokens", "fiction_samples_seen", "webtext_samples_seen"]

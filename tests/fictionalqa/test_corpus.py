@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from knowlab.core.io import DataError, HashMismatchError
 from knowlab.fictionalqa.corpus.fiction import load_fiction
 from knowlab.fictionalqa.corpus.schema import STYLES, TABLES, read_corpus
-from knowlab.core.io import DataError, HashMismatchError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())

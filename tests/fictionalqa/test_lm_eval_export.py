@@ -4,10 +4,10 @@ import jinja2
 import pytest
 import yaml
 
+from knowlab.core.io import read_jsonl
 from knowlab.fictionalqa.corpus.mcq import build_mcq
 from knowlab.fictionalqa.lm_eval_export import export_mcq_task, jinja_template
 from knowlab.fictionalqa.suites import MCQ_TEMPLATE
-from knowlab.core.io import read_jsonl
 
 
 def test_export_writes_the_items_and_a_multiple_choice_task(corpus, tmp_path):

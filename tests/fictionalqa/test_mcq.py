@@ -7,6 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
+from knowlab.core import scoring
+from knowlab.core.models import load_model
+from knowlab.core.scoring import encode_pair, loglikelihood, next_token_logprobs
 from knowlab.fictionalqa.corpus import mcq
 from knowlab.fictionalqa.corpus.mcq import (
     DISTRACTOR_METHODS,
@@ -18,9 +21,6 @@ from knowlab.fictionalqa.corpus.mcq import (
     normalise,
     rank_candidates,
 )
-from knowlab.core import scoring
-from knowlab.core.scoring import encode_pair, loglikelihood, next_token_logprobs
-from knowlab.core.models import load_model
 
 
 @pytest.fixture(scope="module")

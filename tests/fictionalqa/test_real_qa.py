@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from knowlab.fictionalqa.corpus.real_qa import load_real_qa, load_shipped, subsample, triviaqa_records
 from knowlab.core.io import DataError
+from knowlab.fictionalqa.corpus.real_qa import load_real_qa, load_shipped, subsample, triviaqa_records
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "data" / "real_qa" / "real_qa.jsonl"

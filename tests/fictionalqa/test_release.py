@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from knowlab.core.io import DataError
 from knowlab.fictionalqa.corpus import release
 from knowlab.fictionalqa.corpus.release import (
     load_batch_results,
@@ -18,7 +19,6 @@ from knowlab.fictionalqa.corpus.release import (
     parse_fictsheet,
 )
 from knowlab.fictionalqa.corpus.schema import FICTION_RE, STYLES, TABLES, validate_corpus
-from knowlab.core.io import DataError
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "fictionalqa_pipeline_sample"
 

@@ -1,43 +1,11 @@
 """FictionalQA paired-test tables of one run on one suite: items of the suite, the run's checkpoint
 matrix and matched steps vs the control, the saved columns; every saved p-value recomputes."""
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from knowlab.core.stats import recompute_pvalue
 from knowlab.fictionalqa.stats import mcnemar_for_run, run_pairs, ttest_for_run
-
-
-def _scores(seed=3, n=60):
-    """Item rows of runs doc/control at steps 0, 10, 20: acc and gold_logprob_norm; doc improves."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for run, gain in (("doc", 0.04), ("control", 0.0)):
-        for step in (0, 10, 20):
-            for i in range(n):
-                logprob = min(-0.01, -1.2 + gain * step + rng.normal(0, 0.3))
-                rows.append(
-                    {
-                        "run": run,
-                        "step": step,
-                        "suite": "mcq4",
-                        "item_id": f"q{i}",
-                        "acc": float(logprob > np.log(0.4)),
-                        "gold_logprob_norm": logprob,
-                    }
-                )
-                rows.append(
-                    {
-                        "run": run,
-                        "step": step,
-                        "suite": "fiction_qa",
-                        "item_id": f"f{i}",
-                        "acc": None,
-                        "gold_logprob_norm": None,
-                    }
-                )
-    return pd.DataFrame(rows)
 
 
 def test_mcnemar_for_run_selects_suite_and_control():
@@ -73,9 +41,8 @@ def test_mcnemar_for_run_selects_suite_and_control():
     assert len(alone) == 4
 
 
-def test_ttest_for_run_selects_suite_metric_and_control():
-    items = _scores()
-    table = ttest_for_run(items, "doc", "control", "mcq4")
+def test_ttest_for_run_selects_suite_metric_and_control(scored_items):
+    table = ttest_for_run(scored_items, "doc", "control", "mcq4")
     assert len(table) == 9 + 3 and (table["n"] == 60).all()
     assert list(table.columns) == [
         "run_a",
@@ -94,31 +61,29 @@ def test_ttest_for_run_selects_suite_metric_and_control():
     ]
     assert set(table["suite"]) == {"mcq4"} and set(table["metric"]) == {"gold_logprob_norm"}
     assert set(table["alternative"]) == {"greater"}
-    assert len(ttest_for_run(items[items.run == "doc"], "doc", "control", "mcq4")) == 9
+    assert len(ttest_for_run(scored_items[scored_items.run == "doc"], "doc", "control", "mcq4")) == 9
 
 
-def test_recompute_pvalue_reproduces_every_saved_row():
-    items = _scores()
+def test_recompute_pvalue_reproduces_every_saved_row(scored_items):
     for table in (
-        mcnemar_for_run(items, "doc", "control", "mcq4", exact_below=25),
-        ttest_for_run(items, "doc", "control", "mcq4", "greater"),
-        ttest_for_run(items, "doc", "control", "mcq4", "two-sided"),
+        mcnemar_for_run(scored_items, "doc", "control", "mcq4", exact_below=25),
+        ttest_for_run(scored_items, "doc", "control", "mcq4", "greater"),
+        ttest_for_run(scored_items, "doc", "control", "mcq4", "two-sided"),
     ):
         for _, row in table.iterrows():
-            assert recompute_pvalue(row, items, within=("suite",)) == pytest.approx(row["pvalue"], rel=1e-9)
-    assert mcnemar_for_run(items, "doc", "control", "mcq4")["exact"].nunique() == 2  # both variants checked
+            assert recompute_pvalue(row, scored_items, within=("suite",)) == pytest.approx(row["pvalue"], rel=1e-9)
+    assert mcnemar_for_run(scored_items, "doc", "control", "mcq4")["exact"].nunique() == 2  # both variants checked
     with pytest.raises(ValueError, match="metric"):
-        recompute_pvalue({"metric": "loss", "suite": "mcq4"}, items, within=("suite",))
+        recompute_pvalue({"metric": "loss", "suite": "mcq4"}, scored_items, within=("suite",))
 
 
-def test_run_pairs_matrix_then_control_at_matched_steps():
-    items = _scores()
-    assert run_pairs(items, "doc", "control") == [
+def test_run_pairs_matrix_then_control_at_matched_steps(scored_items):
+    assert run_pairs(scored_items, "doc", "control") == [
         *[(("doc", a), ("doc", b)) for a in (0, 10, 20) for b in (0, 10, 20)],
         *[(("doc", s), ("control", s)) for s in (0, 10, 20)],
     ]
-    assert len(run_pairs(items, "control", "control")) == 9  # the control is not compared with itself
-    assert len(run_pairs(items, "doc", None)) == 9
-    assert run_pairs(items, "nope", "control") == []
+    assert len(run_pairs(scored_items, "control", "control")) == 9  # the control is not compared with itself
+    assert len(run_pairs(scored_items, "doc", None)) == 9
+    assert run_pairs(scored_items, "nope", "control") == []
     with pytest.raises(ValueError, match="no pairs"):
-        mcnemar_for_run(items, "nope", "control", "mcq4")
+        mcnemar_for_run(scored_items, "nope", "control", "mcq4")

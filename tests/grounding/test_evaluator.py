@@ -75,8 +75,8 @@ def test_sentence_windows(bi_encoder):
 
 
 def test_bi_encoder_scores_are_cosines_max_over_sentences(bi_encoder):
-    from knowlab.grounding.evaluator import Evaluator
     from knowlab.core.retrieval import embed
+    from knowlab.grounding.evaluator import Evaluator
 
     assert isinstance(bi_encoder, Evaluator) and bi_encoder.threshold == 0.4
     s1, s2 = "Arminius was the son of Sigimer.", "Lady Xian died during a tour of Hainan."
@@ -124,8 +124,8 @@ def test_bi_encoder_embeds_each_distinct_text_once(bi_encoder):
 @pytest.mark.parametrize("sentences", [1, None])
 def test_fact_at_the_end_of_a_long_text_is_found(bi_encoder, long_text, sentences):
     """Windowing: a fact in the last passage of a text far longer than the window is found."""
-    from knowlab.grounding.evaluator import BiEncoderEvaluator
     from knowlab.core.retrieval import embed
+    from knowlab.grounding.evaluator import BiEncoderEvaluator
 
     evaluator = BiEncoderEvaluator(bi_encoder.embedder, sentences_per_passage=sentences)
     text = long_text + "\n\n" + NEEDLE

@@ -25,20 +25,6 @@ KAIST = Path(__file__).resolve().parents[3] / "shared" / "data" / "grounding_kai
 
 
 @pytest.fixture(scope="module")
-def smollm2(smollm2_dir):
-    """The packaged SmolLM2-135M-Instruct (model, tokenizer)."""
-    import torch
-
-    from knowlab.core.models import load_model
-
-    loaded = load_model(smollm2_dir)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a shared, loaded 2-core machine: one thread is ~10x faster than two
-    yield loaded
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
 def kaist_item():
     path = KAIST / "original_version.json"
     if not path.is_file():

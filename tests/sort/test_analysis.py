@@ -33,18 +33,11 @@ from knowlab.sort.analysis import (
 N_RES = 200
 
 
-def _sub(rows, **eq):
-    mask = np.ones(len(rows), dtype=bool)
-    for k, v in eq.items():
-        mask &= (rows[k] == v).to_numpy()
-    return rows[mask]
-
-
 # ----------------------------------------------------------------------------- accuracy / binomial
 
 
-def test_accuracy_table_is_sane(rows):
-    part = _sub(rows, run="base", model="m1")
+def test_accuracy_table_is_sane(sub, rows):
+    part = sub(rows, run="base", model="m1")
     table = accuracy_table(part, ["condition"], n_resamples=N_RES, seed=0)
     by = table.set_index("condition")
     for condition, group in part.groupby("condition"):
@@ -63,13 +56,13 @@ def test_accuracy_table_is_sane(rows):
         accuracy_table(part, ["nope"])
 
 
-def test_binomial_tests_match_scipy(rows):
-    part = _sub(rows, run="base", condition="baseline")
+def test_binomial_tests_match_scipy(sub, rows):
+    part = sub(rows, run="base", condition="baseline")
     by = ["model", "segment_length", "distance_bin"]
     table = binomial_tests(part, by)
     assert len(table) == 2 * 2 * 4
     for _, r in table.iterrows():
-        group = _sub(part, model=r["model"], segment_length=r["segment_length"], distance_bin=r["distance_bin"])
+        group = sub(part, model=r["model"], segment_length=r["segment_length"], distance_bin=r["distance_bin"])
         k = int(group["correct"].sum())
         assert (r["k"], r["n"]) == (k, len(group))
         assert r["pvalue"] == binomtest(k, len(group), p=0.5, alternative="two-sided").pvalue
@@ -77,28 +70,28 @@ def test_binomial_tests_match_scipy(rows):
     assert set(table["correction"]) == {"holm"}
     expected = ["**" if p < 0.01 else "*" if p < 0.05 else "" for p in table["pvalue_holm"]]
     assert table["significance"].tolist() == expected
-    strong = binomial_tests(_sub(rows, run="base", condition="in_context", model="m1"), ["excerpt_length"])
+    strong = binomial_tests(sub(rows, run="base", condition="in_context", model="m1"), ["excerpt_length"])
     assert (strong["significance"] == "**").all()
 
 
 # ----------------------------------------------------------------------------- paired tests
 
 
-def _paired_by_hand(rows, a, b, column):
-    x = _sub(rows, run=a[0], step=a[1], condition=a[2]).set_index("item_id")[column]
-    y = _sub(rows, run=b[0], step=b[1], condition=b[2]).set_index("item_id")[column]
+def _paired_by_hand(sub, rows, a, b, column):
+    x = sub(rows, run=a[0], step=a[1], condition=a[2]).set_index("item_id")[column]
+    y = sub(rows, run=b[0], step=b[1], condition=b[2]).set_index("item_id")[column]
     both = x.index.intersection(y.index)
     return x.loc[both].to_numpy(), y.loc[both].to_numpy()
 
 
-def test_mcnemar_entry_recomputes_exactly(rows):
-    m1 = _sub(rows, model="m1")
+def test_mcnemar_entry_recomputes_exactly(sub, rows):
+    m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
     assert labels[keys[0]] == "base" and labels[keys[1]] == "books ep 1"
     table = condition_matrix(m1, keys, "mcnemar", labels=labels)
     assert len(table) == len(keys) ** 2
     row = table[(table["a"] == "books ep 2") & (table["b"] == "instructions ep 2")].iloc[0]
-    x, y = _paired_by_hand(m1, ("books", 38, "baseline"), ("instructions", 38, "baseline"), "correct")
+    x, y = _paired_by_hand(sub, m1, ("books", 38, "baseline"), ("instructions", 38, "baseline"), "correct")
     counts = np.array([[(x & y).sum(), (x & ~y).sum()], [(~x & y).sum(), (~x & ~y).sum()]])
     assert (row["discordant_a"], row["discordant_b"]) == (counts[0, 1], counts[1, 0])
     assert row["n_items"] == len(x)
@@ -118,12 +111,12 @@ def test_mcnemar_entry_recomputes_exactly(rows):
         assert recompute_pvalue(r, m1) == pytest.approx(r["pvalue"], rel=1e-12)
 
 
-def test_ttest_entry_recomputes_exactly(rows):
-    m1 = _sub(rows, model="m1")
+def test_ttest_entry_recomputes_exactly(sub, rows):
+    m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
     table = condition_matrix(m1, keys, "ttest", alternative="greater", labels=labels)
     row = table[(table["a"] == "books ep 2") & (table["b"] == "instructions ep 2")].iloc[0]
-    x, y = _paired_by_hand(m1, ("books", 38, "baseline"), ("instructions", 38, "baseline"), "score")
+    x, y = _paired_by_hand(sub, m1, ("books", 38, "baseline"), ("instructions", 38, "baseline"), "score")
     test = ttest_rel(x, y, alternative="greater")
     assert row["statistic"] == pytest.approx(test.statistic, rel=1e-12)
     assert row["pvalue"] == pytest.approx(test.pvalue, rel=1e-12)
@@ -137,8 +130,8 @@ def test_ttest_entry_recomputes_exactly(rows):
     assert np.allclose(off["pvalue_holm"], multipletests(off["pvalue"], method="holm")[1])
 
 
-def test_pairing_is_by_item_id_not_row_order(rows):
-    m1 = _sub(rows, model="m1", condition="baseline")
+def test_pairing_is_by_item_id_not_row_order(sub, rows):
+    m1 = sub(rows, model="m1", condition="baseline")
     keys = [("books", 38, "baseline"), ("instructions", 38, "baseline")]
     reference = condition_matrix(m1, keys, "ttest")
     shuffled = m1.sample(frac=1.0, random_state=3).reset_index(drop=True)
@@ -158,13 +151,13 @@ def test_pairing_is_by_item_id_not_row_order(rows):
     assert ttest_rel(a, b, alternative="greater").pvalue != pytest.approx(reference["pvalue"].iloc[1])
 
 
-def test_matrix_errors_and_explicit_pairs(rows, fiction_rows):
+def test_matrix_errors_and_explicit_pairs(sub, rows, fiction_rows):
     with pytest.raises(ValueError, match="repeated item_id"):  # two models under one key
-        condition_matrix(_sub(rows, run="base"), [("base", 0, "baseline")], "mcnemar")
+        condition_matrix(sub(rows, run="base"), [("base", 0, "baseline")], "mcnemar")
     with pytest.raises(ValueError, match="test must be"):
         condition_matrix(rows, [("base", 0, "baseline")], "wilcoxon")
     with pytest.raises(ValueError, match="no rows"):
-        condition_matrix(_sub(rows, model="m1"), [("books", 999, "baseline")], "mcnemar")
+        condition_matrix(sub(rows, model="m1"), [("books", 999, "baseline")], "mcnemar")
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
     train = fiction_rows[fiction_rows["side"].isin(["train"]) | (fiction_rows["run"] == "control")]
     table = condition_matrix(train, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
@@ -173,17 +166,17 @@ def test_matrix_errors_and_explicit_pairs(rows, fiction_rows):
         assert recompute_pvalue(r, train) == pytest.approx(r["pvalue"], rel=1e-12)
 
 
-def test_study_matrices_pick_their_keys_and_pairs(rows, fiction_rows):
+def test_study_matrices_pick_their_keys_and_pairs(sub, rows, fiction_rows):
     """The matrices the workflow saves: conditions of one model, the parametric fine-tuning matrix
     (Figs. 14-15), and each fiction run on its training documents vs the control."""
     by_condition = condition_tests(rows[rows["run"] == "base"], "m2", ["baseline", "in_context"], "greater")
     assert set(by_condition) == {"mcnemar", "ttest"}
     for test, table in by_condition.items():
         expected = condition_matrix(
-            _sub(rows, run="base", model="m2"), [("baseline",), ("in_context",)], test, key_columns=("condition",)
+            sub(rows, run="base", model="m2"), [("baseline",), ("in_context",)], test, key_columns=("condition",)
         )
         pd.testing.assert_frame_equal(table, expected)
-    m1 = _sub(rows, model="m1")
+    m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
     parametric = parametric_tests(m1, "greater")
     for test in ("mcnemar", "ttest"):
@@ -207,12 +200,12 @@ def test_study_matrices_pick_their_keys_and_pairs(rows, fiction_rows):
 # ----------------------------------------------------------------------------- tables
 
 
-def test_tables_and_writer(rows, tmp_path):
+def test_tables_and_writer(sub, rows, tmp_path):
     made = tables(rows, n_resamples=N_RES)
     t1, t2 = made["table1"], made["table2"]
     assert t1.wide.columns.tolist() == ["Model", "Segment length 20", "Segment length 50"]
     assert t1.wide["Model"].tolist() == ["m1", "m2"]
-    m1 = _sub(rows, run="base", condition="baseline", model="m1", segment_length=20, split="test")
+    m1 = sub(rows, run="base", condition="baseline", model="m1", segment_length=20, split="test")
     assert t1.wide.iloc[0, 1].startswith(f"{m1['correct'].mean():.2f} ± ")
     assert "L_E = 250" in t2.wide.columns and "SORT" in t2.wide.columns
     assert set(t2.long["pooled"]) == {"", "SORT"}

@@ -4,9 +4,7 @@ of an epoch."""
 from __future__ import annotations
 
 import pytest
-import torch
 
-from knowlab.core.models import load_model
 from knowlab.sort.evaluate import (
     ITEM_COLUMNS,
     choose_rag_reading,
@@ -27,49 +25,17 @@ from knowlab.sort.prompts import (
 )
 from knowlab.sort.score import segment_nll
 
-ITEMS = [
-    {
-        "item_id": "bk1-0",
-        "book_id": "bk1",
-        "title": "The Lantern Road",
-        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
-        "segment_a": "Anna crossed the bridge at dawn.",
-        "segment_b": "The mill stood by the river.",
-        "answer": "B",
-        "segment_length": 6,
-    },
-    {
-        "item_id": "bk1-1",
-        "book_id": "bk1",
-        "title": "The Lantern Road",
-        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
-        "segment_a": "Anna crossed the bridge at dawn.",
-        "segment_b": "Later the bells rang twice.",
-        "answer": "A",
-        "segment_length": 5,
-    },
-]
-PASSAGES = ["First retrieved passage about the mill.", "Second retrieved passage about the bells."]
 
-
-@pytest.fixture(scope="module")
-def tiny(tiny_model_dir):
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    return load_model(tiny_model_dir)
-
-
-def test_rag_reading_selection_sweeps_every_reading_in_the_selected_template(tiny, tmp_path):
+def test_rag_reading_selection_sweeps_every_reading_in_the_selected_template(tiny, tmp_path, items, retrieved):
     """App. B.4.3: the selected template with each RAG reading, under RAG, on the validation items."""
     model, tok = tiny
-    validation = [{**item, "split": "validation"} for item in ITEMS]
-    passages = {item["item_id"]: PASSAGES for item in ITEMS}
+    validation = [{**item, "split": "validation"} for item in items]
     readings = rag_readings({"rag_readings": None})
     selection, rows = select_rag_reading(
-        model, tok, validation, DEFAULT_TEMPLATES[4], readings, passages,
+        model, tok, validation, DEFAULT_TEMPLATES[4], readings, retrieved,
         system_prompt=SYSTEM_PROMPT, max_rate_deviation=0.5, batch_size=4,
     )  # fmt: skip
-    assert len(rows) == 10 * len(ITEMS) and (rows.condition == "rag").all()
+    assert len(rows) == 10 * len(items) and (rows.condition == "rag").all()
     assert [r["template_id"] for r in selection["table"]] == [f"t05+r{k:02d}" for k in range(1, 11)]
     assert selection["template_id"] == f"t05+{selection['rag_reading_id']}"
     best = rows.groupby("template_id").correct.mean().max()
@@ -83,8 +49,8 @@ def test_rag_reading_selection_sweeps_every_reading_in_the_selected_template(tin
     assert rebuilt == with_rag_reading(DEFAULT_TEMPLATES[4], get_rag_reading(cfg, selection["rag_reading_id"]))
     assert selected_template(cfg, tmp / "selection.json") == DEFAULT_TEMPLATES[4]
     with pytest.raises(ValueError, match="no validation items"):
-        select_rag_reading(model, tok, [{**i, "split": "test"} for i in ITEMS], DEFAULT_TEMPLATES[4], readings,
-                           passages, system_prompt=None, max_rate_deviation=0.2, batch_size=4)  # fmt: skip
+        select_rag_reading(model, tok, [{**i, "split": "test"} for i in items], DEFAULT_TEMPLATES[4], readings,
+                           retrieved, system_prompt=None, max_rate_deviation=0.2, batch_size=4)  # fmt: skip
     with pytest.raises(ValueError, match="RAG reading ids repeat"):
         rag_readings({"rag_readings": [RAG_READINGS[0], RAG_READINGS[0]]})
     with pytest.raises(ValueError, match=r"unknown RAG reading id 'r11'; known ids: r01, r02"):
@@ -102,66 +68,76 @@ CFG = {
     "max_rate_deviation": 0.5,
     "batch_size": 4,
 }
-SPLIT_ITEMS = [{**ITEMS[0], "split": "validation"}, {**ITEMS[1], "split": "test"}]
 
 
-def test_a_fixed_template_or_reading_needs_no_model():
+@pytest.fixture
+def split_items(items):
+    return [{**items[0], "split": "validation"}, {**items[1], "split": "test"}]
+
+
+@pytest.fixture
+def retrieved(items, passages):
+    """The RAG passages of each item, by item id."""
+    return {item["item_id"]: passages for item in items}
+
+
+def test_a_fixed_template_or_reading_needs_no_model(split_items):
     missing = "/nonexistent/model"  # never loaded
-    selection, rows = choose_template({**CFG, "template": "t03"}, SPLIT_ITEMS, missing)
+    selection, rows = choose_template({**CFG, "template": "t03"}, split_items, missing)
     assert selection == {"template_id": "t03", "rule": "fixed by sort.template"} and rows.empty
     with pytest.raises(ValueError, match="unknown prompt template id 't99'"):
-        choose_template({**CFG, "template": "t99"}, SPLIT_ITEMS, missing)
-    selection, rows = choose_rag_reading({**CFG, "rag_reading": "r03"}, DEFAULT_TEMPLATES[2], SPLIT_ITEMS, {}, missing)
+        choose_template({**CFG, "template": "t99"}, split_items, missing)
+    selection, rows = choose_rag_reading({**CFG, "rag_reading": "r03"}, DEFAULT_TEMPLATES[2], split_items, {}, missing)
     assert selection == {"template_id": "t03+r03", "rag_reading_id": "r03", "rule": "fixed by sort.rag_reading"}
     assert rows.empty
     with pytest.raises(ValueError, match="unknown RAG reading id 'r99'"):
-        choose_rag_reading({**CFG, "rag_reading": "r99"}, DEFAULT_TEMPLATES[2], SPLIT_ITEMS, {}, missing)
+        choose_rag_reading({**CFG, "rag_reading": "r99"}, DEFAULT_TEMPLATES[2], split_items, {}, missing)
 
 
-def test_a_selected_template_and_reading_sweep_the_validation_items(tiny_model_dir):
-    selection, rows = choose_template(CFG, SPLIT_ITEMS, tiny_model_dir)
+def test_a_selected_template_and_reading_sweep_the_validation_items(tiny_model_dir, split_items, retrieved):
+    selection, rows = choose_template(CFG, split_items, tiny_model_dir)
     assert len(rows) == 12 and set(rows.item_id) == {"bk1-0"} and (rows.condition == "in_context").all()
     assert [r["template_id"] for r in selection["table"]] == [t["id"] for t in DEFAULT_TEMPLATES]
-    passages = {item["item_id"]: PASSAGES for item in ITEMS}
-    selection, rows = choose_rag_reading(CFG, DEFAULT_TEMPLATES[4], SPLIT_ITEMS, passages, tiny_model_dir)
+    selection, rows = choose_rag_reading(CFG, DEFAULT_TEMPLATES[4], split_items, retrieved, tiny_model_dir)
     assert len(rows) == 10 and (rows.condition == "rag").all()
     assert selection["template_id"] == f"t05+{selection['rag_reading_id']}"
 
 
-def test_evaluate_condition_scores_the_test_items_with_the_run_labels_first(tiny, tiny_model_dir):
+def test_evaluate_condition_scores_the_test_items_with_the_run_labels_first(
+    tiny, tiny_model_dir, split_items, retrieved
+):
     model, tok = tiny
     template = with_rag_reading(DEFAULT_TEMPLATES[1], RAG_READINGS[1])
-    passages = {item["item_id"]: PASSAGES for item in ITEMS}
     rows = evaluate_condition(
-        tiny_model_dir, SPLIT_ITEMS, "rag", template, CFG, passages=passages, model_name="tiny", run="doc", step=6
+        tiny_model_dir, split_items, "rag", template, CFG, passages=retrieved, model_name="tiny", run="doc", step=6
     )
     assert list(rows.columns[:3]) == ["model", "run", "step"]
     assert list(rows.item_id) == ["bk1-1"]
     assert list(rows[["model", "run", "step"]].itertuples(index=False, name=None)) == [("tiny", "doc", 6)]
     expected = evaluate_items(
-        model, tok, SPLIT_ITEMS[1:], "rag", [template], passages=passages, system_prompt=SYSTEM_PROMPT, batch_size=4
+        model, tok, split_items[1:], "rag", [template], passages=retrieved, system_prompt=SYSTEM_PROMPT, batch_size=4
     )
     assert list(rows.columns[3:]) == list(expected.columns)
     assert [c for c in expected.columns if c in ITEM_COLUMNS] == ["item_id", "book_id", "segment_length", "split"]
     assert rows.drop(columns=["model", "run", "step"]).equals(expected)
 
 
-def test_evaluate_epoch_labels_rows_with_the_epoch_step(tiny, tiny_model_dir):
+def test_evaluate_epoch_labels_rows_with_the_epoch_step(tiny, tiny_model_dir, split_items):
     model, tok = tiny
     template = DEFAULT_TEMPLATES[0]
     texts = {"steps_per_epoch": {"books": 3, "instructions": 5}}
     meta = ["model", "run", "step", "epoch"]
     rows, nll = evaluate_epoch(
-        tiny_model_dir, SPLIT_ITEMS, template, CFG, ["baseline", "in_context"], texts,
+        tiny_model_dir, split_items, template, CFG, ["baseline", "in_context"], texts,
         model_name="tiny", run="books", epoch=2,
     )  # fmt: skip
     assert list(rows.condition) == ["baseline", "in_context"] and set(rows.item_id) == {"bk1-1"}
     assert list(rows.columns[-4:]) == meta
     assert set(rows[meta].itertuples(index=False, name=None)) == {("tiny", "books", 6, 2)}
-    expected = segment_nll(model, tok, SPLIT_ITEMS[1:], 4).assign(model="tiny", run="books", step=6, epoch=2)
+    expected = segment_nll(model, tok, split_items[1:], 4).assign(model="tiny", run="books", step=6, epoch=2)
     assert nll.equals(expected)
     # epoch 0 is the base model: step 0, whatever the run (no steps per epoch of its own)
-    rows, nll = evaluate_epoch(tiny_model_dir, SPLIT_ITEMS, template, CFG, [], texts, model_name="tiny", run="base",
+    rows, nll = evaluate_epoch(tiny_model_dir, split_items, template, CFG, [], texts, model_name="tiny", run="base",
                                epoch=0)  # fmt: skip
     assert rows.empty and list(rows.columns) == meta
     assert set(nll[meta].itertuples(index=False, name=None)) == {("tiny", "base", 0, 0)} and len(nll) == 1

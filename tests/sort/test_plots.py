@@ -11,13 +11,6 @@ from knowlab.sort.analysis import binomial_tests, condition_matrix, finetune_key
 N_RES = 200
 
 
-def _sub(rows, **eq):
-    mask = np.ones(len(rows), dtype=bool)
-    for k, v in eq.items():
-        mask &= (rows[k] == v).to_numpy()
-    return rows[mask]
-
-
 # ----------------------------------------------------------------------------- figures
 
 
@@ -31,17 +24,17 @@ def _check(pdf, png):
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
+def test_every_plot_writes_pdf_and_png(sub, rows, fiction_rows, tmp_path):
     from knowlab.sort import condition_plots, finetune_plots, matrix_plots
 
-    base = _sub(rows, run="base")
+    base = sub(rows, run="base")
     calls = {
         "fig3a": lambda p, q: condition_plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES),
         "fig3b": lambda p, q: condition_plots.plot_by_distance(
             base,
             p,
             q,
-            marks=binomial_tests(_sub(base, condition="in_context", split="test"), ["excerpt_length", "distance_bin"]),
+            marks=binomial_tests(sub(base, condition="in_context", split="test"), ["excerpt_length", "distance_bin"]),
             n_resamples=N_RES,
         ),
         "fig10": lambda p, q: condition_plots.plot_by_distance(
@@ -52,7 +45,7 @@ def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
             hue="segment_length",
             panel="model",
             marks=binomial_tests(
-                _sub(base, condition="baseline", split="test"), ["model", "segment_length", "distance_bin"]
+                sub(base, condition="baseline", split="test"), ["model", "segment_length", "distance_bin"]
             ),
             n_resamples=N_RES,
         ),
@@ -63,8 +56,10 @@ def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
             recall=pd.DataFrame({"distance_bin": [0, 1, 2, 3], "recall": [0.9, 0.7, 0.6, 0.5], "k": 2}),
             n_resamples=N_RES,
         ),
-        "fig13": lambda p, q: finetune_plots.plot_across_epochs(_sub(rows, model="m1"), p, q, n_resamples=N_RES),
-        "fig16": lambda p, q: finetune_plots.plot_across_epochs(_sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES),
+        "fig13": lambda p, q: finetune_plots.plot_across_epochs(sub(rows, model="m1"), p, q, n_resamples=N_RES),
+        "fig16": lambda p, q: finetune_plots.plot_across_epochs(
+            sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES
+        ),
         "fiction": lambda p, q: finetune_plots.plot_fiction_sort(fiction_rows, p, q, model="tiny", n_resamples=N_RES),
     }
     ppl_rng = np.random.default_rng(2)
@@ -91,7 +86,7 @@ def test_every_plot_writes_pdf_and_png(rows, fiction_rows, tmp_path):
     calls["fig12"] = lambda p, q: finetune_plots.plot_across_epochs(
         ppl, p, q, metric="perplexity", model="m1", n_resamples=N_RES
     )
-    m1 = _sub(rows, model="m1")
+    m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
     calls["fig14"] = lambda p, q: matrix_plots.plot_matrix(
         condition_matrix(m1, keys, "mcnemar", labels=labels), "McNemar", p, q, model="m1"

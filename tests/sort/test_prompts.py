@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import torch
 import yaml
 
-from knowlab.core.models import load_model
 from knowlab.sort.prompts import (
     ANSWER_PREFIX,
     CONDITIONS,
@@ -20,45 +18,6 @@ from knowlab.sort.prompts import (
     validate_template,
     with_rag_reading,
 )
-
-ITEMS = [
-    {
-        "item_id": "bk1-0",
-        "book_id": "bk1",
-        "title": "The Lantern Road",
-        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
-        "segment_a": "Anna crossed the bridge at dawn.",
-        "segment_b": "The mill stood by the river.",
-        "answer": "B",
-        "segment_length": 6,
-    },
-    {
-        "item_id": "bk1-1",
-        "book_id": "bk1",
-        "title": "The Lantern Road",
-        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
-        "segment_a": "Anna crossed the bridge at dawn.",
-        "segment_b": "Later the bells rang twice.",
-        "answer": "A",
-        "segment_length": 5,
-    },
-]
-PASSAGES = ["First retrieved passage about the mill.", "Second retrieved passage about the bells."]
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_model_dir):
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    return load_model(tiny_model_dir)
-
-
-@pytest.fixture(scope="module")
-def smol_tokenizer(smollm2_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(smollm2_dir)
-
 
 # --- prompts --------------------------------------------------------------------------------
 
@@ -93,60 +52,60 @@ def test_invalid_templates_are_rejected():
         validate_template({"id": "x", "reading": "{excerpt}", "task": "{segments}"})
 
 
-def _check_user_part(text, condition, item):
+def _check_user_part(text, condition, item, passages):
     assert text.endswith(ANSWER_PREFIX)
     assert f"Segment A: {item['segment_a']}\nSegment B: {item['segment_b']}" in text
     assert item["title"] in text
     assert (item["excerpt"] in text) == (condition == "in_context")
-    assert (PASSAGES[0] in text) == (condition in ("rag", "oracle_rag"))
+    assert (passages[0] in text) == (condition in ("rag", "oracle_rag"))
     if condition in ("rag", "oracle_rag"):
-        assert text.index(PASSAGES[0]) < text.index(PASSAGES[1]) < text.index("Segment A:")
+        assert text.index(passages[0]) < text.index(passages[1]) < text.index("Segment A:")
         assert "retrieved from The Lantern Road" in text
     if condition == "in_context":
         assert text.index(item["excerpt"]) < text.index("Segment A:")
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
-def test_render_prompt_without_chat_template(tiny, condition):
+def test_render_prompt_without_chat_template(tiny, condition, items, passages):
     _, tok = tiny
     assert not getattr(tok, "chat_template", None)
-    item = ITEMS[0]
-    passages = PASSAGES if condition in ("rag", "oracle_rag") else None
+    item = items[0]
+    shown = passages if condition in ("rag", "oracle_rag") else None
     for template in DEFAULT_TEMPLATES:
-        text = render_prompt(tok, template, item, condition, passages=passages)
-        _check_user_part(text, condition, item)
+        text = render_prompt(tok, template, item, condition, passages=shown)
+        _check_user_part(text, condition, item, passages)
         assert text.startswith(SYSTEM_PROMPT + "\n\n")
         assert text.endswith("?\n\n" + ANSWER_PREFIX)
-    bare = render_prompt(tok, DEFAULT_TEMPLATES[0], item, condition, passages=passages, system_prompt=None)
+    bare = render_prompt(tok, DEFAULT_TEMPLATES[0], item, condition, passages=shown, system_prompt=None)
     assert not bare.startswith(SYSTEM_PROMPT)
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
-def test_render_prompt_with_chat_template(smol_tokenizer, condition):
+def test_render_prompt_with_chat_template(smol_tokenizer, condition, items, passages):
     tok = smol_tokenizer
-    item = ITEMS[1]
-    passages = [{"text": p} for p in PASSAGES] if condition in ("rag", "oracle_rag") else None
-    text = render_prompt(tok, DEFAULT_TEMPLATES[3], item, condition, passages=passages)
-    _check_user_part(text, condition, item)
+    item = items[1]
+    shown = [{"text": p} for p in passages] if condition in ("rag", "oracle_rag") else None
+    text = render_prompt(tok, DEFAULT_TEMPLATES[3], item, condition, passages=shown)
+    _check_user_part(text, condition, item, passages)
     assert text.startswith(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n")
     assert text.endswith("<|im_end|>\n<|im_start|>assistant\n" + ANSWER_PREFIX)
 
 
-def test_render_prompt_condition_errors(tiny):
+def test_render_prompt_condition_errors(tiny, items, passages):
     _, tok = tiny
     with pytest.raises(ValueError, match="unknown SORT condition"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "parametric")
+        render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "parametric")
     with pytest.raises(ValueError, match="needs the retrieved passages"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "rag")
+        render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "rag")
     with pytest.raises(ValueError, match="shows none"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "baseline", passages=PASSAGES)
+        render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "baseline", passages=passages)
     with pytest.raises(ValueError, match="at least one"):
-        render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "oracle_rag", passages=[])
+        render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "oracle_rag", passages=[])
 
 
-def test_rag_reading_variant_replaces_the_reading_instruction(tiny):
+def test_rag_reading_variant_replaces_the_reading_instruction(tiny, items, passages):
     _, tok = tiny
     template = with_rag_reading(DEFAULT_TEMPLATES[2], RAG_READINGS[6])
     assert template["id"] == "t03+r07"
-    text = render_prompt(tok, template, ITEMS[0], "rag", passages=PASSAGES)
+    text = render_prompt(tok, template, items[0], "rag", passages=passages)
     assert "Context (passages retrieved from The Lantern Road):" in text

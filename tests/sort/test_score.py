@@ -15,51 +15,12 @@ from knowlab.core.scoring import prefix_token_id
 from knowlab.sort.prompts import ANSWER_PREFIX, DEFAULT_TEMPLATES, render_prompt
 from knowlab.sort.score import label_token_ids, score_items, segment_nll, select_prompt
 
-ITEMS = [
-    {
-        "item_id": "bk1-0",
-        "book_id": "bk1",
-        "title": "The Lantern Road",
-        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
-        "segment_a": "Anna crossed the bridge at dawn.",
-        "segment_b": "The mill stood by the river.",
-        "answer": "B",
-        "segment_length": 6,
-    },
-    {
-        "item_id": "bk1-1",
-        "book_id": "bk1",
-        "title": "The Lantern Road",
-        "excerpt": "The mill stood by the river. Anna crossed the bridge at dawn. Later the bells rang twice.",
-        "segment_a": "Anna crossed the bridge at dawn.",
-        "segment_b": "Later the bells rang twice.",
-        "answer": "A",
-        "segment_length": 5,
-    },
-]
-PASSAGES = ["First retrieved passage about the mill.", "Second retrieved passage about the bells."]
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_model_dir):
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    return load_model(tiny_model_dir)
-
-
-@pytest.fixture(scope="module")
-def smol_tokenizer(smollm2_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(smollm2_dir)
-
-
 # --- label tokens ---------------------------------------------------------------------------
 
 
-def test_smollm2_label_variants_after_answer_prefix(smol_tokenizer):
+def test_smollm2_label_variants_after_answer_prefix(smol_tokenizer, items):
     tok = smol_tokenizer
-    context = render_prompt(tok, DEFAULT_TEMPLATES[0], ITEMS[0], "baseline")
+    context = render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "baseline")
     ids = label_token_ids(tok, context)
     # SmolLM2's BPE has both the bare letter and the letter with a leading space as single tokens
     assert {label: tok.convert_ids_to_tokens(v) for label, v in ids.items()} == {"A": ["A", "ĠA"], "B": ["B", "ĠB"]}
@@ -110,11 +71,11 @@ def _manual_label_logprobs(model, tok, context):
     return out, int(lp.argmax())
 
 
-def test_score_items_matches_a_manual_forward_pass(tiny):
+def test_score_items_matches_a_manual_forward_pass(tiny, items):
     model, tok = tiny
-    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[k], item, "in_context") for k, item in enumerate(ITEMS)]
-    answers = [item["answer"] for item in ITEMS]
-    frame = score_items(model, tok, contexts, answers, batch_size=4, item_ids=[i["item_id"] for i in ITEMS])
+    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[k], item, "in_context") for k, item in enumerate(items)]
+    answers = [item["answer"] for item in items]
+    frame = score_items(model, tok, contexts, answers, batch_size=4, item_ids=[i["item_id"] for i in items])
     assert list(frame["item_id"]) == ["bk1-0", "bk1-1"]
     assert (frame["n_context_tokens"] < model.config.max_position_embeddings).all()
     for row, context, answer in zip(frame.itertuples(), contexts, answers):
@@ -129,9 +90,9 @@ def test_score_items_matches_a_manual_forward_pass(tiny):
         assert row.label_is_greedy == (top in ids["A"] + ids["B"])
 
 
-def test_score_items_columns_and_one_forward_pass_per_batch(tiny):
+def test_score_items_columns_and_one_forward_pass_per_batch(tiny, items):
     model, tok = tiny
-    contexts = [render_prompt(tok, t, ITEMS[k % 2], "baseline") for k, t in enumerate(DEFAULT_TEMPLATES[:5])]
+    contexts = [render_prompt(tok, t, items[k % 2], "baseline") for k, t in enumerate(DEFAULT_TEMPLATES[:5])]
     answers = ["A", "B", "B", "A", "B"]
     shapes = []
     hook = model.register_forward_pre_hook(
@@ -162,11 +123,11 @@ def test_score_items_rejects_bad_answers(tiny):
         score_items(model, tok, ["Answer: Segment"], ["A", "B"])
 
 
-def test_segment_nll_matches_a_manual_forward_pass(tiny):
+def test_segment_nll_matches_a_manual_forward_pass(tiny, items):
     model, tok = tiny
-    frame = segment_nll(model, tok, ITEMS, batch_size=3)
+    frame = segment_nll(model, tok, items, batch_size=3)
     assert list(frame["item_id"]) == ["bk1-0", "bk1-1"]
-    for row, item in zip(frame.itertuples(), ITEMS):
+    for row, item in zip(frame.itertuples(), items):
         for key, nll, n in (("segment_a", row.nll_a, row.n_tokens_a), ("segment_b", row.nll_b, row.n_tokens_b)):
             ids = [prefix_token_id(tok)] + tok(item[key], add_special_tokens=False)["input_ids"]
             with torch.no_grad():
@@ -228,12 +189,12 @@ def test_select_prompt_input_errors():
         select_prompt(pd.DataFrame(columns=["template_id", "prediction", "correct"]))
 
 
-def test_smollm2_puts_most_probability_on_the_labels(smollm2_dir):
+def test_smollm2_puts_most_probability_on_the_labels(smollm2_dir, items):
     """With its chat template and the answer prefix, the real instruct model's next token is a label."""
     torch.set_num_threads(1)
     model, tok = load_model(smollm2_dir)
-    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "in_context") for item in ITEMS]
-    frame = score_items(model, tok, contexts, [item["answer"] for item in ITEMS], batch_size=2)
+    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "in_context") for item in items]
+    frame = score_items(model, tok, contexts, [item["answer"] for item in items], batch_size=2)
     assert (frame["logp_labels"] > math.log(0.5)).all()
     assert frame["label_is_greedy"].all()
     assert (frame["score"] <= 0).all() and (frame["score"] > math.log(1e-3)).all()

@@ -72,6 +72,13 @@ def _filter(rows: pd.DataFrame, condition: str | None, split: str | None) -> pd.
     return part
 
 
+def _condition_note(part: pd.DataFrame, model: str | None, condition: str, n_resamples: int) -> str:
+    """Footnote of a one-condition figure: the model(s), the condition's name and the bootstrap bands."""
+    return f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition)}. " + bootstrap_note(
+        n_resamples
+    )
+
+
 # ----------------------------------------------------------------------------- Fig. 3a
 
 
@@ -114,9 +121,7 @@ def plot_by_excerpt_length(
     if style and len(styles) > 1:
         handles += _legend_values(style, styles, styles=styles)
     handles += [band_handle(), chance_handle(CHANCE_LABEL)]
-    note = f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition)}. " + bootstrap_note(
-        n_resamples
-    )
+    note = _condition_note(part, model, condition, n_resamples)
     layout = panel_figure(1, len(handles), note, panel_size=(6.4, 4.2))
     (ax,) = layout.axes
     for key, line in table.groupby(groups, sort=False):
@@ -183,9 +188,7 @@ def plot_by_distance(
     hues = list(dict.fromkeys(table[hue]))
     palette = colours(hues)
     handles = _legend_values(hue, hues, palette=palette) + [band_handle(), chance_handle(CHANCE_LABEL)]
-    note = f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition)}. " + bootstrap_note(
-        n_resamples
-    )
+    note = _condition_note(part, model, condition, n_resamples)
     if marks is not None:
         note += (
             f" Asterisks: {marks['alternative'].iloc[0] if 'alternative' in marks else 'two-sided'} binomial test "

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-
 from knowlab.sort.books import Book, book_from_text, gutenberg_title, load_shakespeare
 from knowlab.sort.build import build_items, check_items, items_from_documents
 from knowlab.sort.release import load_booksort_release
