@@ -7,6 +7,7 @@
 # also holds fig9 and fig10, which paper_figures draws from the paper's own numbers)
 FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
 
+
 rule webtext:
     output:
         train="resources/webtext/train.jsonl",

@@ -6,6 +6,7 @@ import copy
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -159,3 +160,44 @@ def smollm2(smollm2_dir):
     torch.set_num_threads(1)  # a shared, loaded 2-core machine: one thread is ~10x faster than two
     yield loaded
     torch.set_num_threads(threads)
+
+
+# Released Book-SORT rows (the authors' column names) of one book, 3 excerpts x 4 distance bins.
+BOOKSORT_WORDS = (
+    "Alpha beta gamma. Delta epsilon zeta eta. Theta iota kappa lambda mu. Nu xi omicron pi. " * 3
+).split()
+BOOKSORT_EXCERPT = " ".join(BOOKSORT_WORDS[:40])
+# (seg1_pos, seg2_pos, released right edge) per bin for L_E = 40: edges 10, 13, 20, 32.
+BOOKSORT_PAIRS = [(0, 3, 10), (3, 15, 13), (7, 22, 20), (0, 27, 32)]
+
+
+def _booksort_release_rows() -> list[dict]:
+    rows = []
+    for k in range(3):
+        for b, (p1, p2, edge) in enumerate(BOOKSORT_PAIRS):
+            rows.append(
+                {
+                    "book_idx": 69087,
+                    "excerpt_idx": k,
+                    "segment_idx": 0,
+                    "segment_1": "*" + " ".join(BOOKSORT_WORDS[p1 : p1 + 3]) + "*",
+                    "segment_2": "*" + " ".join(BOOKSORT_WORDS[p2 : p2 + 3]) + "*",
+                    "seg1_pos": p1,
+                    "seg2_pos": p2,
+                    "distance_bin": edge,
+                    "present_seg1_first": (k + b) % 2,
+                    "excerpt_pos": 0.25,
+                    "excerpt_text": "*" + BOOKSORT_EXCERPT + "*\n\n",
+                    "book_title": "The Murder Of Roger Ackroyd",
+                    "num_words": 1000,
+                }
+            )
+    return rows
+
+
+@pytest.fixture
+def booksort_release():
+    """Rows in the released Book-SORT format, with the words, excerpt and (seg1, seg2, right edge) pairs behind them."""
+    return SimpleNamespace(
+        words=BOOKSORT_WORDS, excerpt=BOOKSORT_EXCERPT, pairs=BOOKSORT_PAIRS, rows=_booksort_release_rows()
+    )

@@ -11,38 +11,10 @@ from knowlab.core.io import DataError
 from knowlab.sort.build import ITEM_KEYS
 from knowlab.sort.release import load_booksort_release
 
-WORDS = ("Alpha beta gamma. Delta epsilon zeta eta. Theta iota kappa lambda mu. Nu xi omicron pi. " * 3).split()
-EXCERPT = " ".join(WORDS[:40])
-# (seg1_pos, seg2_pos, released right edge) per bin for L_E = 40: edges 10, 13, 20, 32.
-PAIRS = [(0, 3, 10), (3, 15, 13), (7, 22, 20), (0, 27, 32)]
 
-
-def _release_rows() -> list[dict]:
-    rows = []
-    for k in range(3):
-        for b, (p1, p2, edge) in enumerate(PAIRS):
-            rows.append(
-                {
-                    "book_idx": 69087,
-                    "excerpt_idx": k,
-                    "segment_idx": 0,
-                    "segment_1": "*" + " ".join(WORDS[p1 : p1 + 3]) + "*",
-                    "segment_2": "*" + " ".join(WORDS[p2 : p2 + 3]) + "*",
-                    "seg1_pos": p1,
-                    "seg2_pos": p2,
-                    "distance_bin": edge,
-                    "present_seg1_first": (k + b) % 2,
-                    "excerpt_pos": 0.25,
-                    "excerpt_text": "*" + EXCERPT + "*\n\n",
-                    "book_title": "The Murder Of Roger Ackroyd",
-                    "num_words": 1000,
-                }
-            )
-    return rows
-
-
-def test_load_booksort_release_local_formats(tmp_path):
-    frame = pd.DataFrame(_release_rows())
+def test_load_booksort_release_local_formats(tmp_path, booksort_release):
+    WORDS, EXCERPT, PAIRS = booksort_release.words, booksort_release.excerpt, booksort_release.pairs
+    frame = pd.DataFrame(booksort_release.rows)
     hub_like = tmp_path / "hub" / "data"
     hub_like.mkdir(parents=True)
     frame[frame.excerpt_idx < 2].to_parquet(hub_like / "test-00000-of-00001.parquet")

@@ -358,12 +358,10 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path):
     assert "generate_" not in dry and "rule split:" in dry and "rule grounding_items:" in dry
 
 
-def test_released_booksort_items_feed_the_sort_rules(tmp_path):
+def test_released_booksort_items_feed_the_sort_rules(tmp_path, booksort_release):
     """sort.source: release reads the released items (no book texts, so no RAG) and the DAG needs no retrieval."""
-    from test_sort_build import _release_rows
-
     release = tmp_path / "booksort.jsonl"
-    pd.DataFrame(_release_rows()).to_json(release, orient="records", lines=True)
+    pd.DataFrame(booksort_release.rows).to_json(release, orient="records", lines=True)
     config = tmp_path / "release.yaml"
     config.write_text(json.dumps({"sort": {"source": "release", "release": {"path": str(release)},
                                            "conditions": ["baseline", "in_context"]}}))  # fmt: skip
