@@ -108,3 +108,28 @@ def test_imports_at_module_top(name):
             elif "# deferred:" not in body:
                 problems.append(f"{where}: import inside a function without a '# deferred: <why>' comment")
     assert not problems, "\n".join(problems)
+
+
+# What each package may import besides itself and the core: the studies of FictionalQA runs
+# (SORT on the fiction documents, grounding across fine-tuning) read knowlab.fictionalqa.
+ALLOWED = {
+    "knowlab.core": set(),
+    "knowlab.fictionalqa": set(),
+    "knowlab.sort": {"knowlab.fictionalqa"},
+    "knowlab.grounding": {"knowlab.fictionalqa"},
+    "knowlab.fiction_generation": {"knowlab.fictionalqa"},
+}
+
+
+def test_dependencies_go_one_way():
+    """The core imports no study; a study imports the core, itself and (where it studies its runs) FictionalQA."""
+    problems = []
+    for module, targets in _graph().items():
+        package = next((p for p in ALLOWED if module == p or module.startswith(p + ".")), None)
+        if package is None:
+            continue
+        allowed = {package, "knowlab.core", *ALLOWED[package]}
+        for target in sorted(targets):
+            if not any(target == a or target.startswith(a + ".") for a in allowed):
+                problems.append(f"{module} imports {target}")
+    assert not problems, "\n".join(problems)
