@@ -1,16 +1,17 @@
 # Paths, the names the rules expand over, wildcard constraints and input functions.
 # Cross-field config checks are knowlab.config.check_config (called by the Snakefile).
-from knowlab.config import RAG_CONDITIONS, base_eval_model, model_name, settings_note
+from knowlab.config import base_eval_model, base_model_name, settings_note
 from knowlab.core.checkpoints import BASE_RUN, checkpoint_dir, checkpoint_steps
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.fictionalqa.corpus.schema import TABLES
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names
 from knowlab.sort.finetune import PARAMETRIC_RUNS
+from knowlab.sort.prompts import RAG_CONDITIONS
 
 BASEDIR = workflow.basedir
 BASE_MODEL = "resources/base_model"
 # the model's name in item rows and figures, and the settings line under every figure
-MODEL_NAME = model_name(config)
+MODEL_NAME = base_model_name(config)
 FIGURE_NOTE = settings_note(config)
 
 # FictionalQA (seed 004)
@@ -109,20 +110,27 @@ def checkpoint_path(wildcards, input):
     return str(checkpoint_dir(input.model, _step(wildcards), prefix))
 
 
-def run_items(run):
-    """Item tables of every checkpoint of ``run``: step 0 is the base model's."""
-    return [
-        f"results/evaluate/{BASE_RUN if step == 0 else run}/step-{step}.parquet"
-        for step in STEPS
-    ]
+def run_items(*runs):
+    """Item tables of every checkpoint of ``runs``: step 0 is the base model's, listed once."""
+    return list(
+        dict.fromkeys(
+            f"results/evaluate/{BASE_RUN if step == 0 else run}/step-{step}.parquet"
+            for run in runs
+            for step in STEPS
+        )
+    )
 
 
 def compared_runs(wildcards):
     """A fiction run is compared with the control (when there is one)."""
-    runs = [wildcards.run]
     if config["finetune"]["control"] and wildcards.run != CONTROL:
-        runs.append(CONTROL)
-    return list(dict.fromkeys(p for r in runs for p in run_items(r)))
+        return [wildcards.run, CONTROL]
+    return [wildcards.run]
+
+
+def compared_items(wildcards):
+    """Item tables of the compared runs' checkpoints."""
+    return run_items(*compared_runs(wildcards))
 
 
 # ----------------------------------------------------------------- input functions

@@ -149,7 +149,7 @@ rule evaluate:
 
 rule paired_tests:
     input:
-        item_tables=compared_runs,
+        item_tables=compared_items,
     output:
         mcnemar="results/stats/{run}/{suite}_mcnemar.parquet",
         ttest="results/stats/{run}/{suite}_ttest.parquet",
@@ -161,21 +161,14 @@ rule paired_tests:
     params:
         cfg=config["stats"],
         control=CONTROL,
-        runs=lambda wildcards: [
-            wildcards.run,
-            *(
-                [CONTROL]
-                if config["finetune"]["control"] and wildcards.run != CONTROL
-                else []
-            ),
-        ],
+        runs=compared_runs,
     script:
         "../scripts/paired_tests.py"
 
 
 rule summary:
     input:
-        item_tables=list(dict.fromkeys(p for run in RUNS for p in run_items(run))),
+        item_tables=run_items(*RUNS),
         splits=expand("results/splits/{split}.json", split=FICTION_RUNS),
         train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
     output:

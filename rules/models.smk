@@ -58,7 +58,12 @@ rule finetune:
         recipe=finetune_recipe,
         run=lambda wildcards: wildcards.training.split("/")[-1],
         cfg=config["finetune"],
-        parametric=config["sort"]["parametric"],
+        # only the SORT runs read (and rerun on a change of) sort.parametric
+        parametric=lambda wildcards: (
+            config["sort"]["parametric"]
+            if finetune_recipe(wildcards) == "sort_parametric"
+            else None
+        ),
         seed=config["seed"],
     script:
         "../scripts/finetune.py"

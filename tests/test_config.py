@@ -7,7 +7,7 @@ import pytest
 import yaml
 from snakemake.utils import update_config, validate
 
-from knowlab.config import base_eval_model, check_config, model_name, settings_note
+from knowlab.config import base_eval_model, base_model_name, check_config, settings_note
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,8 +60,8 @@ def test_generation_rules():
 def test_derived_names():
     cfg = _config()
     assert base_eval_model(cfg) == "base_model"
-    assert model_name(cfg) == "SmolLM2-135M-Instruct.Q4_1"
-    assert model_name(_config({"model": {"source": "tiny_random"}})) == "tiny random Llama (test)"
+    assert base_model_name(cfg) == "SmolLM2-135M-Instruct.Q4_1"
+    assert base_model_name(_config({"model": {"source": "tiny_random"}})) == "tiny random Llama (test)"
     note = settings_note(cfg)
     assert (
         note.startswith("SmolLM2-135M-Instruct.Q4_1; seed ")

@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
-from knowlab.sort.prompts import get_rag_reading, get_template, rag_readings, templates
-
-RAG_CONDITIONS = ("rag", "oracle_rag")
+from knowlab.sort.prompts import RAG_CONDITIONS, get_rag_reading, get_template, rag_readings, templates
 
 
 def base_eval_model(config: Mapping[str, Any]) -> str:
@@ -38,7 +36,7 @@ def base_eval_model(config: Mapping[str, Any]) -> str:
     return name
 
 
-def model_name(config: Mapping[str, Any]) -> str:
+def base_model_name(config: Mapping[str, Any]) -> str:
     """The base model's display name in item rows and figures (the GGUF file's stem, the Hub id,
     or "tiny random Llama (test)")."""
     model = config["model"]
@@ -127,6 +125,6 @@ def settings_note(config: Mapping[str, Any]) -> str:
     finetune = config["finetune"]
     sequences = finetune["micro_batch_size"] * finetune["gradient_accumulation_steps"]
     return (
-        f"{model_name(config)}; seed {config['seed']}; {finetune['max_steps']} steps of {sequences} sequences, "
+        f"{base_model_name(config)}; seed {config['seed']}; {finetune['max_steps']} steps of {sequences} sequences, "
         f"fiction rate {finetune['fiction_rate']}; MCQ distractors: {config['mcq']['distractors']}"
     )
