@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,18 @@ def flops_per_token(config, n_params: int, seq_len: int) -> float:
     return 6 * n_params + 12 * config.num_hidden_layers * config.num_attention_heads * head_dim * seq_len
 
 
+class _StepTimes(logging.Handler):
+    """The time of the trainer's log record at the start of training and after each step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith(("run ", "step ")):
+            self.times.append(record.created)
+
+
 def run_ours(args, texts: list[str], out_dir: str) -> list[float]:
     """Our ``finetune``; returns the end time of every optimizer step (s, from its start)."""
     from knowlab.core.train import finetune
@@ -95,14 +108,19 @@ def run_ours(args, texts: list[str], out_dir: str) -> list[float]:
         "max_steps": args.steps,
         "checkpoint_every": args.steps,
         "micro_batch_size": args.micro_batch_size,
-        "gradient_accumulation_steps": args.grad_accum,
+        "global_batch_size": args.micro_batch_size * args.grad_accum,
         "seq_len": args.seq_len,
     }
+    times = _StepTimes()
+    trainer_log = logging.getLogger("knowlab.core.train")
+    trainer_log.addHandler(times)
+    trainer_log.setLevel(logging.INFO)
+    trainer_log.propagate = False
     train_log = finetune(
         base_model=args.model, out_dir=out_dir, run="benchmark", fiction_texts=[], webtext_texts=texts, cfg=cfg, seed=0
     )
     assert (train_log["tokens"] == args.micro_batch_size * args.grad_accum * args.seq_len).all()
-    return train_log["wall_s"].tolist()
+    return [t - times.times[0] for t in times.times[1:]]
 
 
 def run_trainer(args, texts: list[str], out_dir: str) -> tuple[list[float], int]:
@@ -160,14 +178,14 @@ CFG = {
     "gradient_clipping": 1.0,
     "precision": "fp32",
     "zero_stage": 0,
+    "offload": {"optimizer": False, "parameters": False},
+    "gradient_checkpointing": False,
     "lora": {"enabled": False},
 }
 
 
 def worker(args) -> None:
     """One path in this process: write its step end times and the peak to ``args.out`` (JSON)."""
-    import logging
-
     import torch
     from transformers import AutoTokenizer
 

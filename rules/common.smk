@@ -1,7 +1,12 @@
 # Paths, the names the rules expand over, wildcard constraints and input functions.
 # Cross-field config checks are knowlab.config.check_config (called by the Snakefile).
+import json
+
+from snakemake.settings.types import DeploymentMethod
+
 from knowlab.config import base_eval_model, base_model_name, settings_note
-from knowlab.core.checkpoints import BASE_RUN, checkpoint_dir, checkpoint_steps
+from knowlab.core.checkpoints import BASE_RUN, checkpoint_steps
+from knowlab.core.train import launch_command
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.fictionalqa.corpus.schema import TABLES
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names
@@ -80,34 +85,54 @@ wildcard_constraints:
 # ----------------------------------------------------------------- checkpoints
 # Step 0 of every run is the base model (knowlab.core.checkpoints): it is evaluated
 # once, as run `base_model`, and its rows serve as step 0 of every run.
+# Fine-tuning runs as a chain of jobs, one per checkpoint (knowlab.core.train): the job of
+# checkpoint N resumes from the training state the job of the previous one saved.
+
+# every fine-tuning run's folder under results/ and its checkpoints after 0, in training order
+TRAININGS = {
+    **{f"finetune/{run}": [f"step-{s}" for s in STEPS[1:]] for run in RUNS},
+    **{
+        f"sort/parametric/{prun}": [f"epoch-{e}" for e in range(1, SORT_EPOCHS + 1)]
+        for prun in PARAMETRIC_RUNS
+    },
+}
+
+
+def _alternatives(names):
+    """A wildcard regex matching exactly ``names`` (one that matches nothing when empty)."""
+    return "|".join(sorted(set(names))) or "(?!)"
+
+
+# the last checkpoint of a run saves no training state (nothing resumes from it)
+LAST_CHECKPOINTS = _alternatives(ckpts[-1] for ckpts in TRAININGS.values())
+INNER_CHECKPOINTS = _alternatives(c for ckpts in TRAININGS.values() for c in ckpts[:-1])
 
 
 def _step(wildcards):
     return int(wildcards.get("step", wildcards.get("epoch", -1)))
 
 
-def training_dir(wildcards):
-    """The folder a run's fine-tuning writes: a FictionalQA run, or a SORT parametric run."""
-    if "prun" in wildcards.keys():
-        return f"{SORT}/parametric/{wildcards.prun}"
-    return f"results/finetune/{wildcards.run}"
-
-
 def checkpoint_input(wildcards):
-    """The base model at step (or epoch) 0, else the run's checkpoints folder."""
-    return (
-        BASE_MODEL
-        if _step(wildcards) == 0
-        else f"{training_dir(wildcards)}/checkpoints"
-    )
+    """The base model at step (or epoch) 0, else the run's checkpoint folder of that step."""
+    if _step(wildcards) == 0:
+        return BASE_MODEL
+    if "prun" in wildcards.keys():
+        return f"{SORT}/parametric/{wildcards.prun}/checkpoints/epoch-{wildcards.epoch}"
+    return f"results/finetune/{wildcards.run}/checkpoints/step-{wildcards.step}"
 
 
 def checkpoint_path(wildcards, input):
-    """The checkpoint folder itself: the base model at step 0, else ``step-N`` (``epoch-N``)."""
-    if _step(wildcards) == 0:
-        return input.model
-    prefix = "epoch" if "epoch" in wildcards.keys() else "step"
-    return str(checkpoint_dir(input.model, _step(wildcards), prefix))
+    """The folder the evaluation loads (the base model at step 0, else the checkpoint)."""
+    return input.model
+
+
+def train_logs(*trainings):
+    """The per-checkpoint training logs of runs, in training order."""
+    return [
+        f"results/{training}/train_log/{ckpt}.parquet"
+        for training in trainings
+        for ckpt in TRAININGS[training]
+    ]
 
 
 def run_items(*runs):
@@ -191,17 +216,70 @@ def finetune_recipe(wildcards):
 
 
 def finetune_inputs(wildcards):
+    """The base model, the recipe's data and, after the first checkpoint, the previous one's state."""
     inputs = {"model": BASE_MODEL}
+    checkpoints = TRAININGS[wildcards.training]
+    at = checkpoints.index(wildcards.checkpoint)
+    if at:
+        inputs["state"] = f"results/{wildcards.training}/state/{checkpoints[at - 1]}"
     if finetune_recipe(wildcards) == "sort_parametric":
         inputs["texts"] = f"{SORT}/parametric/texts.json"
         return inputs
-    run = wildcards.training.split("/")[-1]
+    run = Path(wildcards.training).name
     inputs["webtext"] = "resources/webtext/train.jsonl"
     if run != CONTROL:
         inputs["split"] = f"results/splits/{run}.json"
         inputs["fictions"] = f"{FICTION}/fictions.jsonl"
         inputs["fictsheets"] = f"{FICTION}/fictsheets.jsonl"
     return inputs
+
+
+# One process per GPU (or CPU worker): the launch command and the job's SLURM request.
+# Outside conda envs the workflow's own interpreter runs the job (a venv need not be active).
+_PYTHON = (
+    "python"
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    else sys.executable
+)
+_DISTRIBUTED = config["finetune"]["distributed"]
+FINETUNE_PROCESSES = _DISTRIBUTED["nodes"] * _DISTRIBUTED["processes_per_node"]
+FINETUNE_LAUNCH = (
+    f"PYTHONPATH={BASEDIR}/src${{PYTHONPATH:+:$PYTHONPATH}} "
+    + launch_command(_DISTRIBUTED, _PYTHON)
+)
+# snakemake-executor-plugin-slurm: --nodes, --gpus (all nodes), --ntasks-per-gpu 1; with
+# srun, `mpi` keeps the job step from wrapping the launch in a one-task srun of its own
+FINETUNE_RESOURCES = {"nodes": _DISTRIBUTED["nodes"], "gpu": FINETUNE_PROCESSES}
+if _DISTRIBUTED["launcher"] == "srun" and FINETUNE_PROCESSES > 1:
+    FINETUNE_RESOURCES |= {
+        "tasks_per_gpu": 1,
+        "tasks": FINETUNE_PROCESSES,
+        "mpi": "srun",
+    }
+
+
+def finetune_spec(wildcards, input, output):
+    """The job's JSON argument (knowlab.finetune_job): recipe, run, checkpoint, paths, config
+    (not the run list, so that adding a run does not retrain the others)."""
+    recipe = finetune_recipe(wildcards)
+    spec = {
+        "recipe": recipe,
+        "run": Path(wildcards.training).name,
+        "checkpoint": wildcards.checkpoint,
+        "inputs": dict(input.items()),
+        "outputs": dict(output.items()),
+        "finetune": {
+            key: value
+            for key, value in config["finetune"].items()
+            if key not in ("runs", "control")
+        },
+        # only the SORT runs read (and rerun on a change of) sort.parametric
+        "parametric": (
+            config["sort"]["parametric"] if recipe == "sort_parametric" else None
+        ),
+        "seed": config["seed"],
+    }
+    return json.dumps(spec, sort_keys=True)
 
 
 def eval_model_dir(name):

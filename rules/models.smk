@@ -1,6 +1,7 @@
 # Models shared by the studies: the base model (pinned by sha256), models evaluated as
 # they are, and fine-tuning: one rule for every run of every study, the recipe chosen
-# by the output folder (a FictionalQA run, or a SORT parametric-memory run).
+# by the output folder (a FictionalQA run, or a SORT parametric-memory run), one job per
+# checkpoint, each launched as one process per GPU (finetune.distributed).
 
 
 rule base_model:
@@ -36,34 +37,55 @@ rule eval_model:
 
 
 rule finetune:
+    """One checkpoint interval of one run: from the previous checkpoint's training state (or the
+    base model) to this checkpoint, which it saves with the state the next interval resumes from.
+    The state is temporary: Snakemake deletes it once the next interval has finished."""
     input:
         unpack(finetune_inputs),
     output:
-        checkpoints=directory("results/{training}/checkpoints"),
-        train_log="results/{training}/train_log.parquet",
-        manifest="results/{training}/manifest.json",
+        checkpoint=directory("results/{training}/checkpoints/{checkpoint}"),
+        state=temp(directory("results/{training}/state/{checkpoint}")),
+        train_log="results/{training}/train_log/{checkpoint}.parquet",
+        manifest="results/{training}/checkpoints/{checkpoint}.manifest.json",
     log:
-        "results/logs/{training}.log",
+        "results/logs/{training}/{checkpoint}.log",
     wildcard_constraints:
-        training="|".join(
-            [f"finetune/{run}" for run in RUNS]
-            + [f"sort/parametric/{prun}" for prun in PARAMETRIC_RUNS]
-        ),
+        training="|".join(TRAININGS),
+        checkpoint=INNER_CHECKPOINTS,
     conda:
         "../envs/train.yaml"
     threads: config["threads"]
     resources:
-        gpu=1,
+        **FINETUNE_RESOURCES,
     params:
-        recipe=finetune_recipe,
-        run=lambda wildcards: wildcards.training.split("/")[-1],
-        cfg=config["finetune"],
-        # only the SORT runs read (and rerun on a change of) sort.parametric
-        parametric=lambda wildcards: (
-            config["sort"]["parametric"]
-            if finetune_recipe(wildcards) == "sort_parametric"
-            else None
-        ),
-        seed=config["seed"],
+        launch=FINETUNE_LAUNCH,
+        spec=finetune_spec,
+    shell:
+        "{params.launch} -m knowlab.finetune_job --threads {threads} {params.spec:q} > {log} 2>&1"
+
+
+use rule finetune as finetune_last with:
+    output:
+        checkpoint=directory("results/{training}/checkpoints/{checkpoint}"),
+        train_log="results/{training}/train_log/{checkpoint}.parquet",
+        manifest="results/{training}/checkpoints/{checkpoint}.manifest.json",
+    wildcard_constraints:
+        training="|".join(TRAININGS),
+        checkpoint=LAST_CHECKPOINTS,
+
+
+rule train_log:
+    """A run's training log, one row per optimizer step, from its checkpoints' logs."""
+    input:
+        logs=lambda wildcards: train_logs(wildcards.training),
+    output:
+        train_log="results/{training}/train_log.parquet",
+        manifest="results/{training}/train_log.manifest.json",
+    log:
+        "results/logs/{training}/train_log.log",
+    wildcard_constraints:
+        training="|".join(TRAININGS),
+    conda:
+        "../envs/data.yaml"
     script:
-        "../scripts/finetune.py"
+        "../scripts/train_log.py"

@@ -361,3 +361,6 @@ if FICTION_RUNS:
     SORT_OUTPUTS += [f"{SORT}/fiction/stats/manifest.json"]
 if config["sort"]["parametric"]["enabled"]:
     SORT_OUTPUTS += [f"{SORT}/parametric/stats/manifest.json"]
+    SORT_OUTPUTS += expand(
+        f"{SORT}/parametric/{{prun}}/train_log.parquet", prun=PARAMETRIC_RUNS
+    )

@@ -23,7 +23,7 @@ FINETUNE_CFG = {
     "fiction_rate": 0.5,
     "fiction_warmup_steps": 1,
     "micro_batch_size": 2,
-    "gradient_accumulation_steps": 2,
+    "global_batch_size": 4,
     "seq_len": 64,
     "lr": 1e-2,
     "min_lr": 1e-3,
@@ -32,6 +32,8 @@ FINETUNE_CFG = {
     "gradient_clipping": 1.0,
     "precision": "auto",
     "zero_stage": 0,
+    "offload": {"optimizer": False, "parameters": False},
+    "gradient_checkpointing": False,
     "lora": {"enabled": False, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
 }
 

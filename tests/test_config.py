@@ -38,6 +38,17 @@ def test_shipped_configs_pass(name):
         ({"sort": {"rag_readings": [{"id": "x", "reading": "no passages"}]}}, "sort.rag_readings: RAG reading 'x'"),
         ({"sort": {"source": "release", "conditions": ["baseline", "rag"]}}, "sort.conditions rag/oracle_rag need"),
         ({"eval_models": {"base_model": "org/model"}}, "eval_models must name the base model"),
+        (
+            {"finetune": {"distributed": {"processes_per_node": 3}}},
+            "finetune.global_batch_size (4) must be a multiple of micro_batch_size x processes (1 x 3",
+        ),
+        (
+            {"sort": {"parametric": {"finetune": {"global_batch_size": 3, "micro_batch_size": 2}}}},
+            "sort.parametric.finetune.global_batch_size (3) must be a multiple",
+        ),
+        ({"finetune": {"distributed": {"nodes": 2}}}, "torchrun starts the processes of one node; use srun"),
+        ({"finetune": {"offload": {"parameters": True}, "zero_stage": 2}}, "finetune.offload.parameters needs"),
+        ({"finetune": {"offload": {"optimizer": True}}}, "finetune.offload.optimizer needs finetune.zero_stage 1"),
     ],
 )
 def test_each_rule_names_its_keys(overlay, message):

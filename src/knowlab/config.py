@@ -65,6 +65,31 @@ def _check_generation(config: Mapping[str, Any]) -> None:
         )
 
 
+def _check_finetune(config: Mapping[str, Any]) -> None:
+    finetune = config["finetune"]
+    distributed = finetune["distributed"]
+    processes = distributed["nodes"] * distributed["processes_per_node"]
+    if distributed["launcher"] == "torchrun" and distributed["nodes"] > 1:
+        raise ValueError(
+            "finetune.distributed.launcher: torchrun starts the processes of one node; use srun for nodes > 1"
+        )
+    batches = [("finetune", finetune)]
+    if config["sort"]["parametric"]["enabled"]:
+        batches.append(("sort.parametric.finetune", {**finetune, **config["sort"]["parametric"]["finetune"]}))
+    for key, block in batches:
+        if block["global_batch_size"] % (block["micro_batch_size"] * processes):
+            raise ValueError(
+                f"{key}.global_batch_size ({block['global_batch_size']}) must be a multiple of micro_batch_size x "
+                f"processes ({block['micro_batch_size']} x {processes}, finetune.distributed)"
+            )
+    if finetune["offload"]["parameters"] and finetune["zero_stage"] != 3:
+        raise ValueError(
+            "finetune.offload.parameters needs finetune.zero_stage: 3 (only stage 3 partitions parameters)"
+        )
+    if finetune["offload"]["optimizer"] and finetune["zero_stage"] == 0:
+        raise ValueError("finetune.offload.optimizer needs finetune.zero_stage 1, 2 or 3 (ZeRO-Offload)")
+
+
 def _check_fictionalqa(config: Mapping[str, Any]) -> None:
     mcq = config["mcq"]
     if mcq["distractors"] == "model_ranked":
@@ -109,13 +134,17 @@ def check_config(config: Mapping[str, Any]) -> None:
     supplies ``max(mcq.n_choices) - 1`` alternates; every ``stats.suites`` entry is built by
     ``mcq.n_choices``; ``sort.segment_lengths`` (and ``sort.fiction``'s) are below every
     excerpt length; ``sort.template``, ``sort.rag_readings`` and ``sort.rag_reading`` name
-    valid entries; ``sort.source: release`` has no RAG condition.
+    valid entries; ``sort.source: release`` has no RAG condition; every global batch
+    (``finetune`` and ``sort.parametric.finetune``) divides into micro-batches over the
+    ``finetune.distributed`` processes; torchrun runs on one node; offload needs ZeRO
+    (parameters: stage 3).
 
     Raises:
         ValueError: the first rule broken, with a message naming the config keys.
     """
     base_eval_model(config)
     _check_generation(config)
+    _check_finetune(config)
     _check_fictionalqa(config)
     _check_sort(config)
 
@@ -123,7 +152,7 @@ def check_config(config: Mapping[str, Any]) -> None:
 def settings_note(config: Mapping[str, Any]) -> str:
     """The line printed under every FictionalQA figure: model, seed, batches, fiction rate, distractors."""
     finetune = config["finetune"]
-    sequences = finetune["micro_batch_size"] * finetune["gradient_accumulation_steps"]
+    sequences = finetune["global_batch_size"]
     return (
         f"{base_model_name(config)}; seed {config['seed']}; {finetune['max_steps']} steps of {sequences} sequences, "
         f"fiction rate {finetune['fiction_rate']}; MCQ distractors: {config['mcq']['distractors']}"

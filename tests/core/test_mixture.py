@@ -6,7 +6,9 @@ from knowlab.core.mixture import MixtureSampler
 
 
 def test_warmup_is_fiction_free_then_rate_holds():
-    sampler = MixtureSampler(n_fiction=10, n_webtext=1000, fiction_rate=0.25, warmup_steps=5, sequences_per_step=8, seed=1)
+    sampler = MixtureSampler(
+        n_fiction=10, n_webtext=1000, fiction_rate=0.25, warmup_steps=5, sequences_per_step=8, seed=1
+    )
     batches = [sampler.step(t) for t in range(400)]
     assert all(src == "webtext" for batch in batches[:5] for src, _ in batch)
     after = [src for batch in batches[5:] for src, _ in batch]
@@ -41,3 +43,17 @@ def test_bad_arguments():
         MixtureSampler(0, 5, 0.1, 0, 1, 0)
     with pytest.raises(ValueError, match="webtext pool is empty"):
         MixtureSampler(5, 0, 0.1, 0, 1, 0)
+
+
+def test_a_resumed_sampler_draws_what_an_uninterrupted_one_draws():
+    whole = MixtureSampler(5, 7, 0.4, 1, 6, seed=2)
+    draws = [whole.step(t) for t in range(6)]
+    first = MixtureSampler(5, 7, 0.4, 1, 6, seed=2)
+    for t in range(3):
+        first.step(t)
+    resumed = MixtureSampler(5, 7, 0.4, 1, 6, seed=2)
+    resumed.load_state_dict(first.state_dict())
+    assert [resumed.step(t) for t in range(3, 6)] == draws[3:]
+    assert resumed.counters() == whole.counters()
+    with pytest.raises(ValueError, match="the webtext pool has 8 sequences, the saved state 7"):
+        MixtureSampler(5, 8, 0.4, 1, 6, seed=2).load_state_dict(first.state_dict())

@@ -3,7 +3,14 @@
 import pytest
 import torch
 
-from knowlab.core.train import finetune
+from knowlab.core.train import (
+    TrainingDiverged,
+    accumulation_steps,
+    deepspeed_config,
+    finetune,
+    launch_command,
+    train_segment,
+)
 
 pytestmark = pytest.mark.usefixtures("restore_environment")
 
@@ -32,15 +39,13 @@ def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tm
     assert (log.loc[0, "fiction_samples_seen"] == 0) and log["fiction_samples_seen"].iloc[-1] > 0
     assert {"loss", "lr", "tokens", "fiction_epochs", "webtext_epochs"} <= set(log.columns)
     assert log["lr"].iloc[-1] == pytest.approx(1e-3)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-0", "step-2", "step-4"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-2", "step-4"]  # step 0 is the base model
     if lora:
         assert (tmp_path / "step-4" / "adapter_config.json").is_file()
     ids = torch.tensor([[1, 2, 3, 4, 5]])
     with torch.no_grad():
-        first = AutoModelForCausalLM.from_pretrained(tmp_path / "step-0")(ids).logits
         last = AutoModelForCausalLM.from_pretrained(tmp_path / "step-4")(ids).logits
         base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)(ids).logits
-    torch.testing.assert_close(first, base)
     assert not torch.allclose(last, base)
 
 
@@ -77,3 +82,80 @@ def test_same_seed_same_run(tiny_model_dir, corpus, tmp_path, finetune_cfg):
     assert logs[0][cols].equals(logs[1][cols])
     a = (tmp_path / "0" / "step-4" / "model.safetensors").read_bytes()
     assert a == (tmp_path / "1" / "step-4" / "model.safetensors").read_bytes()
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_a_chain_of_segments_is_the_run_in_one_go(tiny_model_dir, corpus, tmp_path, lora, finetune_cfg):
+    """Resuming from a saved state (weights, optimizer, scheduler, sampler, RNG: LoRA dropout draws
+    from it) gives the weights and log of an uninterrupted run, byte for byte."""
+    fiction, webtext = _texts(corpus)
+    cfg = finetune_cfg
+    cfg["lora"] |= {"enabled": lora, "dropout": 0.1}
+    runs = {}
+    for every in (1, 4):  # four segments of one step, one of four steps
+        log = finetune(
+            base_model=tiny_model_dir,
+            out_dir=tmp_path / str(every),
+            run="doc",
+            fiction_texts=fiction,
+            webtext_texts=webtext,
+            cfg=cfg | {"checkpoint_every": every},
+            seed=3,
+        )
+        weights = "adapter_model.safetensors" if lora else "model.safetensors"
+        runs[every] = (log, (tmp_path / str(every) / "step-4" / weights).read_bytes())
+    assert runs[1][0].equals(runs[4][0])
+    assert runs[1][1] == runs[4][1]
+    assert not (tmp_path / "1" / ".state").exists()
+
+
+def test_a_diverged_run_stops_and_saves_nothing(tiny_model_dir, corpus, tmp_path, finetune_cfg):
+    fiction, webtext = _texts(corpus)
+    cfg = finetune_cfg | {"lr": 1e30, "min_lr": 1e30, "lr_warmup_steps": 0, "gradient_clipping": 0.0}
+    with pytest.raises(TrainingDiverged, match=r"run doc: the loss is nan at step \d+; training stopped"):
+        train_segment(
+            base_model=tiny_model_dir,
+            run="doc",
+            fiction_texts=fiction,
+            webtext_texts=webtext,
+            cfg=cfg,
+            seed=0,
+            end_step=4,
+            checkpoint_out=tmp_path / "step-4",
+            state_out=tmp_path / "state",
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_state_resumes_only_its_own_run(tiny_model_dir, corpus, tmp_path, finetune_cfg):
+    fiction, webtext = _texts(corpus)
+    common = dict(base_model=tiny_model_dir, fiction_texts=fiction, webtext_texts=webtext, cfg=finetune_cfg, seed=0)
+    train_segment(run="doc", end_step=2, checkpoint_out=tmp_path / "step-2", state_out=tmp_path / "state", **common)
+    with pytest.raises(ValueError, match="state of run 'doc' at world size 1 cannot resume run 'event'"):
+        train_segment(run="event", end_step=4, checkpoint_out=tmp_path / "x", resume_state=tmp_path / "state", **common)
+    with pytest.raises(ValueError, match="from step 2 cannot end at step 2"):
+        train_segment(run="doc", end_step=2, checkpoint_out=tmp_path / "x", resume_state=tmp_path / "state", **common)
+
+
+def test_the_global_batch_is_shared_among_ranks(finetune_cfg):
+    assert accumulation_steps(128, 4, 8) == 4 and accumulation_steps(4, 2, 1) == 2
+    with pytest.raises(
+        ValueError, match=r"global_batch_size \(6\) is not a multiple of micro_batch_size x world size \(2 x 2\)"
+    ):
+        accumulation_steps(6, 2, 2)
+    cfg = finetune_cfg | {"zero_stage": 3, "offload": {"optimizer": True, "parameters": True}}
+    zero = deepspeed_config(cfg, world_size=2, bf16=True)["zero_optimization"]
+    assert zero["stage"] == 3 and zero["stage3_gather_16bit_weights_on_model_save"]
+    assert zero["offload_optimizer"]["device"] == zero["offload_param"]["device"] == "cpu"
+    assert "offload_param" not in deepspeed_config(finetune_cfg, 1, False)["zero_optimization"]
+
+
+def test_launch_commands():
+    one = {"launcher": "torchrun", "nodes": 1, "processes_per_node": 1}
+    assert launch_command(one, "py") == "py"
+    torchrun = launch_command(one | {"processes_per_node": 4}, "py")
+    assert torchrun == "py -m torch.distributed.run --standalone --nnodes 1 --nproc-per-node 4"
+    srun = launch_command({"launcher": "srun", "nodes": 2, "processes_per_node": 4}, "py")
+    assert srun.endswith("srun --nodes 2 --ntasks 8 --ntasks-per-node 4 py") and "MASTER_ADDR=$(scontrol" in srun
+    with pytest.raises(ValueError, match="use srun for nodes > 1"):
+        launch_command({"launcher": "torchrun", "nodes": 2, "processes_per_node": 1}, "py")

@@ -20,14 +20,16 @@ def test_fiction_run_and_control(tmp_path, tiny_model_dir, corpus, split_name, f
         (tmp_path / "split.json").write_text(json.dumps(split))
         write_jsonl(tmp_path / "fictsheets.jsonl", corpus["fictsheets"])
         inputs |= {"split": str(tmp_path / "split.json"), "fictsheets": str(tmp_path / "fictsheets.jsonl")}
+    cfg = finetune_cfg | {"global_batch_size": 2}
+    run = split_name or "control"
+    outputs = {"checkpoint": tmp_path / "step-2", "state": tmp_path / "state"}
+    first = finetune_run(run, "step-2", inputs, outputs, cfg, None, seed=0)
     log = finetune_run(
-        split_name or "control",
-        inputs,
-        tmp_path / "out",
-        finetune_cfg | {"gradient_accumulation_steps": 1},
-        None,
-        seed=0,
+        run, "step-4", inputs | {"state": tmp_path / "state"}, {"checkpoint": tmp_path / "step-4"}, cfg, None, 0
     )
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["step-0", "step-2", "step-4"]
+    assert list(first["step"]) == [1, 2] and list(log["step"]) == [3, 4]
+    assert (tmp_path / "step-2" / "model.safetensors").is_file() and (
+        tmp_path / "step-4" / "model.safetensors"
+    ).is_file()
     assert (log["fiction_samples_seen"].iloc[-1] > 0) == bool(split_name)
     assert (log["run"] == (split_name or "control")).all()

@@ -1,4 +1,4 @@
-"""The SORT parametric-memory fine-tuning recipe: one checkpoint per epoch, the books run mixes in chunks."""
+"""The SORT parametric-memory fine-tuning recipe: one segment per epoch, the books run mixes in chunks."""
 
 import json
 
@@ -18,7 +18,7 @@ def cfg(finetune_cfg):
 
 
 @pytest.mark.parametrize("run", ["books", "instructions"])
-def test_a_checkpoint_per_epoch(tmp_path, tiny_model_dir, corpus, run, cfg):
+def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, cfg):
     fictions = [r["fiction"] for r in corpus["fictions"]]
     texts = {
         "books": fictions[:4],
@@ -28,15 +28,33 @@ def test_a_checkpoint_per_epoch(tmp_path, tiny_model_dir, corpus, run, cfg):
     }
     (tmp_path / "texts.json").write_text(json.dumps(texts))
     inputs = {"model": str(tiny_model_dir), "texts": str(tmp_path / "texts.json")}
-    log = finetune_parametric_run(run, inputs, tmp_path / "out", cfg, {"epochs": 2}, seed=0)
+    first = finetune_parametric_run(
+        run,
+        "epoch-1",
+        inputs,
+        {"checkpoint": tmp_path / "epoch-1", "state": tmp_path / "state-1"},
+        cfg,
+        {"epochs": 2},
+        0,
+    )
+    second = finetune_parametric_run(
+        run,
+        "epoch-2",
+        inputs | {"state": tmp_path / "state-1"},
+        {"checkpoint": tmp_path / "epoch-2"},
+        cfg,
+        {"epochs": 2},
+        0,
+    )
     per_epoch = texts["steps_per_epoch"][run]
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["epoch-0", "epoch-1", "epoch-2"]
-    assert list(log["step"]) == list(range(1, 2 * per_epoch + 1))
-    assert list(log["epoch"]) == [s / per_epoch for s in log["step"]]
-    assert (log["fiction_samples_seen"].iloc[-1] > 0) == (run == "books")
-    AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "epoch-2")
+    assert list(first["step"]) == list(range(1, per_epoch + 1))
+    assert list(second["step"]) == list(range(per_epoch + 1, 2 * per_epoch + 1))
+    assert list(second["epoch"]) == [s / per_epoch for s in second["step"]]
+    assert (second["fiction_samples_seen"].iloc[-1] > 0) == (run == "books")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch-1", "epoch-2", "state-1", "texts.json"]
+    AutoModelForCausalLM.from_pretrained(tmp_path / "epoch-2")
 
 
 def test_unknown_run_is_refused(tmp_path, tiny_model_dir, cfg):
     with pytest.raises(ValueError, match="unknown parametric run 'poems'"):
-        finetune_parametric_run("poems", {"model": str(tiny_model_dir), "texts": "x"}, tmp_path, cfg, {}, 0)
+        finetune_parametric_run("poems", "epoch-1", {"model": str(tiny_model_dir), "texts": "x"}, {}, cfg, {}, 0)

@@ -280,11 +280,12 @@ def test_step_zero_is_the_base_model_evaluated_once(workdir):
 def test_checkpoints_load_with_transformers(workdir):
     from transformers import AutoModelForCausalLM
 
-    for step in (0, 6):
-        model = AutoModelForCausalLM.from_pretrained(
-            workdir / "results" / "finetune" / "doc" / "checkpoints" / f"step-{step}"
-        )
-        assert model.config.num_hidden_layers == 2
+    run = workdir / "results" / "finetune" / "doc"
+    model = AutoModelForCausalLM.from_pretrained(run / "checkpoints" / "step-6")
+    assert model.config.num_hidden_layers == 2
+    # step 0 is the base model, not a copy in every run; the last checkpoint keeps no training state
+    assert sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir()) == ["step-6"]
+    assert not (run / "state").exists() or not any((run / "state").iterdir())
 
 
 def test_manifests_record_provenance(workdir):
@@ -296,10 +297,13 @@ def test_manifests_record_provenance(workdir):
     assert manifest["config"]["cfg"]["em_tokens"] == [10, 25, 50]
     assert manifest["packages"]["torch"].startswith("2.13.0")
     assert manifest["wall_time_s"] > 0 and "commit" in manifest["git"]
-    finetune = json.loads((workdir / "results" / "finetune" / "doc" / "manifest.json").read_text())
+    finetune = json.loads((workdir / "results" / "finetune" / "doc" / "checkpoints" / "step-6.manifest.json").read_text())
     assert finetune["seed"] == 1234
-    assert any("step-6/model.safetensors" in f for o in finetune["outputs"] for f in o.get("files", {}))
-    for log in ("finetune/doc.log", "evaluate/doc/step-6.log", "base_model.log"):
+    checkpoint = next(o for o in finetune["outputs"] if o["path"].endswith("checkpoints/step-6"))
+    assert "model.safetensors" in checkpoint["files"]
+    # a fine-tuning job hashes what it read and wrote, never the (temporary) training state
+    assert not any("/state/" in entry["path"] for entry in finetune["inputs"] + finetune["outputs"])
+    for log in ("finetune/doc/step-6.log", "evaluate/doc/step-6.log", "base_model.log"):
         assert "finished in" in (workdir / "results" / "logs" / log).read_text()
 
 
@@ -435,6 +439,10 @@ def test_slurm_profile_dry_run(tmp_path, extra):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
+    # the fine-tuning launch: one process (default); eight srun tasks, one per GPU (paper)
+    assert "-m knowlab.finetune_job --threads" in proc.stdout
+    assert ("srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in proc.stdout) == bool(extra)
+    assert ("gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in proc.stdout) == bool(extra)
 
 
 def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path):

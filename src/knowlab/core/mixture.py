@@ -9,7 +9,9 @@ tranches: a seeded permutation of its items; when a tranche is exhausted the
 next permutation starts (the paper repeats the fiction tranche).
 
 The sampler counts, per source, samples seen and epochs completed
-(``samples_seen / len(source)``, fractional), the quantities of Fig. 2.
+(``samples_seen / len(source)``, fractional), the quantities of Fig. 2.  Its
+position (:meth:`MixtureSampler.state_dict`) is part of a training run's resumable
+state: a run resumed from it draws exactly the sequences an uninterrupted run draws.
 """
 
 from __future__ import annotations
@@ -31,10 +33,14 @@ class _Tranche:
     seen: int = 0
     order: list[int] = field(default_factory=list)
 
+    def _permutation(self, epoch: int) -> list[int]:
+        order = list(range(self.size))
+        keyed_rng(self.seed, "tranche", self.name, epoch).shuffle(order)
+        return order
+
     def next(self) -> int:
         if self.position == len(self.order):
-            self.order = list(range(self.size))
-            keyed_rng(self.seed, "tranche", self.name, self.epoch).shuffle(self.order)
+            self.order = self._permutation(self.epoch)
             self.epoch += 1
             self.position = 0
         index = self.order[self.position]
@@ -51,7 +57,8 @@ class MixtureSampler:
         n_webtext: items in the webtext training pool (> 0).
         fiction_rate: probability ``p`` that a sequence is fiction after the warmup.
         warmup_steps: fiction-free optimizer steps ``W`` at the start.
-        sequences_per_step: sequences per optimizer step (micro-batch x accumulation x ranks).
+        sequences_per_step: sequences per optimizer step, all ranks together (the global batch;
+            each rank trains on its share of the same list, so the draws do not depend on the world size).
         seed: drives the Bernoulli draws and the tranche permutations.
 
     Raises:
@@ -92,6 +99,30 @@ class MixtureSampler:
             source = "fiction" if fiction else "webtext"
             batch.append((source, self.tranches[source].next()))
         return batch
+
+    def state_dict(self) -> dict[str, dict[str, int]]:
+        """The sampler's position: per source its size, tranches started, position in the current
+        tranche and samples seen (the permutations are recomputed from the seed on load)."""
+        return {
+            name: {"size": t.size, "epoch": t.epoch, "position": t.position, "seen": t.seen}
+            for name, t in self.tranches.items()
+        }
+
+    def load_state_dict(self, state: dict[str, dict[str, int]]) -> None:
+        """Continue from a position saved by :meth:`state_dict`.
+
+        Raises:
+            ValueError: a source's size differs from the saved one (the training data changed).
+        """
+        for name, saved in state.items():
+            tranche = self.tranches[name]
+            if saved["size"] != tranche.size:
+                raise ValueError(
+                    f"cannot resume the sampler: the {name} pool has {tranche.size} sequences, "
+                    f"the saved state {saved['size']}"
+                )
+            tranche.epoch, tranche.position, tranche.seen = saved["epoch"], saved["position"], saved["seen"]
+            tranche.order = tranche._permutation(tranche.epoch - 1) if tranche.epoch else []
 
     def counters(self) -> dict[str, float]:
         """Samples seen and epochs completed per source so far."""

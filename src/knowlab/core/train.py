@@ -1,43 +1,70 @@
-"""Fine-tuning through DeepSpeed, on CPU (gloo) or GPUs (NCCL), one code path.
+"""Fine-tuning through DeepSpeed: one process per GPU (NCCL) or per CPU worker (gloo), one code path.
 
-Reads top to bottom like a nanoGPT/litgpt script: set up the process group,
-load the base model (optionally wrap it in LoRA adapters with peft), tokenize
-fiction documents and webtext paragraphs into one sequence each, let the
-:class:`~knowlab.core.mixture.MixtureSampler` pick every sequence of every
-optimizer step, and train with AdamW, a cosine schedule from ``lr`` to
-``min_lr`` (seed 004, App. D.1: 5e-5 to 5e-6) after ``lr_warmup_steps``,
-gradient clipping, and bf16 where the accelerator supports it.
+Reads top to bottom like a nanoGPT/litgpt script: set up the process group, load the
+base model (optionally wrap it in LoRA adapters with peft), tokenize fiction documents
+and webtext paragraphs into one sequence each, let the
+:class:`~knowlab.core.mixture.MixtureSampler` pick every sequence of every optimizer
+step, and train with AdamW, a cosine schedule from ``lr`` to ``min_lr`` (FictionalQA
+paper, App. D.1: 5e-5 to 5e-6) after ``lr_warmup_steps``, gradient clipping, and bf16
+where the accelerator supports it.
 
-Checkpoints (step 0 = the base model, then every ``checkpoint_every`` steps and
-the last step) are folders ``step-<N>`` that ``AutoModelForCausalLM.from_pretrained``
-loads: full fine-tuning saves the whole model in safetensors; LoRA saves the
-PEFT adapter (``adapter_config.json`` naming the base folder), which transformers
-loads on top of the base model when peft is installed.
+**Scale.** Every rank trains on its share of the same global list of sequences: the
+sampler draws ``global_batch_size`` sequences per optimizer step whatever the world
+size, rank ``r`` takes the ``r``-th slice of ``global_batch_size / world_size`` and
+accumulates it in micro-batches of ``micro_batch_size``.  DeepSpeed averages the
+gradients over micro-batches and ranks, so a step's update (and its logged loss, the
+mean over every micro-batch of the step) is the same at any world size, up to the
+order of floating-point sums.  ZeRO stages 0-3 shard optimizer state, gradients and
+(stage 3) parameters across ranks, optionally offloaded to CPU memory; gradient
+checkpointing trades compute for activation memory.  Stage 3 loads the model
+partitioned (transformers' ``HfDeepSpeedConfig``) and gathers it on rank 0 to save.
+
+**Segments.** A run is trained as a chain of segments, one per checkpoint interval
+(:func:`train_segment`): each starts from the base model or from the full training
+state the previous one saved (weights, optimizer, scheduler, sampler position, every
+rank's RNG) and ends by saving its checkpoint, which
+``AutoModelForCausalLM.from_pretrained`` loads (full fine-tuning: safetensors; LoRA:
+the PEFT adapter), and, unless it is the run's last, its state.  A chain gives the same
+weights and log, byte for byte, as training the run in one go; a killed job loses at
+most one interval.  Step 0 is the base model itself, never saved into a run.
+
+**Divergence.** A non-finite loss stops the run with :class:`TrainingDiverged` naming
+the run and the step; nothing of the segment is saved.
 
 On CPU, DeepSpeed needs ``DS_ACCELERATOR=cpu`` and the launcher variables
-RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; :func:`init_distributed`
-sets them for a single process (with a free port) when no launcher did.  The first CPU run
-compiles DeepSpeed's small ``deepspeed_shm_comm`` C++ op (about a minute),
-cached under ``~/.cache/torch_extensions`` (``TORCH_EXTENSIONS_DIR`` overrides).
+RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT; :func:`init_distributed` reads
+them from torchrun, from ``srun`` (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), or sets
+them for a single process with a free port.  The first CPU run compiles DeepSpeed's
+small ``deepspeed_shm_comm`` C++ op (about a minute), cached under
+``~/.cache/torch_extensions`` (``TORCH_EXTENSIONS_DIR`` overrides).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
+import shutil
 import socket
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from knowlab.core.checkpoints import checkpoint_steps
-from knowlab.core.io import atomic_dir, write_json
+from knowlab.core.checkpoints import checkpoint_dir, checkpoint_steps
+from knowlab.core.io import read_json, write_json
 from knowlab.core.mixture import MixtureSampler
 from knowlab.core.models import check_model_dir
 
 log = logging.getLogger(__name__)
+
+STATE_TAG = "state"  # the DeepSpeed checkpoint tag inside a state folder
+
+
+class TrainingDiverged(FloatingPointError):
+    """The training loss became NaN or infinite; the message names the run and the step."""
 
 
 def _free_port() -> int:
@@ -46,28 +73,71 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def init_distributed() -> str:
-    """Initialise the process group once; return the device type (``cuda`` or ``cpu``).
+def init_distributed() -> tuple[str, int, int]:
+    """Initialise the process group once; return ``(device, rank, world_size)``.
 
-    Under a launcher (``deepspeed``, ``torchrun``, SLURM with ``WORLD_SIZE`` set) its
-    variables are used as they are; otherwise this process is rank 0 of 1.
+    ``device`` is ``cuda`` (this rank's GPU, ``LOCAL_RANK``) or ``cpu``.  Under torchrun or
+    the DeepSpeed launcher their variables are used as they are; under ``srun`` (one task
+    per process) RANK, WORLD_SIZE and LOCAL_RANK come from SLURM_PROCID, SLURM_NTASKS and
+    SLURM_LOCALID, MASTER_ADDR and MASTER_PORT from the launch command
+    (:func:`launch_command`); otherwise this process is rank 0 of 1 on a free port, so that
+    parallel jobs on one machine never share a rendezvous port.
     """
-    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
+    # deferred: torch and deepspeed load only in jobs that run a model (seconds and GBs)
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     if "WORLD_SIZE" not in os.environ:
-        # no launcher: a single process with a port of its own, so that parallel
-        # jobs on one machine never share a rendezvous port
-        single = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
-        os.environ.update(single, MASTER_PORT=str(_free_port()))
+        if int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ:
+            os.environ.update(
+                RANK=os.environ["SLURM_PROCID"],
+                WORLD_SIZE=os.environ["SLURM_NTASKS"],
+                LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"),
+            )
+        else:
+            single = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+            os.environ.update(single, MASTER_PORT=str(_free_port()))
+    if device == "cuda":
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     import deepspeed
 
     if not torch.distributed.is_initialized():
         deepspeed.init_distributed(dist_backend="nccl" if device == "cuda" else "gloo")
-    return device
+    return device, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+def launch_command(distributed: Mapping[str, Any], python: str = "python") -> str:
+    """The command that starts one training process per GPU (or CPU worker), up to the module to run.
+
+    Args:
+        distributed: the ``finetune.distributed`` block: ``launcher`` (``torchrun``: the
+            processes of one node; ``srun``: one SLURM task per process, on any number of
+            nodes), ``nodes`` and ``processes_per_node``.
+        python: the interpreter (the env's ``python`` under ``--use-conda``).
+
+    Returns:
+        A shell command prefix to which ``-m <module> <args>`` is appended: the interpreter
+        alone for one process; ``python -m torch.distributed.run --standalone ...`` for
+        torchrun; for srun, MASTER_ADDR (the job's first node) and MASTER_PORT (from the job
+        id) set, then ``srun --nodes N --ntasks N*P --ntasks-per-node P python``.
+
+    Raises:
+        ValueError: torchrun with more than one node.
+    """
+    nodes, per_node = int(distributed["nodes"]), int(distributed["processes_per_node"])
+    if nodes * per_node == 1:
+        return python
+    if distributed["launcher"] == "torchrun":
+        if nodes != 1:
+            raise ValueError("finetune.distributed: torchrun starts the processes of one node; use srun for nodes > 1")
+        return f"{python} -m torch.distributed.run --standalone --nnodes 1 --nproc-per-node {per_node}"
+    return (
+        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) '
+        "MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000)) "
+        f"srun --nodes {nodes} --ntasks {nodes * per_node} --ntasks-per-node {per_node} {python}"
+    )
 
 
 def use_bf16(precision: str, device: str) -> bool:
@@ -81,6 +151,45 @@ def use_bf16(precision: str, device: str) -> bool:
     if precision == "bf16" and not supported:
         log.warning("bf16 requested but not supported on %s; training in fp32", device)
     return supported
+
+
+def accumulation_steps(global_batch_size: int, micro_batch_size: int, world_size: int) -> int:
+    """Micro-batches each rank accumulates per optimizer step: ``global / (micro x world)``.
+
+    Raises:
+        ValueError: the global batch is not a multiple of ``micro_batch_size * world_size``.
+    """
+    per_step = micro_batch_size * world_size
+    if global_batch_size % per_step:
+        raise ValueError(
+            f"finetune.global_batch_size ({global_batch_size}) is not a multiple of micro_batch_size x "
+            f"world size ({micro_batch_size} x {world_size})"
+        )
+    return global_batch_size // per_step
+
+
+def deepspeed_config(cfg: Mapping[str, Any], world_size: int, bf16: bool) -> dict[str, Any]:
+    """The DeepSpeed config of a ``finetune`` block at a world size (ZeRO stage, offload, bf16)."""
+    zero: dict[str, Any] = {"stage": cfg["zero_stage"]}
+    if cfg["zero_stage"] == 3:
+        zero["stage3_gather_16bit_weights_on_model_save"] = True  # a loadable checkpoint on rank 0
+    offload = cfg["offload"]
+    if offload["optimizer"]:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if offload["parameters"]:
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    return {
+        "train_micro_batch_size_per_gpu": cfg["micro_batch_size"],
+        "gradient_accumulation_steps": accumulation_steps(
+            cfg["global_batch_size"], cfg["micro_batch_size"], world_size
+        ),
+        "gradient_clipping": cfg["gradient_clipping"],
+        "bf16": {"enabled": bf16},
+        "zero_optimization": zero,
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
 
 
 def tokenize_sequences(tokenizer, texts: list[str], seq_len: int) -> list[list[int]]:
@@ -113,32 +222,19 @@ def collate(sequences: list[list[int]], pad_id: int):
     return input_ids, attention, labels
 
 
-def finetune(
-    *,
-    base_model: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    run: str,
-    fiction_texts: list[str],
-    webtext_texts: list[str],
-    cfg: dict[str, Any],
-    seed: int,
-) -> pd.DataFrame:
-    """Train one run and save its checkpoints under ``out_dir/step-<N>``.
-
-    ``fiction_texts`` is empty and ``cfg["fiction_rate"]`` ignored for the webtext-only
-    control.  Returns the training log: one row per optimizer step with ``run, step,
-    loss, lr, tokens, wall_s`` and the sampler counters (samples seen, epochs per source).
-    """
-    # deferred: deepspeed and peft load only in fine-tuning jobs (the train env)
+def _build_engine(base_model: Path, cfg: Mapping[str, Any], ds_config: dict[str, Any], bf16: bool):
+    """The base model (LoRA-wrapped if configured) with its optimizer and schedule, in a DeepSpeed engine."""
+    # deferred: deepspeed, peft and transformers load only in fine-tuning jobs (the train env)
     import deepspeed
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, get_cosine_with_min_lr_schedule_with_warmup
+    from transformers import AutoModelForCausalLM, get_cosine_with_min_lr_schedule_with_warmup
+    from transformers.integrations import HfDeepSpeedConfig
 
-    device = init_distributed()
-    torch.manual_seed(seed)
-    base_model = check_model_dir(base_model).resolve()
-    tokenizer = AutoTokenizer.from_pretrained(base_model)
-    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
+    # kept alive while loading: under ZeRO-3, from_pretrained partitions the weights as it reads them
+    zero3 = HfDeepSpeedConfig(ds_config) if cfg["zero_stage"] == 3 else None
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.bfloat16 if bf16 else torch.float32)
+    if cfg["gradient_checkpointing"]:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     lora = cfg["lora"]
     if lora["enabled"]:
         from peft import LoraConfig, get_peft_model
@@ -153,21 +249,14 @@ def finetune(
                 task_type="CAUSAL_LM",
             ),
         )
-    bf16 = use_bf16(cfg["precision"], device)
-    world = int(os.environ["WORLD_SIZE"])
-    micro, accum = cfg["micro_batch_size"], cfg["gradient_accumulation_steps"]
-    ds_config = {
-        "train_micro_batch_size_per_gpu": micro,
-        "gradient_accumulation_steps": accum,
-        "gradient_clipping": cfg["gradient_clipping"],
-        "bf16": {"enabled": bf16},
-        "zero_optimization": {"stage": cfg["zero_stage"]},
-        "steps_per_print": 10**9,
-        "wall_clock_breakdown": False,
-    }
     params = [p for p in model.parameters() if p.requires_grad]
-    # the fused kernel: one pass over the parameters per step (7x faster than foreach on CPU)
-    optimizer = torch.optim.AdamW(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"], fused=True)
+    if cfg["offload"]["optimizer"]:
+        from deepspeed.ops.adam import DeepSpeedCPUAdam
+
+        optimizer = DeepSpeedCPUAdam(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"], adamw_mode=True)
+    else:
+        # the fused kernel: one pass over the parameters per step (7x faster than foreach on CPU)
+        optimizer = torch.optim.AdamW(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"], fused=True)
     scheduler = get_cosine_with_min_lr_schedule_with_warmup(
         optimizer,
         num_warmup_steps=cfg["lr_warmup_steps"],
@@ -175,66 +264,251 @@ def finetune(
         min_lr=cfg["min_lr"],
     )
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config)
-    if world == 1:
+    del zero3
+    return engine, scheduler
+
+
+def train_segment(
+    *,
+    base_model: str | os.PathLike,
+    run: str,
+    fiction_texts: list[str],
+    webtext_texts: list[str],
+    cfg: Mapping[str, Any],
+    seed: int,
+    end_step: int,
+    checkpoint_out: str | os.PathLike,
+    resume_state: str | os.PathLike | None = None,
+    state_out: str | os.PathLike | None = None,
+) -> pd.DataFrame:
+    """Train one run from step 0 (the base model) or from a saved state up to ``end_step``.
+
+    Every rank of the job calls this with the same arguments.
+
+    Args:
+        base_model: the base model folder (architecture, tokenizer; the weights at step 0).
+        run: the run's name, in the log and the checkpoint metadata.
+        fiction_texts: the run's fiction sequences' texts (empty for the webtext-only control,
+            whose ``cfg["fiction_rate"]`` is then ignored).
+        webtext_texts: the webtext (or instruction) texts the rest of every batch is drawn from.
+        cfg: a ``finetune`` block (``max_steps`` sets the schedule's length, whatever ``end_step``).
+        seed: drives the sampler, LoRA initialisation and dropout.
+        end_step: the optimizer step at which the segment ends and saves its checkpoint.
+        checkpoint_out: the checkpoint folder written (rank 0, whole or not at all).
+        resume_state: a state folder saved by an earlier segment of the same run at the same
+            world size; ``None`` starts from the base model at step 0.
+        state_out: where to save the full training state at ``end_step`` (``None``: the run's
+            last segment, nothing to resume).
+
+    Returns:
+        The segment's training log, one row per optimizer step after the start up to
+        ``end_step``: ``run, step, loss`` (mean over the step's micro-batches, all ranks),
+        ``lr, tokens`` (non-padding tokens of the step), ``fiction_in_step`` and the sampler
+        counters (samples seen and epochs per source).  Identical on every rank.
+
+    Raises:
+        TrainingDiverged: a step's loss is NaN or infinite (nothing of the segment is saved).
+        ValueError: ``end_step`` not after the resumed step or beyond ``max_steps``; a state of
+            another run or world size; a global batch that does not divide (:func:`accumulation_steps`).
+    """
+    # deferred: torch and transformers load only in fine-tuning jobs (the train env)
+    import torch
+    from transformers import AutoTokenizer
+
+    device, rank, world = init_distributed()
+    torch.manual_seed(seed)
+    base_model = check_model_dir(base_model).resolve()
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    bf16 = use_bf16(cfg["precision"], device)
+    ds_config = deepspeed_config(cfg, world, bf16)
+    engine, scheduler = _build_engine(base_model, cfg, ds_config, bf16)
+    if world == 1 and cfg["zero_stage"] == 0:
         # averaging gradients over one process is the identity: skip the flatten/all-reduce/copy-back
+        # (ZeRO's optimizers collect their gradients in that pass: kept for them)
         engine.enable_backward_allreduce = False
 
     fiction = tokenize_sequences(tokenizer, fiction_texts, cfg["seq_len"]) if fiction_texts else []
     webtext = tokenize_sequences(tokenizer, webtext_texts, cfg["seq_len"])
     pools = {"fiction": fiction, "webtext": webtext}
     rate = cfg["fiction_rate"] if fiction else 0.0
-    sampler = MixtureSampler(len(fiction), len(webtext), rate, cfg["fiction_warmup_steps"], micro * accum * world, seed)
-    rank = int(os.environ["RANK"])
+    sampler = MixtureSampler(
+        len(fiction), len(webtext), rate, cfg["fiction_warmup_steps"], cfg["global_batch_size"], seed
+    )
+    start = _load_state(engine, sampler, Path(resume_state), run, world, rank) if resume_state else 0
+    if not start < end_step <= cfg["max_steps"]:
+        raise ValueError(f"run {run}: a segment from step {start} cannot end at step {end_step} of {cfg['max_steps']}")
+    micro = cfg["micro_batch_size"]
+    accum = ds_config["gradient_accumulation_steps"]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    save_at = set(checkpoint_steps(cfg["max_steps"], cfg["checkpoint_every"]))
-    out_dir = Path(out_dir)
     log.info(
-        "run %s: %d fiction and %d webtext sequences, p=%.3f after %d fiction-free steps, %d steps of %d sequences, "
-        "device=%s bf16=%s lora=%s",
-        run, len(fiction), len(webtext), rate, cfg["fiction_warmup_steps"], cfg["max_steps"],
-        micro * accum * world, device, bf16, lora["enabled"],
+        "run %s: steps %d-%d of %d; %d fiction and %d webtext sequences, p=%.3f after %d fiction-free steps; "
+        "%d sequences per step = %d ranks x %d micro-batches x %d; device=%s bf16=%s zero=%d lora=%s",
+        run, start, end_step, cfg["max_steps"], len(fiction), len(webtext), rate, cfg["fiction_warmup_steps"],
+        cfg["global_batch_size"], world, accum, micro, device, bf16, cfg["zero_stage"], cfg["lora"]["enabled"],
     )  # fmt: skip
 
     rows: list[dict[str, Any]] = []
-    start = time.time()
+    began = time.time()
     engine.train()
-    for step in range(cfg["max_steps"] + 1):
-        if step in save_at:
-            _save_checkpoint(engine.module, tokenizer, out_dir / f"step-{step}", step, run, sampler.counters(), seed)
-        if step == cfg["max_steps"]:
-            break
-        picks = sampler.step(step)[rank * micro * accum : (rank + 1) * micro * accum]
-        losses, tokens = [], 0
+    for step in range(start, end_step):
+        picks = sampler.step(step)
+        mine = picks[rank * micro * accum : (rank + 1) * micro * accum]
+        totals = torch.zeros(3, dtype=torch.float64)  # loss sum, micro-batches, tokens
         for m in range(accum):
-            chunk = [pools[src][i] for src, i in picks[m * micro : (m + 1) * micro]]
+            chunk = [pools[src][i] for src, i in mine[m * micro : (m + 1) * micro]]
             input_ids, attention, labels = (t.to(engine.device) for t in collate(chunk, pad_id))
             loss = engine(input_ids=input_ids, attention_mask=attention, labels=labels, use_cache=False).loss
             engine.backward(loss)
             engine.step()
-            losses.append(loss.item())
-            tokens += int(attention.sum())
+            totals += torch.tensor([loss.item(), 1.0, float(attention.sum())], dtype=torch.float64)
+        if world > 1:
+            torch.distributed.all_reduce(totals)
+        mean_loss = float(totals[0] / totals[1])
+        if not math.isfinite(mean_loss):
+            raise TrainingDiverged(
+                f"run {run}: the loss is {mean_loss} at step {step + 1}; training stopped, nothing after step {start} saved"
+            )
         row = {
             "run": run,
             "step": step + 1,
-            "loss": sum(losses) / len(losses),
+            "loss": mean_loss,
             "lr": scheduler.get_last_lr()[0],
-            "tokens": tokens,
+            "tokens": int(totals[2]),
             "fiction_in_step": sum(src == "fiction" for src, _ in picks),
-            "wall_s": time.time() - start,
             **sampler.counters(),
         }
         rows.append(row)
         log.info(
-            "step %d/%d loss %.4f lr %.2e fiction %d/%d seen %d (%.2f epochs) webtext seen %d (%.2f epochs)",
+            "step %d/%d loss %.4f lr %.2e fiction %d/%d seen %d (%.2f epochs) webtext seen %d (%.2f epochs) "
+            "%.0f tokens/s",
             row["step"], cfg["max_steps"], row["loss"], row["lr"], row["fiction_in_step"], len(picks),
             row["fiction_samples_seen"], row["fiction_epochs"], row["webtext_samples_seen"], row["webtext_epochs"],
+            sum(r["tokens"] for r in rows) / max(time.time() - began, 1e-9),
         )  # fmt: skip
+    meta = {"run": run, "step": end_step, "seed": seed, **sampler.counters()}
+    _save_checkpoint(engine, tokenizer, Path(checkpoint_out), meta, rank)
+    if state_out:
+        _save_state(engine, sampler, Path(state_out), meta, world, rank, cfg["lora"]["enabled"])
     return pd.DataFrame(rows)
 
 
-def _save_checkpoint(model, tokenizer, path: Path, step: int, run: str, counters: dict, seed: int) -> None:
-    with atomic_dir(path) as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        write_json(tmp / "trainer_state.json", {"run": run, "step": step, "seed": seed, **counters})
-    log.info("checkpoint step %d saved to %s", step, path)
+def finetune(
+    *,
+    base_model: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    run: str,
+    fiction_texts: list[str],
+    webtext_texts: list[str],
+    cfg: Mapping[str, Any],
+    seed: int,
+) -> pd.DataFrame:
+    """Train a whole run in this process, as the chain of its segments.
+
+    Saves ``out_dir/step-<N>`` for every N of ``checkpoint_steps(max_steps, checkpoint_every)``
+    after 0 (the states between segments go to ``out_dir/.state`` and are removed).  Arguments
+    as :func:`train_segment`; returns the whole training log.
+    """
+    out_dir = Path(out_dir)
+    steps = checkpoint_steps(cfg["max_steps"], cfg["checkpoint_every"])
+    logs, state = [], None
+    for end in steps[1:]:
+        state_out = out_dir / ".state" / f"step-{end}" if end != steps[-1] else None
+        logs.append(
+            train_segment(
+                base_model=base_model,
+                run=run,
+                fiction_texts=fiction_texts,
+                webtext_texts=webtext_texts,
+                cfg=cfg,
+                seed=seed,
+                end_step=end,
+                checkpoint_out=checkpoint_dir(out_dir, end),
+                resume_state=state,
+                state_out=state_out,
+            )
+        )
+        state = state_out
+    shutil.rmtree(out_dir / ".state", ignore_errors=True)
+    return pd.concat(logs, ignore_index=True)
+
+
+def _barrier() -> None:
+    # deferred: torch loads only in fine-tuning jobs
+    import torch
+
+    if torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+        torch.distributed.barrier()
+
+
+def _partial(path: Path) -> Path:
+    """The folder a checkpoint or state is written in before it is moved onto ``path``: one fixed
+    name per output, so that every rank writes to the same place and a killed job's leftovers
+    are cleared by the next attempt."""
+    partial = path.parent / f".{path.name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    return partial
+
+
+def _move_into_place(partial: Path, path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path)
+    os.replace(partial, path)
+
+
+def _save_checkpoint(engine, tokenizer, path: Path, meta: dict[str, Any], rank: int) -> None:
+    """Rank 0 writes the checkpoint whole or not at all; under ZeRO-3 the weights are gathered first."""
+    # collective: every rank takes part in gathering the partitioned weights
+    state_dict = engine._zero3_consolidated_16bit_state_dict() if engine.zero_optimization_stage() == 3 else None
+    if rank == 0:
+        partial = _partial(path)
+        engine.module.save_pretrained(partial, state_dict=state_dict, safe_serialization=True)
+        tokenizer.save_pretrained(partial)
+        write_json(partial / "trainer_state.json", meta)
+        _move_into_place(partial, path)
+        log.info("checkpoint step %d saved to %s", meta["step"], path)
+    _barrier()
+
+
+def _save_state(
+    engine, sampler: MixtureSampler, path: Path, meta: dict[str, Any], world: int, rank: int, lora: bool
+) -> None:
+    """Every rank writes its shard of the full training state; rank 0 moves the folder in place when all have."""
+    # deferred: torch loads only in fine-tuning jobs
+    import torch
+
+    partial = _partial(path) if rank == 0 else path.parent / f".{path.name}.partial"
+    _barrier()
+    client = {"run": meta["run"], "step": meta["step"], "world_size": world}
+    engine.save_checkpoint(partial, tag=STATE_TAG, client_state=client, exclude_frozen_parameters=lora)
+    rng = {"torch": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None}
+    torch.save(rng, partial / f"rng-rank{rank}.pt")
+    _barrier()
+    if rank == 0:
+        write_json(partial / "state.json", {**client, "sampler": sampler.state_dict()})
+        _move_into_place(partial, path)
+        log.info("training state at step %d saved to %s", meta["step"], path)
+    _barrier()
+
+
+def _load_state(engine, sampler: MixtureSampler, path: Path, run: str, world: int, rank: int) -> int:
+    """Restore a saved state into a freshly built engine and sampler; return its step."""
+    # deferred: torch loads only in fine-tuning jobs
+    import torch
+
+    meta = read_json(path / "state.json")
+    if meta["run"] != run or meta["world_size"] != world:
+        raise ValueError(
+            f"{path}: the state of run {meta['run']!r} at world size {meta['world_size']} cannot resume "
+            f"run {run!r} at world size {world}"
+        )
+    engine.load_checkpoint(
+        path, tag=STATE_TAG, load_module_strict=False, load_optimizer_states=True, load_lr_scheduler_states=True
+    )
+    sampler.load_state_dict(meta["sampler"])
+    rng = torch.load(path / f"rng-rank{rank}.pt", weights_only=False)
+    torch.set_rng_state(rng["torch"])
+    if rng["cuda"] is not None:
+        torch.cuda.set_rng_state(rng["cuda"])
+    log.info("run %s resumed from %s at step %d", run, path, meta["step"])
+    return int(meta["step"])

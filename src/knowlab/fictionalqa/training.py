@@ -4,7 +4,7 @@ A fiction run trains on the train documents of its split (fictions, or fictsheet
 Fictsheets split) drawn at ``fiction_rate`` into webtext batches after
 ``fiction_warmup_steps`` fiction-free steps (the mixture sampler, :mod:`knowlab.core.mixture`);
 the control run (no split) trains on webtext alone with identical settings.  Training itself
-is :func:`knowlab.core.train.finetune`.
+is :func:`knowlab.core.train.train_segment`, one checkpoint interval per job.
 """
 
 from __future__ import annotations
@@ -16,32 +16,38 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.io import read_json, read_jsonl
-from knowlab.core.train import finetune
+from knowlab.core.train import train_segment
 from knowlab.fictionalqa.splits import training_texts
 
 
 def finetune_run(
     run: str,
+    checkpoint: str,
     inputs: Mapping[str, str | os.PathLike],
-    out_dir: str | os.PathLike,
+    outputs: Mapping[str, str | os.PathLike],
     cfg: Mapping[str, Any],
     parametric_cfg: Mapping[str, Any] | None,
     seed: int,
 ) -> pd.DataFrame:
-    """Fine-tune one FictionalQA run and leave its checkpoints in ``out_dir``.
+    """Fine-tune one FictionalQA run up to one checkpoint, from the base model or the previous one's state.
+
+    The signature of every fine-tuning recipe of the workflow's ``finetune`` rule
+    (:func:`knowlab.sort.finetune.finetune_parametric_run` is the other).
 
     Args:
         run: the split name of a fiction run, or the control's name.
+        checkpoint: ``step-<N>``, the checkpoint this segment ends at.
         inputs: paths ``model`` (base model folder), ``webtext`` (jsonl with ``text``) and, for a
             fiction run, ``split`` (the split's JSON) and the table it names (``fictions`` or
-            ``fictsheets`` jsonl).  No ``split`` means the webtext-only control.
-        out_dir: created; ``step-N`` checkpoints at ``checkpoint_steps(max_steps, checkpoint_every)``.
+            ``fictsheets`` jsonl); ``state`` (the previous checkpoint's training state) unless
+            the segment starts at step 0.  No ``split`` means the webtext-only control.
+        outputs: paths ``checkpoint`` and, unless this is the run's last checkpoint, ``state``.
         cfg: the ``finetune`` config block.
-        parametric_cfg: unused (the signature of every fine-tuning recipe).
+        parametric_cfg: unused.
         seed: the project seed.
 
     Returns:
-        The training log, one row per optimizer step (:func:`knowlab.core.train.finetune`).
+        The segment's training log, one row per optimizer step (:func:`knowlab.core.train.train_segment`).
 
     Raises:
         knowlab.fictionalqa.splits.SplitError: the split names a document the corpus lacks.
@@ -51,12 +57,15 @@ def finetune_run(
         split = read_json(inputs["split"])
         table = split["documents"]
         fiction = training_texts(split, {table: read_jsonl(inputs[table])})
-    return finetune(
+    return train_segment(
         base_model=inputs["model"],
-        out_dir=out_dir,
         run=run,
         fiction_texts=fiction,
         webtext_texts=[r["text"] for r in read_jsonl(inputs["webtext"])],
         cfg=cfg,
         seed=seed,
+        end_step=int(checkpoint.removeprefix("step-")),
+        checkpoint_out=outputs["checkpoint"],
+        resume_state=inputs.get("state"),
+        state_out=outputs.get("state"),
     )

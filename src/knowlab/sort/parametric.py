@@ -11,7 +11,7 @@ at an effective batch of 192, i.e. ``ceil(3616 / 192) = 19`` steps per epoch, wi
 checkpoint per epoch.  The control fine-tunes on the same 3,500 instruction samples alone.
 
 This module prepares the texts (:func:`parametric_training_texts`; the workflow's
-:func:`parametric_texts`); :func:`knowlab.core.train.finetune` trains on them:
+:func:`parametric_texts`); :func:`knowlab.core.train.train_segment` trains on them, an epoch per segment:
 
 - the "books" run: ``fiction_texts`` = the framed chunks, ``webtext_texts`` = the rendered
   instructions, ``fiction_rate`` = the share of chunks in the union, ``fiction_warmup_steps=0``,
@@ -274,8 +274,8 @@ def parametric_training_texts(
     Args:
         tokenizer: the base model's tokenizer (its chat template frames chunks and conversations).
         books: the SORT books, chunked by :func:`book_chunks` (each chunk titled ``book.title``).
-        cfg: ``micro_batch_size`` and ``gradient_accumulation_steps`` (required);
-            ``world_size`` (data-parallel ranks, default 1); ``chunk_words`` (default 5000);
+        cfg: ``global_batch_size`` (required: sequences per optimizer step, all ranks
+            together); ``chunk_words`` (default 5000);
             ``tail`` (``"merge"``/``"drop"``, default ``"merge"``); ``template`` (a template id
             among ``templates``, default the first of :data:`~knowlab.sort.prompts.DEFAULT_TEMPLATES`,
             or a template dict) whose reading instruction frames the chunks; ``system_prompt``
@@ -294,13 +294,13 @@ def parametric_training_texts(
         - ``chunks``: per chunk ``book_id, title, chunk_index, first_word, n_words`` (no text);
         - ``fiction_rate``: ``n_chunks / (n_chunks + n_instructions)``, the share of chunks in
           the paper's union, to pass as ``cfg["fiction_rate"]`` of the "books" run;
-        - ``sequences_per_step``: ``micro_batch_size * gradient_accumulation_steps * world_size``;
+        - ``sequences_per_step``: ``global_batch_size``;
         - ``steps_per_epoch``: ``{"books": ceil((n_chunks + n_instructions) / sequences_per_step),
           "instructions": ceil(n_instructions / sequences_per_step)}``;
         - ``max_tokens`` / ``over_seq_len``: per pool, the longest text in tokens (with BOS/EOS)
           and how many texts exceed ``seq_len`` (``None`` without ``seq_len``).
 
-        Use with :func:`knowlab.core.train.finetune`: "books" gets ``fiction_texts=books``,
+        Use with :func:`knowlab.core.train.train_segment`: "books" gets ``fiction_texts=books``,
         ``webtext_texts=instructions``, ``fiction_rate``, ``fiction_warmup_steps=0`` (else the
         first steps hold no chunk), ``max_steps=epochs * steps_per_epoch["books"]`` and
         ``checkpoint_every=steps_per_epoch["books"]`` (a checkpoint per epoch); "instructions"
@@ -312,11 +312,11 @@ def parametric_training_texts(
         counters give the true exposure at each checkpoint.
 
     Raises:
-        KeyError: ``micro_batch_size`` or ``gradient_accumulation_steps`` missing.
+        KeyError: ``global_batch_size`` missing.
         ValueError: no book chunk or no instruction; as :func:`book_chunks`,
             :func:`frame_chunk`, :func:`knowlab.sort.instructions.load_instructions`.
     """
-    sequences = int(cfg["micro_batch_size"]) * int(cfg["gradient_accumulation_steps"]) * int(cfg.get("world_size", 1))
+    sequences = int(cfg["global_batch_size"])
     template = _resolve_template(cfg)
     system_prompt = cfg.get("system_prompt", SYSTEM_PROMPT)
     chunks = book_chunks(books, int(cfg.get("chunk_words", PAPER_CHUNK_WORDS)), cfg.get("tail", "merge"))

@@ -1,0 +1,98 @@
+"""One fine-tuning job: one checkpoint interval of one run, in every process of a launch.
+
+The workflow's ``finetune`` rule runs ``<launcher> -m knowlab.finetune_job SPEC`` (the launch
+prefix from :func:`knowlab.core.train.launch_command`: the interpreter alone, torchrun, or
+``srun`` with one task per GPU) with ``--threads N`` (CPU threads of the whole job, shared
+among its processes on a node).  ``SPEC`` is a JSON object:
+
+- ``recipe``: ``fictionalqa`` (:func:`knowlab.fictionalqa.training.finetune_run`) or
+  ``sort_parametric`` (:func:`knowlab.sort.finetune.finetune_parametric_run`);
+- ``run``, ``checkpoint`` (``step-N`` or ``epoch-E``), ``seed``;
+- ``inputs`` and ``outputs``: the rule's named paths (``outputs``: ``checkpoint``,
+  ``train_log``, ``manifest`` and, unless it is the run's last checkpoint, ``state``);
+- ``finetune`` and ``parametric``: the config blocks the recipe reads.
+
+Every rank trains; rank 0 alone writes the checkpoint, the segment's training log and the
+provenance manifest (which hashes the inputs it read, not the resumable state).  Log records
+go to stderr, which the rule sends to its log file; ranks above 0 report warnings only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+from typing import Any
+
+from knowlab.core.io import write_json, write_parquet
+from knowlab.core.provenance import build_manifest, configure_logging
+from knowlab.fictionalqa.training import finetune_run
+from knowlab.sort.finetune import finetune_parametric_run
+
+RECIPES = {"fictionalqa": finetune_run, "sort_parametric": finetune_parametric_run}
+
+log = logging.getLogger("knowlab")
+
+
+def run_job(spec: dict[str, Any], threads: int = 1) -> None:
+    """Train the segment ``spec`` names (module docstring); rank 0 writes its log and manifest.
+
+    Raises:
+        KeyError: an unknown recipe.
+        knowlab.core.train.TrainingDiverged: the loss became non-finite (nothing saved).
+    """
+    # deferred: torch loads only in fine-tuning jobs (the train env)
+    import torch
+
+    rank = int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")))
+    # torchrun: the processes of a node share the job's threads; srun: each task has its own CPUs
+    local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    configure_logging(None)
+    if rank:
+        log.setLevel(logging.WARNING)
+    torch.set_num_threads(max(1, threads // local_processes))
+    started = time.time()
+    log.info("fine-tuning %s to %s (%s recipe)", spec["run"], spec["checkpoint"], spec["recipe"])
+    try:
+        train_log = RECIPES[spec["recipe"]](
+            spec["run"],
+            spec["checkpoint"],
+            spec["inputs"],
+            spec["outputs"],
+            spec["finetune"],
+            spec["parametric"],
+            spec["seed"],
+        )
+    except Exception as err:
+        log.error("rank %d failed: %s: %s", rank, type(err).__name__, err, exc_info=True)
+        raise
+    if rank:
+        return
+    outputs = spec["outputs"]
+    write_parquet(outputs["train_log"], train_log)
+    manifest = build_manifest(
+        rule="finetune",
+        inputs=[path for key, path in spec["inputs"].items() if key != "state"],
+        outputs=[outputs["checkpoint"], outputs["train_log"]],
+        config_slice={"finetune": spec["finetune"], "parametric": spec["parametric"], "recipe": spec["recipe"]},
+        wildcards={"run": spec["run"], "checkpoint": spec["checkpoint"]},
+        seed=spec["seed"],
+        started=started,
+        finished=time.time(),
+    )
+    write_json(outputs["manifest"], manifest)
+    log.info("rule finetune %s %s finished in %.1f s", spec["run"], spec["checkpoint"], time.time() - started)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m knowlab.finetune_job", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads of the job (all its local processes)")
+    parser.add_argument("spec", type=json.loads, help="the job as a JSON object (see the module docstring)")
+    args = parser.parse_args(argv)
+    run_job(args.spec, args.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The fine-tuning job as the workflow launches it: two gloo processes (torchrun) against one."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from knowlab.core.io import write_jsonl
+from knowlab.core.train import launch_command
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _launch(tmp_path, inputs, outputs, cfg, checkpoint, world):
+    spec = {
+        "recipe": "fictionalqa",
+        "run": "control",
+        "checkpoint": checkpoint,
+        "inputs": inputs,
+        "outputs": {key: str(path) for key, path in outputs.items()},
+        "finetune": cfg,
+        "parametric": None,
+        "seed": 4,
+    }
+    launch = launch_command({"launcher": "torchrun", "nodes": 1, "processes_per_node": world}, sys.executable)
+    command = f"{launch} -m knowlab.finetune_job --threads {world} {shlex.quote(json.dumps(spec))}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stderr
+
+
+def test_two_processes_train_as_one_and_resume_under_zero3(tmp_path, tiny_model_dir, corpus, finetune_cfg):
+    """ZeRO-3 at world size 2, in two segments (the second resumes the first's sharded state), gives
+    the losses of one process training in one go, and a checkpoint transformers loads."""
+    from transformers import AutoModelForCausalLM
+
+    write_jsonl(tmp_path / "webtext.jsonl", [{"text": r["fiction"][:300]} for r in corpus["fictions"][:12]])
+    inputs = {"model": str(tiny_model_dir), "webtext": str(tmp_path / "webtext.jsonl")}
+    cfg = finetune_cfg | {"zero_stage": 3, "global_batch_size": 4, "micro_batch_size": 1, "precision": "fp32"}
+    one, two = tmp_path / "one", tmp_path / "two"
+    _launch(
+        tmp_path,
+        inputs,
+        {"checkpoint": one / "step-4", "train_log": one / "log.parquet", "manifest": one / "m.json"},
+        cfg,
+        "step-4",
+        1,
+    )
+    first = {
+        "checkpoint": two / "step-2",
+        "state": two / "state",
+        "train_log": two / "log2.parquet",
+        "manifest": two / "m2.json",
+    }
+    stderr = _launch(tmp_path, inputs, first, cfg, "step-2", 2)
+    assert "4 sequences per step = 2 ranks x 2 micro-batches x 1" in stderr
+    last = {"checkpoint": two / "step-4", "train_log": two / "log4.parquet", "manifest": two / "m4.json"}
+    _launch(tmp_path, inputs | {"state": str(two / "state")}, last, cfg, "step-4", 2)
+
+    alone = pd.read_parquet(one / "log.parquet")
+    pair = pd.concat([pd.read_parquet(two / "log2.parquet"), pd.read_parquet(two / "log4.parquet")], ignore_index=True)
+    assert list(pair["step"]) == [1, 2, 3, 4]
+    pd.testing.assert_series_equal(pair["loss"], alone["loss"], rtol=1e-4)
+    assert pair["tokens"].equals(alone["tokens"])
+    ids = torch.arange(1, 17).unsqueeze(0)
+    with torch.no_grad():
+        a, b = (AutoModelForCausalLM.from_pretrained(p / "step-4")(ids).logits for p in (one, two))
+    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    manifest = json.loads((two / "m4.json").read_text())
+    assert manifest["rule"] == "finetune" and manifest["wildcards"] == {"run": "control", "checkpoint": "step-4"}
+    assert not any("state" in entry["path"] for entry in manifest["inputs"])
