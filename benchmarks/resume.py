@@ -8,19 +8,20 @@ from the previous one's training state), in two fresh folders that share the pre
 
 - *reference*: the run's checkpoints and training log, uninterrupted;
 - *killed*: the same targets; the whole Snakemake process group is killed with SIGKILL at a
-  random moment (uniform over the reference's duration, seeded by ``--seed``) until ``--kills``
+  random moment (uniform over 5-30% of the reference's duration after each start, seeded by ``--seed``) until ``--kills``
   kills have landed while fine-tuning ran; after each, ``snakemake --unlock`` and a re-run
   with ``--rerun-incomplete``, then a last run to the end.
 
-At each kill, the steps lost are the optimizer steps the running job had logged beyond the
-run's last finished checkpoint.  Then every checkpoint's weights, every checkpoint's
+At each kill, the steps lost are the optimizer steps the killed job had logged beyond the
+step the re-run resumes from (the checkpoint before the first one a dry run with
+``--rerun-incomplete`` would train again: Snakemake re-runs a job whose end it did not record).  Then every checkpoint's weights, every checkpoint's
 training log and the run's whole training log are compared byte for byte.
 
 The last line is ``kills=N resumed_identical=True lost_steps_max=K`` (K at most ``--every``).
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/resume.py [--kills 5] [--steps 12] [--every 2] [--seed 0] [--keep DIR]
+    .venv/bin/python benchmarks/resume.py [--kills 5] [--steps 20] [--every 2] [--seed 0] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -43,19 +44,22 @@ PREPARED = ("resources/base_model", "resources/webtext/train.jsonl", "results/sp
 
 
 def snakemake_command(args: argparse.Namespace, *targets: str) -> list[str]:
-    overrides = [
-        f"finetune={{'runs': ['doc'], 'control': False, 'max_steps': {args.steps}, 'checkpoint_every': {args.every}}}"
-    ]
+    """Snakemake on config/test.yaml and the overlay ``resume.yaml`` of the folder it runs in."""
     return [
         sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-        "--configfile", str(ROOT / "config/test.yaml"), "--config", *overrides,
-        "--cores", "2", "--rerun-incomplete", "--quiet", "all", *targets,
+        "--configfile", str(ROOT / "config/test.yaml"), "resume.yaml",
+        "--cores", "2", "--rerun-incomplete", *targets,
     ]  # fmt: skip
 
 
+def overlay(args: argparse.Namespace) -> str:
+    """One fine-tuning run, ``doc``, of ``--steps`` steps with a checkpoint every ``--every``."""
+    return f"finetune:\n  runs: [doc]\n  control: false\n  max_steps: {args.steps}\n  checkpoint_every: {args.every}\n"
+
+
 def targets(args: argparse.Namespace) -> list[str]:
-    steps = range(args.every, args.steps + 1, args.every)
-    return [f"{RUN}/train_log.parquet", *(f"{RUN}/checkpoints/step-{s}" for s in steps)]
+    """The run's training log: it needs every checkpoint job of the chain."""
+    return [f"{RUN}/train_log.parquet"]
 
 
 def run(command: list[str], cwd: Path) -> None:
@@ -64,13 +68,20 @@ def run(command: list[str], cwd: Path) -> None:
         sys.exit(f"failed in {cwd}: {' '.join(command[:6])} ...\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
 
 
-def progress(work: Path, every: int) -> tuple[int, int]:
-    """(last step logged by a fine-tuning job, last finished checkpoint's step) in ``work``."""
+def trained(work: Path) -> int:
+    """The last optimizer step a fine-tuning job of ``work`` has logged."""
     logged = [0]
     for path in (work / "results/logs/finetune/doc").glob("step-*.log"):
         logged += [int(m) for m in re.findall(r" step (\d+)/\d+ loss", path.read_text(errors="replace"))]
-    finished = [0] + [int(p.stem.removeprefix("step-")) for p in (work / RUN / "train_log").glob("step-*.parquet")]
-    return max(logged), max(finished)
+    return max(logged)
+
+
+def kept(args: argparse.Namespace, work: Path) -> int:
+    """The step training resumes from after a kill: the checkpoint before the first one that the
+    re-run (a dry run with ``--rerun-incomplete``) would train again."""
+    done = subprocess.run([*snakemake_command(args, *targets(args)), "-n"], cwd=work, capture_output=True, text=True)
+    again = [int(s) for s in re.findall(r"training=finetune/doc, checkpoint=step-(\d+)", done.stdout)]
+    return min(again) - args.every if again else args.steps
 
 
 def outputs(work: Path) -> dict[str, bytes]:
@@ -83,7 +94,7 @@ def outputs(work: Path) -> dict[str, bytes]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--every", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, default=None, help="keep the two folders here")
@@ -96,6 +107,7 @@ def main() -> None:
         for folder in (prepared, reference, killed):
             shutil.rmtree(folder, ignore_errors=True)
         prepared.mkdir(parents=True)
+        (prepared / "resume.yaml").write_text(overlay(args))
         print("preparing the inputs (corpus, split, webtext, base model) ...", flush=True)
         run(snakemake_command(args, *PREPARED), prepared)
         shutil.copytree(prepared, reference, symlinks=True)
@@ -116,22 +128,23 @@ def main() -> None:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
-            delay = rng.uniform(0.05, 0.6) * duration
+            delay = rng.uniform(0.05, 0.3) * duration
             try:
                 job.wait(timeout=delay)
                 print(f"attempt {attempts}: the workflow finished before the kill at {delay:.0f} s")
                 break
             except subprocess.TimeoutExpired:
-                logged, finished = progress(killed, args.every)
                 os.killpg(job.pid, signal.SIGKILL)
                 job.wait()
-            lost.append(max(0, logged - finished))
+            logged = trained(killed)
+            run([*snakemake_command(args), "--unlock"], killed)
+            resumed = kept(args, killed)
+            lost.append(max(0, logged - resumed))
             print(
-                f"kill {len(lost)} at {delay:.1f} s: trained to step {logged}, last checkpoint step {finished}, "
+                f"kill {len(lost)} at {delay:.1f} s: trained to step {logged}, resumes from step {resumed}, "
                 f"lost {lost[-1]} steps",
                 flush=True,
             )
-            run([*snakemake_command(args)[:-1], "--unlock"], killed)
         run(snakemake_command(args, *targets(args)), killed)
 
         want, got = outputs(reference), outputs(killed)
