@@ -22,9 +22,7 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -39,6 +37,7 @@ from knowlab.core.io import read_jsonl, write_json, write_jsonl  # noqa: E402
 from knowlab.core.models import build_tiny_model  # noqa: E402
 from knowlab.core.train import launch_command  # noqa: E402
 from knowlab.fictionalqa.splits import make_split  # noqa: E402
+from knowlab.finetune_job import job_command, job_spec  # noqa: E402
 
 TINY = {
     "vocab_size": 512,
@@ -93,23 +92,15 @@ def prepare(work: Path, model: Path | None) -> dict[str, str]:
 def train(work: Path, inputs: dict[str, str], cfg: dict, world: int, tag: str) -> Path:
     """One launch of the workflow's fine-tuning job; returns its output folder."""
     out = work / tag
-    spec = {
-        "recipe": "fictionalqa",
-        "run": "fictsheets",
-        "checkpoint": f"step-{cfg['max_steps']}",
-        "inputs": inputs,
-        "outputs": {
-            "checkpoint": str(out / "checkpoint"),
-            "train_log": str(out / "train_log.parquet"),
-            "manifest": str(out / "manifest.json"),
-        },
-        "finetune": cfg,
-        "parametric": None,
-        "seed": 4,
+    outputs = {
+        "checkpoint": out / "checkpoint",
+        "train_log": out / "train_log.parquet",
+        "manifest": out / "manifest.json",
     }
+    spec = job_spec("fictionalqa", "fictsheets", f"step-{cfg['max_steps']}", inputs, outputs, cfg, None, seed=4)
     launch = launch_command({"launcher": "torchrun", "nodes": 1, "processes_per_node": world}, sys.executable)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
-    command = f"{launch} -m knowlab.finetune_job --threads {world} {shlex.quote(json.dumps(spec))}"
+    command = job_command(launch, spec, threads=world)
     done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, cwd=ROOT)
     (work / f"{tag}.log").write_text(done.stdout + done.stderr)
     if done.returncode:

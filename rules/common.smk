@@ -6,9 +6,10 @@ from snakemake.settings.types import DeploymentMethod
 
 from knowlab.config import base_eval_model, base_model_name, settings_note
 from knowlab.core.checkpoints import BASE_RUN, checkpoint_steps
-from knowlab.core.train import launch_command
+from knowlab.core.train import launch_command, launch_resources
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.fictionalqa.corpus.schema import TABLES
+from knowlab.finetune_job import job_spec
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
@@ -241,44 +242,25 @@ _PYTHON = (
     if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
     else sys.executable
 )
-_DISTRIBUTED = config["finetune"]["distributed"]
-FINETUNE_PROCESSES = _DISTRIBUTED["nodes"] * _DISTRIBUTED["processes_per_node"]
 FINETUNE_LAUNCH = (
     f"PYTHONPATH={BASEDIR}/src${{PYTHONPATH:+:$PYTHONPATH}} "
-    + launch_command(_DISTRIBUTED, _PYTHON)
+    + launch_command(config["finetune"]["distributed"], _PYTHON)
 )
-# snakemake-executor-plugin-slurm: --nodes, --gpus (all nodes), --ntasks-per-gpu 1; with
-# srun, `mpi` keeps the job step from wrapping the launch in a one-task srun of its own
-FINETUNE_RESOURCES = {"nodes": _DISTRIBUTED["nodes"], "gpu": FINETUNE_PROCESSES}
-if _DISTRIBUTED["launcher"] == "srun" and FINETUNE_PROCESSES > 1:
-    FINETUNE_RESOURCES |= {
-        "tasks_per_gpu": 1,
-        "tasks": FINETUNE_PROCESSES,
-        "mpi": "srun",
-    }
+FINETUNE_RESOURCES = launch_resources(config["finetune"]["distributed"])
 
 
 def finetune_spec(wildcards, input, output):
-    """The job's JSON argument (knowlab.finetune_job): recipe, run, checkpoint, paths, config
-    (not the run list, so that adding a run does not retrain the others)."""
-    recipe = finetune_recipe(wildcards)
-    spec = {
-        "recipe": recipe,
-        "run": Path(wildcards.training).name,
-        "checkpoint": wildcards.checkpoint,
-        "inputs": dict(input.items()),
-        "outputs": dict(output.items()),
-        "finetune": {
-            key: value
-            for key, value in config["finetune"].items()
-            if key not in ("runs", "control")
-        },
-        # only the SORT runs read (and rerun on a change of) sort.parametric
-        "parametric": (
-            config["sort"]["parametric"] if recipe == "sort_parametric" else None
-        ),
-        "seed": config["seed"],
-    }
+    """The job's JSON argument (knowlab.finetune_job.job_spec)."""
+    spec = job_spec(
+        finetune_recipe(wildcards),
+        Path(wildcards.training).name,
+        wildcards.checkpoint,
+        input,
+        output,
+        config["finetune"],
+        config["sort"]["parametric"],
+        config["seed"],
+    )
     return json.dumps(spec, sort_keys=True)
 
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,23 +11,15 @@ import torch
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.train import launch_command
+from knowlab.finetune_job import job_command, job_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _launch(tmp_path, inputs, outputs, cfg, checkpoint, world):
-    spec = {
-        "recipe": "fictionalqa",
-        "run": "control",
-        "checkpoint": checkpoint,
-        "inputs": inputs,
-        "outputs": {key: str(path) for key, path in outputs.items()},
-        "finetune": cfg,
-        "parametric": None,
-        "seed": 4,
-    }
+    spec = job_spec("fictionalqa", "control", checkpoint, inputs, outputs, cfg, None, 4)
     launch = launch_command({"launcher": "torchrun", "nodes": 1, "processes_per_node": world}, sys.executable)
-    command = f"{launch} -m knowlab.finetune_job --threads {world} {shlex.quote(json.dumps(spec))}"
+    command = job_command(launch, spec, threads=world)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from knowlab.core.train import launch_command
 from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
 from knowlab.sort.prompts import RAG_CONDITIONS, get_rag_reading, get_template, rag_readings, templates
 
@@ -69,10 +70,7 @@ def _check_finetune(config: Mapping[str, Any]) -> None:
     finetune = config["finetune"]
     distributed = finetune["distributed"]
     processes = distributed["nodes"] * distributed["processes_per_node"]
-    if distributed["launcher"] == "torchrun" and distributed["nodes"] > 1:
-        raise ValueError(
-            "finetune.distributed.launcher: torchrun starts the processes of one node; use srun for nodes > 1"
-        )
+    launch_command(distributed)  # raises for a launcher that cannot start these processes
     batches = [("finetune", finetune)]
     if config["sort"]["parametric"]["enabled"]:
         batches.append(("sort.parametric.finetune", {**finetune, **config["sort"]["parametric"]["finetune"]}))

@@ -23,7 +23,9 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from knowlab.core.io import write_json, write_parquet
@@ -34,6 +36,41 @@ from knowlab.sort.finetune import finetune_parametric_run
 RECIPES = {"fictionalqa": finetune_run, "sort_parametric": finetune_parametric_run}
 
 log = logging.getLogger("knowlab")
+
+# keys of the ``finetune`` block that say which runs exist, not how one trains: left out of the
+# spec, so that adding a run does not retrain the others
+RUN_LIST_KEYS = ("runs", "control")
+
+
+def job_spec(
+    recipe: str,
+    run: str,
+    checkpoint: str,
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    finetune_cfg: Mapping[str, Any],
+    parametric_cfg: Mapping[str, Any] | None,
+    seed: int,
+) -> dict[str, Any]:
+    """The job's spec (module docstring): paths as strings, ``finetune_cfg`` without the run list,
+    ``parametric_cfg`` only for the SORT recipe (so FictionalQA runs do not rerun on its change)."""
+    return {
+        "recipe": recipe,
+        "run": run,
+        "checkpoint": checkpoint,
+        "inputs": {key: str(path) for key, path in inputs.items()},
+        "outputs": {key: str(path) for key, path in outputs.items()},
+        "finetune": {key: value for key, value in finetune_cfg.items() if key not in RUN_LIST_KEYS},
+        "parametric": parametric_cfg if recipe == "sort_parametric" else None,
+        "seed": seed,
+    }
+
+
+def job_command(launch: str, spec: Mapping[str, Any], threads: int) -> str:
+    """The shell command of one job: ``launch`` (:func:`knowlab.core.train.launch_command`), this
+    module, ``--threads`` and the spec as quoted JSON.  The workflow's ``finetune`` rule writes the
+    same command from its shell template (``threads`` is Snakemake's, outside the rule's params)."""
+    return f"{launch} -m knowlab.finetune_job --threads {threads} {shlex.quote(json.dumps(spec, sort_keys=True))}"
 
 
 def run_job(spec: dict[str, Any], threads: int = 1) -> None:

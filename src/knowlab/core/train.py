@@ -140,6 +140,20 @@ def launch_command(distributed: Mapping[str, Any], python: str = "python") -> st
     )
 
 
+def launch_resources(distributed: Mapping[str, Any]) -> dict[str, Any]:
+    """What a fine-tuning job asks its executor for (snakemake-executor-plugin-slurm's names).
+
+    ``nodes`` and ``gpu`` (all nodes together: ``--gpus``); with srun and more than one process,
+    one task per GPU (``tasks_per_gpu``, ``tasks``) and ``mpi="srun"``, which keeps the job step
+    from wrapping the launch in a one-task srun of its own.
+    """
+    processes = int(distributed["nodes"]) * int(distributed["processes_per_node"])
+    resources: dict[str, Any] = {"nodes": int(distributed["nodes"]), "gpu": processes}
+    if distributed["launcher"] == "srun" and processes > 1:
+        resources |= {"tasks_per_gpu": 1, "tasks": processes, "mpi": "srun"}
+    return resources
+
+
 def use_bf16(precision: str, device: str) -> bool:
     """``precision``: ``bf16``, ``fp32`` or ``auto`` (bf16 on a GPU that supports it, else fp32)."""
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
@@ -440,13 +454,14 @@ def _barrier() -> None:
         torch.distributed.barrier()
 
 
-def _partial(path: Path) -> Path:
+def _partial(path: Path, create: bool = True) -> Path:
     """The folder a checkpoint or state is written in before it is moved onto ``path``: one fixed
     name per output, so that every rank writes to the same place and a killed job's leftovers
-    are cleared by the next attempt."""
+    are cleared by the next attempt (``create``: remove them and make it afresh; rank 0 only)."""
     partial = path.parent / f".{path.name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    if create:
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
     return partial
 
 
@@ -477,7 +492,7 @@ def _save_state(
     # deferred: torch loads only in fine-tuning jobs
     import torch
 
-    partial = _partial(path) if rank == 0 else path.parent / f".{path.name}.partial"
+    partial = _partial(path, create=rank == 0)
     _barrier()
     client = {"run": meta["run"], "step": meta["step"], "world_size": world}
     engine.save_checkpoint(partial, tag=STATE_TAG, client_state=client, exclude_frozen_parameters=lora)
