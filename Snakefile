@@ -31,6 +31,38 @@ include: "rules/sort.smk"
 include: "rules/grounding.smk"
 
 
+# Rules of seconds that load no model (aggregation, tables, figures, small data steps and
+# small downloads) run on the submit host under a cluster executor, not as SLURM jobs.  Not
+# here: every model, the TriviaQA and OpenHermes downloads (real_qa, sort_parametric_texts),
+# mcq (it reads the 52M-row ranking at paper scale), and summary and grounding_tables, whose
+# bootstrap intervals take minutes at paper scale.
+localrules:
+    all,
+    webtext,
+    fiction_corpus,
+    split,
+    train_log,
+    paired_tests,
+    figure_fig2,
+    figure_fig3,
+    figure_fig4,
+    figure_fig5,
+    figure_fig6,
+    figure_fig7,
+    figure_fig8,
+    figure_fig10_11,
+    figure_pvalues,
+    sort_sources,
+    sort_items,
+    sort_stats,
+    sort_figures,
+    sort_fiction_items,
+    sort_fiction_stats,
+    sort_parametric_stats,
+    grounding_items,
+    grounding_finetune_stats,
+
+
 rule all:
     default_target: True
     input:

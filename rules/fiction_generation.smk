@@ -16,6 +16,7 @@ rule generate_seeds:
         "../envs/generate.yaml"
     threads: config["threads"]
     params:
+        compute=config["compute"],
         stage="seeds",
         cfg=config["fiction"]["generate"],
         seed=config["seed"],
@@ -34,6 +35,7 @@ use rule generate_seeds as generate_fictsheets with:
     log:
         "results/logs/generate/fictsheets.log",
     params:
+        compute=config["compute"],
         stage="fictsheets",
         cfg=config["fiction"]["generate"],
         seed=config["seed"],
@@ -51,6 +53,7 @@ use rule generate_seeds as generate_fictions with:
     log:
         "results/logs/generate/fictions.log",
     params:
+        compute=config["compute"],
         stage="fictions",
         cfg=config["fiction"]["generate"],
         seed=config["seed"],
@@ -69,6 +72,7 @@ use rule generate_seeds as generate_fict_qa with:
     log:
         "results/logs/generate/fict_qa.log",
     params:
+        compute=config["compute"],
         stage="fict_qa",
         cfg=config["fiction"]["generate"],
         seed=config["seed"],
@@ -86,6 +90,7 @@ use rule generate_seeds as generate_attempts with:
     log:
         "results/logs/generate/attempts_{kind}.log",
     params:
+        compute=config["compute"],
         stage="attempts",
         cfg=config["fiction"]["generate"],
         seed=config["seed"],
@@ -104,6 +109,7 @@ use rule generate_seeds as generate_grades with:
     log:
         "results/logs/generate/grades_{kind}.log",
     params:
+        compute=config["compute"],
         stage="grades",
         cfg=config["fiction"]["generate"],
         seed=config["seed"],
@@ -124,6 +130,7 @@ rule generate_annotate:
         "../envs/generate.yaml"
     threads: config["threads"]
     params:
+        compute=config["compute"],
         cfg=config["fiction"]["generate"]["near_duplicates"],
     script:
         "../scripts/generate_annotate.py"

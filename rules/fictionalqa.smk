@@ -59,8 +59,10 @@ rule rank_distractors:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["mcq"]["ranker"],
         seed=config["seed"],
+        shards="results/corpus/mcq/ranking_shards",  # kept by a killed job, read by its re-run
     script:
         "../scripts/rank_distractors.py"
 
@@ -139,6 +141,7 @@ rule evaluate:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["evaluate"],
         checkpoint=checkpoint_path,
         run=lambda wildcards: wildcards.run,

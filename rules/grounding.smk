@@ -37,6 +37,7 @@ rule grounding_distractors:
         "../envs/grounding.yaml"
     threads: config["threads"]
     params:
+        compute=config["compute"],
         cfg=config["grounding"],
         seed=config["seed"],
     script:
@@ -60,6 +61,7 @@ rule grounding_generate:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["grounding"],
         conditions=GROUNDING_CONDITIONS,
         max_items=config["grounding"]["max_items"],
@@ -67,6 +69,9 @@ rule grounding_generate:
         model=lambda wildcards: eval_model_label(wildcards.model),
         run="base",
         step=0,
+        # backend openai: the key of grounding.generation.openai.models, and the request cache
+        served_key=lambda wildcards: wildcards.model,
+        request_cache=lambda wildcards: f"{GROUNDING}/cache/requests/{wildcards.dataset}/{wildcards.model}",
     script:
         "../scripts/grounding_generate.py"
 
@@ -87,8 +92,10 @@ rule grounding_score:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["grounding"],
         cache=lambda wildcards: f"{GROUNDING}/cache/facts/{wildcards.dataset}/{wildcards.model}.json",
+        request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
     script:
         "../scripts/grounding_score.py"
 
@@ -140,6 +147,7 @@ rule grounding_checkpoint_generate:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["grounding"],
         conditions=GROUNDING_FINETUNE_CONDITIONS,
         max_items=config["grounding"]["finetune"]["max_items"],
@@ -148,6 +156,8 @@ rule grounding_checkpoint_generate:
         run=lambda wildcards: wildcards.run,
         step=lambda wildcards: int(wildcards.step),
         checkpoint=checkpoint_path,
+        served_key=lambda wildcards: f"{wildcards.run}/step-{wildcards.step}",
+        request_cache=lambda wildcards: f"{GROUNDING}/cache/requests/finetune/{wildcards.run}/step-{wildcards.step}",
     script:
         "../scripts/grounding_generate.py"
 
@@ -170,8 +180,10 @@ rule grounding_checkpoint_score:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["grounding"],
         cache=lambda wildcards: f"{GROUNDING}/cache/facts/finetune/{wildcards.run}/step-{wildcards.step}.json",
+        request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
     script:
         "../scripts/grounding_score.py"
 

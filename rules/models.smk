@@ -31,6 +31,7 @@ rule eval_model:
     conda:
         "../envs/train.yaml"
     params:
+        compute=config["compute"],
         spec=lambda wildcards: config["eval_models"][wildcards.model],
     script:
         "../scripts/eval_model.py"

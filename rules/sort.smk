@@ -54,6 +54,7 @@ rule sort_retrieval:
         "../envs/sort.yaml"
     threads: config["threads"]
     params:
+        compute=config["compute"],
         cfg=config["sort"]["rag"],
     script:
         "../scripts/sort_retrieval.py"
@@ -75,6 +76,7 @@ rule sort_prompt:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["sort"],
     script:
         "../scripts/sort_prompt.py"
@@ -98,6 +100,7 @@ rule sort_rag_prompt:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["sort"],
     script:
         "../scripts/sort_rag_prompt.py"
@@ -118,6 +121,7 @@ rule sort_evaluate_base:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["sort"],
         checkpoint=lambda wildcards, input: input.model,
         condition=lambda wildcards: wildcards.condition,
@@ -217,6 +221,7 @@ rule sort_fiction_evaluate:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["sort"],
         checkpoint=checkpoint_path,
         condition="baseline",
@@ -298,6 +303,7 @@ rule sort_parametric_evaluate:
     resources:
         gpu=1,
     params:
+        compute=config["compute"],
         cfg=config["sort"],
         checkpoint=checkpoint_path,
         # no-context SORT at every epoch; in context (App. E.4) after the last one; at epoch 0

@@ -25,5 +25,7 @@ with rule_step(snakemake, seed=snakemake.params.seed) as log:
         params.max_items,
         params.seed,
         tags={"model": params.model, "run": params.run, "step": params.step, "checkpoint": str(path)},
+        served_key=params.served_key,
+        request_cache=params.request_cache,
     )
     write_jsonl(snakemake.output.responses, records)

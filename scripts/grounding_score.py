@@ -19,5 +19,6 @@ with rule_step(snakemake) as log:
         snakemake.input.decomposer,
         snakemake.output.facts,
         snakemake.params.cache,
+        snakemake.params.request_cache,
     )
     write_parquet(snakemake.output.table, rows)

@@ -1,4 +1,8 @@
-"""Rank every candidate alternate answer of every question with a model (paper App. C.6)."""
+"""Rank every candidate alternate answer of every question with a model (paper App. C.6).
+
+Finished shards are kept in ``params.shards`` (no rule output, so a killed job keeps them) and
+read back by the re-run; the folder is removed once the ranking is written.
+"""
 
 import sys
 from pathlib import Path
@@ -10,21 +14,30 @@ import torch
 from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.models import load_model
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates
+from knowlab.core.shards import ShardStore
+from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates, ranking_fingerprint
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     cfg = snakemake.params.cfg
     model_path = snakemake.input.get("model") or cfg["model"]
     log.info("ranker model %s, candidates per question: %s", model_path, cfg["max_candidates"] or "every answer")
+    fict_qa = read_jsonl(snakemake.input.fict_qa)
+    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions")}
+    shards = ShardStore(
+        snakemake.params.shards, ranking_fingerprint(model_path, fict_qa, seed=snakemake.params.seed, **settings)
+    )
     model, tokenizer = load_model(model_path)
     ranking = rank_candidates(
         model,
         tokenizer,
-        read_jsonl(snakemake.input.fict_qa),
+        fict_qa,
         seed=snakemake.params.seed,
         template=cfg["template"] or RANKER_TEMPLATE,
         max_candidates=cfg["max_candidates"],
         batch_size=cfg["batch_size"],
+        shard_questions=cfg["shard_questions"],
+        shards=shards,
     )
     write_parquet(snakemake.output.ranking, ranking)
+    shards.remove()

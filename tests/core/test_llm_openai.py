@@ -2,158 +2,32 @@
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import json
 import logging
-import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from knowlab.core.llm.openai_backend import OpenAIBatchBackend, OpenAIChatBackend
 from knowlab.core.llm.requests import BackendError, ChatRequest
 
-SECRET = "sk-test-SECRET-do-not-leak-4711"
-MAX_REQUESTS = 200  # the server refuses (non-retryable 500) beyond this many requests
-
-
-def _completion(model: str, content: str | None) -> dict:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
-
-
-class FakeOpenAI:
-    """State and script of the fake server; tests set the attributes below."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.hits: dict[str, int] = {}
-        self.fail_503 = 0  # answer this many chat requests with 503 first
-        self.batch_status: str | None = None  # force this status on every poll
-        self.files: dict[str, bytes] = {}
-        self.batches: dict[str, dict] = {}
-        self.polls: dict[str, int] = {}
-
-    def hit(self, what: str) -> int:
-        with self.lock:
-            self.hits[what] = self.hits.get(what, 0) + 1
-            return sum(self.hits.values())
-
-    def chat(self, body: dict) -> tuple[int, dict, dict]:
-        """(status, json, headers) for one chat completion; the last user message scripts it."""
-        text = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
-        with self.lock:
-            if self.fail_503 > 0:
-                self.fail_503 -= 1
-                return 503, {"error": {"message": "overloaded", "type": "server_error"}}, {"retry-after-ms": "10"}
-        if "bad" in text:
-            return 400, {"error": {"message": "max_tokens is too large", "type": "invalid_request_error"}}, {}
-        return 200, _completion(body["model"], None if "null" in text else f"echo: {text}"), {}
-
-    def output(self, batch: dict) -> str:
-        lines = []
-        for raw in self.files[batch["input_file_id"]].decode().splitlines():
-            line = json.loads(raw)
-            status, body, _ = self.chat(line["body"])
-            if "drop" in json.dumps(line["body"]):
-                continue
-            lines.append({"id": "batch_req_1", "custom_id": line["custom_id"],
-                          "response": {"status_code": status, "request_id": "r", "body": body}, "error": None})
-        return "".join(json.dumps(x) + "\n" for x in lines)
-
-
-def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:  # keep test output quiet
-            pass
-
-        def _send(self, status: int, payload: dict | str, headers: dict | None = None) -> None:
-            data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _body(self) -> bytes:
-            return self.rfile.read(int(self.headers.get("Content-Length", 0)))
-
-        def do_POST(self) -> None:
-            body = self._body()
-            if fake.hit(self.path) > MAX_REQUESTS:
-                return self._send(500, {"error": {"message": "too many"}}, {"x-should-retry": "false"})
-            if self.path == "/v1/chat/completions":
-                return self._send(*fake.chat(json.loads(body)))
-            if self.path == "/v1/files":
-                head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
-                message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
-                data = next(p.get_payload(decode=True) for p in message.iter_parts() if p.get_filename())
-                file_id = f"file-{len(fake.files) + 1}"
-                fake.files[file_id] = data
-                return self._send(200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": 0,
-                                        "filename": "x", "purpose": "batch", "status": "processed"})
-            if self.path == "/v1/batches":
-                request = json.loads(body)
-                batch_id = f"batch_{len(fake.batches) + 1}"
-                fake.batches[batch_id] = {"id": batch_id, "object": "batch", "endpoint": request["endpoint"],
-                                          "input_file_id": request["input_file_id"], "completion_window": "24h",
-                                          "status": "validating", "created_at": 0}
-                fake.polls[batch_id] = 0
-                return self._send(200, fake.batches[batch_id])
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_GET(self) -> None:
-            if fake.hit(self.path) > MAX_REQUESTS:
-                return self._send(500, {"error": {"message": "too many"}}, {"x-should-retry": "false"})
-            if match := re.fullmatch(r"/v1/batches/(\w+)", self.path):
-                batch = fake.batches[match[1]]
-                fake.polls[match[1]] += 1
-                if batch["status"] != "failed":  # a failed batch stays failed
-                    batch["status"] = fake.batch_status or ("in_progress" if fake.polls[match[1]] == 1 else "completed")
-                status = batch["status"]
-                answer = dict(batch)
-                if status == "completed":
-                    output_id = f"out-{match[1]}"
-                    fake.files[output_id] = fake.output(batch).encode()
-                    answer |= {"output_file_id": output_id,
-                               "request_counts": {"total": 1, "completed": 1, "failed": 0}}
-                if status == "failed":
-                    answer["errors"] = {"object": "list", "data": [{"code": "invalid_file", "message": "bad input"}]}
-                return self._send(200, answer)
-            if match := re.fullmatch(r"/v1/files/([\w-]+)/content", self.path):
-                return self._send(200, fake.files[match[1]].decode())
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-    return Handler
-
 
 @pytest.fixture
-def server(monkeypatch):
-    """(fake, base_url) of a fake OpenAI server on an ephemeral 127.0.0.1 port."""
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-    fake = FakeOpenAI()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield fake, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+def server(openai_stub):
+    """(fake, base_url) of the scripted OpenAI server (tests/conftest.py, ``openai_stub``)."""
+    return openai_stub
 
 
 def _requests(*texts: str) -> list[ChatRequest]:
-    return [ChatRequest(key=f"event_{i:03d}", stage="seeds", model="m",
-                        messages=({"role": "system", "content": "sys"}, {"role": "user", "content": text}),
-                        params={"temperature": 0.0, "seed": i})
-            for i, text in enumerate(texts)]
+    return [
+        ChatRequest(
+            key=f"event_{i:03d}",
+            stage="seeds",
+            model="m",
+            messages=({"role": "system", "content": "sys"}, {"role": "user", "content": text}),
+            params={"temperature": 0.0, "seed": i},
+        )
+        for i, text in enumerate(texts)
+    ]
 
 
 def test_chat_all_requests(server, monkeypatch):
@@ -170,7 +44,7 @@ def test_chat_all_requests(server, monkeypatch):
 
 
 def test_chat_400_names_key_not_secret(server, caplog):
-    _, url = server
+    fake, url = server
     caplog.set_level(logging.DEBUG)
     backend = OpenAIChatBackend("m", url, max_retries=1, timeout_s=5, concurrency=1)
     done = []
@@ -180,7 +54,7 @@ def test_chat_400_names_key_not_secret(server, caplog):
     message = str(info.value)
     assert done == ["event_000", "event_001"]
     assert "event_002" in message and "400" in message and "max_tokens is too large" in message
-    assert SECRET not in message and SECRET not in caplog.text and SECRET not in repr(backend)
+    assert fake.secret not in message and fake.secret not in caplog.text and fake.secret not in repr(backend)
 
 
 def test_chat_retries_transient_503(server):
@@ -208,8 +82,9 @@ def test_missing_api_key(monkeypatch):
 
 
 def _batch(url: str, tmp_path) -> OpenAIBatchBackend:
-    return OpenAIBatchBackend("m", url, state_dir=tmp_path / "state", poll_interval_s=0.01,
-                              max_wait_s=5, max_retries=1, timeout_s=5)
+    return OpenAIBatchBackend(
+        "m", url, state_dir=tmp_path / "state", poll_interval_s=0.01, max_wait_s=5, max_retries=1, timeout_s=5
+    )
 
 
 def test_batch_completes_and_resumes(server, tmp_path):
@@ -251,3 +126,18 @@ def test_batch_max_wait(server, tmp_path):
     backend = OpenAIBatchBackend("m", url, state_dir=tmp_path, poll_interval_s=0.01, max_wait_s=0.05, max_retries=1)
     with pytest.raises(BackendError, match="batch_1 still in_progress.*resumes"):
         list(backend.complete(_requests("a")))
+
+
+def test_chat_allow_empty_and_top_k(server):
+    fake, url = server
+    backend = OpenAIChatBackend("m", url, max_retries=1, timeout_s=5, allow_empty=True)
+    request = ChatRequest(
+        key="k",
+        stage="grounding",
+        model="m",
+        messages=({"role": "user", "content": "null"},),
+        params={"temperature": 0.7, "top_k": 10, "seed": 1},
+    )
+    [(_, completion)] = list(backend.complete([request]))
+    assert completion.content == "" and completion.finish_reason == "stop"
+    assert fake.bodies[-1]["top_k"] == 10 and fake.bodies[-1]["temperature"] == 0.7  # top_k in the body (vLLM)

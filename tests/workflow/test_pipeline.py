@@ -473,3 +473,16 @@ def test_audit_flags_a_changed_result(workdir):
         assert {"input", "output"} <= set(flagged["role"])
     finally:
         split.write_bytes(original)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a GPU")
+def test_a_rule_asking_for_a_missing_gpu_fails_clearly(workdir):
+    """Last in this module: the failed job removes the ranking, which no later test reads."""
+    proc = snakemake(
+        workdir, "--cores", "1", "--forcerun", "rank_distractors", "--until", "rank_distractors",
+        "--config", "compute={device: cuda}", check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    log = (workdir / "results" / "logs" / "mcq" / "rank_distractors.log").read_text()
+    assert "compute.device is 'cuda' but torch sees no CUDA GPU" in log
+    assert not (workdir / "results" / "corpus" / "mcq" / "ranked_candidates.parquet").exists()

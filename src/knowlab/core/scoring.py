@@ -62,6 +62,8 @@ from itertools import pairwise
 import numpy as np
 from tqdm.auto import tqdm
 
+from knowlab.core.device import batch_limit, place
+
 
 @dataclass(frozen=True)
 class TokenScores:
@@ -324,10 +326,8 @@ def _score_packed(
 
     width_of = [sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in rows]
     order = sorted(range(len(rows)), key=lambda r: -width_of[r])
-    device = next(model.parameters()).device
     results = {}
-    for start in tqdm(range(0, len(order), batch_size), desc=desc, leave=False, mininterval=5):
-        batch = order[start : start + batch_size]
+    for batch in tqdm(_batches(order, [width_of[r] for r in order], batch_size), desc=desc, leave=False, mininterval=5):
         width = width_of[batch[0]]
         ids = np.zeros((len(batch), width), dtype=np.int64)
         positions = np.zeros((len(batch), width), dtype=np.int64)
@@ -355,9 +355,9 @@ def _score_packed(
         # logits only from the earliest scored position of the batch on
         first = min(where[0] for _, _, where in scored)
         logits = model(
-            input_ids=torch.from_numpy(ids).to(device),
-            attention_mask=mask[:, None].to(device),
-            position_ids=torch.from_numpy(positions).to(device),
+            input_ids=place(torch.from_numpy(ids), model),
+            attention_mask=place(mask[:, None], model),
+            position_ids=place(torch.from_numpy(positions), model),
             logits_to_keep=width - first,
             use_cache=False,
         ).logits
@@ -386,9 +386,8 @@ def _score_alone(
         inputs.append((full[:-1], full[1:], len(continuation_ids)))
     order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))
     results: list[TokenScores | None] = [None] * len(inputs)
-    device = next(model.parameters()).device
-    for start in tqdm(range(0, len(order), batch_size), desc=desc, leave=False, mininterval=5):
-        batch = order[start : start + batch_size]
+    widths = [len(inputs[i][0]) for i in order]
+    for batch in tqdm(_batches(order, widths, batch_size), desc=desc, leave=False, mininterval=5):
         width = max(len(inputs[i][0]) for i in batch)
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
@@ -400,19 +399,37 @@ def _score_alone(
         # and log-probabilities only at scored positions: no full-vocabulary log_softmax
         starts = [len(inputs[i][0]) - min(inputs[i][2], len(inputs[i][1])) for i in batch]
         first = min(starts)
-        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), logits_to_keep=width - first).logits
+        logits = model(
+            input_ids=place(ids, model), attention_mask=place(mask, model), logits_to_keep=width - first
+        ).logits
         for row, i in enumerate(batch):
             _, targets, _ = inputs[i]
             results[i] = _token_scores(logits[row, starts[row] - first : len(targets) - first], targets[starts[row] :])
     return results  # type: ignore[return-value]
 
 
+def _batches(order: Sequence[int], widths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """``order`` (widest first, with those ``widths``) cut into batches of at most ``batch_size`` rows
+    and the job's token budget (:func:`knowlab.core.device.batch_limit`)."""
+    batches, start = [], 0
+    for n in batch_limit(widths, batch_size):
+        batches.append(list(order[start : start + n]))
+        start += n
+    return batches
+
+
 def loglikelihood(
-    model, tokenizer, requests: Sequence[tuple[str, str]], batch_size: int = 8, desc: str = "loglikelihood"
+    model,
+    tokenizer,
+    requests: Sequence[tuple[str, str]],
+    batch_size: int = 8,
+    desc: str = "loglikelihood",
+    min_shared_prefix: int = 32,
 ) -> list[tuple[float, int, bool]]:
-    """``(sum log-likelihood, n tokens, is_greedy)`` of each ``(context, continuation)`` request."""
+    """``(sum log-likelihood, n tokens, is_greedy)`` of each ``(context, continuation)`` request
+    (:func:`score_token_ids`)."""
     pairs = [encode_pair(tokenizer, c, x) for c, x in requests]
-    scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc)
+    scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc, min_shared_prefix=min_shared_prefix)
     return [(float(s.logprobs.sum()), len(s.logprobs), bool(s.greedy.all())) for s in scores]
 
 
@@ -423,6 +440,7 @@ def next_token_logprobs(
     continuations: Sequence[str],
     batch_size: int = 8,
     desc: str = "next token",
+    min_shared_prefix: int = 32,
 ) -> np.ndarray:
     """``log p(continuation | context)`` (nats) of single-token continuations, one forward pass per context.
 
@@ -446,5 +464,5 @@ def next_token_logprobs(
             pairs.append(encode_pair(tokenizer, context, x))
             if len(pairs[-1][1]) != 1:
                 raise ValueError(f"continuation {x!r} is not a single token after context ...{context[-40:]!r}")
-    scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc)
+    scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc, min_shared_prefix=min_shared_prefix)
     return np.array([s.logprobs[0] for s in scores]).reshape(len(contexts), len(continuations))

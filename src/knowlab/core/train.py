@@ -54,6 +54,7 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.checkpoints import checkpoint_dir, checkpoint_steps
+from knowlab.core.device import place
 from knowlab.core.io import read_json, write_json
 from knowlab.core.mixture import MixtureSampler
 from knowlab.core.models import check_model_dir
@@ -370,7 +371,7 @@ def train_segment(
         totals = torch.zeros(3, dtype=torch.float64)  # loss sum, micro-batches, tokens
         for m in range(accum):
             chunk = [pools[src][i] for src, i in mine[m * micro : (m + 1) * micro]]
-            input_ids, attention, labels = (t.to(engine.device) for t in collate(chunk, pad_id))
+            input_ids, attention, labels = (place(t, engine.device) for t in collate(chunk, pad_id))
             loss = engine(input_ids=input_ids, attention_mask=attention, labels=labels, use_cache=False).loss
             engine.backward(loss)
             engine.step()

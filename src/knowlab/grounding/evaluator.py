@@ -37,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from tqdm.auto import tqdm
 
+from knowlab.core.device import current_compute
 from knowlab.core.llm.local import render_messages
 from knowlab.core.models import load_model
 from knowlab.core.retrieval import embed, load_embedder
@@ -262,7 +263,7 @@ class BiEncoderEvaluator(_PassageEvaluator):
         sentences_per_passage: sentences per passage window, or ``None`` for window passages.
         batch_size: texts per encoder batch (16: a quarter faster than 64 on CPU for KAIST sentences).
         max_passage_tokens: optional cap below the embedder's window.
-        device: torch device for the encoder.
+        device: torch device for the encoder (default: the job's, :func:`knowlab.core.device.current_compute`).
         cache_size: embeddings kept across calls (distinct texts, oldest forgotten first;
             about 1.5 kB each for 384-d): the same gold contexts are scored for every
             condition and model.
@@ -341,7 +342,7 @@ class CrossEncoderEvaluator(_PassageEvaluator):
         threshold: logit threshold, strictly greater (paper App. B.2: 6).
         batch_size: pairs per forward pass.
         max_passage_tokens: optional cap below the window.
-        device: torch device.
+        device: torch device (default: the job's, :func:`knowlab.core.device.current_compute`).
 
     Raises:
         ValueError: the model's ``max_seq_length`` leaves no room for a passage.
@@ -363,7 +364,13 @@ class CrossEncoderEvaluator(_PassageEvaluator):
         from sentence_transformers import CrossEncoder
 
         if isinstance(model, str):
-            model = CrossEncoder(model, device=device, activation_fn=torch.nn.Identity())
+            compute = current_compute()  # the job's device and dtype (knowlab.core.device)
+            model = CrossEncoder(
+                model,
+                device=device or compute.device,
+                activation_fn=torch.nn.Identity(),
+                model_kwargs={"dtype": compute.torch_dtype},
+            )
         else:
             model.activation_fn = torch.nn.Identity()
         self.model = model
@@ -405,6 +412,12 @@ class LLMJudge(_PassageEvaluator):
     ``limit`` is the model's ``max_position_embeddings`` (capped by the tokenizer's
     ``model_max_length``) and ``prompt`` the tokens of the rendered prompt with an empty
     paragraph and fact; :func:`split_passages`; maximum over passages.
+
+    The judge runs in the job (on the device of its ``compute`` policy, where
+    :func:`knowlab.core.models.load_model` puts the model), never on an OpenAI-compatible
+    server: the score needs the exact log-probabilities of both labels' tokens after the
+    prompt, and a chat-completions server gives at most the top-20 log-probabilities of the
+    tokens it generates (a label outside them has no value).
 
     Args:
         model: a causal LM (e.g. from :func:`knowlab.core.models.load_model`).

@@ -19,6 +19,11 @@ same with a local instruct model, or, as a model-free fallback, uses the sentenc
   model), ``"sentences"`` (none: sentence split, or ``kind == "sentences"``) or ``"mixed"``.
 - :class:`FactCache`: a JSON file of decompositions keyed by decomposer, prompt version and
   response text, so a response is decomposed once across runs.
+- Backends (``grounding.decomposer.backend``): ``transformers`` (default) generates with the
+  local model (:func:`knowlab.core.llm.local.generate_texts`, greedy); ``openai`` sends the
+  same turns as chat messages (:func:`decompose_messages`, temperature 0) to an
+  OpenAI-compatible server (:class:`~knowlab.core.llm.openai_backend.OpenAIChatBackend`,
+  ``grounding.decomposer.openai``), which applies its own chat template.
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.io import DataError, read_json, write_json
+from knowlab.core.llm.cache import RequestCache
 from knowlab.core.llm.local import generate_texts, model_name, render_messages
+from knowlab.core.llm.requests import Backend, ChatRequest
+from knowlab.grounding.generate import DEFAULT_OPENAI, answer_requests, chat_backend
 
 #: bump when the prompt, the parsing or the fallback changes: cached decompositions then miss
 PROMPT_VERSION = "facts-v1"
@@ -60,8 +68,23 @@ DECOMPOSE_PROMPT = (
     + "Sentence: {text}\nFacts:\n"
 )
 
-DEFAULT_DECOMPOSER: dict[str, Any] = {"kind": "sentences", "max_new_tokens": 96, "batch_size": 8, "min_support": None}
+DEFAULT_DECOMPOSER: dict[str, Any] = {
+    "kind": "sentences",
+    "backend": "transformers",
+    "max_new_tokens": 96,
+    "batch_size": 8,
+    "min_support": None,
+    "openai": {},
+}
 METHODS = ("llm", "sentences", "mixed")
+BACKENDS = ("transformers", "openai")
+#: defaults of ``grounding.decomposer.openai``: the server and the served model name (``model``;
+#: None: the caller's default, the base model folder)
+DEFAULT_DECOMPOSER_OPENAI: dict[str, Any] = {
+    **{k: v for k, v in DEFAULT_OPENAI.items() if k != "models"},
+    "timeout_s": 120.0,
+    "model": None,
+}
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])(?:\s+(.*))?$")
 _WORD = re.compile(r"\w+")
@@ -135,6 +158,15 @@ def support(fact: str, source: str) -> float:
     return len(words & set(_WORD.findall(source.lower()))) / len(words)
 
 
+def _turns(sentence: str) -> list[dict[str, str]]:
+    """The demonstrations as user/assistant turns, then ``sentence`` as the last user turn."""
+    turns: list[dict[str, str]] = []
+    for demo_sentence, demo_facts in DECOMPOSE_DEMOS:
+        turns += [{"role": "user", "content": demo_sentence}, {"role": "assistant", "content": demo_facts}]
+    turns.append({"role": "user", "content": sentence})
+    return turns
+
+
 def render_decompose_prompt(tokenizer, sentence: str) -> str:
     """The decomposition prompt for one sentence, as the model reads it.
 
@@ -145,11 +177,38 @@ def render_decompose_prompt(tokenizer, sentence: str) -> str:
     """
     if not getattr(tokenizer, "chat_template", None):
         return DECOMPOSE_PROMPT.format(text=sentence)
-    turns: list[dict[str, str]] = []
-    for demo_sentence, demo_facts in DECOMPOSE_DEMOS:
-        turns += [{"role": "user", "content": demo_sentence}, {"role": "assistant", "content": demo_facts}]
-    turns.append({"role": "user", "content": sentence})
-    return render_messages(tokenizer, turns, DECOMPOSE_INSTRUCTION)
+    return render_messages(tokenizer, _turns(sentence), DECOMPOSE_INSTRUCTION)
+
+
+def decompose_messages(sentence: str) -> tuple[dict[str, str], ...]:
+    """The chat messages of one sentence's decomposition (``openai`` backend): system message
+    :data:`DECOMPOSE_INSTRUCTION`, the demonstrations as user/assistant turns, the sentence as
+    the last user turn (the turns of :func:`render_decompose_prompt`, unrendered)."""
+    return ({"role": "system", "content": DECOMPOSE_INSTRUCTION}, *_turns(sentence))
+
+
+def decomposer_config(decomposer: Mapping[str, Any]) -> dict[str, Any]:
+    """``grounding.decomposer`` merged over :data:`DEFAULT_DECOMPOSER` (``openai`` over
+    :data:`DEFAULT_DECOMPOSER_OPENAI`).
+
+    Raises:
+        ValueError: an unknown key (of the block or of ``openai``), kind or backend.
+    """
+    unknown = set(decomposer) - set(DEFAULT_DECOMPOSER) - {"name"}
+    if unknown:
+        raise ValueError(f"unknown decomposer keys {sorted(unknown)}; known: {sorted(DEFAULT_DECOMPOSER)} and 'name'")
+    conf = {**DEFAULT_DECOMPOSER, **decomposer}
+    if conf["kind"] not in ("llm", "sentences"):
+        raise ValueError(f"unknown decomposer kind {conf['kind']!r}; expected 'llm' or 'sentences'")
+    if conf["backend"] not in BACKENDS:
+        raise ValueError(f"grounding.decomposer.backend must be one of {BACKENDS}, got {conf['backend']!r}")
+    unknown = set(conf["openai"] or {}) - set(DEFAULT_DECOMPOSER_OPENAI)
+    if unknown:
+        raise ValueError(
+            f"unknown grounding.decomposer.openai keys {sorted(unknown)}; known: {sorted(DEFAULT_DECOMPOSER_OPENAI)}"
+        )
+    conf["openai"] = {**DEFAULT_DECOMPOSER_OPENAI, **(conf["openai"] or {})}
+    return conf
 
 
 def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
@@ -157,12 +216,17 @@ def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
 
     ``"sentences:pysbd"`` for ``kind == "sentences"``; for ``"llm"``:
     ``"llm:<name>:max_new_tokens=<n>:min_support=<s>"`` where ``name`` is ``decomposer["name"]``
-    or the model's name/path.
+    or the model's name/path, and with the ``openai`` backend ``openai:<served model name>``
+    (``decomposer["openai"]["model"]``), so a served decomposer never shares cache entries with
+    a local one.
     """
     conf = {**DEFAULT_DECOMPOSER, **decomposer}
     if conf["kind"] == "sentences":
         return "sentences:pysbd"
-    name = conf.get("name") or model_name(model)
+    if conf["backend"] == "openai":
+        name = conf.get("name") or f"openai:{(conf['openai'] or {}).get('model')}"
+    else:
+        name = conf.get("name") or model_name(model)
     return f"llm:{name}:max_new_tokens={conf['max_new_tokens']}:min_support={conf['min_support']}"
 
 
@@ -211,17 +275,49 @@ class FactCache:
         return len(self.entries)
 
 
-def _llm_facts(sentences: Sequence[str], conf: Mapping[str, Any], model, tokenizer) -> dict[str, list[str]]:
+def _served_outputs(
+    sentences: list[str], conf: Mapping[str, Any], backend: Backend | None, cache: RequestCache | None
+) -> list[dict[str, Any]]:
+    """``{"text", "finished"}`` of each sentence from an OpenAI-compatible server (greedy)."""
+    server = conf["openai"]
+    backend = backend if backend is not None else chat_backend(server, server["model"])
+    requests = [
+        ChatRequest(
+            key=f"sentence {index}: {sentence[:60]}",
+            stage="atomic facts",
+            messages=decompose_messages(sentence),
+            model=server["model"],
+            params={"max_tokens": conf["max_new_tokens"], "temperature": 0.0},
+        )
+        for index, sentence in enumerate(sentences)
+    ]
+    answers = answer_requests(backend, requests, cache, f"atomic facts ({server['model']})")
+    return [
+        {"text": answers[r.key].content.strip(), "finished": answers[r.key].finish_reason == "stop"} for r in requests
+    ]
+
+
+def _llm_facts(
+    sentences: Sequence[str],
+    conf: Mapping[str, Any],
+    model,
+    tokenizer,
+    backend: Backend | None = None,
+    cache: RequestCache | None = None,
+) -> dict[str, list[str]]:
     """Model facts of each distinct sentence ([] where the output has none that passes the filter)."""
     distinct = list(dict.fromkeys(sentences))
-    outputs = generate_texts(
-        model,
-        tokenizer,
-        [render_decompose_prompt(tokenizer, s) for s in distinct],
-        max_new_tokens=conf["max_new_tokens"],
-        batch_size=conf["batch_size"],
-        desc="atomic facts",
-    )
+    if conf["backend"] == "openai":
+        outputs = _served_outputs(distinct, conf, backend, cache)
+    else:
+        outputs = generate_texts(
+            model,
+            tokenizer,
+            [render_decompose_prompt(tokenizer, s) for s in distinct],
+            max_new_tokens=conf["max_new_tokens"],
+            batch_size=conf["batch_size"],
+            desc="atomic facts",
+        )
     found = {}
     for sentence, out in zip(distinct, outputs, strict=True):
         text = out["text"]
@@ -240,21 +336,32 @@ def decompose_responses(
     model=None,
     tokenizer=None,
     cache: FactCache | None = None,
+    *,
+    backend: Backend | None = None,
+    request_cache: RequestCache | None = None,
 ) -> list[dict[str, Any]]:
     """Atomic facts of each response (paper Sec. 3.1, footnote 4; FActScore-style, per sentence).
 
     Args:
         responses: generated responses.
-        decomposer: ``{"kind": "llm" | "sentences", "max_new_tokens": int (96),
-            "batch_size": int (8), "min_support": float | None (None), "name": str (optional,
-            the model's name in the cache key)}``.  ``"llm"``: each distinct sentence of the
-            uncached responses is decomposed by ``model`` (greedy,
-            :func:`knowlab.core.llm.local.generate_texts`) with
-            :func:`render_decompose_prompt`; an output cut at ``max_new_tokens`` loses its last
-            line; with ``min_support`` set, facts whose :func:`support` in their sentence is
-            lower are dropped; a sentence left with no fact contributes itself.
+        decomposer: ``{"kind": "llm" | "sentences", "backend": "transformers" | "openai",
+            "max_new_tokens": int (96), "batch_size": int (8), "min_support": float | None
+            (None), "openai": {...} (:data:`DEFAULT_DECOMPOSER_OPENAI`; ``model`` is the served
+            name, required for ``openai``), "name": str (optional, the model's name in the cache
+            key)}``.  ``"llm"``: each distinct sentence of the uncached responses is decomposed,
+            greedily, by ``model`` (backend ``transformers``,
+            :func:`knowlab.core.llm.local.generate_texts` of :func:`render_decompose_prompt`) or
+            by the served model (backend ``openai``, the chat messages of
+            :func:`decompose_messages`, temperature 0); an output cut at ``max_new_tokens``
+            loses its last line; with ``min_support`` set, facts whose :func:`support` in their
+            sentence is lower are dropped; a sentence left with no fact contributes itself.
             ``"sentences"``: the facts are the sentences (:func:`split_sentences`).
+        model, tokenizer: the local decomposer (``llm`` with backend ``transformers``).
         cache: looked up before and filled after decomposing (saving it is the caller's call).
+        backend: ``openai`` only: the chat backend (default
+            :func:`knowlab.grounding.generate.chat_backend` of ``decomposer["openai"]``).
+        request_cache: ``openai`` only: a per-sentence request cache; a re-run of a killed
+            job sends only the sentences it lacks.
 
     Returns:
         per response, in order, ``{"facts": list[str], "method": "llm" | "sentences" | "mixed",
@@ -262,16 +369,17 @@ def decompose_responses(
         ``"sentences"``, no model call); identical responses are decomposed once.
 
     Raises:
-        ValueError: an unknown ``kind`` or key, or ``kind == "llm"`` without model and tokenizer.
+        ValueError: an unknown ``kind``, backend or key, ``kind == "llm"`` with backend
+            ``transformers`` without model and tokenizer, or backend ``openai`` without
+            ``openai.model``.
+        BackendError: backend ``openai``: a request failed (the message names the sentence's
+            request key, ``sentence <n>``, the HTTP status and the server's message).
     """
-    unknown = set(decomposer) - set(DEFAULT_DECOMPOSER) - {"name"}
-    if unknown:
-        raise ValueError(f"unknown decomposer keys {sorted(unknown)}; known: {sorted(DEFAULT_DECOMPOSER)} and 'name'")
-    conf = {**DEFAULT_DECOMPOSER, **decomposer}
-    if conf["kind"] not in ("llm", "sentences"):
-        raise ValueError(f"unknown decomposer kind {conf['kind']!r}; expected 'llm' or 'sentences'")
-    if conf["kind"] == "llm" and (model is None or tokenizer is None):
+    conf = decomposer_config(decomposer)
+    if conf["kind"] == "llm" and conf["backend"] == "transformers" and (model is None or tokenizer is None):
         raise ValueError("decomposer kind 'llm' needs a model and a tokenizer")
+    if conf["kind"] == "llm" and conf["backend"] == "openai" and not conf["openai"]["model"]:
+        raise ValueError("grounding.decomposer.backend openai needs the served model name (openai.model)")
     ident = decomposer_id(conf, model)
     done: dict[str, dict[str, Any]] = {}  # response text -> {facts, method, cached}
     todo: list[str] = []
@@ -286,7 +394,7 @@ def decompose_responses(
     sentences = {text: split_sentences(text) for text in todo}
     llm: dict[str, list[str]] = {}
     if conf["kind"] == "llm" and todo:
-        llm = _llm_facts([s for text in todo for s in sentences[text]], conf, model, tokenizer)
+        llm = _llm_facts([s for text in todo for s in sentences[text]], conf, model, tokenizer, backend, request_cache)
     for text in todo:
         facts: list[str] = []
         n_llm = 0

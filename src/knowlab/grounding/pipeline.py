@@ -15,15 +15,16 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.io import read_jsonl, write_json
+from knowlab.core.llm.cache import RequestCache
 from knowlab.core.llm.local import count_tokens
-from knowlab.core.models import load_model
+from knowlab.core.models import check_model_dir, load_model
 from knowlab.core.retrieval import load_embedder
 from knowlab.grounding.conditions import condition_records, select_question_ids
 from knowlab.grounding.distractors import fiction_pool, rank_distractors
 from knowlab.grounding.evaluator import load_evaluator
-from knowlab.grounding.facts import FactCache, decompose_responses
+from knowlab.grounding.facts import FactCache, decompose_responses, decomposer_config
 from knowlab.grounding.fiction import fiction_grounding_items
-from knowlab.grounding.generate import generate_responses
+from knowlab.grounding.generate import chat_backend, generate_responses, generation_config, served_model
 from knowlab.grounding.kaist import load_kaist_release
 from knowlab.grounding.metrics import score_responses
 from knowlab.grounding.schema import check_items
@@ -72,6 +73,18 @@ def distractor_table(items: Sequence[Mapping[str, Any]], pool: Sequence[Mapping[
     return pd.DataFrame(rows, columns=["item_id", "rank", "doc_id"])
 
 
+def load_tokenizer(path: str):
+    """The tokenizer of a checked model folder (:func:`knowlab.core.models.check_model_dir`), without its weights.
+
+    Raises:
+        CheckpointError: the folder lacks a file it needs.
+    """
+    # deferred: transformers loads only in jobs that run a model
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(check_model_dir(path))
+
+
 def respond(
     model_path: str,
     items: Sequence[Mapping[str, Any]],
@@ -82,10 +95,17 @@ def respond(
     max_items: int | None,
     seed: int,
     tags: Mapping[str, Any],
+    served_key: str | None = None,
+    request_cache: str | None = None,
 ) -> list[dict[str, Any]]:
     """Generate every (question, condition) response of one model or checkpoint.
 
-    The model is loaded from ``model_path`` (:func:`knowlab.core.models.load_model`).
+    Backend ``grounding.generation.backend``: ``transformers`` loads the model from
+    ``model_path`` (:func:`knowlab.core.models.load_model`, on the job's device);
+    ``openai`` loads only its tokenizer (prompt fitting) and sends the requests to the served
+    model :func:`knowlab.grounding.generate.served_model` names for ``served_key`` (the
+    ``eval_models`` name, or ``<run>/step-<step>``), through a request cache in folder
+    ``request_cache`` when given (a re-run sends only the requests it lacks).
     Questions: :func:`knowlab.grounding.conditions.select_question_ids` (``max_items``, ``seed``);
     contexts: :func:`knowlab.grounding.conditions.condition_records` with token counts of the
     model's tokenizer, distractors from ``distractors`` (:func:`distractor_table`); generation:
@@ -94,8 +114,20 @@ def respond(
     Returns:
         the response records, each followed by the fields of ``tags`` (model, run, step,
         checkpoint).
+
+    Raises:
+        ValueError: an unknown generation setting; BackendError: a failed request (``openai``).
     """
-    model, tokenizer = load_model(model_path)
+    gen = generation_config(cfg["generation"])
+    served = backend = cache = None
+    if gen["backend"] == "openai":
+        model, tokenizer = None, load_tokenizer(model_path)
+        served, base_url = served_model(gen["openai"], served_key, model_path)
+        backend = chat_backend(gen["openai"], served, base_url)
+        cache = RequestCache(request_cache) if request_cache else None
+        log.info("generating with %r, served model %r; request cache %s", backend, served, request_cache)
+    else:
+        model, tokenizer = load_model(model_path)
     ranked = {i: list(g.sort_values("rank").doc_id) for i, g in distractors.groupby("item_id")}
     by_id = {doc["doc_id"]: doc for doc in pool}
     qids = select_question_ids(items, max_items, seed)
@@ -103,14 +135,31 @@ def respond(
         items, qids, conditions, ranked, by_id, cfg, lambda text: count_tokens(tokenizer, text), seed
     )
     log.info("%d questions x %d conditions = %d responses", len(qids), len(conditions), len(records))
-    return [{**r, **tags} for r in generate_responses(model, tokenizer, records, cfg["generation"])]
+    responses = generate_responses(
+        model, tokenizer, records, cfg["generation"], backend=backend, served=served, cache=cache
+    )
+    return [{**r, **tags} for r in responses]
 
 
 def score(
-    records: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any], decomposer_path: str, facts_path: str, cache_path: str
+    records: Sequence[Mapping[str, Any]],
+    cfg: Mapping[str, Any],
+    decomposer_path: str,
+    facts_path: str,
+    cache_path: str,
+    request_cache: str | None = None,
 ):
     """Atomic facts of every response (:mod:`knowlab.grounding.facts`) and their metrics
     (:func:`knowlab.grounding.metrics.score_responses`) against the *gold* contexts and facts.
+
+    Models: the LLM decomposer (``grounding.decomposer`` kind ``llm``) is the base model at
+    ``decomposer_path`` (backend ``transformers``, loaded on the job's device) or a served
+    model (backend ``openai``: ``grounding.decomposer.openai.model``, by default
+    ``decomposer_path`` as given, the name ``vllm serve`` gives that folder; its requests go
+    through a request cache in folder ``request_cache`` when given).  The LLM judge
+    (``grounding.evaluator`` kind ``llm_judge``) always runs locally on the base model: it
+    needs the exact log-probabilities of both labels, which a chat-completions server does
+    not give (at most the top-20 of the tokens it generates).
 
     Precision is taken against the gold contexts only, also in the ``*_dist`` conditions: a
     fact that only a distractor supports is not grounded in the knowledge the question needs
@@ -120,11 +169,22 @@ def score(
     by decomposer and response text), kept across re-runs so that a changed evaluator does not
     decompose again.
     """
+    decomposer = decomposer_config(cfg["decomposer"])
+    served = decomposer["kind"] == "llm" and decomposer["backend"] == "openai"
+    if served:
+        decomposer["openai"]["model"] = decomposer["openai"]["model"] or str(decomposer_path)
     model = tokenizer = None
-    if cfg["decomposer"]["kind"] == "llm" or cfg["evaluator"]["kind"] == "llm_judge":  # the base model
+    if (decomposer["kind"] == "llm" and not served) or cfg["evaluator"]["kind"] == "llm_judge":  # the base model
         model, tokenizer = load_model(decomposer_path)
     cache = FactCache(cache_path)
-    decomposed = decompose_responses([r["response"] for r in records], cfg["decomposer"], model, tokenizer, cache)
+    decomposed = decompose_responses(
+        [r["response"] for r in records],
+        decomposer,
+        model,
+        tokenizer,
+        cache,
+        request_cache=RequestCache(request_cache) if served and request_cache else None,
+    )
     cache.save()
     facts = {r["response_id"]: d["facts"] for r, d in zip(records, decomposed, strict=True)}
     write_json(facts_path, {r["response_id"]: d for r, d in zip(records, decomposed, strict=True)})

@@ -37,7 +37,7 @@ class TransformersBackend:
 
     Requests are grouped by sampling parameters and run in batches of ``batch_size``;
     ``temperature`` 0 (or absent) is greedy decoding, otherwise sampling with the request's
-    ``temperature``/``top_p`` and a generator seeded from (``seed``, prompt) per request.
+    ``temperature``/``top_k``/``top_p`` and a generator seeded from (``seed``, prompt) per request.
     The system and user messages are rendered with the tokenizer's chat template
     (:func:`knowlab.core.llm.local.render_chat`).
 
@@ -49,9 +49,9 @@ class TransformersBackend:
     name = "transformers"
     partial = False
 
-    def __init__(self, path: str | os.PathLike, batch_size: int = 4, dtype: str = "float32") -> None:
+    def __init__(self, path: str | os.PathLike, batch_size: int = 4) -> None:
         self.path = Path(path)
-        self.model, self.tokenizer = load_model(self.path, dtype)
+        self.model, self.tokenizer = load_model(self.path)
         self.batch_size = batch_size
         self.context = int(getattr(self.model.config, "max_position_embeddings", 2048))
 
@@ -75,25 +75,44 @@ class TransformersBackend:
             for request, text in zip(group, texts):
                 n = count_tokens(self.tokenizer, text)
                 if n + max_tokens > self.context:
-                    raise BackendError(f"request {request.key!r}: prompt of {n} tokens + max_tokens {max_tokens} "
-                                       f"exceeds the model's context of {self.context} tokens")
+                    raise BackendError(
+                        f"request {request.key!r}: prompt of {n} tokens + max_tokens {max_tokens} "
+                        f"exceeds the model's context of {self.context} tokens"
+                    )
             for start in range(0, len(group), self.batch_size):
                 batch = group[start : start + self.batch_size]
                 outputs = generate_texts(
-                    self.model, self.tokenizer, texts[start : start + self.batch_size],
-                    max_new_tokens=max_tokens, max_input_tokens=self.context, do_sample=temperature > 0,
-                    temperature=temperature or 1.0, top_p=params.get("top_p"), seed=int(params.get("seed", 0)),
-                    batch_size=self.batch_size, desc=batch[0].stage,
+                    self.model,
+                    self.tokenizer,
+                    texts[start : start + self.batch_size],
+                    max_new_tokens=max_tokens,
+                    max_input_tokens=self.context,
+                    do_sample=temperature > 0,
+                    temperature=temperature or 1.0,
+                    top_k=params.get("top_k"),
+                    top_p=params.get("top_p"),
+                    seed=int(params.get("seed", 0)),
+                    batch_size=self.batch_size,
+                    desc=batch[0].stage,
                 )
                 for request, output in zip(batch, outputs):
                     if not output["text"]:
-                        raise BackendError(f"request {request.key!r}: response without content "
-                                           f"({output['n_new_tokens']} token(s), all special)")
-                    yield request, Completion(
-                        content=output["text"], model=self.path.name,
-                        finish_reason="stop" if output["finished"] else "length",
-                        usage={"prompt_tokens": output["n_input_tokens"], "completion_tokens": output["n_new_tokens"]},
-                        backend=self.name,
+                        raise BackendError(
+                            f"request {request.key!r}: response without content "
+                            f"({output['n_new_tokens']} token(s), all special)"
+                        )
+                    yield (
+                        request,
+                        Completion(
+                            content=output["text"],
+                            model=self.path.name,
+                            finish_reason="stop" if output["finished"] else "length",
+                            usage={
+                                "prompt_tokens": output["n_input_tokens"],
+                                "completion_tokens": output["n_new_tokens"],
+                            },
+                            backend=self.name,
+                        ),
                     )
 
 
@@ -167,9 +186,13 @@ class ReplayBackend:
                     f"{where}: {key[1]!r} recorded twice for stage {stage} (first at {self.recorded[key][1]})"
                 )
             usage = {k: v for k, v in (body.get("usage") or {}).items() if isinstance(v, int)}
-            completion = Completion(content=content, model=str(body.get("model", "")),
-                                    finish_reason=body["choices"][0].get("finish_reason"), usage=usage,
-                                    backend=self.name)
+            completion = Completion(
+                content=content,
+                model=str(body.get("model", "")),
+                finish_reason=body["choices"][0].get("finish_reason"),
+                usage=usage,
+                backend=self.name,
+            )
             self.recorded[key] = (completion, where)
 
     def __repr__(self) -> str:
@@ -182,8 +205,9 @@ class ReplayBackend:
                 yield request, hit[0]
 
 
-def make_backend(cfg: Mapping[str, Any], basedir: str | os.PathLike, default_model_path: str | None,
-                 state_dir: str | os.PathLike) -> Backend:
+def make_backend(
+    cfg: Mapping[str, Any], basedir: str | os.PathLike, default_model_path: str | None, state_dir: str | os.PathLike
+) -> Backend:
     """The backend named by ``cfg["backend"]`` (config ``fiction.generate``).
 
     ``default_model_path`` is the project's base model folder (as given: Snakemake passes it
@@ -207,8 +231,13 @@ def make_backend(cfg: Mapping[str, Any], basedir: str | os.PathLike, default_mod
         return ReplayBackend(Path(basedir) / cfg["replay"]["path"])
     if kind in ("openai", "openai_batch"):
         server = cfg["openai"]
-        common = {"model": cfg["model"], "base_url": server.get("base_url"), "api_key_env": server["api_key_env"],
-                  "max_retries": server["max_retries"], "timeout_s": server["timeout_s"]}
+        common = {
+            "model": cfg["model"],
+            "base_url": server.get("base_url"),
+            "api_key_env": server["api_key_env"],
+            "max_retries": server["max_retries"],
+            "timeout_s": server["timeout_s"],
+        }
         if kind == "openai":
             return OpenAIChatBackend(**common, concurrency=server["concurrency"])
         return OpenAIBatchBackend(**common, state_dir=state_dir, poll_interval_s=server["poll_interval_s"])

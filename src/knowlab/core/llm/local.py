@@ -20,6 +20,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from knowlab.core.device import batch_limit, place
+
 #: between a system prompt and the prompt when they are merged into one user turn
 SYSTEM_SEPARATOR = "\n\n"
 
@@ -160,8 +162,10 @@ def generate_texts(
     """Continue each rendered prompt with ``model.generate``, batched with left padding.
 
     Texts are encoded as they are (no added special tokens), sorted by token length (longest
-    first) and run in batches of ``batch_size``, each left-padded with the pad token (EOS when
-    the tokenizer has none) and an attention mask; results come back in input order.
+    first) and run in batches of ``batch_size`` (fewer where the job's token budget,
+    ``compute.max_batch_tokens``, is reached, counting rows x (prompt + ``max_new_tokens``)),
+    each left-padded with the pad token (EOS when the tokenizer has none) and an attention
+    mask; results come back in input order.
     Decoding stops at any of :func:`stop_token_ids` or after ``max_new_tokens``.
 
     Greedy (default) decoding is deterministic; with left padding the logits of a padded row
@@ -209,16 +213,15 @@ def generate_texts(
     gen_config.max_length = None
     gen_config.eos_token_id = stops
     gen_config.pad_token_id = pad_id
-    device = next(model.parameters()).device
     order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
     results: list[dict[str, Any] | None] = [None] * len(texts)
-    for start in tqdm(range(0, len(order), batch_size), desc=desc, leave=False, mininterval=5):
-        batch = order[start : start + batch_size]
+    sizes = batch_limit([len(encoded[i]) + max_new_tokens for i in order], batch_size)
+    starts = [sum(sizes[:k]) for k in range(len(sizes))]
+    for start, size in tqdm(list(zip(starts, sizes)), desc=desc, leave=False, mininterval=5):
+        batch = order[start : start + size]
         width = max(len(encoded[i]) for i in batch)
-        input_ids = torch.tensor([[pad_id] * (width - len(encoded[i])) + encoded[i] for i in batch], device=device)
-        attention = torch.tensor(
-            [[0] * (width - len(encoded[i])) + [1] * len(encoded[i]) for i in batch], device=device
-        )
+        input_ids = place(torch.tensor([[pad_id] * (width - len(encoded[i])) + encoded[i] for i in batch]), model)
+        attention = place(torch.tensor([[0] * (width - len(encoded[i])) + [1] * len(encoded[i]) for i in batch]), model)
         processors = []
         if do_sample:
             processors = [SeededSampler([prompt_seed(seed, texts[i]) for i in batch], temperature, top_k, top_p)]

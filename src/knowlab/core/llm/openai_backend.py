@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 DEAD_BATCH_STATES = ("failed", "expired", "cancelled")
 #: The endpoint every batch line is sent to.
 BATCH_ENDPOINT = "/v1/chat/completions"
+#: Request parameters that the openai client does not know: sent as extra body fields (vLLM reads them).
+EXTRA_BODY_PARAMS = ("top_k",)
 
 
 def _client(base_url: str | None, api_key_env: str, max_retries: int, timeout_s: float) -> openai.OpenAI:
@@ -49,8 +51,10 @@ def _client(base_url: str | None, api_key_env: str, max_retries: int, timeout_s:
     api_key = os.environ.get(api_key_env)
     if not api_key:
         if base_url is None:
-            raise BackendError(f"no OpenAI API key: set the environment variable {api_key_env} "
-                               f"(or configure a base_url for a local server that needs no key)")
+            raise BackendError(
+                f"no OpenAI API key: set the environment variable {api_key_env} "
+                f"(or configure a base_url for a local server that needs no key)"
+            )
         api_key = "not-needed"
     return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout_s)
 
@@ -67,12 +71,14 @@ def _api_error(what: str, err: openai.APIError) -> BackendError:
     return BackendError(f"{what}: {err.message}" + (" (retries exhausted)" if retried else ""))
 
 
-def _parse(body: Mapping[str, Any], fallback_model: str, backend: str) -> Completion:
+def _parse(body: Mapping[str, Any], fallback_model: str, backend: str, allow_empty: bool = False) -> Completion:
     """A :class:`Completion` from a chat.completion JSON object.
 
+    With ``allow_empty``, a missing (null) or empty content is the empty string ``""``.
+
     Raises:
-        ValueError: no choices, or content missing, empty or whitespace only (the reason only;
-            callers add the request key).
+        ValueError: no choices, or (unless ``allow_empty``) content missing, empty or
+            whitespace only (the reason only; callers add the request key).
     """
     choices = body.get("choices") or []
     if not choices:
@@ -80,11 +86,18 @@ def _parse(body: Mapping[str, Any], fallback_model: str, backend: str) -> Comple
     choice = choices[0]
     content = (choice.get("message") or {}).get("content")
     finish_reason = choice.get("finish_reason")
-    if not isinstance(content, str) or not content.strip():
+    if allow_empty and (content is None or isinstance(content, str)):
+        content = content or ""
+    elif not isinstance(content, str) or not content.strip():
         raise ValueError(f"response without content (finish_reason={finish_reason!r})")
     usage = {k: v for k, v in (body.get("usage") or {}).items() if isinstance(v, int) and not isinstance(v, bool)}
-    return Completion(content=content, model=str(body.get("model") or fallback_model),
-                      finish_reason=finish_reason, usage=usage, backend=backend)
+    return Completion(
+        content=content,
+        model=str(body.get("model") or fallback_model),
+        finish_reason=finish_reason,
+        usage=usage,
+        backend=backend,
+    )
 
 
 class OpenAIChatBackend:
@@ -97,22 +110,35 @@ class OpenAIChatBackend:
         max_retries: client retries per request for connection errors, timeouts, 408/409/429, 5xx.
         timeout_s: per-attempt HTTP timeout, seconds.
         concurrency: requests in flight at once (threads).
+        allow_empty: an empty (or null) answer is a completion with content ``""`` instead of
+            an error (grounding: a model may answer nothing at all, a result to record).
+
+    ``top_k`` (not an OpenAI parameter; vLLM's) is sent in the request body's extra fields.
 
     Raises:
         BackendError: (construction) ``$api_key_env`` unset and no ``base_url``.
         BackendError: (from :meth:`complete`) a 4xx answer, retries exhausted, a response
-            without choices or without content; the message names the request key, the HTTP
-            status and the server's message.
+            without choices or (unless ``allow_empty``) without content; the message names the
+            request key, the HTTP status and the server's message.
     """
 
     name = "openai"
     partial = False
 
-    def __init__(self, model: str, base_url: str | None, api_key_env: str = "OPENAI_API_KEY",
-                 max_retries: int = 5, timeout_s: float = 120.0, concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_retries: int = 5,
+        timeout_s: float = 120.0,
+        concurrency: int = 4,
+        allow_empty: bool = False,
+    ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         self.model, self.base_url, self.concurrency = model, base_url, concurrency
+        self.allow_empty = allow_empty
         self._client = _client(base_url, api_key_env, max_retries, timeout_s)
 
     def __repr__(self) -> str:
@@ -120,12 +146,14 @@ class OpenAIChatBackend:
 
     def _one(self, request: ChatRequest) -> Completion:
         """Send one request; :class:`BackendError` on a hard failure."""
+        payload = request.payload()
+        extra = {key: payload.pop(key) for key in EXTRA_BODY_PARAMS if key in payload}
         try:
-            response = self._client.chat.completions.create(**request.payload())
+            response = self._client.chat.completions.create(**payload, **({"extra_body": extra} if extra else {}))
         except openai.APIError as err:
             raise _api_error(f"request {request.key!r}", err) from err
         try:
-            return _parse(response.to_dict(), request.model, self.name)
+            return _parse(response.to_dict(), request.model, self.name, self.allow_empty)
         except ValueError as err:
             raise BackendError(f"request {request.key!r}: {err}") from None
 
@@ -187,9 +215,18 @@ class OpenAIBatchBackend:
     name = "openai_batch"
     partial = False
 
-    def __init__(self, model: str, base_url: str | None, api_key_env: str = "OPENAI_API_KEY", *,
-                 state_dir: str | os.PathLike[str], poll_interval_s: float = 30.0, max_wait_s: float | None = None,
-                 max_retries: int = 5, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None,
+        api_key_env: str = "OPENAI_API_KEY",
+        *,
+        state_dir: str | os.PathLike[str],
+        poll_interval_s: float = 30.0,
+        max_wait_s: float | None = None,
+        max_retries: int = 5,
+        timeout_s: float = 120.0,
+    ) -> None:
         self.model, self.base_url = model, base_url
         self.state_dir = Path(state_dir)
         self.poll_interval_s, self.max_wait_s = poll_interval_s, max_wait_s
@@ -214,12 +251,21 @@ class OpenAIBatchBackend:
             for digest, same in groups.items():
                 line = {"custom_id": digest, "method": "POST", "url": BATCH_ENDPOINT, "body": same[0].payload()}
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        uploaded = self._call("uploading the batch input file",
-                              lambda: self._client.files.create(file=input_path, purpose="batch"))
-        batch = self._call("creating the batch", lambda: self._client.batches.create(
-            input_file_id=uploaded.id, endpoint=BATCH_ENDPOINT, completion_window="24h"))
-        state = {"batch_id": batch.id, "input_file_id": uploaded.id, "digests": sorted(groups),
-                 "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        uploaded = self._call(
+            "uploading the batch input file", lambda: self._client.files.create(file=input_path, purpose="batch")
+        )
+        batch = self._call(
+            "creating the batch",
+            lambda: self._client.batches.create(
+                input_file_id=uploaded.id, endpoint=BATCH_ENDPOINT, completion_window="24h"
+            ),
+        )
+        state = {
+            "batch_id": batch.id,
+            "input_file_id": uploaded.id,
+            "digests": sorted(groups),
+            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
         tmp = state_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
         tmp.replace(state_path)
@@ -238,8 +284,10 @@ class OpenAIBatchBackend:
                 errors = [e.to_dict() for e in (batch.errors.data or [])] if batch.errors else []
                 raise BackendError(f"batch {batch.id} {batch.status}: {json.dumps(errors)[:1000]}")
             if self.max_wait_s is not None and time.monotonic() - start >= self.max_wait_s:
-                raise BackendError(f"batch {batch.id} still {batch.status} after {self.max_wait_s} s; "
-                                   f"re-running with the same requests resumes it (state {state_path})")
+                raise BackendError(
+                    f"batch {batch.id} still {batch.status} after {self.max_wait_s} s; "
+                    f"re-running with the same requests resumes it (state {state_path})"
+                )
             self.sleep(self.poll_interval_s)
             batch_id = batch.id
             batch = self._call(f"polling batch {batch_id}", lambda: self._client.batches.retrieve(batch_id))
@@ -268,8 +316,9 @@ class OpenAIBatchBackend:
         batch = None
         if state_path.exists():
             batch_id = json.loads(state_path.read_text(encoding="utf-8"))["batch_id"]
-            batch = self._call(f"retrieving batch {batch_id} recorded in {state_path}",
-                               lambda: self._client.batches.retrieve(batch_id))
+            batch = self._call(
+                f"retrieving batch {batch_id} recorded in {state_path}", lambda: self._client.batches.retrieve(batch_id)
+            )
             if batch.status in DEAD_BATCH_STATES:
                 log.warning("batch %s recorded in %s is %s; submitting anew", batch_id, state_path, batch.status)
                 batch = None
@@ -308,5 +357,8 @@ class OpenAIBatchBackend:
         if failures:
             listed = [f"{groups[d][0].key}: {failures[d]}" for d in sorted(failures, key=lambda d: groups[d][0].key)]
             failed = sum(len(groups[d]) for d in failures)
-            raise BackendError(f"{failed} of {len(requests)} request(s) of batch {batch.id} failed: "
-                               + "; ".join(listed[:5]) + (" ..." if len(listed) > 5 else ""))
+            raise BackendError(
+                f"{failed} of {len(requests)} request(s) of batch {batch.id} failed: "
+                + "; ".join(listed[:5])
+                + (" ..." if len(listed) > 5 else "")
+            )

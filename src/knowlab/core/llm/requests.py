@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 #: Parameters that are sent to a backend.  ``seed`` is sent too (OpenAI and vLLM accept it;
-#: the transformers backend seeds its sampler with it); a retry changes it.
-SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed")
+#: the transformers backend seeds its sampler with it); a retry changes it.  ``top_k`` is not an
+#: OpenAI parameter: vLLM accepts it (sent in the request body's extra fields), OpenAI rejects it.
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "top_k")
 
 
 class BackendError(RuntimeError):
@@ -39,7 +40,7 @@ class ChatRequest:
     Attributes:
         key: the item id the request is for (authors' custom_id convention); unique within a stage.
         stage: pipeline stage name (``seeds``, ``fictsheets``, ``fictions``, ``fict_qa``,
-            ``attempts``, ``grades``).
+            ``attempts``, ``grades``; grounding: ``grounding``, ``atomic facts``).
         messages: ``({"role": "system"|"user"|"assistant", "content": str}, ...)``.
         model: model name as the backend knows it.
         params: sampling parameters, a subset of :data:`SAMPLING_PARAMS`.
@@ -54,8 +55,9 @@ class ChatRequest:
     def __post_init__(self) -> None:
         unknown = set(self.params) - set(SAMPLING_PARAMS)
         if unknown:
-            raise ValueError(f"request {self.key!r}: unknown sampling parameter(s) {sorted(unknown)}; "
-                             f"known: {SAMPLING_PARAMS}")
+            raise ValueError(
+                f"request {self.key!r}: unknown sampling parameter(s) {sorted(unknown)}; known: {SAMPLING_PARAMS}"
+            )
         for message in self.messages:
             if set(message) != {"role", "content"} or not isinstance(message["content"], str):
                 raise ValueError(f"request {self.key!r}: a message must be {{'role', 'content': str}}, got {message!r}")
@@ -76,7 +78,8 @@ class Completion:
 
     Attributes:
         content: the assistant message text (never empty: a backend raises
-            :class:`BackendError` instead).
+            :class:`BackendError` instead, unless it was made to accept empty answers,
+            ``OpenAIChatBackend(allow_empty=True)``).
         model: the model that answered, as the backend reports it.
         finish_reason: ``"stop"``, ``"length"``, ... as reported.
         usage: token counts as reported (``prompt_tokens``, ``completion_tokens``), may be empty.

@@ -1,0 +1,1079 @@
+"""Capacity plan of the paper-scale workflow: GPU memory, GPU-hours, storage and SLURM jobs per rule.
+
+The plan answers "what does ``config/paper.yaml`` cost on a GPU cluster" for a base model of a
+given shape (:data:`LLAMA_3_2_1B`, :data:`LLAMA_3_1_8B`), rule by rule
+(:func:`plan`), and the SLURM profile's ``set-resources`` follow from it
+(``tests/core/test_capacity.py`` checks them; ``benchmarks/capacity.py`` prints the plan).
+Units: bytes, FLOPs, seconds in the functions; :class:`RuleCost` reports GiB (2**30 bytes)
+and hours.  Every number comes from one of three kinds of source, named where it is used:
+
+- **exact**: parameter counts, from ``transformers.LlamaForCausalLM`` built on the meta
+  device (:func:`count_parameters`; no weights, no download); job counts, from the config the
+  way ``rules/common.smk`` expands it (:func:`job_counts`, which the test compares with the
+  DAG of a dry run);
+- **published formulas**: model-state memory per GPU from DeepSpeed's own ZeRO estimators
+  (:func:`model_state_memory`); activation memory after Korthikanti et al. 2022
+  (:func:`activation_memory`); FLOPs per token after Kaplan et al. 2020 / Chowdhery et al.
+  2022 (:func:`forward_flops_per_token`);
+- **assumptions**, each a named field with its reason: the H100's utilisation
+  (:class:`GPU`: model-FLOPs utilisation 0.35 training, 0.25 scoring, half the HBM
+  bandwidth when decoding, until measured on a GPU), and the paper-scale corpus sizes
+  (:class:`Corpus`: counts from the papers, token lengths measured on the shipped corpus or
+  stated).
+
+Throughput on this project's CPU is measured by ``benchmarks/capacity.py`` (not here: the
+test must stay fast); it converts tokens/s into achieved FLOP/s with the same FLOP counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+GIB = 2**30
+#: bytes per value in bfloat16 (weights, activations, KV cache of a bf16 run)
+BF16 = 2
+
+
+# ----------------------------------------------------------------------------- model shapes
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A Llama-architecture decoder's shape (the ``transformers.LlamaConfig`` fields of the same names)."""
+
+    name: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    max_position_embeddings: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def kv_bytes_per_token(self, bytes_per_value: int = BF16) -> int:
+        """KV-cache bytes per token: keys and values of every layer (grouped-query heads)."""
+        return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * bytes_per_value
+
+
+#: meta-llama/Llama-3.2-1B (its config.json)
+LLAMA_3_2_1B = ModelShape("Llama-3.2-1B", 2048, 16, 32, 8, 8192, 128256, True, 131072)
+#: meta-llama/Llama-3.1-8B (its config.json)
+LLAMA_3_1_8B = ModelShape("Llama-3.1-8B", 4096, 32, 32, 8, 14336, 128256, False, 131072)
+#: HuggingFaceTB/SmolLM2-135M: the project's CPU model, measured by benchmarks/capacity.py
+SMOLLM2_135M = ModelShape("SmolLM2-135M", 576, 30, 9, 3, 1536, 49152, True, 8192)
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """Parameter counts of a shape (numbers of parameters, not bytes)."""
+
+    total: int  #: every distinct parameter (tied embeddings once)
+    largest_layer: int  #: the most parameters any one module holds itself (DeepSpeed's ``largest_layer_params``)
+    embedding: int  #: the input embedding matrix
+    matmul: int  #: parameters that multiply every token: total minus the input embedding, plus the
+    #: output head when tied (a lookup costs no FLOPs, the head does)
+
+
+def llama_config(shape: ModelShape):
+    """The ``transformers.LlamaConfig`` of ``shape`` (nothing downloaded)."""
+    # deferred: transformers loads only where parameters are counted
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        hidden_size=shape.hidden_size,
+        num_hidden_layers=shape.num_hidden_layers,
+        num_attention_heads=shape.num_attention_heads,
+        num_key_value_heads=shape.num_key_value_heads,
+        intermediate_size=shape.intermediate_size,
+        vocab_size=shape.vocab_size,
+        tie_word_embeddings=shape.tie_word_embeddings,
+        max_position_embeddings=shape.max_position_embeddings,
+        head_dim=shape.head_dim,
+    )
+
+
+@cache
+def count_parameters(shape: ModelShape) -> ParamCount:
+    """Exact parameter counts of ``shape``: ``LlamaForCausalLM`` built on the meta device (no memory, no weights).
+
+    Shared parameters are counted once (``Module.parameters()`` yields a tied tensor once);
+    DeepSpeed's own ``model_to_params`` cannot be used here, as it de-duplicates by
+    ``data_ptr()``, which is 0 for every meta tensor.
+    """
+    # deferred: torch and transformers load only where a plan is computed (seconds)
+    import torch
+    from transformers import LlamaForCausalLM
+
+    with torch.device("meta"):
+        model = LlamaForCausalLM(llama_config(shape))
+    total = sum(p.numel() for p in model.parameters())
+    largest = max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules())
+    embedding = model.get_input_embeddings().weight.numel()
+    head = model.get_output_embeddings().weight.numel() if shape.tie_word_embeddings else 0
+    return ParamCount(total=total, largest_layer=largest, embedding=embedding, matmul=total - embedding + head)
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def model_state_memory(
+    params: ParamCount,
+    zero_stage: int,
+    *,
+    offload_optimizer: bool = False,
+    offload_parameters: bool = False,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    zero_init: bool = True,
+    additional_buffer_factor: float = 1.5,
+) -> tuple[int, int]:
+    """``(bytes per GPU, bytes of CPU memory per node)`` for parameters, gradients and Adam state.
+
+    Stages 2 and 3 are DeepSpeed's own estimators (``deepspeed.runtime.zero.stage_1_and_2.
+    estimate_zero2_model_states_mem_needs`` and ``deepspeed.runtime.zero.stage3.
+    estimate_zero3_model_states_mem_needs``, the functions behind the ``*_all_cold`` printers):
+    16-bit parameters, 16- and 32-bit gradients, 32-bit master weights and Adam moments, sharded
+    over ``gpus_per_node * nodes`` ranks, with the ``additional_buffer_factor`` they apply to CPU
+    memory.  ``zero_init=True`` is stage 3 loading the model already partitioned, as
+    ``knowlab.core.train`` does (transformers' ``HfDeepSpeedConfig``).  DeepSpeed has no
+    estimator for stages 0 and 1: those follow the ZeRO paper (Rajbhandari et al. 2020, Sec. 3:
+    mixed-precision Adam keeps 2 + 2 + 12 bytes per parameter; stage 1 shards the 12 bytes of
+    optimizer state), with no CPU memory beyond the process.
+
+    Raises:
+        ValueError: ``zero_stage`` outside 0-3; parameter offload below stage 3; offload below stage 2.
+    """
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
+    if offload_parameters and zero_stage != 3:
+        raise ValueError(f"parameter offload needs ZeRO stage 3, got stage {zero_stage}")
+    if offload_optimizer and zero_stage < 2:
+        raise ValueError(f"this plan models optimizer offload for ZeRO stages 2 and 3, got stage {zero_stage}")
+    gpus = gpus_per_node * nodes
+    if zero_stage == 0:
+        return 16 * params.total, 0
+    if zero_stage == 1:
+        return 4 * params.total + math.ceil(12 * params.total / gpus), 0
+    if zero_stage == 2:
+        # deferred: deepspeed loads torch (seconds); only the plan's ZeRO stage needs it
+        from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
+
+        cpu, gpu = estimate_zero2_model_states_mem_needs(
+            total_params=params.total,
+            num_gpus_per_node=gpus_per_node,
+            num_nodes=nodes,
+            cpu_offload=offload_optimizer,
+            additional_buffer_factor=additional_buffer_factor,
+        )
+        return int(gpu), int(cpu)
+    # deferred: deepspeed loads torch (seconds); only the plan's ZeRO stage needs it
+    from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
+
+    cpu, gpu, _ = estimate_zero3_model_states_mem_needs(
+        total_params=params.total,
+        largest_layer_params=params.largest_layer,
+        num_gpus_per_node=gpus_per_node,
+        num_nodes=nodes,
+        cpu_offload=offload_optimizer,
+        cpu_offload_params=offload_parameters,
+        zero_init=zero_init,
+        additional_buffer_factor=additional_buffer_factor,
+    )
+    return int(gpu), int(cpu)
+
+
+def layer_activation_bytes(shape: ModelShape, micro_batch: int, seq_len: int, attention: str = "sdpa") -> int:
+    """Activations one decoder layer keeps for its backward pass, bf16 (bytes).
+
+    Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+    Sec. 4.1, count ``s*b*h*(34 + 5*a*s/h)`` bytes per GPT layer: attention ``11*s*b*h +
+    5*a*s^2*b``, MLP ``19*s*b*h``, two layer norms ``4*s*b*h``.  Adapted to the Llama block:
+    no dropout (minus the two ``s*b*h`` masks), and the SwiGLU MLP keeps its input (``2*s*b*h``)
+    and four ``s*b*I`` tensors (gate output, its SiLU, up output, their product: ``8*s*b*I``)
+    in place of GeLU's ``16*s*b*h``; so ``16*s*b*h + 8*s*b*I`` bytes.  The ``5*a*s^2*b`` term
+    (attention scores, softmax, its dropout) is kept only for ``attention="eager"``: the
+    fine-tuning loads models with transformers' default ``sdpa`` attention, whose flash and
+    memory-efficient kernels keep no ``s x s`` matrix.
+
+    Raises:
+        ValueError: an unknown ``attention``.
+    """
+    if attention not in ("sdpa", "eager"):
+        raise ValueError(f"attention must be 'sdpa' or 'eager', got {attention!r}")
+    s, b, h = seq_len, micro_batch, shape.hidden_size
+    nbytes = 16 * s * b * h + 8 * s * b * shape.intermediate_size
+    if attention == "eager":
+        nbytes += 5 * shape.num_attention_heads * s * s * b
+    return nbytes
+
+
+def loss_bytes(shape: ModelShape, tokens: int) -> int:
+    """Peak memory of the output logits and the loss over ``tokens`` positions (bytes): ``14 * tokens * vocab``.
+
+    transformers' ``ForCausalLMLoss`` (transformers/loss/loss_utils.py) upcasts the bf16 logits
+    (2 bytes, kept as the model's output) to float32 and calls ``cross_entropy``, whose
+    log-softmax output (4) is saved for backward; its backward adds the float32 gradient of
+    that output and of the logits (4 + 4).  With a 128k vocabulary this is the largest
+    activation of a Llama 3 step.
+    """
+    return 14 * tokens * shape.vocab_size
+
+
+def activation_memory(
+    shape: ModelShape, micro_batch: int, seq_len: int, *, checkpointing: bool, attention: str = "sdpa"
+) -> int:
+    """Activation memory of one micro-batch on one GPU, bf16, at the backward pass's peak (bytes).
+
+    With full activation checkpointing (``finetune.gradient_checkpointing``, which recomputes
+    every decoder layer) a layer keeps only its input, ``2*s*b*h`` bytes (Korthikanti et al.
+    2022, Sec. 4.1, "full activation recomputation"), plus one layer's full activations while
+    it is recomputed (:func:`layer_activation_bytes`); without it, every layer's.  The output
+    logits and loss (:func:`loss_bytes`) come on top, in both cases.
+    """
+    layers = shape.num_hidden_layers
+    full = layer_activation_bytes(shape, micro_batch, seq_len, attention)
+    if checkpointing:
+        kept = layers * 2 * seq_len * micro_batch * shape.hidden_size + full
+    else:
+        kept = layers * full
+    return kept + loss_bytes(shape, micro_batch * seq_len)
+
+
+def inference_memory(shape: ModelShape, rows: int, width: int, *, logit_positions: int, cache_tokens: int) -> int:
+    """GPU memory of a forward pass without gradients (scoring, or a generation step), bf16 (bytes).
+
+    Weights (``2 * params``), the KV cache of ``cache_tokens`` tokens
+    (:meth:`ModelShape.kv_bytes_per_token`), one layer's transient activations over ``rows x
+    width`` tokens (input, normed input, Q/K/V/attention output: ``4*h``; the MLP's three
+    ``I``-wide tensors: ``3*I``; bf16), and the logits at ``logit_positions`` positions in bf16
+    plus the float32 copy and log-sum-exp temporary that :mod:`knowlab.core.scoring` takes
+    (``2 + 4 + 4`` bytes a logit).
+    """
+    params = count_parameters(shape).total
+    tokens = rows * width
+    layer = tokens * (4 * shape.hidden_size + 3 * shape.intermediate_size) * BF16
+    return BF16 * params + cache_tokens * shape.kv_bytes_per_token() + layer + 10 * logit_positions * shape.vocab_size
+
+
+# ----------------------------------------------------------------------------- FLOPs and time
+
+
+def forward_flops_per_token(shape: ModelShape, context: int) -> float:
+    """Forward FLOPs of one token that attends to ``context`` tokens.
+
+    ``2 * N`` (Kaplan et al. 2020, Sec. 2.1: a multiply and an add per parameter; N =
+    :attr:`ParamCount.matmul`, the parameters that multiply a token) plus the attention
+    scores and weighted sum, ``4 * layers * hidden * context`` (Chowdhery et al. 2022, PaLM,
+    App. B, per token of a ``context``-long sequence).
+    """
+    return 2 * count_parameters(shape).matmul + 4 * shape.num_hidden_layers * shape.hidden_size * context
+
+
+def training_flops_per_token(shape: ModelShape, seq_len: int, *, checkpointing: bool) -> float:
+    """FLOPs executed per trained token: forward + backward = 3 forwards (``6N``), plus a
+    second forward when activations are recomputed (``8N``; Korthikanti et al. 2022, Sec. 6)."""
+    return (4 if checkpointing else 3) * forward_flops_per_token(shape, seq_len)
+
+
+@dataclass(frozen=True)
+class GPU:
+    """The GPU the plan assumes, and its assumed efficiency (until measured on it).
+
+    ``peak_flops``: NVIDIA H100 SXM datasheet, bf16 dense tensor core (989.4 TFLOP/s; 1979 is
+    with 2:4 sparsity).  ``bandwidth``: its HBM3, 3.35 TB/s.  ``memory_gib``: "80 GB", which
+    CUDA reports as 81,559 MiB; ``usable_fraction`` of it is planned (the rest: CUDA context,
+    NCCL buffers, the caching allocator's fragmentation; ASSUMED 0.9).
+    ``mfu_training`` / ``mfu_scoring``: the share of peak that the executed FLOPs reach,
+    ASSUMED (0.35 is typical of DeepSpeed ZeRO-3 training with checkpointing at 1B-8B, 0.25
+    of batched Hugging Face forward passes of short, padded sequences).
+    ``bandwidth_efficiency``: the share of HBM bandwidth a decoding step reaches (assumed 0.5);
+    ``decode_floor_per_layer_s``: the least time a decoding step takes per layer, the kernel
+    launches of Hugging Face ``generate`` without CUDA graphs (assumed 0.2 ms: ~15 kernels at
+    ~13 us).
+    """
+
+    name: str = "H100 SXM 80GB"
+    peak_flops: float = 989e12
+    bandwidth: float = 3.35e12
+    memory_gib: float = 81559 / 1024
+    usable_fraction: float = 0.9
+    mfu_training: float = 0.35
+    mfu_scoring: float = 0.25
+    bandwidth_efficiency: float = 0.5
+    decode_floor_per_layer_s: float = 2e-4
+
+    @property
+    def usable_memory_gib(self) -> float:
+        return self.memory_gib * self.usable_fraction
+
+
+H100 = GPU()
+
+
+def training_seconds(
+    shape: ModelShape, tokens: float, seq_len: int, gpus: int, *, checkpointing: bool, gpu: GPU = H100
+) -> float:
+    """Wall-clock seconds to train ``tokens`` tokens on ``gpus`` GPUs (data parallel, perfect scaling)."""
+    flops = tokens * training_flops_per_token(shape, seq_len, checkpointing=checkpointing)
+    return flops / (gpus * gpu.peak_flops * gpu.mfu_training)
+
+
+def scoring_seconds(shape: ModelShape, tokens: float, context: int, *, gpu: GPU = H100) -> float:
+    """Seconds of forward passes over ``tokens`` tokens, each attending to about ``context`` tokens, on one GPU."""
+    return tokens * forward_flops_per_token(shape, context) / (gpu.peak_flops * gpu.mfu_scoring)
+
+
+def generation_seconds(
+    shape: ModelShape, sequences: int, rows: int, input_tokens: int, new_tokens: int, *, gpu: GPU = H100
+) -> float:
+    """Seconds to generate ``new_tokens`` after ``input_tokens`` for ``sequences`` prompts, ``rows`` at a time.
+
+    Prefill: a forward pass over the prompts (:func:`scoring_seconds`).  Decoding, one step per
+    new token and batch: a roofline, the longest of its FLOPs at ``mfu_scoring``, reading the
+    weights and the batch's mean KV cache at ``bandwidth * bandwidth_efficiency``, and the
+    launch floor ``layers * decode_floor_per_layer_s`` (decoding is bandwidth- or launch-bound:
+    ``2 * N * tokens`` alone would make it look 10-100x cheaper than it is).
+    """
+    batches = math.ceil(sequences / rows)
+    mean_context = input_tokens + new_tokens / 2
+    params = count_parameters(shape).total
+    step = max(
+        rows * forward_flops_per_token(shape, int(mean_context)) / (gpu.peak_flops * gpu.mfu_scoring),
+        (BF16 * params + rows * mean_context * shape.kv_bytes_per_token()) / (gpu.bandwidth * gpu.bandwidth_efficiency),
+        shape.num_hidden_layers * gpu.decode_floor_per_layer_s,
+    )
+    prefill = scoring_seconds(shape, sequences * input_tokens, input_tokens, gpu=gpu)
+    return prefill + batches * new_tokens * step
+
+
+# ----------------------------------------------------------------------------- the paper-scale corpus
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Sizes of the paper-scale data the rules read (counts, and tokens per item in the base model's tokenizer).
+
+    Counts: the FictionalQA release (seed 004; ``n_documents``, ``n_questions``,
+    ``n_fictsheets``: 100 events x 15 styled documents x about 5 questions), the KAIST
+    grounding release (seed 002: 480 questions), Book-SORT (seed 003: 9 books; their length,
+    ``book_words``, is ASSUMED at 100,000 words each).  ``answers_per_question`` (distinct
+    answers of the corpus per question: 224 / 240 in the shipped corpus), ``qa_tokens`` (24.4)
+    and ``tokens_per_word`` (1.61) are MEASURED on the shipped corpus with SmolLM2's tokenizer
+    (benchmarks/capacity.py; Llama 3's 128k vocabulary needs fewer, so these are upper
+    bounds).  ``ranker_prompt_tokens``: the App. C.6 ranker prompt, 68 SmolLM2 tokens measured,
+    80 planned, the shared prefix that the scoring engine may pack not credited (an upper
+    bound); ``ranker_prompt_host_bytes``: host memory of a prompt of the shard being ranked (the
+    Python string, 365 bytes measured, plus its row tuple and list slots); ``ranking_row_host_bytes``:
+    of a finished row (six 8-byte columns, twice while sorted, plus Arrow's copy of its strings
+    when written; ASSUMED).  ``document_tokens`` and ``fictsheet_tokens`` are ASSUMED (1,024:
+    the shipped CPU-demo documents average 428 and 649 tokens; the release's GPT-4o documents
+    are longer), and so are ``webtext_tokens``, ``gold_context_tokens`` (a grounding item's
+    gold context), ``question_tokens`` (a grounding question with its instructions),
+    ``sort_prompt_overhead_tokens`` (a SORT prompt's system prompt, instructions and answer
+    prefix), ``chars_per_token`` (SORT's RAG chunks are ``chunk_size`` characters) and
+    ``output_chars_per_token`` (bytes of a generated response per token).  Every training
+    sequence is planned at ``seq_len`` (an upper bound: a micro-batch is padded to its longest
+    sequence, cut at ``seq_len``).
+    """
+
+    n_documents: int = 1500
+    n_questions: int = 7500
+    n_fictsheets: int = 100
+    answers_per_question: float = 224 / 240
+    document_tokens: int = 1024
+    fictsheet_tokens: int = 1024
+    qa_tokens: int = 25
+    webtext_tokens: int = 256
+    ranker_prompt_tokens: int = 80
+    ranker_prompt_host_bytes: int = 450
+    ranking_row_host_bytes: int = 150
+    kaist_questions: int = 480
+    gold_context_tokens: int = 512
+    question_tokens: int = 64
+    sort_books: int = 9
+    book_words: int = 100_000
+    tokens_per_word: float = 1.61
+    chars_per_token: float = 4.0
+    sort_prompt_overhead_tokens: int = 100
+    output_chars_per_token: float = 4.0
+
+
+PAPER_CORPUS = Corpus()
+
+#: Python, torch, CUDA context and tokenizer of one model-running process (ASSUMED; GiB)
+PROCESS_HOST_GIB = 6.0
+#: bytes per row of the ranker's parquet output (question id and candidate dictionary-encoded, 3 floats, a rank)
+RANKING_ROW_BYTES = 24
+#: bytes per row of an item table (evaluate, SORT), compressed parquet
+ITEM_ROW_BYTES = 100
+#: SORT distance bins per (book, excerpt length, segment length) (knowlab.sort.build.N_BINS)
+SORT_BINS = 4
+#: SORT prompt templates and RAG reading instructions when the config leaves them null (knowlab.sort.prompts)
+SORT_TEMPLATES, SORT_RAG_READINGS = 12, 10
+#: the SORT parametric-memory runs (knowlab.sort.finetune.PARAMETRIC_RUNS)
+PARAMETRIC_RUNS = ("books", "instructions")
+#: the grounding conditions generated at every fine-tuning checkpoint (knowlab.grounding.conditions)
+GROUNDING_FINETUNE_CONDITIONS = 2
+#: margin of SLURM time limits over the plan's hours per job
+RUNTIME_MARGIN = 1.5
+#: seconds a model job spends before its first batch: interpreter, imports, CUDA and (fine-tuning)
+#: process-group and DeepSpeed set-up (ASSUMED)
+JOB_STARTUP_S = 120.0
+#: bytes/s a job reads or writes checkpoints and training state on the cluster's shared file system (ASSUMED)
+FILESYSTEM_BANDWIDTH = 1e9
+
+
+def job_overhead_s(model_bytes: float, io_bytes: float = 0.0) -> float:
+    """Seconds of a job outside its compute: :data:`JOB_STARTUP_S` plus loading the model's
+    ``model_bytes`` and moving ``io_bytes`` (state, checkpoints) at :data:`FILESYSTEM_BANDWIDTH`."""
+    return JOB_STARTUP_S + (model_bytes + io_bytes) / FILESYSTEM_BANDWIDTH
+
+
+# ----------------------------------------------------------------------------- job counts
+
+
+def _checkpoint_steps(max_steps: int, every: int) -> list[int]:
+    return sorted(set(range(0, max_steps + 1, every)) | {0, max_steps})
+
+
+def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """SLURM jobs per model-running rule of the workflow under ``cfg`` (a merged, validated config).
+
+    Expands the config as ``rules/common.smk`` and the rules files do (runs x checkpoints,
+    eval_models x conditions, datasets x models, ...); ``tests/core/test_capacity.py``
+    checks the result against the DAG of ``snakemake -n``.  Rules that are not listed
+    run on the submit host (``localrules``) or are CPU steps of seconds.
+    """
+    ft, sort, grounding = cfg["finetune"], cfg["sort"], cfg["grounding"]
+    fiction_runs = list(ft["runs"])
+    runs = len(fiction_runs) + bool(ft["control"])
+    intervals = len(_checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
+    parametric = bool(sort["parametric"]["enabled"])
+    epochs = sort["parametric"]["epochs"] if parametric else 0
+    trainings = runs + (len(PARAMETRIC_RUNS) if parametric else 0)
+    models = len(cfg["eval_models"])
+    checkpoints = 1 + runs * intervals
+    rag = bool({"rag", "oracle_rag"} & set(sort["conditions"]))
+    grounding_finetune = grounding["finetune"]["enabled"] and bool(fiction_runs) and "fiction" in grounding["datasets"]
+    counts = {
+        "base_model": 1,
+        "eval_model": sum(spec != "base" for spec in cfg["eval_models"].values()),
+        "finetune": runs * intervals + len(PARAMETRIC_RUNS) * epochs - trainings,
+        "finetune_last": trainings,
+        "evaluate": checkpoints,
+        "rank_distractors": int(cfg["mcq"]["distractors"] == "model_ranked"),
+        "sort_prompt": models,
+        "sort_rag_prompt": models if rag else 0,
+        "sort_evaluate_base": models * len(sort["conditions"]),
+        "sort_fiction_evaluate": checkpoints if fiction_runs else 0,
+        "sort_parametric_evaluate": 1 + len(PARAMETRIC_RUNS) * epochs if parametric else 0,
+        "grounding_generate": len(grounding["datasets"]) * models,
+        "grounding_score": len(grounding["datasets"]) * models,
+        "grounding_checkpoint_generate": checkpoints if grounding_finetune else 0,
+        "grounding_checkpoint_score": checkpoints if grounding_finetune else 0,
+    }
+    return {rule: n for rule, n in counts.items() if n}
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass
+class RuleCost:
+    """The plan of one rule (or one recipe of the ``finetune`` rules) for one base model.
+
+    ``gpu_mem_gib``: per GPU at the job's peak (0 for CPU jobs); ``host_mem_gib``: per job (per
+    node for multi-GPU jobs); ``hours_per_job``: wall clock of the longest job;
+    ``gpu_hours``: all jobs together; ``storage_gib``: what the rule's outputs keep on disk;
+    ``temp_gib``: temporary outputs at their peak (fine-tuning state).
+    """
+
+    rule: str
+    jobs: int
+    gpus_per_job: int
+    gpu_mem_gib: float
+    host_mem_gib: float
+    hours_per_job: float
+    gpu_hours: float
+    storage_gib: float
+    temp_gib: float = 0.0
+    note: str = ""
+    profile_rules: tuple[str, ...] = field(default=())
+
+
+def _gib(nbytes: float) -> float:
+    return nbytes / GIB
+
+
+def combine(parts: Sequence[RuleCost]) -> RuleCost:
+    """One row for jobs of the same rule (different models or conditions): jobs, GPU-hours and storage
+    add up; GPU and host memory and hours per job are the largest (the SLURM request covers every job)."""
+    first = parts[0]
+    return RuleCost(
+        rule=first.rule,
+        jobs=sum(p.jobs for p in parts),
+        gpus_per_job=max(p.gpus_per_job for p in parts),
+        gpu_mem_gib=max(p.gpu_mem_gib for p in parts),
+        host_mem_gib=max(p.host_mem_gib for p in parts),
+        hours_per_job=max(p.hours_per_job for p in parts),
+        gpu_hours=sum(p.gpu_hours for p in parts),
+        storage_gib=sum(p.storage_gib for p in parts),
+        temp_gib=sum(p.temp_gib for p in parts),
+        note=first.note,
+        profile_rules=first.profile_rules,
+    )
+
+
+def _sort_counts(sort: Mapping[str, Any], corpus: Corpus) -> tuple[int, int]:
+    """(validation items, test items) of Book-SORT under ``sort``."""
+    books = {"gutenberg": len(sort["gutenberg"]["ids"]), "shakespeare": len(sort["shakespeare"]["texts"])}.get(
+        sort["source"], corpus.sort_books
+    )
+    cells = books * len(sort["excerpt_lengths"]) * len(sort["segment_lengths"]) * SORT_BINS
+    return cells * sort["n_validation"], cells * (sort["n_excerpts"] - sort["n_validation"])
+
+
+def _sort_prompt_tokens(sort: Mapping[str, Any], condition: str, corpus: Corpus, excerpt: int | None = None) -> int:
+    """Tokens of a SORT prompt: overhead, two segments, and the condition's context (longest excerpt by default)."""
+    tokens = corpus.sort_prompt_overhead_tokens + 2 * max(sort["segment_lengths"]) * corpus.tokens_per_word
+    if condition == "in_context":
+        tokens += (excerpt or max(sort["excerpt_lengths"])) * corpus.tokens_per_word
+    elif condition in ("rag", "oracle_rag"):
+        tokens += sort["rag"]["k"] * sort["rag"]["chunk_size"] / corpus.chars_per_token
+    return int(tokens)
+
+
+def _mean_sort_tokens(sort: Mapping[str, Any], condition: str, corpus: Corpus) -> float:
+    lengths = sort["excerpt_lengths"]
+    return sum(_sort_prompt_tokens(sort, condition, corpus, e) for e in lengths) / len(lengths)
+
+
+def plan(
+    cfg: Mapping[str, Any],
+    shape: ModelShape,
+    *,
+    corpus: Corpus = PAPER_CORPUS,
+    gpu: GPU = H100,
+    eval_model_shape: ModelShape = LLAMA_3_1_8B,
+) -> list[RuleCost]:
+    """The capacity plan of the workflow under ``cfg`` (paper.yaml merged over config.yaml) for a base model ``shape``.
+
+    One :class:`RuleCost` per model-running rule (the fine-tuning rules split by recipe:
+    FictionalQA runs and SORT parametric runs), plus the base model and the models evaluated as
+    they are.  Rules over ``eval_models`` run the base model at ``shape`` and every other model
+    at ``eval_model_shape`` (the open 7B models of the papers are 6.7B-8.5B parameters): their
+    hours per job are the longest job's, their GPU-hours the sum.
+
+    Raises:
+        KeyError: ``cfg`` lacks a key of the schema (pass a validated config).
+        ValueError: the ZeRO settings are invalid (:func:`model_state_memory`).
+    """
+    ft, sort, grounding, compute = cfg["finetune"], cfg["sort"], cfg["grounding"], cfg.get("compute", {})
+    counts = job_counts(cfg)
+    params = count_parameters(shape)
+    n = params.total
+    dist = ft["distributed"]
+    gpus = dist["nodes"] * dist["processes_per_node"]
+    ckpt = bool(ft["gradient_checkpointing"])
+    models = list(cfg["eval_models"].values())
+    other_models = sum(spec != "base" for spec in models)
+    costs: list[RuleCost] = []
+
+    # ---- fine-tuning: one job per checkpoint interval (FictionalQA) or per epoch (SORT parametric)
+    state_gpu, state_cpu = model_state_memory(
+        params,
+        ft["zero_stage"],
+        offload_optimizer=ft["offload"]["optimizer"],
+        offload_parameters=ft["offload"]["parameters"],
+        gpus_per_node=dist["processes_per_node"],
+        nodes=dist["nodes"],
+    )
+    # DeepSpeed state of one interval: fp32 master weights and Adam moments (12 bytes/param) + bf16 weights (2)
+    state_bytes = 14 * n
+    # per node: DeepSpeed's CPU estimate (per node), the bf16 weights that rank 0 gathers to save the
+    # checkpoint under ZeRO-3 (node 0), and every process's own runtime
+    host_node = (
+        state_cpu + (BF16 * n if ft["zero_stage"] == 3 else 0) + dist["processes_per_node"] * PROCESS_HOST_GIB * GIB
+    )
+    fiction_runs = len(ft["runs"]) + bool(ft["control"])
+    intervals = len(_checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
+    interval_tokens = ft["checkpoint_every"] * ft["global_batch_size"] * ft["seq_len"]
+    # each interval loads the base model and the previous state, and saves its checkpoint and its state
+    overhead = job_overhead_s(BF16 * n, 2 * state_bytes + BF16 * n)
+    hours = (
+        training_seconds(shape, interval_tokens, ft["seq_len"], gpus, checkpointing=ckpt, gpu=gpu) + overhead
+    ) / 3600
+    costs.append(
+        RuleCost(
+            rule="finetune (FictionalQA interval)",
+            jobs=fiction_runs * intervals,
+            gpus_per_job=gpus,
+            gpu_mem_gib=_gib(
+                state_gpu + activation_memory(shape, ft["micro_batch_size"], ft["seq_len"], checkpointing=ckpt)
+            ),
+            host_mem_gib=_gib(host_node),
+            hours_per_job=hours,
+            gpu_hours=hours * gpus * fiction_runs * intervals,
+            storage_gib=_gib(BF16 * n * fiction_runs * intervals),
+            temp_gib=_gib(state_bytes * 2 * fiction_runs),
+            note=f"{ft['checkpoint_every']} steps x {ft['global_batch_size']} x {ft['seq_len']} tokens per job",
+            profile_rules=("finetune", "finetune_last"),
+        )
+    )
+    if sort["parametric"]["enabled"]:
+        pft = {**ft, **sort["parametric"]["finetune"]}
+        epochs = sort["parametric"]["epochs"]
+        chunks = math.ceil(corpus.sort_books * corpus.book_words / sort["parametric"]["chunk_words"])
+        sequences = chunks + sort["parametric"]["instructions"]["n"]
+        steps = math.ceil(sequences / pft["global_batch_size"])
+        epoch_tokens = steps * pft["global_batch_size"] * pft["seq_len"]
+        seconds = training_seconds(shape, epoch_tokens, pft["seq_len"], gpus, checkpointing=ckpt, gpu=gpu)
+        hours = (seconds + overhead) / 3600
+        jobs = len(PARAMETRIC_RUNS) * epochs
+        costs.append(
+            RuleCost(
+                rule="finetune (SORT parametric epoch)",
+                jobs=jobs,
+                gpus_per_job=gpus,
+                gpu_mem_gib=_gib(
+                    state_gpu + activation_memory(shape, pft["micro_batch_size"], pft["seq_len"], checkpointing=ckpt)
+                ),
+                host_mem_gib=_gib(host_node),
+                hours_per_job=hours,
+                gpu_hours=hours * gpus * jobs,
+                storage_gib=_gib(BF16 * n * jobs),
+                temp_gib=_gib(state_bytes * 2 * len(PARAMETRIC_RUNS)),
+                note=f"{steps} steps x {pft['global_batch_size']} x {pft['seq_len']} tokens per epoch "
+                f"({chunks} book chunks)",
+                profile_rules=("finetune", "finetune_last"),
+            )
+        )
+
+    def scoring(
+        rule: str,
+        jobs: int,
+        tokens: float,
+        context: int,
+        rows: int,
+        width: int,
+        logit_positions: int,
+        host_extra: float = 0.0,
+        storage: float = 0.0,
+        note: str = "",
+        model: ModelShape = shape,
+    ) -> RuleCost:
+        budget = compute.get("max_batch_tokens")
+        if budget:
+            rows = max(1, min(rows, budget // max(width, 1)))
+            logit_positions = min(logit_positions, rows * width)
+        seconds = scoring_seconds(model, tokens, context, gpu=gpu)
+        hours = (seconds + job_overhead_s(BF16 * count_parameters(model).total)) / 3600
+        mem = inference_memory(model, rows, width, logit_positions=logit_positions, cache_tokens=rows * width)
+        return RuleCost(
+            rule,
+            jobs,
+            1,
+            _gib(mem),
+            PROCESS_HOST_GIB + _gib(host_extra),
+            hours,
+            hours * jobs,
+            _gib(storage),
+            note=note,
+            profile_rules=(rule,),
+        )
+
+    # ---- FictionalQA: ranking and checkpoint evaluation
+    n_answers = round(corpus.n_questions * corpus.answers_per_question)
+    ranker_max = cfg["mcq"]["ranker"]["max_candidates"]
+    prompts = corpus.n_questions * (n_answers if ranker_max is None else min(ranker_max, n_answers))
+    if counts.get("rank_distractors"):
+        rb = cfg["mcq"]["ranker"]["batch_size"]
+        # one shard's prompts at a time (mcq.ranker.shard_questions), every finished row until written
+        shard = min(cfg["mcq"]["ranker"].get("shard_questions", 64), corpus.n_questions) * prompts / corpus.n_questions
+        host = shard * corpus.ranker_prompt_host_bytes + prompts * corpus.ranking_row_host_bytes
+        costs.append(
+            scoring(
+                "rank_distractors",
+                1,
+                prompts * corpus.ranker_prompt_tokens,
+                corpus.ranker_prompt_tokens,
+                rb,
+                corpus.ranker_prompt_tokens,
+                rb,
+                host_extra=host,
+                storage=prompts * RANKING_ROW_BYTES,
+                note=f"{prompts:,} prompts of {corpus.ranker_prompt_tokens} tokens",
+            )
+        )
+    choices = sum(cfg["mcq"]["n_choices"])
+    eval_tokens = (
+        corpus.n_documents * corpus.document_tokens
+        + corpus.n_fictsheets * corpus.fictsheet_tokens
+        + cfg["webtext"]["heldout_size"] * corpus.webtext_tokens
+        + (corpus.n_questions + cfg["real_qa"]["triviaqa"]["n"]) * corpus.qa_tokens
+        + corpus.n_questions * choices * corpus.qa_tokens
+    )
+    eb = cfg["evaluate"]["batch_size"]
+    width = max(corpus.document_tokens, corpus.fictsheet_tokens)
+    eval_rows = corpus.n_documents + corpus.n_fictsheets + corpus.n_questions * (2 + len(cfg["mcq"]["n_choices"]))
+    costs.append(
+        scoring(
+            "evaluate",
+            counts["evaluate"],
+            eval_tokens,
+            corpus.document_tokens,
+            eb,
+            width,
+            eb * width,
+            storage=counts["evaluate"] * eval_rows * ITEM_ROW_BYTES,
+            note=f"{eval_tokens / 1e6:.1f}M tokens per checkpoint",
+        )
+    )
+
+    # ---- SORT
+    validation, test = _sort_counts(sort, corpus)
+    sb = sort["batch_size"]
+    templates = len(sort["templates"] or ()) or SORT_TEMPLATES
+    readings = len(sort["rag_readings"] or ()) or SORT_RAG_READINGS
+
+    def per_model(
+        rule: str, jobs_per_model: int, tokens: float, context: int, width: int, note: str, storage_per_job: float = 0.0
+    ) -> list[RuleCost]:
+        """The jobs of ``rule`` for the base model (at ``shape``) and every other eval model."""
+        parts = [
+            scoring(
+                rule,
+                jobs_per_model,
+                tokens,
+                context,
+                sb,
+                width,
+                sb,
+                note=note,
+                storage=storage_per_job * jobs_per_model,
+            )
+        ]
+        if other_models:
+            parts.append(
+                scoring(
+                    rule,
+                    jobs_per_model * other_models,
+                    tokens,
+                    context,
+                    sb,
+                    width,
+                    sb,
+                    note=note,
+                    storage=storage_per_job * jobs_per_model * other_models,
+                    model=eval_model_shape,
+                )
+            )
+        return parts
+
+    in_context = _mean_sort_tokens(sort, "in_context", corpus)
+    longest = _sort_prompt_tokens(sort, "in_context", corpus)
+    costs.append(
+        combine(
+            per_model(
+                "sort_prompt",
+                1,
+                templates * validation * in_context,
+                longest,
+                longest,
+                f"{templates} templates x {validation:,} validation items, in context",
+            )
+        )
+    )
+    if counts.get("sort_rag_prompt"):
+        rag_tokens = _sort_prompt_tokens(sort, "rag", corpus)
+        costs.append(
+            combine(
+                per_model(
+                    "sort_rag_prompt",
+                    1,
+                    readings * validation * rag_tokens,
+                    rag_tokens,
+                    rag_tokens,
+                    f"{readings} RAG readings x {validation:,} validation items",
+                )
+            )
+        )
+    parts = []
+    for condition in sort["conditions"]:
+        width = _sort_prompt_tokens(sort, condition, corpus)
+        parts += per_model(
+            "sort_evaluate_base",
+            1,
+            test * _mean_sort_tokens(sort, condition, corpus),
+            width,
+            width,
+            f"{test:,} test items x {len(sort['conditions'])} conditions",
+            storage_per_job=test * ITEM_ROW_BYTES,
+        )
+    costs.append(combine(parts))
+    if counts.get("sort_fiction_evaluate"):
+        fsort = sort["fiction"]
+        documents = (
+            corpus.n_documents if fsort["max_documents"] is None else min(fsort["max_documents"], corpus.n_documents)
+        )
+        items = (
+            documents * len(fsort["excerpt_lengths"]) * len(fsort["segment_lengths"]) * SORT_BINS * fsort["n_excerpts"]
+        )
+        tokens = int(corpus.sort_prompt_overhead_tokens + 2 * max(fsort["segment_lengths"]) * corpus.tokens_per_word)
+        costs.append(
+            scoring(
+                "sort_fiction_evaluate",
+                counts["sort_fiction_evaluate"],
+                items * tokens,
+                tokens,
+                sb,
+                tokens,
+                sb,
+                storage=counts["sort_fiction_evaluate"] * items * ITEM_ROW_BYTES,
+                note=f"{items:,} items without context per checkpoint",
+            )
+        )
+    if counts.get("sort_parametric_evaluate"):
+        baseline = _sort_prompt_tokens(sort, "baseline", corpus)
+        segment = int(max(sort["segment_lengths"]) * corpus.tokens_per_word)
+        tokens = test * (baseline + 2 * segment + in_context)  # the last epoch adds in context
+        costs.append(
+            scoring(
+                "sort_parametric_evaluate",
+                counts["sort_parametric_evaluate"],
+                tokens,
+                longest,
+                sb,
+                longest,
+                sb,
+                storage=counts["sort_parametric_evaluate"] * 3 * test * ITEM_ROW_BYTES,
+                note="no context and segment perplexity per epoch, in context after the last",
+            )
+        )
+
+    # ---- grounding
+    gen = grounding["generation"]
+    gb, new = gen["batch_size"], gen["max_new_tokens"]
+    conditions = _grounding_inputs(grounding, corpus)
+
+    def generate(rule: str, items: int, inputs: Sequence[int], model: ModelShape) -> tuple[float, float]:
+        """(seconds, peak GPU bytes) of one job generating ``items`` x ``inputs`` responses.
+
+        A batch holds ``generation.batch_size`` prompts and, when ``compute.max_batch_tokens`` is
+        set, at most that many tokens counting every row as prompt + ``max_new_tokens``
+        (knowlab.core.llm.local)."""
+        budget = compute.get("max_batch_tokens")
+
+        def rows(i: int) -> int:
+            return max(1, min(gb, budget // (i + new))) if budget else gb
+
+        seconds = sum(generation_seconds(model, items, rows(i), i, new, gpu=gpu) for i in inputs)
+        seconds += job_overhead_s(BF16 * count_parameters(model).total)
+        mem = max(
+            inference_memory(model, rows(i), i, logit_positions=rows(i), cache_tokens=rows(i) * (i + new))
+            for i in inputs
+        )
+        return seconds, mem
+
+    datasets = {"kaist": corpus.kaist_questions, "fiction": corpus.n_questions}
+    max_items = grounding["max_items"]
+    jobs = []
+    for dataset in grounding["datasets"]:
+        items = datasets[dataset] if max_items is None else min(max_items, datasets[dataset])
+        for spec in models:
+            model = shape if spec == "base" else eval_model_shape
+            jobs.append((items, *generate("grounding_generate", items, conditions, model)))
+    responses = sum(items for items, _, _ in jobs) * len(conditions)
+    response_bytes = new * corpus.output_chars_per_token
+    costs.append(
+        RuleCost(
+            "grounding_generate",
+            len(jobs),
+            1,
+            _gib(max(m for _, _, m in jobs)),
+            PROCESS_HOST_GIB,
+            max(s for _, s, _ in jobs) / 3600,
+            sum(s for _, s, _ in jobs) / 3600,
+            _gib(responses * response_bytes),
+            note=f"{' + '.join(f'{datasets[d]:,}' for d in grounding['datasets'])} questions x "
+            f"{len(conditions)} conditions x "
+            f"{len(models)} models, up to {max(conditions)} + {new} tokens",
+            profile_rules=("grounding_generate",),
+        )
+    )
+    # scoring: the cross-encoder (MiniLM-L12, 33M parameters, 512-token windows) on fact x passage pairs
+    costs.append(
+        _grounding_score(
+            "grounding_score", len(jobs), max(items for items, _, _ in jobs) * len(conditions), responses, new, gpu
+        )
+    )
+    if counts.get("grounding_checkpoint_generate"):
+        fmax = grounding["finetune"]["max_items"]
+        items = corpus.n_questions if fmax is None else min(fmax, corpus.n_questions)
+        gold = [corpus.gold_context_tokens + corpus.question_tokens] * GROUNDING_FINETUNE_CONDITIONS
+        seconds, mem = generate("grounding_checkpoint_generate", items, gold, shape)
+        jobs_n = counts["grounding_checkpoint_generate"]
+        costs.append(
+            RuleCost(
+                "grounding_checkpoint_generate",
+                jobs_n,
+                1,
+                _gib(mem),
+                PROCESS_HOST_GIB,
+                seconds / 3600,
+                seconds * jobs_n / 3600,
+                _gib(jobs_n * items * GROUNDING_FINETUNE_CONDITIONS * response_bytes),
+                note=f"{items:,} fiction questions x {GROUNDING_FINETUNE_CONDITIONS} conditions, "
+                f"up to {new} new tokens",
+                profile_rules=("grounding_checkpoint_generate",),
+            )
+        )
+        costs.append(
+            _grounding_score(
+                "grounding_checkpoint_score",
+                jobs_n,
+                items * GROUNDING_FINETUNE_CONDITIONS,
+                jobs_n * items * GROUNDING_FINETUNE_CONDITIONS,
+                new,
+                gpu,
+            )
+        )
+
+    # ---- models: downloads and conversions on CPU nodes
+    costs.append(
+        RuleCost(
+            "base_model",
+            1,
+            0,
+            0.0,
+            PROCESS_HOST_GIB + _gib(2 * BF16 * n),
+            0.0,
+            0.0,
+            _gib(BF16 * n),
+            note="download, save as safetensors",
+            profile_rules=("base_model",),
+        )
+    )
+    if other_models:
+        other = count_parameters(eval_model_shape).total
+        costs.append(
+            RuleCost(
+                "eval_model",
+                other_models,
+                0,
+                0.0,
+                PROCESS_HOST_GIB + _gib(2 * BF16 * other),
+                0.0,
+                0.0,
+                _gib(other_models * BF16 * other),
+                note=f"{other_models} open models at the {eval_model_shape.name} shape",
+                profile_rules=("eval_model",),
+            )
+        )
+    return costs
+
+
+def _grounding_inputs(grounding: Mapping[str, Any], corpus: Corpus) -> list[int]:
+    """Input tokens of a grounding prompt under each configured condition (capped at ``max_input_tokens``)."""
+    cap = grounding["generation"]["max_input_tokens"]
+    gold = corpus.gold_context_tokens + corpus.question_tokens
+    budget = grounding["distractors"]["budget"] + corpus.question_tokens
+    inputs = [gold, budget, gold, budget, corpus.question_tokens]  # original/conflict x gold/dist, no context
+    inputs += [
+        b + corpus.question_tokens for b in grounding["sweep"]["budgets"] if b != grounding["distractors"]["budget"]
+    ]
+    inputs += [budget for p in grounding["sweep"]["positions"] if p != grounding["distractors"]["position"]]
+    return [min(i, cap) for i in inputs]
+
+
+#: cross-encoder/ms-marco-MiniLM-L-12-v2: parameters and window (the grounding evaluator; grounding_score)
+CROSS_ENCODER_PARAMS, CROSS_ENCODER_WINDOW = 33_400_000, 512
+
+
+def _grounding_score(
+    rule: str, jobs: int, responses_per_job: int, responses: int, new_tokens: int, gpu: GPU
+) -> RuleCost:
+    """Atomic facts (pysbd sentences, ~25 tokens) of responses and gold facts, each scored by the cross-encoder
+    against every 512-token passage of the other side (knowlab.grounding.evaluator): about
+    ``facts x passages`` pairs of 512 tokens, ``2 * 33M`` FLOPs a token, at ``mfu_scoring``."""
+    facts = new_tokens / 25 + 20
+    passages = math.ceil(new_tokens / CROSS_ENCODER_WINDOW) + 2
+    flops_per_response = facts * passages * CROSS_ENCODER_WINDOW * 2 * CROSS_ENCODER_PARAMS
+    seconds = responses_per_job * flops_per_response / (gpu.peak_flops * gpu.mfu_scoring) + JOB_STARTUP_S
+    total = responses * flops_per_response / (gpu.peak_flops * gpu.mfu_scoring) + jobs * JOB_STARTUP_S
+    # GPU memory ASSUMED: a 33M-parameter model and batches of 512-token pairs take well under 2 GiB
+    return RuleCost(
+        rule,
+        jobs,
+        1,
+        2.0,
+        PROCESS_HOST_GIB,
+        seconds / 3600,
+        total / 3600,
+        _gib(responses * facts * 64),
+        note="cross-encoder on fact x passage pairs",
+        profile_rules=(rule,),
+    )
+
+
+# ----------------------------------------------------------------------------- SLURM resources
+
+
+def required_resources(costs: Sequence[RuleCost], margin: float = RUNTIME_MARGIN) -> dict[str, dict[str, float]]:
+    """What the SLURM profile must give each rule: ``{rule: {"runtime": minutes, "mem_mb": MB, "gpu_mem_gib": GiB}}``.
+
+    ``runtime`` is the plan's longest job times ``margin``; ``mem_mb`` its host memory (MB =
+    10**6 bytes, as Snakemake's ``mem_mb``); ``gpu_mem_gib`` the peak per GPU.  A rule that
+    several plan rows share (the ``finetune`` rules of both recipes) gets the largest of each.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for cost in costs:
+        for rule in cost.profile_rules:
+            need = out.setdefault(rule, {"runtime": 0.0, "mem_mb": 0.0, "gpu_mem_gib": 0.0})
+            need["runtime"] = max(need["runtime"], cost.hours_per_job * 60 * margin)  # 0: not planned (downloads)
+            need["mem_mb"] = max(need["mem_mb"], cost.host_mem_gib * GIB / 1e6)
+            need["gpu_mem_gib"] = max(need["gpu_mem_gib"], cost.gpu_mem_gib)
+    return out
+
+
+def over_memory(costs: Sequence[RuleCost], gpu: GPU = H100) -> list[str]:
+    """Plan rows whose GPU memory per GPU exceeds ``gpu.usable_memory_gib``, as ``"rule: X GiB"``."""
+    return [f"{c.rule}: {c.gpu_mem_gib:.1f} GiB" for c in costs if c.gpu_mem_gib > gpu.usable_memory_gib]
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def markdown_table(costs: Sequence[RuleCost]) -> str:
+    """The plan as a Markdown table, one row per rule and a total row."""
+    lines = [
+        "| rule | SLURM jobs | GPUs/job | GPU mem GiB/GPU | host mem GiB/job | h/job | GPU-h | storage GiB | what |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+
+    def num(x: float) -> str:
+        return "-" if x == 0 else f"{x:,.0f}" if x >= 100 else f"{x:.1f}" if x >= 1 else f"{x:.2f}"
+
+    for c in costs:
+        storage = num(c.storage_gib) + (f" (+{num(c.temp_gib)} temp)" if c.temp_gib else "")
+        lines.append(
+            f"| {c.rule} | {c.jobs} | {c.gpus_per_job or '-'} | {num(c.gpu_mem_gib)} | {num(c.host_mem_gib)} | "
+            f"{num(c.hours_per_job)} | {num(c.gpu_hours)} | {storage} | {c.note} |"
+        )
+    total_h = sum(c.gpu_hours for c in costs)
+    total_s = sum(c.storage_gib for c in costs)
+    total_t = sum(c.temp_gib for c in costs)
+    lines.append(
+        f"| **total** | {sum(c.jobs for c in costs)} | | | | | **{num(total_h)}** | "
+        f"**{num(total_s)}** (+{num(total_t)} temp) | |"
+    )
+    return "\n".join(lines)

