@@ -96,6 +96,7 @@ rule grounding_score:
         cfg=config["grounding"],
         cache=lambda wildcards: f"{GROUNDING}/cache/facts/{wildcards.dataset}/{wildcards.model}.json",
         request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
+        model_label=MODEL_NAME,  # the base model in the rows' decomposer / evaluator columns
     script:
         "../scripts/grounding_score.py"
 
@@ -184,6 +185,7 @@ rule grounding_checkpoint_score:
         cfg=config["grounding"],
         cache=lambda wildcards: f"{GROUNDING}/cache/facts/finetune/{wildcards.run}/step-{wildcards.step}.json",
         request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
+        model_label=MODEL_NAME,  # the base model in the rows' decomposer / evaluator columns
     script:
         "../scripts/grounding_score.py"
 

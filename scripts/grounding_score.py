@@ -20,5 +20,6 @@ with rule_step(snakemake) as log:
         snakemake.output.facts,
         snakemake.params.cache,
         snakemake.params.request_cache,
+        snakemake.params.model_label,
     )
     write_parquet(snakemake.output.table, rows)

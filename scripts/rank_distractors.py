@@ -23,7 +23,7 @@ with rule_step(snakemake) as log:
     model_path = snakemake.input.get("model") or cfg["model"]
     log.info("ranker model %s, candidates per question: %s", model_path, cfg["max_candidates"] or "every answer")
     fict_qa = read_jsonl(snakemake.input.fict_qa)
-    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions")}
+    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions", "order")}
     shards = ShardStore(
         snakemake.params.shards, ranking_fingerprint(model_path, fict_qa, seed=snakemake.params.seed, **settings)
     )
@@ -38,6 +38,7 @@ with rule_step(snakemake) as log:
         batch_size=cfg["batch_size"],
         shard_questions=cfg["shard_questions"],
         shards=shards,
+        order=cfg["order"],
     )
     write_parquet(snakemake.output.ranking, ranking)
     shards.remove()

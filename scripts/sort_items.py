@@ -1,4 +1,5 @@
-"""Build the Book-SORT items of the configured texts; write the books and the items."""
+"""Build the Book-SORT items of the configured texts; write the books (their text with its paragraph breaks,
+which the RAG passages are cut from) and the items."""
 
 import sys
 from pathlib import Path

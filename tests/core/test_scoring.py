@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from knowlab.core import scoring
 from knowlab.core.models import load_model
 from knowlab.core.scoring import encode_pair, loglikelihood, prefix_token_id, score_token_ids
 from knowlab.fictionalqa.suites import document_rows, evaluate_checkpoint, mcq_rows
@@ -337,7 +338,10 @@ def test_shared_prefix_with_smollm2(smollm2_dir):
     for q in questions:
         context = prefix + tok(q + "\nAnswer: Segment", add_special_tokens=False)["input_ids"]
         pairs += [(context, tok(x, add_special_tokens=False)["input_ids"]) for x in (" A", " B")]
-    rows = []
+    assert scoring.packing_is_exact(
+        model, pairs, scoring._plan_rows(pairs, range(len(pairs)), 8192, 32, math.inf), 8192
+    )
+    rows = []  # forward passes once the model's packing check has run
     hook = model.register_forward_pre_hook(lambda _m, _a, kw: rows.append(kw["input_ids"].shape), with_kwargs=True)
     try:
         packed = score_token_ids(model, pairs, batch_size=4)
@@ -347,3 +351,72 @@ def test_shared_prefix_with_smollm2(smollm2_dir):
     # float32 rounding differs with the shapes over 30 layers: about 1e-5 here (a wrong mask or
     # position is off by far more)
     _assert_same_scores(packed, _scored_alone(model, pairs), atol=5e-5)
+
+
+# packing only where exact
+
+
+def _pairs_sharing_a_context():
+    context = list(range(5, 45))
+    return [(context + [50 + i], [60 + i, 70 + i]) for i in range(4)]
+
+
+class _PositionsFromTheMask(torch.nn.Module):
+    """A Llama that ignores ``position_ids`` and numbers tokens by their order, as mask-positioned families do."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner = model
+        self.config = model.config
+
+    @property
+    def dtype(self):
+        return self.inner.dtype
+
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
+    def get_output_embeddings(self):
+        return self.inner.get_output_embeddings()
+
+    def forward(self, position_ids=None, **kwargs):
+        return self.inner(**kwargs)
+
+
+def _random(config):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+
+
+def _llama():
+    from transformers import LlamaConfig
+
+    return _random(LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256))  # fmt: skip
+
+
+def _bloom():
+    from transformers import BloomConfig
+
+    return _random(BloomConfig(vocab_size=100, hidden_size=32, n_layer=2, n_head=4))
+
+
+@pytest.mark.parametrize(
+    ("make", "exact"),
+    [(_llama, True), (_bloom, False), (lambda: _PositionsFromTheMask(_llama()), False)],
+    ids=["llama-rope", "bloom-alibi", "positions-from-the-mask"],
+)
+def test_packing_is_used_only_where_exact(make, exact, caplog):
+    model = make()
+    pairs = _pairs_sharing_a_context()
+    with caplog.at_level("INFO", logger="knowlab.core.scoring"):
+        scores = score_token_ids(model, pairs, max_length=200, min_shared_prefix=1)
+    assert model._knowlab_packing_exact is exact
+    if not exact:
+        assert "scoring every request alone" in caplog.text
+    with torch.inference_mode():
+        alone = scoring._score_alone(model, pairs, 8, 200, "alone")
+    for packed_or_not, reference in zip(scores, alone, strict=True):
+        np.testing.assert_allclose(packed_or_not.logprobs, reference.logprobs, atol=1e-5)

@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 import torch
 
-from knowlab.core import scoring
 from knowlab.core.models import load_model
 from knowlab.core.scoring import encode_pair, loglikelihood, next_token_logprobs
 from knowlab.core.shards import ShardStore
@@ -85,7 +84,7 @@ def test_rank_candidates_table_and_determinism(tiny, corpus):
     model, tok = tiny
     qa = corpus["fict_qa"][::20]  # 12 questions, 12 distinct answers
     table = rank_candidates(model, tok, qa, seed=3, max_candidates=5)
-    assert list(table.columns) == ["question_id", "candidate", "loss_yes", "loss_no", "score", "rank"]
+    assert list(table.columns) == ["question_id", "candidate", "loss_yes", "loss_no", "yes_accuracy", "score", "rank"]
     assert table.equals(rank_candidates(model, tok, qa, seed=3, max_candidates=5))
     pd.testing.assert_frame_equal(
         table, rank_candidates(model, tok, qa, seed=3, max_candidates=5, batch_size=32), atol=1e-5
@@ -108,18 +107,20 @@ def test_full_pool_includes_the_gold(tiny):
     assert set(table["candidate"]) == {"a0.0", "a1.0", "a2.0"}
 
 
-def test_single_pass_and_fallback_rank_alike(tiny, corpus, monkeypatch):
+def test_released_order_puts_yes_accuracy_first(tiny, corpus):
     model, tok = tiny
-    qa = corpus["fict_qa"][:3]
-    monkeypatch.setattr(mcq, "VERDICTS", (" the", " of"))  # single tokens for the tiny tokenizer
-    fast = rank_candidates(model, tok, qa, seed=0, max_candidates=4)
-
-    def refuse(*args, **kwargs):
-        raise ValueError("refused")
-
-    monkeypatch.setattr(scoring, "next_token_logprobs", refuse)
-    slow = rank_candidates(model, tok, qa, seed=0, max_candidates=4)
-    pd.testing.assert_frame_equal(fast, slow, atol=1e-5)
+    qa = corpus["fict_qa"][::20]
+    by_ratio = rank_candidates(model, tok, qa, seed=3, max_candidates=5)
+    released = rank_candidates(model, tok, qa, seed=3, max_candidates=5, order="released")
+    assert set(released.columns) == set(by_ratio.columns) and "yes_accuracy" in released
+    assert released["yes_accuracy"].between(0, 1).all()
+    for _, rows in released.groupby("question_id"):
+        keys = list(zip(-rows["yes_accuracy"], rows["score"]))
+        assert keys == sorted(keys) and rows["rank"].tolist() == list(range(len(rows)))
+    merged = by_ratio.merge(released, on=["question_id", "candidate"], suffixes=("", "_released"))
+    np.testing.assert_array_equal(merged["loss_yes"], merged["loss_yes_released"])
+    with pytest.raises(ValueError, match="mcq.ranker.order"):
+        rank_candidates(model, tok, qa, seed=3, max_candidates=5, order="alphabetical")
 
 
 def test_shards_and_packing_do_not_change_the_ranking(tiny, corpus):

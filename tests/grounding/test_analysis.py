@@ -139,8 +139,9 @@ def test_finetune_mcnemar_holm_per_run_condition_and_metric():
     table = analysis.finetune_mcnemar(rows, ["doc", "event"], "control", [0, 6, 12])
     assert list(table.columns) == [
         "run_a", "step_a", "run_b", "step_b", "n", "b", "c", "statistic", "pvalue", "pvalue_holm", "exact",
-        "correction", "condition", "metric",
+        "correction", "condition", "metric", "decomposer", "evaluator",
     ]  # fmt: skip
+    assert set(table.decomposer) == set(table.evaluator) == {"not recorded"}  # rows without the method columns
     families = table.groupby(["run_a", "condition", "metric"], sort=False)
     assert list(families.groups) == [
         ("doc", "conflict_gold", "follows_context"),

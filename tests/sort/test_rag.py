@@ -206,3 +206,83 @@ def test_retrieval_rows_hold_rag_and_oracle_passages_with_recall(embedder, tmp_p
     for condition in ("rag", "oracle_rag"):
         rows = table[table.condition == condition]
         assert read_passages(path, condition) == {i: list(p) for i, p in zip(rows.item_id, rows.passages)}
+
+
+# --- the paper's database: passages of all books, cut from the text with its paragraph breaks ----------
+
+SEA = (
+    "The harbour woke before dawn. Fishermen coiled their nets and argued about the tide.\n\n"
+    "Out past the breakwater the sea was grey and heavy, and the gulls circled the trawlers.\n\n"
+    "By noon the boats came back low in the water, their holds full of herring and cod.\n\n"
+    "In the evening the sailors sang in the tavern by the quay until the lamps burned out."
+)
+MOUNTAIN = (
+    "The climbers left the hut at first light, roped together on the frozen glacier.\n\n"
+    "Above the icefall the ridge narrowed to a blade of snow between two cliffs.\n\n"
+    "At the summit the wind was so strong that they stayed only a minute.\n\n"
+    "They came down through the pine forest at dusk, tired, to the village in the valley."
+)
+
+
+def _item(book: Book, item_id: str, first: int, second: int, length: int) -> dict:
+    words = book.words
+    return {
+        "item_id": item_id, "book_id": book.book_id, "first_start": first, "second_start": second,
+        "segment_length": length, "segment_a": " ".join(words[first : first + length]),
+        "segment_b": " ".join(words[second : second + length]),
+    }  # fmt: skip
+
+
+def test_book_text_keeps_paragraph_breaks_and_round_trips():
+    from knowlab.sort.books import book_from_text
+    from knowlab.sort.pipeline import books_from_records, books_records
+
+    book = book_from_text("sea", "The Sea", "CHAPTER I\n\n" + SEA + "\n", "sea.txt", gutenberg=False)
+    assert book.text == SEA and book.words == SEA.split() and book.passage_text == SEA
+    (record,) = books_records([book])
+    assert record["text"] == SEA and books_from_records([record]) == [book]
+    assert books_from_records([record])[0].text == SEA
+    bare = Book("bare", "Bare", SEA.split())  # a book known only by its words
+    assert bare.passage_text == " ".join(SEA.split())
+    with pytest.raises(ValueError, match="differs"):
+        _ = Book("bad", "Bad", ["x"], text="y").passage_text
+
+
+def test_word_offsets_and_recall_in_a_text_with_paragraph_breaks():
+    words = SEA.split()
+    offsets = word_char_offsets(words, SEA)
+    assert all(SEA[s:e] == w for (s, e), w in zip(offsets, words))
+    with pytest.raises(ValueError, match="differs"):
+        word_char_offsets(words[:-1], SEA)
+    passages = book_passages("sea", SEA, chunk_size=100)
+    assert len(passages) == 4 and all("\n" not in p["text"] for p in passages)  # one paragraph each
+    # a segment across the first paragraph break: held only when both paragraphs are retrieved
+    first = len(passages[0]["text"].split()) - 2
+    item = with_char_spans(_item(Book("sea", "Sea", words, SEA), "it", first, 30, 4), offsets)
+    assert recall_at_k(item, passages[:2], text=SEA) == 0.5  # "\n\n" between them is whitespace only
+    assert recall_at_k(item, passages[:1], text=SEA) == 0.0
+    assert recall_at_k(item, passages[:2]) == 0.0  # without the text, the 2-character gap exceeds max_gap 1
+
+
+@pytest.mark.parametrize("scope", ["all_books", "same_book"])
+def test_retrieval_scope_searches_all_books_or_the_items_own(embedder, scope):
+    """``all_books`` (the paper's): one index over both books, an item's top k from either; ``same_book``:
+    only its own book's passages.  Passages keep the text's paragraph breaks."""
+    books = [Book("sea", "The Sea", SEA.split(), SEA), Book("mountain", "The Mountain", MOUNTAIN.split(), MOUNTAIN)]
+    items = [_item(books[0], "sea0", 2, 40, 5), _item(books[1], "mountain0", 1, 35, 5)]
+    # 200-character passages: two paragraphs each, joined by their paragraph break; k = 3 > 2 passages a book
+    cfg = {"embedder": PACKAGED_MINILM, "chunk_size": 200, "k": 3, "batch_size": 8, "scope": scope}
+    table = retrieval_rows(items, books, cfg)
+    rag = table[table.condition == "rag"].set_index("item_id")
+    for item in items:
+        found = list(rag.loc[item["item_id"], "passage_ids"])
+        from_books = {pid.split(":")[0] for pid in found}
+        if scope == "all_books":
+            assert len(found) == 3 and from_books == {"sea", "mountain"}
+            assert found[0].startswith(item["book_id"])  # its own book's passage is the most similar
+        else:
+            assert len(found) == 2 and from_books == {item["book_id"]}
+        assert rag.loc[item["item_id"], "recall"] == 1.0  # both passages of the own book are retrieved
+    assert all("\n\n" in text for texts in table.passages for text in texts)
+    with pytest.raises(ValueError, match="scope"):
+        retrieval_rows(items, books, {**cfg, "scope": "nearby"})

@@ -36,6 +36,19 @@ def test_default_test_and_paper_configs_validate():
     assert paper["finetune"]["fiction_rate"] == 0.05 and paper["mcq"]["ranker"]["max_candidates"] is None
 
 
+def test_paper_config_measures_what_the_papers_measured():
+    paper = _validate(_merged("paper.yaml"))
+    assert paper["grounding"]["decomposer"]["kind"] == "llm"  # atomic facts, not sentences
+    assert paper["grounding"]["evaluator"]["kind"] == "cross_encoder"
+    assert paper["sort"]["rag"]["scope"] == "all_books"
+    assert paper["mcq"]["ranker"]["order"] == "released"
+    # the released lm-evaluation-harness task's input, byte for byte
+    assert paper["evaluate"]["mcq_template"] == "Question: {question}\n\nAnswer: "
+    ranker = paper["mcq"]["ranker"]["template"]
+    assert ranker.startswith("Question: {question}\n\nTrue Answer: {true_answer}\n\nAlternate Answer: ")
+    assert ranker.endswith("Give a verdict as a Yes or No only.\n\nVerdict:")
+
+
 def test_wrong_type_names_the_key():
     cfg = copy.deepcopy(CONFIG)
     cfg["finetune"]["max_steps"] = "many"

@@ -186,6 +186,11 @@ def test_grounding_items_responses_scores_and_tables(workdir):
         assert (tables / f"{name}.csv").stat().st_size > 0 and "tabular" in (tables / f"{name}.tex").read_text()
     table1 = pd.read_csv(tables / "table1.csv")
     assert list(table1["condition"]) == ["Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
+    method = {("llm:tiny random Llama (test)", "bi_encoder:packaged:all-MiniLM-L6-v2@0.4")}
+    for path in tables.glob("*.csv"):  # every table names its decomposer and evaluator (issue 17)
+        table = pd.read_csv(path)
+        assert list(table.columns[-2:]) == ["decomposer", "evaluator"], path.name
+        assert set(zip(table.decomposer, table.evaluator)) == method, path.name
     for name in ("fig3c", "fig4", "fig5", "fig15_16", "position", "finetune"):
         assert (workdir / "results" / "figures" / "grounding" / f"{name}.png").stat().st_size > 1000, name
 

@@ -40,6 +40,10 @@ How requests are run (:func:`score_token_ids`):
   than running it alone; contexts that share only a short head (a system prompt) before
   long different parts get a sequence per longer prefix rather than one wide sequence; long
   continuations of one short context (documents after the prefix token) run alone.
+- *Only where exact*: before a model's first packed batch, :func:`packing_is_exact` scores a
+  handful of its requests both ways and packs only if they agree (within 1e-4 nats in
+  float32); a family whose positions come from the attention mask (ALiBi: Bloom, MPT,
+  Falcon-ALiBi) fails the check and has every request scored alone, with the reason logged.
 - *Per request*: every other request (a unique context, an empty one, one that the window
   cuts) runs as its own right-padded sequence, as the harness runs every request
   (re-encoding a shared context for each choice).
@@ -54,6 +58,7 @@ or on which path ran them (to float rounding, ~1e-5 nats in float32).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +68,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from knowlab.core.device import batch_limit, place
+
+log = logging.getLogger(__name__)
+
+#: nats per token within which packed and one-at-a-time scores must agree (:func:`packing_is_exact`):
+#: 1e-4 in float32 (they differ by about 1e-6 there); in 16-bit floats the two paths' different
+#: kernels and reduction orders alone differ by up to about 1e-2, so the check there only tells
+#: right positions from wrong ones (which differ by tenths of a nat and more)
+PACKING_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "bfloat16": 0.05, "float16": 0.05}
 
 
 @dataclass(frozen=True)
@@ -158,6 +171,8 @@ def score_token_ids(
         if context_ids and len(context_ids) + len(continuation_ids) - 1 <= limit
     ]
     rows = _plan_rows(pairs, candidates, limit, max(min_shared_prefix, 1), _attention_scale(model))
+    if rows and not packing_is_exact(model, pairs, rows, max_length):
+        rows = []
     packed = {i for _, units in rows for _, owners in units for i in owners}
     alone = [i for i in range(len(pairs)) if i not in packed]
     results: dict[int, TokenScores] = {}
@@ -167,6 +182,51 @@ def score_token_ids(
         scores = _score_alone(model, [pairs[i] for i in alone], batch_size, max_length, desc)
         results.update(zip(alone, scores))
     return [results[i] for i in range(len(pairs))]
+
+
+def packing_is_exact(
+    model, pairs: Sequence[tuple[list[int], list[int]]], rows: Sequence[_Row], max_length: int
+) -> bool:
+    """Whether packed scoring gives ``model`` the log-likelihoods it gives one request at a time.
+
+    Packing is exact only where a model takes token positions from ``position_ids`` and
+    attention from the 4D mask (RoPE and learned absolute positions: Llama, Gemma, Mistral,
+    Qwen, GPT-2, OPT).  A family whose positions come from the mask itself (ALiBi: Bloom, MPT,
+    Falcon-ALiBi) would be mis-scored, silently or with an error.  So, once per model (the
+    verdict is kept on the model object), a handful of requests of the first packed row (its
+    first two contexts, at most 4 requests each) are scored both ways: packing is used only if
+    every token's log-probability agrees within :data:`PACKING_TOLERANCE` nats for the model's
+    dtype; otherwise (or if the packed forward pass fails) every request runs alone, and the
+    reason is logged.
+    """
+    verdict = getattr(model, "_knowlab_packing_exact", None)
+    if verdict is not None:
+        return verdict
+    prefix, units = rows[0]
+    sample_units = [(context, owners[:4]) for context, owners in units[:2]]
+    sample = [i for _, owners in sample_units for i in owners]
+    tolerance = PACKING_TOLERANCE.get(str(model.dtype).removeprefix("torch."), PACKING_TOLERANCE["float32"])
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
+    import torch
+
+    try:
+        with torch.inference_mode():
+            packed = _score_packed(model, pairs, [(prefix, sample_units)], 1, "packing check")
+            alone = dict(zip(sample, _score_alone(model, [pairs[i] for i in sample], len(sample), max_length, "packing check")))
+        difference = max(float(np.abs(packed[i].logprobs - alone[i].logprobs).max()) for i in sample)
+        verdict, reason = difference <= tolerance, f"largest difference {difference:.1e} nats"
+    except Exception as err:  # a model whose forward pass refuses a 4D mask or position ids
+        verdict, reason = False, f"the packed forward pass failed: {type(err).__name__}: {err}"
+    if verdict:
+        log.info("%s: packed scoring agrees with one-at-a-time scoring (%s)", type(model).__name__, reason)
+    else:
+        log.warning(
+            "%s: packed and one-at-a-time log-likelihoods differ on %d requests (%s, tolerance %.0e): "
+            "scoring every request alone",
+            type(model).__name__, len(sample), reason, tolerance,
+        )  # fmt: skip
+    model._knowlab_packing_exact = verdict
+    return verdict
 
 
 def _attention_scale(model) -> float:

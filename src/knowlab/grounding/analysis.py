@@ -23,6 +23,9 @@ from knowlab.grounding.conditions import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.grounding.metrics import answer_accuracy, by_factor
 
 METRICS = ("precision", "recall", "f1")
+#: columns naming how a row was scored (set by :func:`knowlab.grounding.pipeline.score`), carried
+#: by every grounding table and said in every grounding figure's footnote
+METHOD_COLUMNS = ("decomposer", "evaluator")
 FOLLOWS = ("follows_context", "follows_training")  # 0/1 per response (follow_rates)
 SETTING_LABELS = {
     "original_gold": "Original-Gold",
@@ -55,6 +58,36 @@ def summarize(
             record[f"{metric}_low"], record[f"{metric}_high"] = 100 * low, 100 * high
         out.append(record)
     return pd.DataFrame(out)
+
+
+def method_labels(rows: pd.DataFrame, fallback: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{"decomposer": ..., "evaluator": ...}``: the distinct values of the rows' :data:`METHOD_COLUMNS`
+    (joined by ``" | "`` in the rare mix, e.g. scores of two configurations), else ``fallback``'s
+    value (e.g. labels made from the config), else ``"not recorded"``.
+
+    Values: ``"sentences (sentence-level, not atomic facts)"`` or ``"llm:<model>"``
+    (:func:`knowlab.grounding.facts.decomposer_label`), ``"<kind>:<model>@<threshold>"``
+    (:func:`knowlab.grounding.evaluator.evaluator_label`).
+    """
+    out = {}
+    for column in METHOD_COLUMNS:
+        values = list(dict.fromkeys(rows[column].dropna().astype(str))) if column in rows else []
+        out[column] = " | ".join(values) if values else (fallback or {}).get(column, "not recorded")
+    return out
+
+
+def with_method_columns(table: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
+    """``table`` with :data:`METHOD_COLUMNS` appended as its last columns (one value each, from
+    :func:`method_labels`); existing columns and values are unchanged."""
+    return table.drop(columns=[c for c in METHOD_COLUMNS if c in table.columns]).assign(
+        **{c: labels[c] for c in METHOD_COLUMNS}
+    )
+
+
+def method_note(labels: Mapping[str, str]) -> str:
+    """The figures' footnote sentence naming the decomposer and M_eval, e.g. ``"Decomposer: sentences
+    (sentence-level, not atomic facts); evaluator: bi_encoder:packaged:all-MiniLM-L6-v2@0.4."``"""
+    return f"Decomposer: {labels['decomposer']}; evaluator: {labels['evaluator']}."
 
 
 def table1(summary: pd.DataFrame, metric: str = "f1") -> pd.DataFrame:
@@ -161,9 +194,10 @@ def follow_rates(rows: pd.DataFrame, original_answers: Mapping[str, Sequence[str
 
 
 def finetune_rates(rows: pd.DataFrame) -> pd.DataFrame:
-    """Mean F1, follows-context and follows-training rates (x 100) per run, step, side and condition."""
+    """Mean F1, follows-context and follows-training rates (x 100) per run, step, side and condition,
+    then the :data:`METHOD_COLUMNS` of the rows (:func:`method_labels`)."""
     keys = ["run", "step", "side", "condition"]
-    return (
+    rates = (
         rows.fillna({"side": "all"})
         .groupby(keys)[["f1", "follows_context", "follows_training"]]
         .mean()
@@ -171,6 +205,7 @@ def finetune_rates(rows: pd.DataFrame) -> pd.DataFrame:
         .join(rows.fillna({"side": "all"}).groupby(keys).size().rename("n"))
         .reset_index()
     )
+    return with_method_columns(rates, method_labels(rows))
 
 
 def finetune_mcnemar(
@@ -196,7 +231,8 @@ def finetune_mcnemar(
 
     Returns:
         One row per run, condition (sorted), metric and step: ``run_a, step_a, run_b, step_b,
-        n, b, c, statistic, pvalue, pvalue_holm, exact, correction, condition, metric``;
+        n, b, c, statistic, pvalue, pvalue_holm, exact, correction, condition, metric, decomposer,
+        evaluator`` (:data:`METHOD_COLUMNS`);
         an empty frame when there is no control or nothing to test.
 
     Raises:
@@ -235,4 +271,4 @@ def finetune_mcnemar(
         )
         extra = ["condition_a", "metric_a", "condition_b", "metric_b", "mean_a", "mean_b"]
         out.append(table.drop(columns=extra).assign(condition=table["condition_a"], metric=table["metric_a"]))
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+    return with_method_columns(pd.concat(out, ignore_index=True), method_labels(rows)) if out else pd.DataFrame()

@@ -60,6 +60,14 @@ LLM_JUDGE_PROMPT = (
 )
 LLM_JUDGE_LABELS = ("True", "False")
 
+#: default model and threshold of each M_eval kind (the paper's, App. B.2): bi-encoder cosine
+#: >= 0.4, cross-encoder raw logit > 6; the LLM judge's model is the base model
+DEFAULTS: dict[str, tuple[str | None, float]] = {
+    "bi_encoder": ("packaged:all-MiniLM-L6-v2", 0.4),
+    "cross_encoder": ("cross-encoder/ms-marco-MiniLM-L-12-v2", 6.0),
+    "llm_judge": (None, 0.0),
+}
+
 
 @runtime_checkable
 class Evaluator(Protocol):
@@ -274,8 +282,8 @@ class BiEncoderEvaluator(_PassageEvaluator):
 
     def __init__(
         self,
-        model: Any = "packaged:all-MiniLM-L6-v2",
-        threshold: float = 0.4,
+        model: Any = DEFAULTS["bi_encoder"][0],
+        threshold: float = DEFAULTS["bi_encoder"][1],
         sentences_per_passage: int | None = 1,
         batch_size: int = 16,
         max_passage_tokens: int | None = None,
@@ -353,8 +361,8 @@ class CrossEncoderEvaluator(_PassageEvaluator):
 
     def __init__(
         self,
-        model: Any = "cross-encoder/ms-marco-MiniLM-L-12-v2",
-        threshold: float = 6.0,
+        model: Any = DEFAULTS["cross_encoder"][0],
+        threshold: float = DEFAULTS["cross_encoder"][1],
         batch_size: int = 32,
         max_passage_tokens: int | None = None,
         device: str | None = None,
@@ -437,7 +445,7 @@ class LLMJudge(_PassageEvaluator):
         self,
         model,
         tokenizer,
-        threshold: float = 0.0,
+        threshold: float = DEFAULTS["llm_judge"][1],
         batch_size: int = 8,
         max_passage_tokens: int | None = None,
     ) -> None:
@@ -539,3 +547,27 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
             )
         model, tokenizer = load_model(path)
     return LLMJudge(model, tokenizer, **args)
+
+
+def evaluator_label(cfg: Mapping[str, Any], judge_model: str | None = None) -> str:
+    """M_eval as the grounding tables' ``evaluator`` column and the figures' footnotes name it:
+    ``"<kind>:<model>@<threshold>"``, e.g. ``"bi_encoder:packaged:all-MiniLM-L6-v2@0.4"``
+    (cosine, supported when ``>=``) or ``"cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"``
+    (raw logit, ``>``; the paper's App. B.2 choice).
+
+    ``model`` and ``threshold`` of ``cfg`` (``grounding.evaluator``) where set, else the
+    kind's constructor defaults (the paper's thresholds, App. B.2); the LLM judge's model is
+    ``cfg["model"]``, else ``judge_model`` (the base model's display name), else ``"unknown"``.
+    No model is loaded.
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
+    kind = cfg.get("kind")
+    if kind not in DEFAULTS:
+        raise ValueError(f"grounding.evaluator.kind must be one of {sorted(EVALUATOR_KEYS)}, got {kind!r}")
+    default_model, default_threshold = DEFAULTS[kind]
+    model = cfg.get("model") or (judge_model if kind == "llm_judge" else default_model) or "unknown"
+    threshold = cfg.get("threshold")
+    threshold = default_threshold if threshold is None else threshold
+    return f"{kind}:{model}@{float(threshold):g}"

@@ -24,6 +24,9 @@ same with a local instruct model, or, as a model-free fallback, uses the sentenc
   same turns as chat messages (:func:`decompose_messages`, temperature 0) to an
   OpenAI-compatible server (:class:`~knowlab.core.llm.openai_backend.OpenAIChatBackend`,
   ``grounding.decomposer.openai``), which applies its own chat template.
+- :func:`decomposer_label`: the decomposer as every grounding table (column ``decomposer``) and
+  figure footnote names it: ``"llm:<model>"``, or ``"sentences (sentence-level, not atomic
+  facts)"`` (:data:`SENTENCE_LEVEL`), whose numbers are not comparable with the paper's.
 """
 
 from __future__ import annotations
@@ -77,6 +80,9 @@ DEFAULT_DECOMPOSER: dict[str, Any] = {
     "openai": {},
 }
 METHODS = ("llm", "sentences", "mixed")
+#: said wherever numbers of the sentence decomposer appear (tables, figure footnotes, README):
+#: its "facts" are whole sentences, so precision and F1 are not the paper's atomic-fact ones
+SENTENCE_LEVEL = "sentence-level, not atomic facts"
 BACKENDS = ("transformers", "openai")
 #: defaults of ``grounding.decomposer.openai``: the server and the served model name (``model``;
 #: None: the caller's default, the base model folder)
@@ -228,6 +234,26 @@ def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
     else:
         name = conf.get("name") or model_name(model)
     return f"llm:{name}:max_new_tokens={conf['max_new_tokens']}:min_support={conf['min_support']}"
+
+
+def decomposer_label(decomposer: Mapping[str, Any], model: str | None = None) -> str:
+    """The decomposer as the grounding tables' ``decomposer`` column and the figures' footnotes name it.
+
+    ``"sentences (sentence-level, not atomic facts)"`` for ``kind == "sentences"`` (pysbd
+    sentences stand in for atomic facts, :data:`SENTENCE_LEVEL`); for ``kind == "llm"``
+    ``"llm:<name>"``, ``name`` being ``decomposer["name"]``, else the served model name
+    (backend ``openai``: ``openai.model``), else ``model`` (the local model's display name,
+    e.g. the base model's Hub id), else ``"unknown"``.  The few-shot prompt (paper Sec. 3.1,
+    footnote 4; App. A.3) is :data:`DECOMPOSE_INSTRUCTION` + :data:`DECOMPOSE_DEMOS`.
+
+    Raises:
+        ValueError: as :func:`decomposer_config` (unknown key, kind or backend).
+    """
+    conf = decomposer_config(decomposer)
+    if conf["kind"] == "sentences":
+        return f"sentences ({SENTENCE_LEVEL})"
+    served = conf["openai"]["model"] if conf["backend"] == "openai" else None
+    return f"llm:{conf.get('name') or served or model or 'unknown'}"
 
 
 class FactCache:

@@ -21,8 +21,8 @@ from knowlab.core.models import check_model_dir, load_model
 from knowlab.core.retrieval import load_embedder
 from knowlab.grounding.conditions import condition_records, select_question_ids
 from knowlab.grounding.distractors import fiction_pool, rank_distractors
-from knowlab.grounding.evaluator import load_evaluator
-from knowlab.grounding.facts import FactCache, decompose_responses, decomposer_config
+from knowlab.grounding.evaluator import evaluator_label, load_evaluator
+from knowlab.grounding.facts import FactCache, decompose_responses, decomposer_config, decomposer_label
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.generate import chat_backend, generate_responses, generation_config, served_model
 from knowlab.grounding.kaist import load_kaist_release
@@ -148,6 +148,7 @@ def score(
     facts_path: str,
     cache_path: str,
     request_cache: str | None = None,
+    model_label: str | None = None,
 ):
     """Atomic facts of every response (:mod:`knowlab.grounding.facts`) and their metrics
     (:func:`knowlab.grounding.metrics.score_responses`) against the *gold* contexts and facts.
@@ -168,6 +169,12 @@ def score(
     ``cache_path`` is the decomposer's cache (:class:`knowlab.grounding.facts.FactCache`, keyed
     by decomposer and response text), kept across re-runs so that a changed evaluator does not
     decompose again.
+
+    Every row also names how it was scored: ``decomposer``
+    (:func:`knowlab.grounding.facts.decomposer_label`, e.g. ``"llm:<model>"`` or ``"sentences
+    (sentence-level, not atomic facts)"``) and ``evaluator``
+    (:func:`knowlab.grounding.evaluator.evaluator_label`, ``"<kind>:<model>@<threshold>"``);
+    ``model_label`` is the base model's display name in both (local decomposer, LLM judge).
     """
     decomposer = decomposer_config(cfg["decomposer"])
     served = decomposer["kind"] == "llm" and decomposer["backend"] == "openai"
@@ -208,5 +215,8 @@ def score(
         }
         for r in records
     ]
-    extra = pd.DataFrame(extra)
+    base = model_label or (str(decomposer_path) if decomposer_path else None)
+    extra = pd.DataFrame(extra).assign(
+        decomposer=decomposer_label(decomposer, base), evaluator=evaluator_label(cfg["evaluator"], base)
+    )
     return pd.concat([rows.drop(columns=[c for c in extra.columns if c in rows.columns]), extra], axis=1)

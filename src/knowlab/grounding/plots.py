@@ -28,7 +28,7 @@ from knowlab.core.plotting import (
 )
 from knowlab.fictionalqa.figures import run_name
 from knowlab.fictionalqa.summary import CONTROL
-from knowlab.grounding.analysis import SETTING_LABELS
+from knowlab.grounding.analysis import SETTING_LABELS, method_labels, method_note
 
 F1 = "grounding F1 (x 100)"
 
@@ -157,10 +157,14 @@ def plot_position(table: pd.DataFrame, pdf: str | Path, png: str | Path, *, note
     finish(layout, handles, title, pdf, png)
 
 
-def plot_finetune(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, model: str, runs: Sequence[str]) -> None:
+def plot_finetune(
+    rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, model: str, runs: Sequence[str], note: str = ""
+) -> None:
     """Grounding across fine-tuning: F1, follows-context and follows-training rates (x 100) against
     the optimizer step, for each fiction run (train-side questions, solid) and the control
-    (dashed), under Gold (Original) and Conflict contexts."""
+    (dashed), under Gold (Original) and Conflict contexts.  The footnote names the model, the
+    decomposer and M_eval (the ``decomposer`` / ``evaluator`` columns of ``rates``,
+    :func:`knowlab.grounding.analysis.method_note`) and ends with ``note``."""
     panels = [
         ("original_gold", "f1"),
         ("conflict_gold", "f1"),
@@ -178,10 +182,11 @@ def plot_finetune(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, mode
     has_control = (rates.run == CONTROL).any()
     if has_control:
         handles.append(line_handle("control (webtext only)", CONTROL_COLOUR, linestyle="--", marker="s"))
-    note = f"{models_note(rates, model)} Fiction runs: questions on their training documents (solid)."
+    footnote = f"{models_note(rates, model)} Fiction runs: questions on their training documents (solid)."
     if has_control:
-        note += " Control: fine-tuned on webtext only, all questions (dashed)."
-    layout = panel_figure(len(panels), len(handles), note)
+        footnote += " Control: fine-tuned on webtext only, all questions (dashed)."
+    footnote = f"{footnote} {method_note(method_labels(rates))} {note}".strip()
+    layout = panel_figure(len(panels), len(handles), footnote)
     for ax, (condition, metric) in zip(layout.axes, panels, strict=True):
         for run in runs:
             part = rates[(rates.run == run) & (rates.side == "train") & (rates.condition == condition)].sort_values(

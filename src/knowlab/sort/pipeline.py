@@ -31,17 +31,19 @@ log = logging.getLogger(__name__)
 
 
 def books_records(books: Sequence[Book]) -> list[dict[str, Any]]:
-    """Books as JSON records ``{book_id, title, n_words, text}`` with ``text = " ".join(words)``.
+    """Books as JSON records ``{book_id, title, n_words, text}``.
 
-    The text is exactly the string that word offsets and passage character offsets index
-    (:func:`knowlab.sort.rag.word_char_offsets`).
+    ``text`` is the cleaned book text with its line and paragraph breaks
+    (:attr:`knowlab.sort.books.Book.passage_text`: ``" ".join(words)`` for a book without
+    one); ``text.split()`` gives the words that items' word offsets index, and the RAG
+    passages are cut from ``text`` (paper Sec. 3.2; :func:`knowlab.sort.rag.word_char_offsets`).
     """
-    return [{"book_id": b.book_id, "title": b.title, "n_words": len(b.words), "text": " ".join(b.words)} for b in books]
+    return [{"book_id": b.book_id, "title": b.title, "n_words": len(b.words), "text": b.passage_text} for b in books]
 
 
 def books_from_records(records: Sequence[Mapping[str, Any]]) -> list[Book]:
-    """The inverse of :func:`books_records`."""
-    return [Book(r["book_id"], r["title"], r["text"].split()) for r in records]
+    """The inverse of :func:`books_records` (``words = text.split()``)."""
+    return [Book(r["book_id"], r["title"], r["text"].split(), text=r["text"]) for r in records]
 
 
 def load_books(cfg: Mapping[str, Any], folder: str | os.PathLike) -> list[Book]:

@@ -1,28 +1,32 @@
-"""SORT with retrieval-augmented memory: Book-SORT passages, queries, per-book search, recall and oracle passages.
+"""SORT with retrieval-augmented memory: Book-SORT passages, queries, search, recall and oracle passages.
 
 The pipeline of the paper ("Assessing Episodic Memory in LLMs with Sequence Order Recall
 Tasks", Sec. 3.2 "Retrieval Augmented Generation", App. B.4.1):
 
-- each book is cut into ~1024-character, non-overlapping passages with LangChain's recursive
-  character splitter (:func:`chunk_text`, :func:`book_passages`);
+- each book's text, paragraph breaks included (:attr:`knowlab.sort.books.Book.passage_text`),
+  is cut into ~1024-character, non-overlapping passages with LangChain's recursive character
+  splitter, which splits at paragraph breaks first (:func:`chunk_text`, :func:`book_passages`);
 - passages are embedded with a sentence embedder (BGE-v1.5 in the paper, selectable by Hub
   id; the embedded default is the packaged all-MiniLM-L6-v2,
   :func:`knowlab.core.retrieval.load_embedder`) and searched exactly by cosine similarity
-  (faiss ``IndexFlatIP`` on L2-normalised vectors, :func:`knowlab.core.retrieval.build_index`),
-  one index per book (:func:`build_book_indexes`);
+  (faiss ``IndexFlatIP`` on L2-normalised vectors, :func:`knowlab.core.retrieval.build_index`)
+  in one database of the passages of all books (``sort.rag.scope: all_books``, the paper's),
+  or, with ``same_book``, in one index per book (:func:`build_book_indexes`);
 - the query is the segment text alone (App. B.4.1, Table 8: the best of 10 queries); the two
   segments are joined into one query, ``segment_a + " " + segment_b``
   (:func:`query_text`); the ``k = 2`` nearest passages are put into the prompt most similar
-  first (:func:`retrieve`).  By default the search is restricted to the item's own book.
+  first (:func:`retrieve`).  Under ``all_books`` they may come from any book; only those of
+  the item's own book can hold its segments.
 - oracle RAG (Sec. 5.5, Fig. 4b): the passages that hold the two segments, in text order
   (:func:`oracle_passages`); :func:`recall_at_k` measures how much of the two segments
   the retrieved passages hold (App. B.4.1, Table 8).
 - :func:`retrieval_rows`: the RAG and oracle-RAG passages of every item with recall@k, the
   table the workflow writes; :func:`read_passages` reads one condition back for the prompts.
 
-Character offsets: a book is the string ``" ".join(words)`` of its words, the same words
-whose indices are the items' ``first_start`` / ``second_start``; chunk exactly that string
-so that :func:`word_char_offsets` maps word offsets to the passages' character offsets.
+Character offsets: a book's text is the string whose ``str.split()`` gives the words
+whose indices are the items' ``first_start`` / ``second_start`` (``" ".join(words)`` for a
+book without its text); chunk exactly that string so that :func:`word_char_offsets` maps
+word offsets to the passages' character offsets.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,6 +46,9 @@ from knowlab.core.retrieval import build_index, embed, load_embedder, search
 from knowlab.sort.books import Book
 
 log = logging.getLogger(__name__)
+
+#: ``sort.rag.scope``: one database of all books' passages (the paper's, Sec. 3.2) or one per book
+SCOPES = ("all_books", "same_book")
 
 
 def chunk_text(text: str, chunk_size: int = 1024, chunk_overlap: int = 0) -> list[dict[str, Any]]:
@@ -163,12 +171,24 @@ def retrieve(
     return out  # type: ignore[return-value]
 
 
-def word_char_offsets(book_words: Sequence[str]) -> np.ndarray:
-    """Character span of each word in ``" ".join(book_words)``.
+def word_char_offsets(book_words: Sequence[str], text: str | None = None) -> np.ndarray:
+    """Character span of each word in ``text``, or in ``" ".join(book_words)`` without it.
+
+    Args:
+        book_words: the book's words (``text.split()``).
+        text: the book text the passages were cut from (paragraph breaks kept).
 
     Returns:
         int64 array of shape ``(n_words, 2)``: ``[start, end)`` of word ``i``.
+
+    Raises:
+        ValueError: ``text.split()`` differs from ``book_words``.
     """
+    if text is not None:
+        matches = list(re.finditer(r"\S+", text))
+        if len(matches) != len(book_words) or any(m.group() != w for m, w in zip(matches, book_words, strict=True)):
+            raise ValueError("text.split() differs from the book's words")
+        return np.array([m.span() for m in matches], dtype=np.int64).reshape(len(matches), 2)
     lengths = np.fromiter((len(w) for w in book_words), dtype=np.int64, count=len(book_words))
     starts = np.zeros(len(lengths), dtype=np.int64)
     if len(lengths):
@@ -213,18 +233,27 @@ def _same_book(item: Mapping[str, Any], passages: Sequence[Mapping[str, Any]]) -
     return sorted(own, key=lambda p: p["start_char"])
 
 
-def recall_at_k(item: Mapping[str, Any], retrieved_passages: Sequence[Mapping[str, Any]], max_gap: int = 1) -> float:
+def recall_at_k(
+    item: Mapping[str, Any],
+    retrieved_passages: Sequence[Mapping[str, Any]],
+    max_gap: int = 1,
+    text: str | None = None,
+) -> float:
     """Fraction (0, 0.5 or 1) of the item's two segments that the retrieved passages hold entirely (App. B.4.1).
 
     A segment counts when its character span lies inside the union of the retrieved passages
-    of the item's book, where two passages separated by at most ``max_gap`` characters are
-    joined: in ``" ".join(words)`` consecutive passages are separated by one space, so a
-    segment split across two adjacent passages counts when both are retrieved.
+    of the item's book (passages of other books never count), where two passages are joined
+    when only whitespace separates them in ``text``, the item's book text, or, without
+    ``text``, when at most ``max_gap`` characters do (in ``" ".join(words)`` consecutive
+    passages are separated by one space).  So a segment split across two adjacent passages
+    counts when both are retrieved.
 
     Args:
         item: a SORT item with character spans (:func:`with_char_spans`) and ``book_id``.
         retrieved_passages: passage dicts (``start_char``, ``end_char``, ``book_id``), e.g.
             the top ``k`` of :func:`retrieve`, looked up by id.
+        max_gap: characters between joined passages, when ``text`` is not given.
+        text: the text the item's book passages were cut from.
 
     Raises:
         ValueError: the item has no character spans.
@@ -233,7 +262,9 @@ def recall_at_k(item: Mapping[str, Any], retrieved_passages: Sequence[Mapping[st
     merged: list[list[int]] = []
     for p in _same_book(item, retrieved_passages):
         start, end = int(p["start_char"]), int(p["end_char"])
-        if merged and start - merged[-1][1] <= max_gap:
+        if merged and (
+            text[merged[-1][1] : start].strip() == "" if text is not None else start - merged[-1][1] <= max_gap
+        ):
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
@@ -259,28 +290,49 @@ def oracle_passages(item: Mapping[str, Any], passages: Sequence[Mapping[str, Any
 
 
 def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """RAG and oracle-RAG passages for every item, with retrieval recall@k.
+    """RAG and oracle-RAG passages for every item, with retrieval recall@k (paper Sec. 3.2, App. B.4.1).
+
+    Passages are cut from each book's text with its paragraph breaks
+    (:attr:`~knowlab.sort.books.Book.passage_text`).  With ``scope: all_books`` (the paper's)
+    one index holds the passages of all ``books`` and an item's top ``k`` come from any of
+    them; with ``same_book`` each item searches only its own book's passages.
 
     Args:
         items: SORT items (:func:`knowlab.sort.build.build_items`).
-        books: the books they were built from.
+        books: the books they were built from (with ``all_books``, every one is searched).
         cfg: ``sort.rag``: ``embedder`` (``packaged:all-MiniLM-L6-v2`` or a Hub id / path),
-            ``chunk_size`` (characters), ``k``, ``batch_size``.
+            ``chunk_size`` (characters), ``k``, ``batch_size``, ``scope`` (:data:`SCOPES`;
+            ``all_books`` when absent).
 
     Returns:
         one row per (item, condition) with ``condition`` in ``rag`` / ``oracle_rag``,
-        ``passage_ids``, ``passages`` (texts, in prompt order: most similar first for RAG,
-        text order for the oracle), ``scores`` (cosine; empty for the oracle) and
-        ``recall`` (fraction of the two segments the passages hold: 0, 0.5 or 1).
+        ``passage_ids`` (``"<book_id>:<index>"``), ``passages`` (texts, in prompt order: most
+        similar first for RAG, text order for the oracle), ``scores`` (cosine; empty for the
+        oracle) and ``recall`` (fraction of the two segments the passages hold: 0, 0.5 or 1).
+
+    Raises:
+        ValueError: an unknown ``scope``; a book whose text does not split into its words.
     """
-    passages = [p for b in books for p in book_passages(b.book_id, " ".join(b.words), cfg["chunk_size"])]
+    scope = cfg.get("scope", "all_books")
+    if scope not in SCOPES:
+        raise ValueError(f"sort.rag.scope must be one of {SCOPES}, got {scope!r}")
+    texts = {b.book_id: b.passage_text for b in books}
+    for book_id, text in texts.items():
+        if "\n" not in text:
+            log.warning("book %s has no line breaks: passages are cut from its words joined by spaces", book_id)
+    passages = [p for b in books for p in book_passages(b.book_id, texts[b.book_id], cfg["chunk_size"])]
     by_id = {p["passage_id"]: p for p in passages}
-    offsets = {b.book_id: word_char_offsets(b.words) for b in books}
+    offsets = {b.book_id: word_char_offsets(b.words, texts[b.book_id]) for b in books}
     spanned = [with_char_spans(item, offsets[item["book_id"]]) for item in items]
     embedder = load_embedder(cfg["embedder"])
-    log.info("%d passages of %d books; embedding with %s", len(passages), len(books), cfg["embedder"])
-    indexes = build_book_indexes(passages, embedder, cfg["batch_size"])
-    found = retrieve(indexes, passages, spanned, embedder, k=cfg["k"], batch_size=cfg["batch_size"])
+    log.info("%d passages of %d books (scope %s); embedding with %s", len(passages), len(books), scope, cfg["embedder"])
+    if scope == "same_book":
+        index = build_book_indexes(passages, embedder, cfg["batch_size"])
+    else:
+        index = build_index(passages, embedder, cfg["batch_size"])[0]
+    found = retrieve(
+        index, passages, spanned, embedder, k=cfg["k"], same_book=scope == "same_book", batch_size=cfg["batch_size"]
+    )
     rows = []
     for item, hit in zip(spanned, found, strict=True):
         retrieved = [by_id[p] for p in hit["passage_ids"]]
@@ -293,11 +345,11 @@ def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cf
                     "passage_ids": [p["passage_id"] for p in chosen],
                     "passages": [p["text"] for p in chosen],
                     "scores": list(scores),
-                    "recall": recall_at_k(item, chosen),
+                    "recall": recall_at_k(item, chosen, text=texts[item["book_id"]]),
                 }
             )
     table = pd.DataFrame(rows)
-    log.info("retrieval recall@%d: %.3f", cfg["k"], table.loc[table.condition == "rag", "recall"].mean())
+    log.info("retrieval recall@%d (%s): %.3f", cfg["k"], scope, table.loc[table.condition == "rag", "recall"].mean())
     return table
 
 

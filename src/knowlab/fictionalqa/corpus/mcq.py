@@ -45,7 +45,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from knowlab.core.rng import keyed_rng
-from knowlab.core.scoring import loglikelihood, next_token_logprobs
+from knowlab.core.scoring import encode_pair, score_token_ids
 from knowlab.core.shards import ShardStore, fingerprint, folder_stamp
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ RANKER_TEMPLATE = (
     "Verdict:"
 )
 VERDICTS = (" Yes", " No")  # the continuations scored after the prompt
+RANKER_ORDERS = ("loss_ratio", "released")
 _YEAR = re.compile(r"^(1[5-9]\d\d|20\d\d)$")
 _NUMBER = re.compile(r"\d")
 
@@ -114,6 +115,7 @@ def rank_candidates(
     shard_questions: int = 64,
     shards: ShardStore | None = None,
     min_shared_prefix: int = 1,
+    order: str = "loss_ratio",
 ) -> pd.DataFrame:
     """Rank candidate alternate answers of every question with a ranker LM (App. C.6).
 
@@ -148,13 +150,22 @@ def rank_candidates(
         shard_questions: questions per shard.
         shards: where finished shards are kept (None: nowhere).
         min_shared_prefix: passed to :func:`~knowlab.core.scoring.score_token_ids`.
+        order: one of :data:`RANKER_ORDERS`: ``loss_ratio`` (the paper's text, App. C.6: by
+            ``loss_yes / loss_no`` ascending) or ``released`` (the authors' released ranking code,
+            ``score_cbqas_for_mcq.py``: by ``yes_accuracy`` descending, then by the loss ratio).
 
     Returns:
         One row per (question, candidate), sorted by ``question_id`` and ``rank``: columns
         ``question_id``, ``candidate`` (surface form), ``loss_yes``, ``loss_no`` (nats),
-        ``score = loss_yes / loss_no`` and ``rank`` (0 = lowest score = best; ties keep the
-        pool order).
+        ``yes_accuracy`` (share of the " Yes" tokens greedy decoding reproduces after the
+        prompt: 1 or 0 for a one-token verdict), ``score = loss_yes / loss_no`` and ``rank``
+        (0 = best under ``order``; ties keep the pool order).
+
+    Raises:
+        ValueError: an unknown ``order``.
     """
+    if order not in RANKER_ORDERS:
+        raise ValueError(f"mcq.ranker.order must be one of {RANKER_ORDERS}, got {order!r}")
     questions = sorted(fict_qa, key=lambda r: r["question_id"])
     pool = answer_pool(questions)
     starts = range(0, len(questions), shard_questions)
@@ -191,7 +202,10 @@ def rank_candidates(
         tables.append(table)
     table = pd.concat(tables, ignore_index=True)
     table["score"] = table["loss_yes"] / table["loss_no"]
-    table["rank"] = table.groupby("question_id")["score"].rank(method="first").astype(int) - 1
+    keys = ["question_id", "score"] if order == "loss_ratio" else ["question_id", "yes_accuracy", "score"]
+    ascending = [True, True] if order == "loss_ratio" else [True, False, True]
+    table = table.sort_values(keys, ascending=ascending, kind="stable", ignore_index=True)
+    table["rank"] = table.groupby("question_id").cumcount()
     return table.sort_values(["question_id", "rank"], ignore_index=True)
 
 
@@ -220,25 +234,26 @@ def _rank_shard(
             template.format(question=record["question"], true_answer=gold, alternate_answer=c) for c in candidates
         ]
     table = pd.DataFrame(rows, columns=["question_id", "candidate"])
-    table[["loss_yes", "loss_no"]] = _verdict_losses(model, tokenizer, prompts, batch_size, min_shared_prefix, desc)
+    table[["loss_yes", "loss_no", "yes_accuracy"]] = _verdict_scores(
+        model, tokenizer, prompts, batch_size, min_shared_prefix, desc
+    )
     return table
 
 
-def _verdict_losses(
+def _verdict_scores(
     model, tokenizer, prompts: list[str], batch_size: int, min_shared_prefix: int, desc: str
 ) -> np.ndarray:
-    """Losses (nats) of " Yes" and " No" after each prompt, shape (len(prompts), 2)."""
-    try:
-        return -next_token_logprobs(
-            model, tokenizer, prompts, VERDICTS, batch_size=batch_size, desc=desc, min_shared_prefix=min_shared_prefix
-        )
-    except ValueError as err:
-        log.warning("%s; scoring the verdicts with one pass each", err)
-    requests = [(prompt, verdict) for prompt in prompts for verdict in VERDICTS]
-    scored = loglikelihood(
-        model, tokenizer, requests, batch_size=batch_size, desc=desc, min_shared_prefix=min_shared_prefix
-    )
-    return -np.array([ll for ll, _, _ in scored]).reshape(len(prompts), len(VERDICTS))
+    """Per prompt: losses (nats) of " Yes" and " No" after it, and the share of " Yes" tokens that greedy
+    decoding reproduces (the released code's token accuracy); shape (len(prompts), 3).
+
+    One engine call (:func:`~knowlab.core.scoring.score_token_ids`, harness pairing): where the
+    verdicts are single tokens, both come from one forward pass over the prompt.
+    """
+    pairs = [encode_pair(tokenizer, prompt, verdict) for prompt in prompts for verdict in VERDICTS]
+    scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc, min_shared_prefix=min_shared_prefix)
+    losses = -np.array([s.logprobs.sum() for s in scores]).reshape(len(prompts), len(VERDICTS))
+    accuracy = np.array([s.greedy.mean() for s in scores[:: len(VERDICTS)]])
+    return np.column_stack([losses, accuracy])
 
 
 def _other_event_candidates(questions: Sequence[dict[str, Any]]):
