@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import io
 import json
 import os
@@ -35,37 +34,21 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+import timeit
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from knowlab.config import load_config
 from knowlab.core import capacity
 
 SEQ_LEN, SCORE_ROWS = 512, 8
 
 
-def paper_config() -> dict:
-    """config/config.yaml with config/paper.yaml merged over it and the schema's defaults, as ``--configfile`` does."""
-    import yaml
-    from snakemake.utils import update_config, validate
-
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    update_config(cfg, yaml.safe_load((ROOT / "config" / "paper.yaml").read_text()))
-    cfg = copy.deepcopy(cfg)
-    validate(cfg, str(ROOT / "config" / "schema.yaml"), set_default=True)
-    return cfg
-
-
 def _median_seconds(step, repeats: int) -> float:
     step()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(timeit.repeat(step, number=1, repeat=repeats))
 
 
 def measure(repeats: int, threads: int) -> dict:
@@ -189,7 +172,7 @@ def main() -> None:
         print(f"| `torch.matmul` 2048² | | {m['matmul_flops'] / 1e9:.1f} | 1.00 |\n")
         for shape in (capacity.LLAMA_3_2_1B, capacity.LLAMA_3_1_8B):
             per_token = capacity.training_flops_per_token(shape, 2048, checkpointing=True)
-            cfg = paper_config()["finetune"]
+            cfg = load_config(ROOT / "config" / "paper.yaml")["finetune"]
             tokens = cfg["max_steps"] * cfg["global_batch_size"] * cfg["seq_len"]
             years = tokens * per_token / m["train_flops"] / 3.15e7
             print(f"- one {shape.name} FictionalQA run ({tokens / 1e6:.0f}M tokens) at this CPU's training rate: "
@@ -202,7 +185,7 @@ def main() -> None:
     with contextlib.redirect_stdout(io.StringIO()):  # DeepSpeed's accelerator warning, printed on import
         import deepspeed.runtime.zero.stage3  # noqa: F401
 
-    cfg = paper_config()
+    cfg = load_config(ROOT / "config" / "paper.yaml")
     dag = dag_job_counts([str(ROOT / "config" / "paper.yaml")])
     planned = capacity.job_counts(cfg)
     mismatch = {r: (n, dag.get(r)) for r, n in planned.items() if dag.get(r) != n}

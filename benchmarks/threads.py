@@ -30,7 +30,7 @@ import os
 import statistics
 import subprocess
 import sys
-import time
+import timeit
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,12 +70,7 @@ def measure(kind: str, model_path: str, threads: int, repeats: int) -> float:
 
             work = ids.numel()
     step()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return work / statistics.median(times)
+    return work / statistics.median(timeit.repeat(step, number=1, repeat=repeats))
 
 
 def run_concurrently(kind: str, model_path: str, threads: int, jobs: int, repeats: int) -> list[float]:

@@ -14,8 +14,7 @@ import torch
 from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.models import load_model
 from knowlab.core.provenance import rule_step
-from knowlab.core.shards import ShardStore
-from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates, ranking_fingerprint
+from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates, ranking_shards
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
@@ -23,10 +22,7 @@ with rule_step(snakemake) as log:
     model_path = snakemake.input.get("model") or cfg["model"]
     log.info("ranker model %s, candidates per question: %s", model_path, cfg["max_candidates"] or "every answer")
     fict_qa = read_jsonl(snakemake.input.fict_qa)
-    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions", "order")}
-    shards = ShardStore(
-        snakemake.params.shards, ranking_fingerprint(model_path, fict_qa, seed=snakemake.params.seed, **settings)
-    )
+    shards = ranking_shards(snakemake.params.shards, model_path, fict_qa, cfg, snakemake.params.seed)
     model, tokenizer = load_model(model_path)
     ranking = rank_candidates(
         model,

@@ -1,29 +1,19 @@
 """knowlab.config.check_config: every cross-field rule, each failing with a message naming the keys."""
 
-import copy
 from pathlib import Path
 
 import pytest
 import yaml
-from snakemake.utils import update_config, validate
 
-from knowlab.config import base_eval_model, base_model_name, check_config, settings_note
+from knowlab.config import base_eval_model, base_model_name, check_config, load_config, settings_note
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _config(*overlays):
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    for overlay in overlays:
-        update_config(cfg, copy.deepcopy(overlay))
-    validate(cfg, str(ROOT / "config" / "schema.yaml"), set_default=True)
-    return cfg
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml"])
 def test_shipped_configs_pass(name):
     overlay = {} if name == "config.yaml" else yaml.safe_load((ROOT / "config" / name).read_text())
-    check_config(_config(overlay))
+    check_config(load_config(overlay))
 
 
 @pytest.mark.parametrize(
@@ -53,26 +43,26 @@ def test_shipped_configs_pass(name):
 )
 def test_each_rule_names_its_keys(overlay, message):
     with pytest.raises(ValueError) as err:
-        check_config(_config(overlay))
+        check_config(load_config(overlay))
     assert message in str(err.value)
 
 
 def test_generation_rules():
     with pytest.raises(ValueError, match="fiction.source is generate but fiction.generate is not configured"):
-        cfg = _config()
+        cfg = load_config()
         cfg["fiction"]["source"], cfg["fiction"]["generate"] = "generate", None
         check_config(cfg)
-    cfg = _config({"model": {"source": "tiny_random"}, "fiction": {"source": "generate"}})
+    cfg = load_config({"model": {"source": "tiny_random"}, "fiction": {"source": "generate"}})
     cfg["fiction"]["generate"]["backend"], cfg["fiction"]["generate"]["transformers"]["path"] = "transformers", None
     with pytest.raises(ValueError, match="model.source tiny_random trains its tokenizer"):
         check_config(cfg)
 
 
 def test_derived_names():
-    cfg = _config()
+    cfg = load_config()
     assert base_eval_model(cfg) == "base_model"
     assert base_model_name(cfg) == "SmolLM2-135M-Instruct.Q4_1"
-    assert base_model_name(_config({"model": {"source": "tiny_random"}})) == "tiny random Llama (test)"
+    assert base_model_name(load_config({"model": {"source": "tiny_random"}})) == "tiny random Llama (test)"
     note = settings_note(cfg)
     assert (
         note.startswith("SmolLM2-135M-Instruct.Q4_1; seed ")

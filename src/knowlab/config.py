@@ -11,6 +11,8 @@ the keys.  It sits above the study packages because it reads all of them.
 
 from __future__ import annotations
 
+import copy
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,33 @@ from typing import Any
 from knowlab.core.train import launch_command
 from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
 from knowlab.sort.prompts import RAG_CONDITIONS, get_rag_reading, get_template, rag_readings, templates
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: config/, rules/, scripts/
+
+
+def load_config(*overlays: Mapping[str, Any] | str | os.PathLike, root: str | os.PathLike = ROOT) -> dict[str, Any]:
+    """``config/config.yaml`` with each overlay merged over it in turn and the schema's defaults filled,
+    as ``snakemake --configfile A --configfile B`` builds it (``snakemake.utils.update_config``, then
+    ``validate(..., set_default=True)``).
+
+    An overlay is a mapping or the path of a YAML file (e.g. ``config/paper.yaml``); overlays are
+    copied, never changed.
+
+    Raises:
+        snakemake.exceptions.WorkflowError: the merged config fails ``config/schema.yaml`` (naming the key).
+    """
+    # deferred: yaml and snakemake's helpers are only needed by callers outside a workflow run
+    import yaml
+    from snakemake.utils import update_config, validate
+
+    root = Path(root)
+    config = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    for overlay in overlays:
+        if not isinstance(overlay, Mapping):
+            overlay = yaml.safe_load(Path(overlay).read_text()) or {}
+        update_config(config, copy.deepcopy(dict(overlay)))
+    validate(config, str(root / "config" / "schema.yaml"), set_default=True)
+    return config
 
 
 def base_eval_model(config: Mapping[str, Any]) -> str:

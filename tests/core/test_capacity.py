@@ -1,7 +1,6 @@
 """The capacity plan (knowlab.core.capacity): its estimators, and the SLURM profile and README against it."""
 
 import contextlib
-import copy
 import io
 import re
 import subprocess
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from knowlab.config import load_config
 from knowlab.core import capacity
 from knowlab.core.capacity import LLAMA_3_1_8B, LLAMA_3_2_1B, ParamCount
 
@@ -21,13 +21,7 @@ PROFILE = ROOT / "workflow" / "profiles" / "slurm"
 @pytest.fixture(scope="module")
 def paper():
     """config.yaml with paper.yaml merged over it and the schema's defaults, as ``--configfile config/paper.yaml``."""
-    from snakemake.utils import update_config, validate
-
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    update_config(cfg, yaml.safe_load((ROOT / "config" / "paper.yaml").read_text()))
-    cfg = copy.deepcopy(cfg)
-    validate(cfg, str(ROOT / "config" / "schema.yaml"), set_default=True)
-    return cfg
+    return load_config(ROOT / "config" / "paper.yaml")
 
 
 @pytest.fixture(scope="module")

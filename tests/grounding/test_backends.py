@@ -4,14 +4,13 @@ tests/conftest.py)."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
+from knowlab.config import load_config
 from knowlab.core.llm.cache import RequestCache
 from knowlab.core.llm.local import count_tokens, render_chat
 from knowlab.core.llm.requests import BackendError
@@ -275,17 +274,8 @@ def test_respond_over_a_server_loads_only_the_tokenizer(openai_stub, tiny_model_
     assert {r["served_model"] for r in default} == {str(tiny_model_dir)}
 
 
-def _config(overlay: dict) -> dict:
-    from snakemake.utils import update_config, validate
-
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    update_config(cfg, copy.deepcopy(overlay))
-    validate(cfg, str(ROOT / "config" / "schema.yaml"), set_default=True)
-    return cfg
-
-
 def test_config_keys():
-    cfg = _config({})
+    cfg = load_config({})
     gen, dec = cfg["grounding"]["generation"], cfg["grounding"]["decomposer"]
     assert gen["backend"] == "transformers" and dec["backend"] == "transformers"
     assert gen["openai"] == {
@@ -301,10 +291,10 @@ def test_config_keys():
         "backend": "openai",
         "openai": {"base_url": "http://localhost:8000/v1", "models": {"base_model": "x", "doc/step-6": {"model": "y"}}},
     }
-    cfg = _config({"grounding": {"generation": served, "decomposer": {"kind": "llm", "backend": "openai"}}})
+    cfg = load_config({"grounding": {"generation": served, "decomposer": {"kind": "llm", "backend": "openai"}}})
     assert cfg["grounding"]["generation"]["openai"]["models"]["doc/step-6"] == {"model": "y"}
     # a partial openai block is completed by the schema's defaults (as Snakemake loads it)
-    cfg = _config({"grounding": {"generation": {"openai": {"base_url": "http://h/v1"}}}})
+    cfg = load_config({"grounding": {"generation": {"openai": {"base_url": "http://h/v1"}}}})
     assert cfg["grounding"]["generation"]["openai"]["concurrency"] == 16
     from snakemake.exceptions import WorkflowError
 
@@ -316,4 +306,4 @@ def test_config_keys():
         {"decomposer": {"openai": {"models": {}}}},
     ):
         with pytest.raises(WorkflowError):
-            _config({"grounding": bad})
+            load_config({"grounding": bad})

@@ -146,3 +146,12 @@ def batch_limit(widths, batch_size: int, max_batch_tokens: int | None = None) ->
         sizes.append(n)
         start += n
     return sizes
+
+
+def cut_batches(order, widths, batch_size: int, max_batch_tokens: int | None = None) -> list[list]:
+    """``order`` (widest first, with those padded ``widths``) cut into batches by :func:`batch_limit`."""
+    batches, start = [], 0
+    for n in batch_limit(widths, batch_size, max_batch_tokens):
+        batches.append(list(order[start : start + n]))
+        start += n
+    return batches

@@ -67,7 +67,7 @@ from itertools import pairwise
 import numpy as np
 from tqdm.auto import tqdm
 
-from knowlab.core.device import batch_limit, place
+from knowlab.core.device import cut_batches, place
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,9 @@ def packing_is_exact(
     try:
         with torch.inference_mode():
             packed = _score_packed(model, pairs, [(prefix, sample_units)], 1, "packing check")
-            alone = dict(zip(sample, _score_alone(model, [pairs[i] for i in sample], len(sample), max_length, "packing check")))
+            alone = dict(
+                zip(sample, _score_alone(model, [pairs[i] for i in sample], len(sample), max_length, "packing check"))
+            )
         difference = max(float(np.abs(packed[i].logprobs - alone[i].logprobs).max()) for i in sample)
         verdict, reason = difference <= tolerance, f"largest difference {difference:.1e} nats"
     except Exception as err:  # a model whose forward pass refuses a 4D mask or position ids
@@ -387,7 +389,9 @@ def _score_packed(
     width_of = [sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in rows]
     order = sorted(range(len(rows)), key=lambda r: -width_of[r])
     results = {}
-    for batch in tqdm(_batches(order, [width_of[r] for r in order], batch_size), desc=desc, leave=False, mininterval=5):
+    for batch in tqdm(
+        cut_batches(order, [width_of[r] for r in order], batch_size), desc=desc, leave=False, mininterval=5
+    ):
         width = width_of[batch[0]]
         ids = np.zeros((len(batch), width), dtype=np.int64)
         positions = np.zeros((len(batch), width), dtype=np.int64)
@@ -447,7 +451,7 @@ def _score_alone(
     order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))
     results: list[TokenScores | None] = [None] * len(inputs)
     widths = [len(inputs[i][0]) for i in order]
-    for batch in tqdm(_batches(order, widths, batch_size), desc=desc, leave=False, mininterval=5):
+    for batch in tqdm(cut_batches(order, widths, batch_size), desc=desc, leave=False, mininterval=5):
         width = max(len(inputs[i][0]) for i in batch)
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
@@ -466,16 +470,6 @@ def _score_alone(
             _, targets, _ = inputs[i]
             results[i] = _token_scores(logits[row, starts[row] - first : len(targets) - first], targets[starts[row] :])
     return results  # type: ignore[return-value]
-
-
-def _batches(order: Sequence[int], widths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """``order`` (widest first, with those ``widths``) cut into batches of at most ``batch_size`` rows
-    and the job's token budget (:func:`knowlab.core.device.batch_limit`)."""
-    batches, start = [], 0
-    for n in batch_limit(widths, batch_size):
-        batches.append(list(order[start : start + n]))
-        start += n
-    return batches
 
 
 def loglikelihood(

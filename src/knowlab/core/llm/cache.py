@@ -99,8 +99,9 @@ def run_requests(
             missing.append(request)
         else:
             done[request.key] = cached
-    log.info("%s: %d request(s), %d cached, %d to send to %s", desc, len(requests), len(done), len(missing),
-             backend.name)
+    log.info(
+        "%s: %d request(s), %d cached, %d to send to %s", desc, len(requests), len(done), len(missing), backend.name
+    )
     if missing:
         with tqdm(total=len(missing), desc=desc, unit="req") as bar:
             for request, completion in backend.complete(missing):
@@ -110,10 +111,16 @@ def run_requests(
     unanswered = [r.key for r in missing if r.key not in done]
     if unanswered:
         if not backend.partial:
-            raise BackendError(f"{desc}: {backend.name} returned no answer for {len(unanswered)} request(s), "
-                               f"e.g. {unanswered[:5]}")
-        log.info("%s: %s has no answer for %d request(s) (skipped), e.g. %s", desc, backend.name,
-                 len(unanswered), unanswered[:3])
+            raise BackendError(
+                f"{desc}: {backend.name} returned no answer for {len(unanswered)} request(s), e.g. {unanswered[:5]}"
+            )
+        log.info(
+            "%s: %s has no answer for %d request(s) (skipped), e.g. %s",
+            desc,
+            backend.name,
+            len(unanswered),
+            unanswered[:3],
+        )
     return done
 
 

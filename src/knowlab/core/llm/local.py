@@ -20,7 +20,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from knowlab.core.device import batch_limit, place
+from knowlab.core.device import cut_batches, place
 
 #: between a system prompt and the prompt when they are merged into one user turn
 SYSTEM_SEPARATOR = "\n\n"
@@ -215,10 +215,8 @@ def generate_texts(
     gen_config.pad_token_id = pad_id
     order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
     results: list[dict[str, Any] | None] = [None] * len(texts)
-    sizes = batch_limit([len(encoded[i]) + max_new_tokens for i in order], batch_size)
-    starts = [sum(sizes[:k]) for k in range(len(sizes))]
-    for start, size in tqdm(list(zip(starts, sizes)), desc=desc, leave=False, mininterval=5):
-        batch = order[start : start + size]
+    batches = cut_batches(order, [len(encoded[i]) + max_new_tokens for i in order], batch_size)
+    for batch in tqdm(batches, desc=desc, leave=False, mininterval=5):
         width = max(len(encoded[i]) for i in batch)
         input_ids = place(torch.tensor([[pad_id] * (width - len(encoded[i])) + encoded[i] for i in batch]), model)
         attention = place(torch.tensor([[0] * (width - len(encoded[i])) + [1] * len(encoded[i]) for i in batch]), model)

@@ -216,6 +216,13 @@ def ranking_fingerprint(model_dir: str | os.PathLike, fict_qa: Sequence[dict[str
     return fingerprint({"model": folder_stamp(model_dir), "questions": sorted(questions), **settings})
 
 
+def ranking_shards(folder: str | os.PathLike, model_dir: str | os.PathLike, fict_qa, cfg, seed: int) -> ShardStore:
+    """The shard store of a ranking job (config ``mcq.ranker`` = ``cfg``): keyed by the ranker folder,
+    the questions, ``seed`` and every ``cfg`` key that changes a shard (:func:`ranking_fingerprint`)."""
+    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions", "order")}
+    return ShardStore(folder, ranking_fingerprint(model_dir, fict_qa, seed=seed, **settings))
+
+
 def _rank_shard(
     model, tokenizer, questions, pool, seed, template, max_candidates, batch_size, min_shared_prefix, desc
 ) -> pd.DataFrame:
