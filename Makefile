@@ -1,11 +1,15 @@
 # Two commands for a fresh machine: `make run` (the embedded default) and `make test`.
+# `make run CONFIG=config/cpu-full.yaml` runs another config over the default (snakemake --configfile).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
+CONFIG ?=
+SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
+REPORT := results/report.html
 
-.PHONY: run test lint dryrun-slurm check-envs clean
+.PHONY: run report test lint dryrun-slurm check-envs clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,8 +24,15 @@ $(STAMP): requirements.txt
 	$(BIN)/pip install --no-deps -e .
 	touch $(STAMP)
 
+# The workflow, then the report (rebuilt only when a result is newer than it), then the findings.
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES)
+	$(SNAKEMAKE)
+	@if [ ! -f $(REPORT) ] || [ -n "$$(find results -newer $(REPORT) -type f -print -quit)" ]; then \
+		$(MAKE) --no-print-directory report; fi
+	@cat results/findings.txt
+
+report: $(STAMP)
+	$(SNAKEMAKE) --report $(REPORT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

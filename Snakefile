@@ -16,6 +16,9 @@ from knowlab.config import check_config
 min_version("9.0")
 
 
+report: "workflow/report/workflow.rst"
+
+
 configfile: f"{workflow.basedir}/config/config.yaml"
 
 
@@ -29,6 +32,7 @@ include: "rules/fiction_generation.smk"
 include: "rules/fictionalqa.smk"
 include: "rules/sort.smk"
 include: "rules/grounding.smk"
+include: "rules/findings.smk"
 
 
 # Rules of seconds that load no model (aggregation, tables, figures, small data steps and
@@ -61,6 +65,7 @@ localrules:
     sort_parametric_stats,
     grounding_items,
     grounding_finetune_stats,
+    findings,
 
 
 rule all:
@@ -69,3 +74,4 @@ rule all:
         FICTIONALQA_OUTPUTS,
         SORT_OUTPUTS,
         GROUNDING_OUTPUTS,
+        FINDINGS_OUTPUTS,

@@ -175,13 +175,22 @@ rule summary:
         splits=expand("results/splits/{split}.json", split=FICTION_RUNS),
         train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
     output:
-        summary="results/summary/fictionalqa.csv",
+        summary=report(
+            "results/summary/fictionalqa.csv",
+            caption="../workflow/report/fictionalqa_summary.rst",
+            category="FictionalQA",
+            subcategory="Summary table",
+            labels={
+                "table": "fictionalqa.csv: every metric per split, run, step and side"
+            },
+        ),
         manifest="results/summary/fictionalqa.manifest.json",
     log:
         "results/logs/summary.log",
     conda:
         "../envs/stats.yaml"
     params:
+        note=FIGURE_NOTE,
         runs=RUNS,
         seed=config["seed"],
         resamples=config["stats"]["bootstrap_resamples"],
@@ -204,6 +213,18 @@ for family in FIGURE_FAMILIES:
                 caption=f"../workflow/report/{family}.rst",
                 category="FictionalQA",
                 subcategory="Paper figures",
+                labels={
+                    "figure": {
+                        "fig2": "Fig. 2: samples seen and epochs per source",
+                        "fig3": "Fig. 3: verbatim memorization (Doc split)",
+                        "fig4": "Fig. 4: document loss, Doc and Event splits",
+                        "fig5": "Fig. 5: fictsheet loss and held-out webtext loss",
+                        "fig6": "Fig. 6: nll(answer | question)",
+                        "fig7": "Fig. 7: MCQ-4 accuracy",
+                        "fig8": "Fig. 8: MCQ-4 accuracy, train vs val questions",
+                        "fig10_11": "Figs. 10-11: MCQ-4 vs MCQ-10 accuracy",
+                    }[family]
+                },
             ),
             manifest=f"results/figures/{family}.manifest.json",
         log:
@@ -228,6 +249,7 @@ rule figure_pvalues:
             caption="../workflow/report/pvalues.rst",
             category="FictionalQA",
             subcategory="Paired tests",
+            labels={"run": "{run}", "suite": "{suite}", "test": "{test}"},
         ),
         manifest="results/figures/stats/{run}/{suite}_{test}.manifest.json",
     log:

@@ -110,12 +110,37 @@ rule grounding_tables:
         ),
     output:
         **{
-            f"{name}_{ext}": f"results/figures/grounding/{name}.{ext}"
+            f"{name}_{ext}": (
+                report(
+                    f"results/figures/grounding/{name}.{ext}",
+                    caption=f"../workflow/report/grounding_{name}.rst",
+                    category="Grounding",
+                    subcategory="Paper figures",
+                    labels={
+                        "figure": {
+                            "fig3c": "Fig. 3c: F1 by question and context factors",
+                            "fig4": "Fig. 4: F1 against input length",
+                            "fig5": "Fig. 5: F1 reduction from Gold to Dist",
+                            "fig15_16": "Figs. 15-16: precision and recall",
+                            "position": "F1 by gold-context position",
+                        }[name]
+                    },
+                )
+                if ext == "png"
+                else f"results/figures/grounding/{name}.{ext}"
+            )
             for name in GROUNDING_FIGURES
             for ext in ("pdf", "png")
         },
         rows=f"{GROUNDING}/rows.parquet",
-        tables=directory(f"{GROUNDING}/tables"),
+        tables=report(
+            directory(f"{GROUNDING}/tables"),
+            patterns=["{table}.csv"],
+            caption="../workflow/report/grounding_tables.rst",
+            category="Grounding",
+            subcategory="Tables",
+            labels={"table": "{table}"},
+        ),
         manifest=f"{GROUNDING}/tables.manifest.json",
     log:
         "results/logs/grounding/tables.log",
@@ -125,6 +150,7 @@ rule grounding_tables:
         cfg=config["grounding"],
         bootstrap_resamples=config["stats"]["bootstrap_resamples"],
         seed=config["seed"],
+        models=[eval_model_label(name) for name in EVAL_MODELS],
     script:
         "../scripts/grounding_tables.py"
 
@@ -202,10 +228,22 @@ rule grounding_finetune_stats:
         fictions=f"{FICTION}/fictions.jsonl",
     output:
         rows=f"{GROUNDING}/finetune/rows.parquet",
-        rates=f"{GROUNDING}/finetune/rates.csv",
+        rates=report(
+            f"{GROUNDING}/finetune/rates.csv",
+            caption="../workflow/report/grounding_finetune_rates.rst",
+            category="Grounding",
+            subcategory="Across fine-tuning",
+            labels={"item": "rates.csv: F1 and follow rates per checkpoint"},
+        ),
         mcnemar=f"{GROUNDING}/finetune/mcnemar.parquet",
         pdf="results/figures/grounding/finetune.pdf",
-        png="results/figures/grounding/finetune.png",
+        png=report(
+            "results/figures/grounding/finetune.png",
+            caption="../workflow/report/grounding_finetune.rst",
+            category="Grounding",
+            subcategory="Across fine-tuning",
+            labels={"item": "figure: F1 and follow rates per checkpoint"},
+        ),
         manifest=f"{GROUNDING}/finetune/manifest.json",
     log:
         "results/logs/grounding/finetune/stats.log",
@@ -216,6 +254,7 @@ rule grounding_finetune_stats:
         control=CONTROL if config["finetune"]["control"] else None,
         steps=STEPS,
         model=MODEL_NAME,
+        note=FIGURE_NOTE,
     script:
         "../scripts/grounding_finetune_stats.py"
 

@@ -140,7 +140,14 @@ rule sort_stats:
             condition=SORT_CONDITIONS,
         ),
     output:
-        tables=directory(f"{SORT}/tables"),
+        tables=report(
+            directory(f"{SORT}/tables"),
+            patterns=["{table}.csv"],
+            caption="../workflow/report/sort_tables.rst",
+            category="SORT",
+            subcategory="Tables",
+            labels={"table": "{table}"},
+        ),
         binomial=f"{SORT}/stats/binomial.parquet",
         mcnemar=expand(
             f"{SORT}/stats/{{model}}/mcnemar_conditions.parquet", model=EVAL_MODELS
@@ -171,7 +178,26 @@ rule sort_figures:
         ttest=f"{SORT}/stats/{BASE_EVAL}/ttest_conditions.parquet",
     output:
         **{
-            f"{name}_{ext}": f"results/figures/sort/{name}.{ext}"
+            f"{name}_{ext}": (
+                report(
+                    f"results/figures/sort/{name}.{ext}",
+                    caption=f"../workflow/report/sort_{name}.rst",
+                    category="SORT",
+                    subcategory="Memory conditions (base model)",
+                    labels={
+                        "figure": {
+                            "fig3a": "Fig. 3a: in-context accuracy by excerpt length",
+                            "fig3b": "Fig. 3b: in-context accuracy by distance",
+                            "fig4": "Fig. 4: RAG and oracle RAG accuracy by distance",
+                            "fig10": "Fig. 10: baseline accuracy by distance",
+                            "mcnemar": "McNemar matrix across conditions",
+                            "ttest": "Paired t-test matrix across conditions",
+                        }[name]
+                    },
+                )
+                if ext == "png"
+                else f"results/figures/sort/{name}.{ext}"
+            )
             for name in SORT_FIGURES
             for ext in ("pdf", "png")
         },
@@ -247,7 +273,13 @@ rule sort_fiction_stats:
         binomial=f"{SORT}/fiction/stats/binomial.parquet",
         tests=directory(f"{SORT}/fiction/stats/tests"),
         pdf="results/figures/sort/fiction_sort.pdf",
-        png="results/figures/sort/fiction_sort.png",
+        png=report(
+            "results/figures/sort/fiction_sort.png",
+            caption="../workflow/report/sort_fiction_sort.rst",
+            category="SORT",
+            subcategory="FictionalQA documents across fine-tuning",
+            labels={"figure": "SORT on the FictionalQA documents per checkpoint"},
+        ),
         manifest=f"{SORT}/fiction/stats/manifest.json",
     log:
         "results/logs/sort/fiction/stats.log",
@@ -259,6 +291,7 @@ rule sort_fiction_stats:
         steps=STEPS,
         alternative=config["stats"]["ttest_alternative"],
         model=MODEL_NAME,
+        note=FIGURE_NOTE,
     script:
         "../scripts/sort_fiction_stats.py"
 
@@ -340,7 +373,25 @@ rule sort_parametric_stats:
         + [f"{SORT}/parametric/base/evaluate/epoch-0_segment_nll.parquet"],
     output:
         **{
-            f"{name}_{ext}": f"results/figures/sort/{name}.{ext}"
+            f"{name}_{ext}": (
+                report(
+                    f"results/figures/sort/{name}.{ext}",
+                    caption=f"../workflow/report/sort_{name}.rst",
+                    category="SORT",
+                    subcategory="Parametric memory (fine-tuning)",
+                    labels={
+                        "figure": {
+                            "fig12": "Fig. 12: segment perplexity by epoch",
+                            "fig13": "Fig. 13: accuracy by epoch",
+                            "fig14": "Fig. 14: McNemar matrix across checkpoints",
+                            "fig15": "Fig. 15: paired t-test matrix across checkpoints",
+                            "fig16": "Fig. 16: score of the correct answer by epoch",
+                        }[name]
+                    },
+                )
+                if ext == "png"
+                else f"results/figures/sort/{name}.{ext}"
+            )
             for name in SORT_PARAMETRIC_FIGURES
             for ext in ("pdf", "png")
         },

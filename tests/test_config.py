@@ -30,7 +30,7 @@ def test_shipped_configs_pass(name):
         ({"eval_models": {"base_model": "org/model"}}, "eval_models must name the base model"),
         (
             {"finetune": {"distributed": {"processes_per_node": 3}}},
-            "finetune.global_batch_size (4) must be a multiple of micro_batch_size x processes (1 x 3",
+            "finetune.global_batch_size (2) must be a multiple of micro_batch_size x processes (1 x 3",
         ),
         (
             {"sort": {"parametric": {"finetune": {"global_batch_size": 3, "micro_batch_size": 2}}}},

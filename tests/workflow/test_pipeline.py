@@ -6,6 +6,7 @@ message and no partial output; lint, format and the SLURM profile's dry run.
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -254,11 +255,34 @@ def test_summary_has_every_split_and_side(workdir):
     assert set(mcq["side"]) == {"train", "val"} and (mcq["acc_lo"] <= mcq["acc"]).all()
 
 
+def report_data(html, script_id):
+    """The JSON a Snakemake HTML report embeds in ``<script id="...">var name = ...;</script>``."""
+    match = re.search(rf'<script id="{script_id}">\s*var \w+ = (.*?);\s*</script>', html, re.S)
+    assert match, f"no {script_id} data in the report"
+    return json.loads(match.group(1))
+
+
 def test_report_builds(workdir):
+    """The report is the results' front page: the workflow description, then every figure (PNG) under
+    results/figures/ and every summary table (CSV) of the three studies, each with a rendered caption
+    that names the model (workflow/report/*.rst)."""
     report = workdir / "report.html"
     snakemake(workdir, "--report", str(report))
     html = report.read_text()
     assert "paper Fig. 4" in html and "SmolLM2" not in html and "tiny random Llama" in html
+    results = report_data(html, "results")
+    figures = {p.relative_to(workdir).as_posix() for p in (workdir / "results" / "figures").rglob("*.png")}
+    tables = {"results/summary/fictionalqa.csv", "results/grounding/finetune/rates.csv"}
+    for study in ("sort", "grounding"):
+        tables |= {p.relative_to(workdir).as_posix() for p in (workdir / "results" / study / "tables").glob("*.csv")}
+    assert figures and len(tables) > 2
+    assert set(results) == figures | tables, (figures | tables) ^ set(results)
+    for path, result in results.items():
+        caption = result["caption"]
+        assert "tiny random Llama (test)" in caption, path  # the model that produced it
+        assert not any(raw in caption for raw in ("{{", "{%", "None", "system-message")), path
+    assert set(report_data(html, "categories")) == {"FictionalQA", "SORT", "Grounding"}
+    assert "Corpus preparation" in report_data(html, "workflow-desc")  # Snakefile: report: "workflow/report/workflow.rst"
 
 
 def test_step_zero_is_the_base_model_evaluated_once(workdir):

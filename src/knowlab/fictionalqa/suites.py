@@ -143,9 +143,10 @@ def evaluate_checkpoint(
     add("webtext", document_rows(model, tokenizer, [(r["webtext_id"], r["text"]) for r in webtext], (), batch_size))
     for suite, questions, field in (("fict_qa_nll", fict_qa, "natural_answer"), ("real_qa_nll", real_qa, "answer")):
         add(suite, qa_nll_rows(model, tokenizer, questions, field, qa_template, batch_size))
+    # every MCQ suite in one call: the choices MCQ-4 shares with MCQ-10 are scored once
+    rows = mcq_rows(model, tokenizer, mcq, mcq_template, batch_size) if mcq else []
     for n_choices in sorted({int(item["n_choices"]) for item in mcq}):
-        subset = [item for item in mcq if int(item["n_choices"]) == n_choices]
-        add(f"mcq{n_choices}", mcq_rows(model, tokenizer, subset, mcq_template, batch_size))
+        add(f"mcq{n_choices}", [row for row, item in zip(rows, mcq) if int(item["n_choices"]) == n_choices])
     table = pd.concat(frames, ignore_index=True)
     first = ["suite", "item_id"]
     return table[first + [c for c in table.columns if c not in first]]

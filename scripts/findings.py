@@ -1,0 +1,19 @@
+"""The three papers' headline findings on this run's result tables (knowlab.findings): JSON records and text."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab import findings
+from knowlab.core.io import atomic_path, write_json
+from knowlab.core.provenance import rule_step
+
+with rule_step(snakemake) as log:
+    params = snakemake.params
+    checked = findings.collect(Path(snakemake.output.json).parent, params.cfg, model=params.model)
+    text = findings.render(checked, params.report)
+    write_json(snakemake.output.json, findings.to_records(checked))
+    with atomic_path(snakemake.output.txt) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    log.info("findings:\n%s", text)
