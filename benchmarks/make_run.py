@@ -30,34 +30,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 FINISHED = re.compile(r"INFO knowlab: rule (\S+) finished in ([0-9.]+) s")
-#: the study a rule belongs to, by the rule file that defines it
-STUDY_OF_FILE = {
-    "fictionalqa.smk": "FictionalQA",
-    "models.smk": "FictionalQA",
-    "sort.smk": "SORT",
-    "grounding.smk": "Grounding",
-    "findings.smk": "summary",
-    "fiction_generation.smk": "fiction generation",
-}
-
-
-def rule_studies() -> dict[str, str]:
-    """Rule name -> study, from the `rule <name>:` / `name: f"..."` lines of rules/*.smk."""
-    studies = {}
-    for path in (ROOT / "rules").glob("*.smk"):
-        study = STUDY_OF_FILE.get(path.name, "other")
-        text = path.read_text()
-        for name in re.findall(r"^rule (\w+):", text, flags=re.M):
-            studies[name] = study
-        for prefix in re.findall(r'^\s+f"(\w+?)_\{\w+\}"\s*$', text, flags=re.M):
-            studies[prefix] = study  # rules named in a loop: figure_{family}
-    return studies
-
-
-def study_of(rule: str, studies: dict[str, str]) -> str:
-    if rule in studies:
-        return studies[rule]
-    return next((s for prefix, s in studies.items() if rule.startswith(prefix + "_")), "other")
+#: the study of a job, by the first folder of its log under results/logs/ (else FictionalQA)
+STUDY_OF_LOG_FOLDER = {"sort": "SORT", "grounding": "Grounding", "generate": "fiction generation"}
 
 
 def run_make(args: list[str]) -> tuple[float, int, int]:
@@ -88,13 +62,51 @@ def run_make(args: list[str]) -> tuple[float, int, int]:
     return time.perf_counter() - began, code, peak
 
 
-def job_times(logs: Path) -> list[tuple[str, float]]:
-    """``(rule, seconds)`` of every job that logged its end under ``logs``."""
+def job_times(logs: Path) -> list[tuple[str, str, float]]:
+    """``(study, rule, seconds)`` of every job that logged its end under ``logs``."""
     out = []
     for path in sorted(logs.rglob("*.log")):
+        study = STUDY_OF_LOG_FOLDER.get(path.relative_to(logs).parts[0], "FictionalQA")
         for match in FINISHED.finditer(path.read_text(errors="replace")):
-            out.append((match.group(1), float(match.group(2))))
+            out.append((study, match.group(1), float(match.group(2))))
     return out
+
+
+def fictionalqa_table(summary_csv: Path) -> list[str]:
+    """The README's FictionalQA table: per split, step 0 -> last step; the control's last step."""
+    # deferred: pandas only for this table
+    import pandas as pd
+
+    s = pd.read_csv(summary_csv)
+    last = int(s["step"].max())
+
+    def value(run: str, step: int, suite: str, side: str, column: str) -> float:
+        rows = s[(s.run == run) & (s.step == step) & (s.suite == suite) & (s.side == side)]
+        rows = rows[rows.split == run] if run in set(s.split) else rows
+        return float(rows[column].iloc[0])
+
+    def change(run: str, suite: str, side: str, column: str) -> str:
+        return f"{value(run, 0, suite, side, column):.2f} -> {value(run, last, suite, side, column):.2f}"
+
+    lines = [
+        "| split | train-doc loss | val-doc loss | MCQ-4 acc | MCQ-10 acc | nll(answer given question), fiction "
+        "| real-world |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in [r for r in s["run"].unique() if r != "control"]:
+        docs = "fictsheet_doc" if run == "fictsheets" else "fiction_doc"
+        lines.append(
+            f"| {run}{' (fictsheet loss)' if run == 'fictsheets' else ''} | {change(run, docs, 'train', 'loss')} "
+            f"| {change(run, docs, 'val', 'loss')} | {change(run, 'mcq4', 'all', 'acc')} "
+            f"| {change(run, 'mcq10', 'all', 'acc')} | {change(run, 'fict_qa_nll', 'all', 'loss')} "
+            f"| {change(run, 'real_qa_nll', 'all', 'loss')} |"
+        )
+    if "control" in set(s["run"]):
+        c = {k: value("control", last, k, "all", col) for k, col in
+             [("mcq4", "acc"), ("mcq10", "acc"), ("fict_qa_nll", "loss"), ("real_qa_nll", "loss")]}  # fmt: skip
+        lines.append(f"| control | | | ({c['mcq4']:.2f}) | ({c['mcq10']:.2f}) | ({c['fict_qa_nll']:.2f}) "
+                     f"| ({c['real_qa_nll']:.2f}) |")  # fmt: skip
+    return lines
 
 
 def main() -> None:
@@ -110,13 +122,12 @@ def main() -> None:
     if code:
         raise SystemExit(f"second make {' '.join(make_args)} failed with exit code {code}")
 
-    studies = rule_studies()
-    per_rule: dict[str, list[float]] = defaultdict(list)
-    for rule, seconds in job_times(ROOT / "results" / "logs"):
-        per_rule[rule].append(seconds)
+    per_rule: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for study, rule, seconds in job_times(ROOT / "results" / "logs"):
+        per_rule[study, rule].append(seconds)
     per_study: dict[str, float] = defaultdict(float)
-    for rule, times in per_rule.items():
-        per_study[study_of(rule, studies)] += sum(times)
+    for (study, _), times in per_rule.items():
+        per_study[study] += sum(times)
     jobs = sum(len(t) for t in per_rule.values())
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())  # fmt: skip
@@ -133,10 +144,15 @@ def main() -> None:
         "| --- | --- | --- | --- |",
     ]
     for study in sorted(per_study, key=per_study.get, reverse=True):
-        rules = sorted((r for r in per_rule if study_of(r, studies) == study), key=lambda r: -sum(per_rule[r]))
-        top = ", ".join(f"{r} {len(per_rule[r])} x {sum(per_rule[r]) / len(per_rule[r]) / 60:.1f}" for r in rules[:4])
-        n = sum(len(per_rule[r]) for r in rules)
+        rules = sorted((key for key in per_rule if key[0] == study), key=lambda key: -sum(per_rule[key]))
+        top = ", ".join(
+            f"{r} {len(per_rule[s, r])} x {sum(per_rule[s, r]) / len(per_rule[s, r]) / 60:.1f}" for s, r in rules[:4]
+        )
+        n = sum(len(per_rule[key]) for key in rules)
         lines.append(f"| {study} | {n} | {per_study[study] / 60:.1f} | {top} |")
+    lines += ["", "FictionalQA, step 0 -> the last step (the control's last step in brackets):", ""]
+    lines += fictionalqa_table(ROOT / "results" / "summary" / "fictionalqa.csv")
+    lines += ["", "```", (ROOT / "results" / "findings.txt").read_text().rstrip(), "```"]
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -56,6 +56,7 @@ rule rank_distractors:
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
+    priority: 10
     resources:
         gpu=1,
     params:
@@ -138,6 +139,7 @@ rule evaluate:
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
+    priority: 5
     resources:
         gpu=1,
     params:

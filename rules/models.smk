@@ -56,6 +56,8 @@ rule finetune:
     conda:
         "../envs/train.yaml"
     threads: config["threads"]
+    # fine-tuning and the distractor ranking start first: every checkpoint evaluation waits on both
+    priority: 10
     resources:
         **FINETUNE_RESOURCES,
     params:

@@ -327,7 +327,7 @@ rule sort_parametric_evaluate:
         nll=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}_segment_nll.parquet",
         manifest=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.manifest.json",
     log:
-        "results/logs/sort/parametric/{prun}/epoch-{epoch}.log",
+        "results/logs/sort/parametric/{prun}/evaluate/epoch-{epoch}.log",
     wildcard_constraints:
         prun="|".join(["base", *PARAMETRIC_RUNS]),
     conda:

@@ -268,8 +268,12 @@ def test_render_and_records(results):
         "test": "",
         "p": None,
         "source": "",
+        "direction": None,
         "status": "skipped",
     }
     frame = findings.to_frame(found)
-    assert list(frame.columns) == ["study", "claim", "status", "holds", "evidence", "test", "p", "source"]
+    assert list(frame.columns) == ["study", "claim", "status", "holds", "direction", "evidence", "test", "p", "source"]
+    # the claimed direction without significance is told apart from a failure
+    assert findings.Finding("SORT", "c", False, "e", direction=True).status == "not significant"
+    assert findings.Finding("SORT", "c", False, "e", direction=False).status == "fails"
     assert frame["status"].tolist() == [f.status for f in found]

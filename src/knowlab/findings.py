@@ -60,7 +60,7 @@ FICTSHEETS = "fictsheets"
 EVENT = "event"
 # the loss suite of a split's documents (the split JSON's ``documents``)
 DOC_SUITE = {"fictions": "fiction_doc", "fictsheets": "fictsheet_doc"}
-STATUS = {True: "holds", False: "fails", None: "skipped"}
+STATUSES = ("holds", "not significant", "fails", "skipped")
 DESCRIPTIVE = "descriptive (no test)"
 
 
@@ -69,6 +69,8 @@ class Finding:
     """One paper's claim checked on this run's results.
 
     ``holds``: True (holds), False (does not hold) or None (skipped: ``evidence`` says why).
+    ``direction``: for a claim that needs significance, whether the effect points the claimed
+    way even where the test misses ALPHA (status "not significant"); None otherwise.
     ``evidence``: the numbers behind it; ``test``: the test that decides it; ``p``: its
     p-value (None for a descriptive finding or a skipped one); ``source``: paper and section.
     """
@@ -80,11 +82,14 @@ class Finding:
     test: str = ""
     p: float | None = None
     source: str = ""
+    direction: bool | None = None
 
     @property
     def status(self) -> str:
-        """``holds``, ``fails`` or ``skipped``."""
-        return STATUS[self.holds]
+        """``holds``, ``not significant`` (the claimed direction, p >= ALPHA), ``fails`` or ``skipped``."""
+        if self.holds is None:
+            return "skipped"
+        return "holds" if self.holds else "not significant" if self.direction else "fails"
 
 
 class Skip(Exception):
@@ -174,14 +179,16 @@ def train_below_val_loss(r: Results) -> dict[str, Any]:
     run; holds when every run's p < ALPHA, so ``p`` is the largest of them (an
     intersection-union test: no correction needed).
     """
-    parts, pvalues = [], []
+    parts, pvalues, below = [], [], []
     for run in r.document_runs():
         train, val = (_doc_rows(r, run, r.last, side) for side in ("train", "val"))
         p = float(mannwhitneyu(train["loss"], val["loss"], alternative="less").pvalue)
         pvalues.append(p)
+        below.append(_loss(train) < _loss(val))
         parts.append(f"{run} {_loss(train):.2f} vs {_loss(val):.2f} (n {len(train)}/{len(val)}, p = {p:.2g})")
     return {
-        "holds": max(pvalues) < ALPHA,
+        "holds": max(pvalues) < ALPHA and all(below),
+        "direction": all(below),
         "evidence": f"train vs val document loss at step {r.last}: " + "; ".join(parts),
         "test": "Mann-Whitney U, one-sided, max over runs",
         "p": max(pvalues),
@@ -216,6 +223,7 @@ def mcq_above_control(r: Results) -> dict[str, Any]:
     ]
     return {
         "holds": all(q < ALPHA and acc > ctl for (acc, ctl, _), q in zip(pairs, holm)),
+        "direction": all(acc > ctl for acc, ctl, _ in pairs),
         "evidence": f"MCQ-4 accuracy on trained questions, run vs control at step {r.last}: " + "; ".join(parts),
         "test": f"McNemar (exact below {exact_below} discordant), Holm over {len(runs)} runs, max over runs",
         "p": float(max(holm)),
@@ -309,6 +317,7 @@ def sort_in_context_above_baseline(r: Results) -> dict[str, Any]:
     row = _condition_row(r, "in_context", "baseline")
     return {
         "holds": row["mean_a"] > row["mean_b"] and row["pvalue_holm"] < ALPHA,
+        "direction": row["mean_a"] > row["mean_b"],
         "evidence": f"accuracy in context {row['mean_a']:.2f} vs no context {row['mean_b']:.2f} (n {row['n_items']})",
         "test": _sort_test(row),
         "p": float(row["pvalue_holm"]),
@@ -512,8 +521,14 @@ def _check(study: str, claim: str, source: str, check: Check, results: Results) 
     except Skip as reason:
         return Finding(study, claim, holds=None, evidence=str(reason), source=source)
     p = result.pop("p", None)  # plain Python types, for JSON
+    direction = result.pop("direction", None)
     return Finding(
-        study, claim, source=source, **{**result, "holds": bool(result["holds"])}, p=None if p is None else float(p)
+        study,
+        claim,
+        source=source,
+        **{**result, "holds": bool(result["holds"])},
+        p=None if p is None else float(p),
+        direction=None if direction is None else bool(direction),
     )
 
 
@@ -546,8 +561,8 @@ def collect(results: str | Path, cfg: Mapping[str, Any], model: str | None = Non
 def render(findings: Sequence[Finding], report_path: str | Path) -> str:
     """Plain text for a terminal: a first line naming the report, then one line per finding,
     ``[status] study: claim — evidence (test, p = ...)``."""
-    counts = {status: sum(f.status == status for f in findings) for status in STATUS.values()}
-    tally = ", ".join(f"{n} {status}" for status, n in counts.items())
+    counts = {status: sum(f.status == status for f in findings) for status in STATUSES}
+    tally = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
     lines = [f"Headline findings of the three papers on this run ({tally}); full report: {report_path}"]
     for f in findings:
         line = f"[{f.status}] {f.study}: {f.claim} — {f.evidence}"
@@ -563,6 +578,6 @@ def to_records(findings: Sequence[Finding]) -> list[dict[str, Any]]:
 
 
 def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
-    """One row per finding: ``study, claim, status, holds, evidence, test, p, source``."""
-    columns = ["study", "claim", "status", "holds", "evidence", "test", "p", "source"]
+    """One row per finding: ``study, claim, status, holds, direction, evidence, test, p, source``."""
+    columns = ["study", "claim", "status", "holds", "direction", "evidence", "test", "p", "source"]
     return pd.DataFrame(to_records(findings), columns=columns)

@@ -460,6 +460,32 @@ def test_lint_and_format_are_clean():
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
+def job_counts(dry_run_stdout: str) -> dict[str, int]:
+    """``rule -> jobs`` of a dry run's "Job stats" table."""
+    table = dry_run_stdout.split("Job stats:")[1].split("\n\n")[0]
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.M)}
+
+
+@pytest.mark.parametrize(
+    "overlay, expected",
+    [
+        # the default: three fiction runs + control, one checkpoint each (+ 2 SORT parametric runs)
+        (None, {"finetune_last": 6, "evaluate": 5, "paired_tests": 6, "sort_prompt": 1, "findings": 1}),
+        # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + the findings rule)
+        ("cpu-full.yaml", {"finetune": 6, "finetune_last": 8, "evaluate": 13, "paired_tests": 10, "total": 154}),
+    ],
+    ids=["default", "cpu-full"],
+)
+def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected):
+    extra = ["--configfile", str(ROOT / "config" / overlay)] if overlay else []
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "-n", *extra], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    assert {rule: counts.get(rule, 0) for rule in expected} == expected
+
+
 @pytest.mark.parametrize("extra", [[], ["--configfile", str(ROOT / "config" / "paper.yaml")]], ids=["default", "paper"])
 def test_slurm_profile_dry_run(tmp_path, extra):
     proc = subprocess.run(
