@@ -56,7 +56,7 @@ rule rank_distractors:
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
-    priority: 10
+    priority: 20
     resources:
         gpu=1,
     params:
