@@ -30,6 +30,7 @@ with rule_step(snakemake) as log:
         batch_size=cfg["batch_size"],
         mcq_template=cfg["mcq_template"],
         qa_template=cfg["qa_template"],
+        max_documents=cfg["max_documents"],
     )
     table.insert(0, "checkpoint", str(params.checkpoint))
     table.insert(0, "step", params.step)

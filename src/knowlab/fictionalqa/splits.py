@@ -126,6 +126,20 @@ def make_split(
     }
 
 
+def document_sample(fictions: Sequence[dict[str, Any]], max_documents: int | None) -> list[dict[str, Any]]:
+    """Every ``ceil(n / max_documents)``-th fiction document in ``fiction_id`` order (all when None).
+
+    Ids run ``event_<e>_style_<s>_num_<k>``, so the sample keeps every event and style in step:
+    with 60 documents and ``max_documents`` 30 it is the first document of each (event, style),
+    which every split cuts into train and validation documents (Doc: the held-out document of a
+    pair is drawn per pair; Event: whole events).
+    """
+    docs = sorted(fictions, key=lambda d: d["fiction_id"])
+    if max_documents and len(docs) > max_documents:
+        docs = docs[:: -(-len(docs) // max_documents)]
+    return docs
+
+
 def training_texts(split: dict[str, Any], tables: dict[str, Sequence[dict[str, Any]]]) -> list[str]:
     """Texts of the split's train documents, in id order, from ``tables[split["documents"]]``.
 

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from knowlab.core.scoring import loglikelihood, prefix_token_id, score_token_ids
+from knowlab.fictionalqa.splits import document_sample
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +125,14 @@ def evaluate_checkpoint(
     batch_size: int,
     mcq_template: str = MCQ_TEMPLATE,
     qa_template: str = QA_TEMPLATE,
+    max_documents: int | None = None,
 ) -> pd.DataFrame:
-    """All suites on one loaded model; returns the item-level table (see module docstring)."""
+    """All suites on one loaded model; returns the item-level table (see module docstring).
+
+    ``max_documents``: score the loss and exact match of that many fiction documents
+    (:func:`knowlab.fictionalqa.splits.document_sample`; None: all).  Every fictsheet, webtext
+    paragraph and question is scored whatever it is.
+    """
     frames = []
 
     def add(suite: str, rows: list[dict[str, Any]]) -> None:
@@ -136,7 +143,7 @@ def evaluate_checkpoint(
         frames.append(frame)
 
     for suite, texts in (
-        ("fiction_doc", [(r["fiction_id"], r["fiction"]) for r in fictions]),
+        ("fiction_doc", [(r["fiction_id"], r["fiction"]) for r in document_sample(fictions, max_documents)]),
         ("fictsheet_doc", [(r["event_id"], r["fictsheet"]) for r in fictsheets]),
     ):
         add(suite, document_rows(model, tokenizer, texts, em_tokens, batch_size))

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from knowlab.fictionalqa.splits import document_sample
 from knowlab.sort.books import Book, book_from_text, gutenberg_title, load_shakespeare
 from knowlab.sort.build import build_items, check_items, items_from_documents
 from knowlab.sort.release import load_booksort_release
@@ -132,10 +133,10 @@ def fiction_items(fictions: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any],
     Raises:
         knowlab.core.io.DataError: no document long enough for any excerpt.
     """
-    docs = sorted(fictions, key=lambda d: d["fiction_id"])
-    if cfg["max_documents"] and len(docs) > cfg["max_documents"]:
-        docs = docs[:: -(-len(docs) // cfg["max_documents"])]
-    docs = [{**d, "title": f"the {d['style']} document {d['fiction_id']}"} for d in docs]
+    docs = [
+        {**d, "title": f"the {d['style']} document {d['fiction_id']}"}
+        for d in document_sample(fictions, cfg["max_documents"])
+    ]
     items = items_from_documents(
         docs, "fiction", "fiction_id", "title", cfg["excerpt_lengths"], cfg["segment_lengths"], cfg["n_excerpts"], seed
     )
