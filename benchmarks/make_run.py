@@ -4,13 +4,14 @@ Run from a checkout whose venv is installed (`make .venv/.installed`), on an emp
 
     .venv/bin/python benchmarks/make_run.py [--config config/cpu-full.yaml] [--out runtime.md]
 
-It runs `make run [CONFIG=...]`, samples every second the resident memory summed over `make`
-and all its descendants (psutil; the peak of that sum is what the machine must hold), then reads
+It runs `make run [CONFIG=...]`, samples every second the proportional set size (PSS: resident
+memory with shared pages split among their users) summed over `make` and all its descendants
+(psutil; the peak of that sum is what the machine must hold), then reads
 each job's own time from its log (`rule <name> ... finished in <s> s`, written by
 `knowlab.core.provenance.rule_step`) and prints, as Markdown: the measurement (date, machine,
 wall, peak memory, jobs) and job-minutes per study and per rule.  A second `make run` is timed
 too (it must re-run nothing).  The last line is
-`make run: wall=<m>m<s>s peak_rss=<GiB>GiB jobs=<n> rerun_wall=<s>s`.
+`make run: wall=<m>m<s>s peak_memory=<GiB>GiB jobs=<n> rerun_wall=<s>s`.
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-FINISHED = re.compile(r"INFO knowlab: rule (\S+) finished in ([0-9.]+) s")
+FINISHED = re.compile(r"INFO knowlab: rule (\S+)[^\n]*? finished in ([0-9.]+) s")
 #: the study of a job, by the first folder of its log under results/logs/ (else FictionalQA)
 STUDY_OF_LOG_FOLDER = {"sort": "SORT", "grounding": "Grounding", "generate": "fiction generation"}
 
 
 def run_make(args: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, exit code and peak summed RSS (bytes) of `make <args>` run in ROOT."""
+    """Wall seconds, exit code and peak summed PSS (bytes) of `make <args>` run in ROOT."""
     began = time.perf_counter()
     proc = subprocess.Popen(["make", *args], cwd=ROOT)
     parent = psutil.Process(proc.pid)
@@ -48,7 +49,7 @@ def run_make(args: list[str]) -> tuple[float, int, int]:
             total = 0
             for p in [parent, *parent.children(recursive=True)]:
                 try:
-                    total += p.memory_info().rss
+                    total += p.memory_full_info().pss  # shared pages (torch's libraries) counted once
                 except psutil.Error:
                     pass
             peak = max(peak, total)
@@ -158,7 +159,9 @@ def main() -> None:
     if args.out:
         args.out.write_text(text + "\n")
     minutes, seconds = divmod(round(wall), 60)
-    print(f"make run: wall={minutes}m{seconds:02d}s peak_rss={peak / 2**30:.1f}GiB jobs={jobs} rerun_wall={rerun:.1f}s")
+    print(
+        f"make run: wall={minutes}m{seconds:02d}s peak_memory={peak / 2**30:.1f}GiB jobs={jobs} rerun_wall={rerun:.1f}s"
+    )
 
 
 if __name__ == "__main__":

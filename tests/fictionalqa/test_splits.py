@@ -11,6 +11,7 @@ from knowlab.fictionalqa.splits import (
     TEXT_FIELD,
     SplitError,
     across_finetuning,
+    document_sample,
     make_split,
     trained_items,
     training_texts,
@@ -33,6 +34,19 @@ def test_no_document_or_question_on_both_sides(corpus, name):
     assert all(owner[q] in val_docs for q in val_q)
     assert split == make_split(name, corpus["fictions"], corpus["fict_qa"], seed=3)
     assert len(training_texts(split, corpus)) == len(train_docs)
+
+
+def test_document_sample_keeps_every_event_and_style_and_both_sides(corpus):
+    """The default scores 30 of the 60 documents: one per (event, style), train and val in every split."""
+    sample = document_sample(corpus["fictions"], 30)
+    assert len(sample) == 30
+    assert len({(d["event_id"], d["style"]) for d in sample}) == 30
+    ids = {d["fiction_id"] for d in sample}
+    for name in ("doc", "event", "style_news"):
+        split = make_split(name, corpus["fictions"], corpus["fict_qa"], seed=1234)
+        assert ids & set(split["train_documents"]) and ids & set(split["val_documents"]), name
+    assert document_sample(corpus["fictions"], None) == sorted(corpus["fictions"], key=lambda d: d["fiction_id"])
+    assert len(document_sample(corpus["fictions"], 4)) == 4
 
 
 def test_fictsheets_split_is_the_event_split_on_fictsheets(corpus):
