@@ -53,10 +53,10 @@ rule rank_distractors:
         manifest="results/corpus/mcq/ranked_candidates.manifest.json",
     log:
         "results/logs/mcq/rank_distractors.log",
+    priority: 20
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
-    priority: 20
     resources:
         gpu=1,
     params:
@@ -136,10 +136,10 @@ rule evaluate:
         "results/logs/evaluate/{run}/step-{step}.log",
     wildcard_constraints:
         run="|".join([BASE_RUN, *RUNS]),
+    priority: 5
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
-    priority: 5
     resources:
         gpu=1,
     params:

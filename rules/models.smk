@@ -53,11 +53,11 @@ rule finetune:
     wildcard_constraints:
         training="|".join(TRAININGS),
         checkpoint=INNER_CHECKPOINTS,
+    # fine-tuning and the distractor ranking start first: every checkpoint evaluation waits on both
+    priority: 10
     conda:
         "../envs/train.yaml"
     threads: config["threads"]
-    # fine-tuning and the distractor ranking start first: every checkpoint evaluation waits on both
-    priority: 10
     resources:
         **FINETUNE_RESOURCES,
     params:
