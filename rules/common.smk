@@ -248,6 +248,8 @@ FINETUNE_LAUNCH = (
     + launch_command(config["finetune"]["distributed"], _PYTHON)
 )
 FINETUNE_RESOURCES = launch_resources(config["finetune"]["distributed"])
+# the tracking block, as the job's --tracking argument (knowlab.core.tracking)
+TRACKING = json.dumps(config["tracking"], sort_keys=True)
 
 
 def finetune_spec(wildcards, input, output):

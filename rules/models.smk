@@ -71,9 +71,11 @@ rule finetune:
     params:
         launch=FINETUNE_LAUNCH,
         spec=finetune_spec,
-    # the log, and every attempt appended beside it (knowlab.core.provenance.attempts_path)
+    # the log, and every attempt appended beside it (knowlab.core.provenance.attempts_path);
+    # TRACKING (where the live curves go) is not a param: changing it retrains nothing
     shell:
-        "{params.launch} -m knowlab.finetune_job --threads {threads} {params.spec:q} 2>&1 "
+        "{params.launch} -m knowlab.finetune_job --threads {threads} --tracking {TRACKING:q} "
+        "{params.spec:q} 2>&1 "
         "| tee -a {log}.attempts > {log}"
 
 

@@ -1,4 +1,5 @@
-"""The fine-tuning job as the workflow launches it: two gloo processes (torchrun) against one."""
+"""The fine-tuning job as the workflow launches it: two gloo processes (torchrun) against one,
+with the live loss curve read back from TensorBoard's event files."""
 
 import json
 import os
@@ -7,7 +8,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.train import launch_command
@@ -16,10 +19,11 @@ from knowlab.finetune_job import job_command, job_spec
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _launch(tmp_path, inputs, outputs, cfg, checkpoint, world):
+def _launch(tmp_path, inputs, outputs, cfg, checkpoint, world, curves):
     spec = job_spec("fictionalqa", "control", checkpoint, inputs, outputs, cfg, None, 4)
     launch = launch_command({"launcher": "torchrun", "nodes": 1, "processes_per_node": world}, sys.executable)
-    command = job_command(launch, spec, threads=world)
+    tracking = {"backend": "tensorboard", "dir": curves, "wandb": {}}
+    command = job_command(launch, spec, threads=world, tracking=tracking)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -42,6 +46,7 @@ def test_two_processes_train_as_one_and_resume_under_zero3(tmp_path, tiny_model_
         cfg,
         "step-4",
         1,
+        "curves-one",
     )
     first = {
         "checkpoint": two / "step-2",
@@ -49,16 +54,27 @@ def test_two_processes_train_as_one_and_resume_under_zero3(tmp_path, tiny_model_
         "train_log": two / "log2.parquet",
         "manifest": two / "m2.json",
     }
-    stderr = _launch(tmp_path, inputs, first, cfg, "step-2", 2)
+    stderr = _launch(tmp_path, inputs, first, cfg, "step-2", 2, "curves-two")
     assert "4 sequences per step = 2 ranks x 2 micro-batches x 1" in stderr
     last = {"checkpoint": two / "step-4", "train_log": two / "log4.parquet", "manifest": two / "m4.json"}
-    _launch(tmp_path, inputs | {"state": str(two / "state")}, last, cfg, "step-4", 2)
+    _launch(tmp_path, inputs | {"state": str(two / "state")}, last, cfg, "step-4", 2, "curves-two")
 
     alone = pd.read_parquet(one / "log.parquet")
     pair = pd.concat([pd.read_parquet(two / "log2.parquet"), pd.read_parquet(two / "log4.parquet")], ignore_index=True)
     assert list(pair["step"]) == [1, 2, 3, 4]
     pd.testing.assert_series_equal(pair["loss"], alone["loss"], rtol=1e-4)
     assert pair["tokens"].equals(alone["tokens"])
+    # the live curve is the training log: both intervals' event files, read as TensorBoard reads them
+    for curves, log in (("curves-one", alone), ("curves-two", pair)):
+        events = EventAccumulator(str(tmp_path / curves / "fictionalqa" / "control"))
+        events.Reload()
+        loss = events.Scalars("train/loss")
+        assert [e.step for e in loss] == [1, 2, 3, 4]
+        assert [e.value for e in loss] == pytest.approx(list(log["loss"]), rel=1e-6)
+        lr = [e.value for e in events.Scalars("train/lr")]
+        assert lr == pytest.approx(list(log["lr"]), rel=1e-6)
+        seen = [e.value for e in events.Scalars("train/webtext_samples_seen")]
+        assert seen == list(log["webtext_samples_seen"].astype(float))
     ids = torch.arange(1, 17).unsqueeze(0)
     with torch.no_grad():
         a, b = (AutoModelForCausalLM.from_pretrained(p / "step-4")(ids).logits for p in (one, two))

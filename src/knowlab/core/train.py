@@ -24,7 +24,10 @@ partitioned (transformers' ``HfDeepSpeedConfig``) and gathers it on rank 0 to sa
 state the previous one saved (weights, optimizer, scheduler, sampler position, every
 rank's RNG) and ends by saving its checkpoint, which
 ``AutoModelForCausalLM.from_pretrained`` loads (full fine-tuning: safetensors; LoRA:
-the PEFT adapter), and, unless it is the run's last, its state.  A chain gives the same
+the PEFT adapter, whose base is named as the workflow names it, relative to its working
+directory), with its own metadata in :data:`CHECKPOINT_META`, and, unless it is the run's
+last, its state.  Every step's record goes to the run's training log and, live, to
+TensorBoard or W&B (:mod:`knowlab.core.tracking`).  A chain gives the same
 weights and log, byte for byte, as training the run in one go; a killed job loses at
 most one interval.  Step 0 is the base model itself, never saved into a run.
 
@@ -58,10 +61,15 @@ from knowlab.core.device import place
 from knowlab.core.io import read_json, write_json
 from knowlab.core.mixture import MixtureSampler
 from knowlab.core.models import check_model_dir
+from knowlab.core.provenance import portable
+from knowlab.core.tracking import open_tracker
 
 log = logging.getLogger(__name__)
 
 STATE_TAG = "state"  # the DeepSpeed checkpoint tag inside a state folder
+#: a checkpoint's own metadata (run, step, seed, samples seen per source, base model), beside
+#: the files transformers and peft read; not Trainer's ``trainer_state.json``, whose format it lacks
+CHECKPOINT_META = "knowlab_checkpoint.json"
 
 
 class TrainingDiverged(FloatingPointError):
@@ -250,6 +258,15 @@ def collate(sequences: list[list[int]], pad_id: int):
     return input_ids, attention, labels
 
 
+def base_reference(base_model: str | os.PathLike) -> str:
+    """How a checkpoint names its base model: inside the working directory, relative to it and
+    written as a path (``./resources/base_model``, which no loader mistakes for a Hub id); elsewhere
+    absolute.  A LoRA adapter so named loads, from the workflow's directory, wherever its run
+    folder has been moved (:func:`knowlab.core.models.check_model_dir` says what is missing if not)."""
+    path = portable(str(Path(base_model).resolve()))
+    return path if os.path.isabs(path) else os.path.join(".", path)
+
+
 def _build_engine(base_model: Path, cfg: Mapping[str, Any], ds_config: dict[str, Any], bf16: bool):
     """The base model (LoRA-wrapped if configured) with its optimizer and schedule, in a DeepSpeed engine."""
     # deferred: deepspeed, peft and transformers load only in fine-tuning jobs (the train env)
@@ -267,6 +284,8 @@ def _build_engine(base_model: Path, cfg: Mapping[str, Any], ds_config: dict[str,
     if lora["enabled"]:
         from peft import LoraConfig, get_peft_model
 
+        # what the adapter's config and model card name as its base: not this machine's path
+        model.name_or_path = model.config.name_or_path = base_reference(base_model)
         model = get_peft_model(
             model,
             LoraConfig(
@@ -308,6 +327,7 @@ def train_segment(
     checkpoint_out: str | os.PathLike,
     resume_state: str | os.PathLike | None = None,
     state_out: str | os.PathLike | None = None,
+    tracking: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Train one run from step 0 (the base model) or from a saved state up to ``end_step``.
 
@@ -327,6 +347,9 @@ def train_segment(
             world size; ``None`` starts from the base model at step 0.
         state_out: where to save the full training state at ``end_step`` (``None``: the run's
             last segment, nothing to resume).
+        tracking: a ``tracking`` config block plus ``name``, the run's path under its ``dir``:
+            rank 0 sends every step's record there as it is made (:mod:`knowlab.core.tracking`);
+            ``None``: no live curves.
 
     Returns:
         The segment's training log, one row per optimizer step after the start up to
@@ -376,44 +399,49 @@ def train_segment(
     )  # fmt: skip
 
     rows: list[dict[str, Any]] = []
+    tracker = open_tracker(tracking if rank == 0 else None, tracking["name"] if tracking else run, start + 1, cfg)
     began = time.time()
     engine.train()
-    for step in range(start, end_step):
-        picks = sampler.step(step)
-        mine = picks[rank * micro * accum : (rank + 1) * micro * accum]
-        totals = torch.zeros(3, dtype=torch.float64)  # loss sum, micro-batches, tokens
-        for m in range(accum):
-            chunk = [pools[src][i] for src, i in mine[m * micro : (m + 1) * micro]]
-            input_ids, attention, labels = (place(t, engine.device) for t in collate(chunk, pad_id))
-            loss = engine(input_ids=input_ids, attention_mask=attention, labels=labels, use_cache=False).loss
-            engine.backward(loss)
-            engine.step()
-            totals += torch.tensor([loss.item(), 1.0, float(attention.sum())], dtype=torch.float64)
-        if world > 1:
-            torch.distributed.all_reduce(totals)
-        mean_loss = float(totals[0] / totals[1])
-        if not math.isfinite(mean_loss):
-            raise TrainingDiverged(
-                f"run {run}: the loss is {mean_loss} at step {step + 1}; training stopped, nothing after step {start} saved"
-            )
-        row = {
-            "run": run,
-            "step": step + 1,
-            "loss": mean_loss,
-            "lr": scheduler.get_last_lr()[0],
-            "tokens": int(totals[2]),
-            "fiction_in_step": sum(src == "fiction" for src, _ in picks),
-            **sampler.counters(),
-        }
-        rows.append(row)
-        log.info(
-            "step %d/%d loss %.4f lr %.2e fiction %d/%d seen %d (%.2f epochs) webtext seen %d (%.2f epochs) "
-            "%.0f tokens/s",
-            row["step"], cfg["max_steps"], row["loss"], row["lr"], row["fiction_in_step"], len(picks),
-            row["fiction_samples_seen"], row["fiction_epochs"], row["webtext_samples_seen"], row["webtext_epochs"],
-            sum(r["tokens"] for r in rows) / max(time.time() - began, 1e-9),
-        )  # fmt: skip
-    meta = {"run": run, "step": end_step, "seed": seed, **sampler.counters()}
+    try:
+        for step in range(start, end_step):
+            picks = sampler.step(step)
+            mine = picks[rank * micro * accum : (rank + 1) * micro * accum]
+            totals = torch.zeros(3, dtype=torch.float64)  # loss sum, micro-batches, tokens
+            for m in range(accum):
+                chunk = [pools[src][i] for src, i in mine[m * micro : (m + 1) * micro]]
+                input_ids, attention, labels = (place(t, engine.device) for t in collate(chunk, pad_id))
+                loss = engine(input_ids=input_ids, attention_mask=attention, labels=labels, use_cache=False).loss
+                engine.backward(loss)
+                engine.step()
+                totals += torch.tensor([loss.item(), 1.0, float(attention.sum())], dtype=torch.float64)
+            if world > 1:
+                torch.distributed.all_reduce(totals)
+            mean_loss = float(totals[0] / totals[1])
+            if not math.isfinite(mean_loss):
+                raise TrainingDiverged(
+                    f"run {run}: the loss is {mean_loss} at step {step + 1}; training stopped, nothing after step {start} saved"
+                )
+            row = {
+                "run": run,
+                "step": step + 1,
+                "loss": mean_loss,
+                "lr": scheduler.get_last_lr()[0],
+                "tokens": int(totals[2]),
+                "fiction_in_step": sum(src == "fiction" for src, _ in picks),
+                **sampler.counters(),
+            }
+            rows.append(row)
+            tracker.log(row)
+            log.info(
+                "step %d/%d loss %.4f lr %.2e fiction %d/%d seen %d (%.2f epochs) webtext seen %d (%.2f epochs) "
+                "%.0f tokens/s",
+                row["step"], cfg["max_steps"], row["loss"], row["lr"], row["fiction_in_step"], len(picks),
+                row["fiction_samples_seen"], row["fiction_epochs"], row["webtext_samples_seen"], row["webtext_epochs"],
+                sum(r["tokens"] for r in rows) / max(time.time() - began, 1e-9),
+            )  # fmt: skip
+    finally:
+        tracker.close()
+    meta = {"run": run, "step": end_step, "seed": seed, "base_model": base_reference(base_model), **sampler.counters()}
     _save_checkpoint(engine, tokenizer, Path(checkpoint_out), meta, rank)
     if state_out:
         _save_state(engine, sampler, Path(state_out), meta, world, rank, cfg["lora"]["enabled"])
@@ -429,6 +457,7 @@ def finetune(
     webtext_texts: list[str],
     cfg: Mapping[str, Any],
     seed: int,
+    tracking: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Train a whole run in this process, as the chain of its segments.
 
@@ -453,6 +482,7 @@ def finetune(
                 checkpoint_out=checkpoint_dir(out_dir, end),
                 resume_state=state,
                 state_out=state_out,
+                tracking=tracking,
             )
         )
         state = state_out
@@ -493,7 +523,7 @@ def _save_checkpoint(engine, tokenizer, path: Path, meta: dict[str, Any], rank: 
         partial = _partial(path)
         engine.module.save_pretrained(partial, state_dict=state_dict, safe_serialization=True)
         tokenizer.save_pretrained(partial)
-        write_json(partial / "trainer_state.json", meta)
+        write_json(partial / CHECKPOINT_META, meta)
         _move_into_place(partial, path)
         log.info("checkpoint step %d saved to %s", meta["step"], path)
     _barrier()

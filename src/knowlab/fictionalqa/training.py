@@ -28,6 +28,7 @@ def finetune_run(
     cfg: Mapping[str, Any],
     parametric_cfg: Mapping[str, Any] | None,
     seed: int,
+    tracking: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fine-tune one FictionalQA run up to one checkpoint, from the base model or the previous one's state.
 
@@ -45,6 +46,7 @@ def finetune_run(
         cfg: the ``finetune`` config block.
         parametric_cfg: unused.
         seed: the project seed.
+        tracking: where the live training curves go (:func:`knowlab.core.train.train_segment`).
 
     Returns:
         The segment's training log, one row per optimizer step (:func:`knowlab.core.train.train_segment`).
@@ -68,4 +70,5 @@ def finetune_run(
         checkpoint_out=outputs["checkpoint"],
         resume_state=inputs.get("state"),
         state_out=outputs.get("state"),
+        tracking=tracking,
     )

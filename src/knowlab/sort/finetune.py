@@ -32,6 +32,7 @@ def finetune_parametric_run(
     finetune_cfg: Mapping[str, Any],
     parametric_cfg: Mapping[str, Any],
     seed: int,
+    tracking: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fine-tune one parametric-memory run (paper App. E) through one more epoch.
 
@@ -52,6 +53,7 @@ def finetune_parametric_run(
             ``state`` (the training state at the end of the previous epoch).
         outputs: ``checkpoint`` (loadable by ``AutoModelForCausalLM.from_pretrained``) and,
             before the last epoch, ``state``.  Epoch 0 is the base model itself.
+        tracking: where the live training curves go (:func:`knowlab.core.train.train_segment`).
 
     Returns:
         The epoch's training log (one row per optimizer step) with an ``epoch`` column
@@ -84,6 +86,7 @@ def finetune_parametric_run(
         checkpoint_out=outputs["checkpoint"],
         resume_state=inputs.get("state"),
         state_out=outputs.get("state"),
+        tracking=tracking,
     )
     log.info("%s: epoch %d of %d (%d steps per epoch)", run, epoch, epochs, per_epoch)
     train_log["epoch"] = train_log["step"] / per_epoch
