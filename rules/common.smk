@@ -21,7 +21,7 @@ BASE_MODEL = "resources/base_model"
 MODEL_NAME = base_model_name(config)
 FIGURE_NOTE = settings_note(config)
 
-# FictionalQA (seed 004)
+# FictionalQA (Kirchenbauer et al. 2026)
 FICTION = "results/corpus/fiction"
 GENERATE = "results/generate"
 MCQ = [f"results/corpus/mcq/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
@@ -52,12 +52,12 @@ EVAL_MODELS = list(config["eval_models"])
 # fiction and parametric SORT runs
 BASE_EVAL = base_eval_model(config)
 
-# SORT (seed 003)
+# SORT (Pink et al. 2024)
 SORT = "results/sort"
 SORT_CONDITIONS = config["sort"]["conditions"]
 SORT_EPOCHS = config["sort"]["parametric"]["epochs"]
 
-# Grounding (seed 002)
+# Grounding (Lee et al. 2024)
 GROUNDING = "results/grounding"
 GROUNDING_DATASETS = config["grounding"]["datasets"]
 GROUNDING_CONDITIONS = condition_names(config["grounding"])

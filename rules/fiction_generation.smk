@@ -1,4 +1,4 @@
-# The fiction generation pipeline (seed 004, Sec. 3, App. C), for fiction.source: generate:
+# The fiction generation pipeline (Kirchenbauer et al. 2026, Sec. 3, App. C), for fiction.source: generate:
 # seeds -> fictsheets -> fictions -> fict_qa -> answer attempts -> grades -> annotation.
 # Every LLM call goes through the request cache (fiction.generate.cache_dir), which is no
 # rule's output: a failed or killed stage keeps its answers and its re-run sends the rest.

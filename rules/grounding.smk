@@ -1,4 +1,4 @@
-# Grounding (seed 002): items -> ranked distractors -> responses -> atomic facts and scores
+# Grounding (Lee et al. 2024): items -> ranked distractors -> responses -> atomic facts and scores
 # -> tables and figures; and the fiction set at every FictionalQA checkpoint (step 0 is
 # the base model, run `base_model`).
 

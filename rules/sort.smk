@@ -1,4 +1,4 @@
-# SORT (sequence order recall, seed 003): texts -> items -> passages -> prompt selection
+# SORT (sequence order recall, Pink et al. 2024): texts -> items -> passages -> prompt selection
 # -> the base model's conditions -> tables and figures; SORT on the FictionalQA documents
 # at every checkpoint; parametric memory: training texts -> (fine-tuning, rules/models.smk)
 # -> SORT per epoch -> tests and figures.  Step 0 (epoch 0) is the base model.

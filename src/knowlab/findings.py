@@ -9,7 +9,7 @@ p-value.  A claim that does not hold is ``not significant`` (the claimed directi
 few items to tell) or ``fails`` (:attr:`Finding.status`).  :func:`render` prints them one a line for a terminal; :func:`to_frame` and
 :func:`to_records` give a table and JSON records.  Significance is at :data:`ALPHA`.
 
-FictionalQA (seed 004, Kirchenbauer et al.), at the run's last checkpoint; step 0 is the base
+FictionalQA (Kirchenbauer et al. 2026), at the run's last checkpoint; step 0 is the base
 model (``results/evaluate/base_model/step-0.parquet``), item tables
 ``results/evaluate/{run}/step-{N}.parquet``, sides from ``results/splits/{run}.json``.  Means of
 loss are token-weighted, as in ``results/summary/fictionalqa.csv``.
@@ -23,7 +23,7 @@ loss are token-weighted, as in ``results/summary/fictionalqa.csv``.
 4. :func:`event_generalises_least`: validation-document loss falls least on the Event split
    (Sec. 5, Fig. 4).
 
-SORT (seed 003, Pink et al.), the base model (the ``eval_models`` key whose value is ``base``):
+SORT (Pink et al. 2024), the base model (the ``eval_models`` key whose value is ``base``):
 
 5. :func:`sort_in_context_above_baseline`: in-context memory above the memory-less baseline
    (Secs. 5.1, 5.3, Tables 1-2).
@@ -38,7 +38,7 @@ test finds it significant.
 8. :func:`sort_parametric`: fine-tuning on the texts lowers segment perplexity but not
    no-context SORT accuracy (Sec. 5.4, App. E.1-E.2, Figs. 12-14).
 
-Grounding (seed 002, Lee et al.), the base model, each dataset of the config:
+Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
 9. :func:`grounding_distractors`: F1 lower with distractors than with the gold contexts alone,
    on Original and Conflict (Sec. 4.2, Table 1).
@@ -185,7 +185,7 @@ def _doc_rows(r: Results, run: str, step: int, side: str) -> pd.DataFrame:
 def train_below_val_loss(r: Results) -> dict[str, Any]:
     """Train-document loss well below validation-document loss at the last checkpoint.
 
-    Source: Kirchenbauer et al. (seed 004), Sec. 5 "Separating Memorization from
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from
     Generalization using Train/Validation Loss", Figs. 3-4.  Per document-split run (all fiction
     runs but Fictsheets, whose 4 training and 2 validation fictsheets in the shipped corpus
     cannot reach p < 0.05, smallest p = 1/15; :func:`fictsheets_memorised` covers them), its
@@ -213,7 +213,7 @@ def train_below_val_loss(r: Results) -> dict[str, Any]:
 def mcq_above_control(r: Results) -> dict[str, Any]:
     """MCQ-4 accuracy on trained questions above the webtext-only control at the last checkpoint.
 
-    Source: Kirchenbauer et al. (seed 004), Sec. 5 "Reconstruction of Fictional Facts via MCQ
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Reconstruction of Fictional Facts via MCQ
     Testing", Figs. 7-8.  Per document-split run (all fiction runs but Fictsheets), on the
     questions of its split's training documents: McNemar's test of the run's vs the control's
     per-question correctness (:func:`knowlab.core.stats.mcnemar_pair`, two-sided; exact below
@@ -254,7 +254,7 @@ def _mcq_gains(r: Results) -> dict[str, float]:
 def fictsheets_memorised(r: Results) -> dict[str, Any]:
     """The Fictsheets are memorised yet transfer least.
 
-    Source: Kirchenbauer et al. (seed 004), Sec. 5, Fig. 5 (training-fictsheet loss falls while
+    Source: Kirchenbauer et al. (2026), Sec. 5, Fig. 5 (training-fictsheet loss falls while
     validation-fictsheet loss rises) and Fig. 7 (the Fictsheets split transfers least to MCQ), Sec. 6.
     Holds when the Fictsheets run's token-weighted loss on its training fictsheets falls from
     step 0 to the last step, on its validation fictsheets rises, and its MCQ-4 gain over the
@@ -285,7 +285,7 @@ def fictsheets_memorised(r: Results) -> dict[str, Any]:
 def event_generalises_least(r: Results) -> dict[str, Any]:
     """Validation-document loss falls least on the Event split.
 
-    Source: Kirchenbauer et al. (seed 004), Sec. 5 "Separating Memorization from
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from
     Generalization", Fig. 4 (whole events held out: less improvement than the Doc split).  Among
     the document-split runs (doc, event, style_*), the drop of token-weighted validation-document
     loss from step 0 to the last step; holds when the Event split's drop is strictly the
@@ -344,7 +344,7 @@ def _condition_claim(r: Results, a: str, b: str, above: bool, names: tuple[str, 
 def sort_in_context_above_baseline(r: Results) -> dict[str, Any]:
     """SORT accuracy with the excerpt in context above the memory-less baseline.
 
-    Source: Pink et al. (seed 003), Sec. 5.1 (Table 1, baseline near chance) and Sec. 5.3
+    Source: Pink et al. (2024), Sec. 5.1 (Table 1, baseline near chance) and Sec. 5.3
     (Table 2, in-context memory).  From ``results/sort/stats/{model}/mcnemar_conditions.parquet``
     (:func:`knowlab.sort.analysis.condition_tests`): holds when in-context accuracy > baseline
     accuracy; the evidence says whether McNemar's Holm-corrected p is below ALPHA.
@@ -355,7 +355,7 @@ def sort_in_context_above_baseline(r: Results) -> dict[str, Any]:
 def sort_rag_below_in_context(r: Results) -> dict[str, Any]:
     """SORT accuracy with RAG below in-context memory.
 
-    Source: Pink et al. (seed 003), Sec. 5.5, Fig. 4a.  From the saved McNemar table across
+    Source: Pink et al. (2024), Sec. 5.5, Fig. 4a.  From the saved McNemar table across
     conditions; holds when RAG accuracy < in-context accuracy (the evidence says whether the
     Holm-corrected McNemar p is below ALPHA).
     """
@@ -365,7 +365,7 @@ def sort_rag_below_in_context(r: Results) -> dict[str, Any]:
 def sort_oracle_near_in_context(r: Results) -> dict[str, Any]:
     """SORT accuracy with oracle RAG near in-context memory: closer to it than RAG's.
 
-    Source: Pink et al. (seed 003), Sec. 5.5, Fig. 4b (the passages holding both segments,
+    Source: Pink et al. (2024), Sec. 5.5, Fig. 4b (the passages holding both segments,
     in text order).  From the saved McNemar table across conditions; holds when
     |oracle RAG - in context| < |RAG - in context| (accuracies); ``p`` is McNemar's
     Holm-corrected p of oracle RAG vs in context, and the data are against the claim when it
@@ -395,7 +395,7 @@ def _segment_nll(r: Results, run: str, epoch: int) -> float:
 def sort_parametric(r: Results) -> dict[str, Any]:
     """Fine-tuning on the texts lowers segment perplexity, but not no-context SORT accuracy.
 
-    Source: Pink et al. (seed 003), Sec. 5.4, App. E.1 (Fig. 12: perplexity falls) and E.2
+    Source: Pink et al. (2024), Sec. 5.4, App. E.1 (Fig. 12: perplexity falls) and E.2
     (Figs. 13-14: McNemar, no difference).  The "books" run (text chunks + instructions) after
     the last epoch: mean segment nll against the base model (epoch 0), and no-context accuracy
     against the base model's and against the "instructions" run's last epoch, each by McNemar's
@@ -445,7 +445,7 @@ def _less(x: pd.Series, y: pd.Series) -> tuple[float, str]:
 def grounding_distractors(r: Results, dataset: str) -> dict[str, Any]:
     """Grounding F1 lower with distractor contexts than with the gold contexts alone.
 
-    Source: Lee et al. (seed 002), Sec. 4.2 and Table 1 (Original-Dist below Original-Gold,
+    Source: Lee et al. (2024), Sec. 4.2 and Table 1 (Original-Dist below Original-Gold,
     Conflict-Dist below Conflict-Gold).  The base model's rows of ``dataset`` in
     ``results/grounding/rows.parquet``; per version, mean F1 (x 100) of each condition and a paired
     one-sided test over questions: ``scipy.stats.wilcoxon(dist, gold, alternative="less")``
@@ -487,9 +487,9 @@ def grounding_distractors(r: Results, dataset: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------- findings
 
 Check = Callable[[Results], dict[str, Any]]
-FICTIONALQA = "Kirchenbauer et al. (seed 004)"
-SORT = "Pink et al. (seed 003)"
-GROUNDING = "Lee et al. (seed 002)"
+FICTIONALQA = "Kirchenbauer et al. (2026)"
+SORT = "Pink et al. (2024)"
+GROUNDING = "Lee et al. (2024)"
 CLAIMS: tuple[tuple[str, str, str, Check], ...] = (
     (
         "FictionalQA",

@@ -1,4 +1,4 @@
-"""M_eval evaluators (paper seed 002, Sec. 3.3, App. B.2): bi-encoder, cross-encoder, LLM judge, windowing."""
+"""M_eval evaluators (Lee et al. 2024, Sec. 3.3, App. B.2): bi-encoder, cross-encoder, LLM judge, windowing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Grounding metrics (paper seed 002, Sec. 3.1, Sec. 3.3, footnote 7): precision/recall/F1 of atomic facts, answer accuracy."""
+"""Grounding metrics (Lee et al. 2024, Sec. 3.1, Sec. 3.3, footnote 7): precision/recall/F1 of atomic facts, answer accuracy."""
 
 from __future__ import annotations
 

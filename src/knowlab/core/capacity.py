@@ -362,9 +362,9 @@ def generation_seconds(
 class Corpus:
     """Sizes of the paper-scale data the rules read (counts, and tokens per item in the base model's tokenizer).
 
-    Counts: the FictionalQA release (seed 004; ``n_documents``, ``n_questions``,
+    Counts: the FictionalQA release (Kirchenbauer et al. 2026; ``n_documents``, ``n_questions``,
     ``n_fictsheets``: 100 events x 15 styled documents x about 5 questions), the KAIST
-    grounding release (seed 002: 480 questions), Book-SORT (seed 003: 9 books; their length,
+    grounding release (Lee et al. 2024: 480 questions), Book-SORT (Pink et al. 2024: 9 books; their length,
     ``book_words``, is ASSUMED at 100,000 words each).  ``answers_per_question`` (distinct
     answers of the corpus per question: 224 / 240 in the shipped corpus), ``qa_tokens`` (24.4)
     and ``tokens_per_word`` (1.61) are MEASURED on the shipped corpus with SmolLM2's tokenizer

@@ -1,4 +1,4 @@
-"""The fiction/webtext mixture sampler (seed 004, Sec. 4 and Fig. 2).
+"""The fiction/webtext mixture sampler (Kirchenbauer et al. 2026, Sec. 4 and Fig. 2).
 
 Each training sequence of optimizer step ``t`` is drawn from the fiction source
 with probability ``p`` (paper: 0.05) once ``t >= W`` (paper: a fiction-free

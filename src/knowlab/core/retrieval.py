@@ -1,6 +1,6 @@
 """Dense retrieval, defined once: a sentence embedder, L2-normalised embeddings and exact cosine search.
 
-The mechanism of SORT's retrieval-augmented memory (paper seed 003, "Assessing Episodic
+The mechanism of SORT's retrieval-augmented memory (Pink et al. 2024, "Assessing Episodic
 Memory in LLMs with Sequence Order Recall Tasks", Sec. 3.2 "Retrieval Augmented Generation"
 and App. B.4.1: passages embedded with a sentence embedder, BGE-v1.5 in the paper, and
 searched exactly by faiss), used by
@@ -98,7 +98,7 @@ def embed(texts: Sequence[str], embedder, batch_size: int = 32) -> np.ndarray:
 
 
 def build_index(passages: Sequence[Mapping[str, Any]], embedder, batch_size: int = 32):
-    """Exact cosine-similarity index of ``passages`` (paper seed 003 Sec. 3.2: faiss exact nearest-neighbour search).
+    """Exact cosine-similarity index of ``passages`` (Pink et al. 2024 Sec. 3.2: faiss exact nearest-neighbour search).
 
     Args:
         passages: dicts with a ``text`` (the other keys are not read).

@@ -1,7 +1,7 @@
 """Paired tests, multiple-comparison correction and bootstrap intervals over item-level tables.
 
-Sources: FictionalQA (Kirchenbauer et al., seed 004) compares checkpoints of fine-tuning
-runs on the same questions; SORT (seed 003, App. E.2-E.3, Figs. 14-15) tests such
+Sources: FictionalQA (Kirchenbauer et al. 2026) compares checkpoints of fine-tuning
+runs on the same questions; SORT (Pink et al. 2024, App. E.2-E.3, Figs. 14-15) tests such
 checkpoint matrices with McNemar's test on per-question correctness and a paired t-test
 on the log-probability of the correct answer normalised over the answer options.  Every
 test comes from the field's libraries (statsmodels, scipy); this module only pairs the

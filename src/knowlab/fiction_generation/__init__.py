@@ -1,2 +1,2 @@
-"""The fiction generation pipeline (FictionalQA, seed 004, Sec. 3 and App. C): requests,
+"""The fiction generation pipeline (FictionalQA, Kirchenbauer et al. 2026, Sec. 3 and App. C): requests,
 backends, the request cache, stages, parsers and annotation."""

@@ -1,4 +1,4 @@
-"""Question annotation and filtering (FictionalQA, seed 004, Sec. 3 and footnote 2).
+"""Question annotation and filtering (FictionalQA, Kirchenbauer et al. 2026, Sec. 3 and footnote 2).
 
 * exact duplicates: questions with identical text (after trimming whitespace); the first in
   corpus order is the ``duplicate_root`` of the others (the paper deduplicates on questions

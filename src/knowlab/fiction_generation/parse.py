@@ -1,4 +1,4 @@
-"""Parsers of the pipeline's LLM outputs (FictionalQA, seed 004, Sec. 3 and App. C).
+"""Parsers of the pipeline's LLM outputs (FictionalQA, Kirchenbauer et al. 2026, Sec. 3 and App. C).
 
 Fictsheets and fict_qa YAML are parsed by :func:`knowlab.fictionalqa.corpus.release.parse_fictsheet`
 and :func:`knowlab.fictionalqa.corpus.release.parse_fict_qa_yaml` (shared with the release loader);
@@ -13,7 +13,7 @@ import re
 
 from knowlab.core.io import DataError
 
-#: What an answer attempt says when the model does not know (seed 004, Sec. 3).
+#: What an answer attempt says when the model does not know (Kirchenbauer et al. 2026, Sec. 3).
 UNKNOWN_ANSWER = "UNKNOWN_ANSWER"
 
 GRADES = ("CORRECT", "INCORRECT")

@@ -1,4 +1,4 @@
-"""The stages of the fiction generation pipeline (FictionalQA, seed 004, Sec. 3 and App. C).
+"""The stages of the fiction generation pipeline (FictionalQA, Kirchenbauer et al. 2026, Sec. 3 and App. C).
 
 seeds -> fictsheets -> fictions -> fict_qa -> answer attempts (blind, informed) -> grades
 -> annotation (exact duplicates, near duplicates, infeasible-when-blind).  Each stage
@@ -158,7 +158,7 @@ def inspiration_draws(n_seeds: int, years: Sequence[int], n_words: int, seed: in
 
 
 def make_seeds(gen: Generator) -> list[dict[str, Any]]:
-    """Seed events ``{"event_id", "seed", "year", "inspiration"}`` (seed 004 App. C.2)."""
+    """Seed events ``{"event_id", "seed", "year", "inspiration"}`` (Kirchenbauer et al. 2026 App. C.2)."""
     cfg = gen.cfg
     draws = inspiration_draws(cfg["n_seeds"], cfg["years"], cfg["inspiration_words"], cfg["seed"])
     items = [(f"event_{i:03d}", "seeds", {"year": year, "inspiration": ", ".join(words)})
@@ -170,7 +170,7 @@ def make_seeds(gen: Generator) -> list[dict[str, Any]]:
 
 def make_fictsheets(gen: Generator, seeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Fictsheets in the release schema: the text and its five lists
-    (:func:`~knowlab.fictionalqa.corpus.release.parse_fictsheet`; seed 004 App. C.3).  A sheet whose
+    (:func:`~knowlab.fictionalqa.corpus.release.parse_fictsheet`; Kirchenbauer et al. 2026 App. C.3).  A sheet whose
     lists do not parse is kept with empty lists and counted in a warning."""
     items = [(s["event_id"], "fictsheets", {"seed": s["seed"]}) for s in seeds]
     parsed = gen.run("fictsheets", items, _nonempty)
@@ -193,7 +193,7 @@ def fictsheet_words(fictsheet: str, n: int, rng: random.Random) -> list[str]:
 def make_fictions(gen: Generator, seeds: Sequence[Mapping[str, Any]],
                   fictsheets: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Documents per event and style, ``cfg.styles[style]`` of each (paper: news 5, social 3,
-    corporate 3, encyclopedia 2, blog 2; seed 004 App. C.4), each asked to use a few words
+    corporate 3, encyclopedia 2, blog 2; Kirchenbauer et al. 2026 App. C.4), each asked to use a few words
     of its fictsheet."""
     cfg = gen.cfg
     seed_text = {s["event_id"]: s["seed"] for s in seeds}
@@ -223,7 +223,7 @@ def _nonempty(text: str, key: str) -> str:
 
 def make_fict_qa(gen: Generator, seeds: Sequence[Mapping[str, Any]], fictsheets: Sequence[Mapping[str, Any]],
                  fictions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Fictional Q&A per document from the YAML answer (seed 004 App. C.5): records in the
+    """Fictional Q&A per document from the YAML answer (Kirchenbauer et al. 2026 App. C.5): records in the
     release schema with ids ``<fiction_id>_question_<k>``; malformed YAML is retried, then dropped."""
     seed_text = {s["event_id"]: s["seed"] for s in seeds}
     sheet_text = {s["event_id"]: s["fictsheet"] for s in fictsheets}
@@ -243,7 +243,7 @@ def make_fict_qa(gen: Generator, seeds: Sequence[Mapping[str, Any]], fictsheets:
 
 def make_attempts(gen: Generator, kind: str, fictions: Sequence[Mapping[str, Any]],
                   fict_qa: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Answer attempts ``{"question_id", "kind", "attempt", "unknown"}`` (seed 004 Sec. 3):
+    """Answer attempts ``{"question_id", "kind", "attempt", "unknown"}`` (Kirchenbauer et al. 2026 Sec. 3):
     ``blind`` sees the question only, ``informed`` also the document it was written from;
     the prompt asks for ``UNKNOWN_ANSWER`` when the model does not know."""
     if kind not in ATTEMPT_KINDS:
@@ -259,7 +259,7 @@ def make_attempts(gen: Generator, kind: str, fictions: Sequence[Mapping[str, Any
 
 def make_grades(gen: Generator, kind: str, fictions: Sequence[Mapping[str, Any]], fict_qa: Sequence[Mapping[str, Any]],
                 attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Grades ``{"question_id", "kind", "correct", "reasoning", "graded_by"}`` (seed 004 Sec. 3).
+    """Grades ``{"question_id", "kind", "correct", "reasoning", "graded_by"}`` (Kirchenbauer et al. 2026 Sec. 3).
 
     The grader sees the document, the question, its answers and the attempt, and answers
     ``Reasoning: ...`` then ``Grade: CORRECT|INCORRECT`` (parsed strictly,

@@ -1,4 +1,4 @@
-"""Figures of the FictionalQA study (seed 004), each saved as PDF and PNG.
+"""Figures of the FictionalQA study (Kirchenbauer et al. 2026), each saved as PDF and PNG.
 
 Every figure family is drawn from a tidy *curves* table by one renderer,
 :func:`plot_family` (panels left to right, at most three a row; one legend and

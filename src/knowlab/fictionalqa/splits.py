@@ -1,4 +1,4 @@
-"""Train/validation splits of the fiction corpus (seed 004, Sec. 3 "Splits").
+"""Train/validation splits of the fiction corpus (Kirchenbauer et al. 2026, Sec. 3 "Splits").
 
 A split is a partition of the fiction documents; questions follow the document
 they were generated from.  Implemented:

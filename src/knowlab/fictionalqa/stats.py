@@ -1,7 +1,7 @@
 """FictionalQA paired tests: one fine-tuning run's checkpoints against each other and against the
 control run, on the questions of one MCQ suite (the tables ``results/stats/{run}/{suite}_{test}``).
 
-Source: FictionalQA (Kirchenbauer et al., seed 004) compares the checkpoints of fine-tuning
+Source: FictionalQA (Kirchenbauer et al. 2026) compares the checkpoints of fine-tuning
 runs on the same questions.  The tests, their degenerate cases and Holm's correction are
 those of :func:`knowlab.core.stats.pair_tests` (McNemar on per-question ``acc``, a paired
 t-test on ``gold_logprob_norm``); this module picks the suite's items and the pairs, and

@@ -1,4 +1,4 @@
-"""Evaluation suites of one checkpoint, item-level (seed 004, Sec. 4-5).
+"""Evaluation suites of one checkpoint, item-level (Kirchenbauer et al. 2026, Sec. 4-5).
 
 Each suite yields one row per item; all share the columns ``run, step,
 checkpoint, suite, item_id``:
@@ -14,7 +14,7 @@ checkpoint, suite, item_id``:
 - ``fictsheet_doc`` (every fictsheet, ``item_id`` = its ``event_id``): the same
   columns; the training and validation texts of the Fictsheets split (Fig. 5).
 - ``webtext`` (held-out webtext paragraphs): ``nll_sum``, ``n_tokens``, ``loss``.
-- ``fict_qa_nll`` (every fictional question): nll(answer | question) as in seed 004
+- ``fict_qa_nll`` (every fictional question): nll(answer | question) as in Kirchenbauer et al. 2026
   Sec. 4.2 / Fig. 6: context = ``qa_template`` filled with the question (default
   ``"Question: {question}\\n\\nAnswer:"``), continuation = ``" " + natural_answer``;
   ``nll_sum`` (nats), ``n_tokens`` and ``loss`` = per-token nll of the answer.

@@ -1,4 +1,4 @@
-"""Aggregates of item-level evaluation tables by split side (seed 004, Figs. 2-11).
+"""Aggregates of item-level evaluation tables by split side (Kirchenbauer et al. 2026, Figs. 2-11).
 
 One table for the whole study, one row per ``split, run, step, suite, side``:
 

@@ -1,4 +1,4 @@
-"""The FictionalQA fine-tuning recipe (seed 004, Sec. 4): a split's train documents mixed into webtext.
+"""The FictionalQA fine-tuning recipe (Kirchenbauer et al. 2026, Sec. 4): a split's train documents mixed into webtext.
 
 A fiction run trains on the train documents of its split (fictions, or fictsheets for the
 Fictsheets split) drawn at ``fiction_rate`` into webtext batches after

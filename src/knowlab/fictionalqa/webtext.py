@@ -1,6 +1,6 @@
 """Webtext: real English paragraphs standing in for the paper's generic webtext mixture.
 
-The FictionalQA runs mix fiction into a webtext stream (seed 004, Sec. 4: batches
+The FictionalQA runs mix fiction into a webtext stream (Kirchenbauer et al. 2026, Sec. 4: batches
 are 95% webtext).  Offline, the stand-in is the English text that gensim 4.4.0
 ships in its wheel as test data: a shortened Wikipedia dump (parsed with
 ``gensim.corpora.wikicorpus.extract_pages`` and ``filter_wiki``) and the Lee

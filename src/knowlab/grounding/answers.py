@@ -1,7 +1,7 @@
 """Answer entities: their kinds and their substitution by another question's entity of the same kind.
 
 The mechanism behind the fiction-derived Conflict version (:func:`knowlab.grounding.fiction.fiction_grounding_items`),
-this project's automatic analogue of the paper's Step 4 "Modify Context" (seed 002, "How Well Do Large
+this project's automatic analogue of the paper's Step 4 "Modify Context" (Lee et al. 2024, "How Well Do Large
 Language Models Truly Ground?", Sec. 3): the entity of an answer (:func:`split_answer`,
 :func:`answer_kind`, :func:`answer_entity`) is replaced, wherever it occurs as a whole word or
 phrase (:func:`occurs`), by a substitute drawn from the entities of other questions

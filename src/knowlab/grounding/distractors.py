@@ -1,6 +1,6 @@
 """Distractor contexts: dense retrieval of relevant non-gold documents and packing them around the gold contexts.
 
-Paper: "How Well Do Large Language Models Truly Ground?" (seed 002), Sec. 3.2 Step 5 "Add
+Paper: "How Well Do Large Language Models Truly Ground?" (Lee et al. 2024), Sec. 3.2 Step 5 "Add
 Distractor Contexts" and App. A.9 (Contriever retrieves the top 40 contexts most similar to
 each question from the benchmark's corpus, excluding contexts of the Wikipedia documents that
 hold gold atomic facts), App. D.5 / Fig. 4 (distractors are added in rank order up to an input

@@ -1,6 +1,6 @@
 """The evaluation model M_eval: does the knowledge of an atomic fact exist in a text?
 
-Paper (seed 002, "How Well Do Large Language Models Truly Ground?"), Sec. 3.3 "Grounding
+Paper (Lee et al. 2024, "How Well Do Large Language Models Truly Ground?"), Sec. 3.3 "Grounding
 Performance" and App. B.2: ``M_eval(a, B) = 1`` when the knowledge of atomic fact ``a``
 exists in text ``B``, else 0.  Three evaluators share one interface (:class:`Evaluator`):
 

@@ -1,6 +1,6 @@
 """Grounding items built from the fiction corpus: an Original and a Conflict version of each Q&A.
 
-Paper: "How Well Do Large Language Models Truly Ground?" (seed 002), Sec. 3: the analogue of
+Paper: "How Well Do Large Language Models Truly Ground?" (Lee et al. 2024), Sec. 3: the analogue of
 Original-Gold / Conflict-Gold on the fiction corpus, the Conflict version made automatically
 by answer substitution (:mod:`knowlab.grounding.answers`).  Items follow the schema of
 :mod:`knowlab.grounding.schema`.

@@ -1,6 +1,6 @@
 """Response generation for the grounding study: the input format, prompt fitting and the response records.
 
-Sources (paper "How Well Do Large Language Models Truly Ground?", seed 002):
+Sources (paper "How Well Do Large Language Models Truly Ground?", Lee et al. 2024):
 
 - *Input format* (App. C.2, Fig. 12): an instruction, ``[context]`` and the contexts,
   ``[question]`` and the question, a reminder that repeats the instruction, then ``[answer]``.

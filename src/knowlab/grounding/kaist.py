@@ -1,6 +1,6 @@
 """The KAIST grounding release: Original-Gold and Conflict-Gold items and the document pool.
 
-Paper: "How Well Do Large Language Models Truly Ground?" (seed 002), Sec. 3 (dataset
+Paper: "How Well Do Large Language Models Truly Ground?" (Lee et al. 2024), Sec. 3 (dataset
 construction: Original-Gold, Steps 1-3; Conflict-Gold, Step 4 "Modify Context"), Fig. 2, App. A.
 
 Items follow the shared schema of :mod:`knowlab.grounding.schema`; a pool document is

@@ -1,6 +1,6 @@
 """Grounding metrics: precision, recall and F1 of atomic facts, answer accuracy, averages.
 
-Definitions (paper seed 002, Sec. 3.1 and Sec. 3.3 "Grounding Performance"; footnote 7):
+Definitions (Lee et al. 2024, Sec. 3.1 and Sec. 3.3 "Grounding Performance"; footnote 7):
 
 - **precision** = fraction of the response's atomic facts ``P_A`` that are supported by the
   gold contexts ``C``: ``mean_i M_eval(P_A_i, C)``, with ``C`` all gold contexts joined by a

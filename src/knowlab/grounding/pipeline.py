@@ -1,6 +1,6 @@
 """The steps of the grounding rules (``rules/grounding.smk``; scripts/grounding_*.py call them).
 
-Paper seed 002, "How Well Do Large Language Models Truly Ground?": items of both versions
+Lee et al. 2024, "How Well Do Large Language Models Truly Ground?": items of both versions
 (Sec. 3), ranked distractors (Sec. 3.2 Step 5), responses under each condition (Sec. 4, App.
 C.2-C.3; conditions in :mod:`knowlab.grounding.conditions`) and their atomic-fact metrics
 (Sec. 3.3).  The tables and figures of the last rule are :mod:`knowlab.grounding.report`.

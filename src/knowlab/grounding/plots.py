@@ -1,4 +1,4 @@
-"""Grounding figures (seed 002): Fig. 3c (by factor), Fig. 4 (F1 vs input length), Fig. 5 (reduction
+"""Grounding figures (Lee et al. 2024): Fig. 3c (by factor), Fig. 4 (F1 vs input length), Fig. 5 (reduction
 rate Gold -> Dist), Figs. 15-16 (precision and recall), gold-context position, and grounding
 across fine-tuning.  Inputs are the tables of :mod:`knowlab.grounding.analysis` (values x 100).
 Each figure has a title, labelled axes, one legend and a footnote under the panels, and is saved

@@ -1,4 +1,4 @@
-"""The grounding tables and figures of rule ``grounding_tables`` (paper seed 002, "How Well Do Large
+"""The grounding tables and figures of rule ``grounding_tables`` (Lee et al. 2024, "How Well Do Large
 Language Models Truly Ground?": Tables 1, 8-12, Figs. 3c, 4, 5, 15-16 and the gold-position analysis).
 
 The statistics are :mod:`knowlab.grounding.analysis`, the drawing :mod:`knowlab.grounding.plots`;

@@ -1,4 +1,4 @@
-"""The grounding item schema and its check (paper seed 002, "How Well Do Large Language Models Truly Ground?", Sec. 3).
+"""The grounding item schema and its check (Lee et al. 2024, "How Well Do Large Language Models Truly Ground?", Sec. 3).
 
 Every item, KAIST (:mod:`knowlab.grounding.kaist`) or fiction-derived
 (:mod:`knowlab.grounding.fiction`), follows one schema (one dict per item)::

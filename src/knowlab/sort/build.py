@@ -1,7 +1,7 @@
 """Book-SORT item construction: excerpts, distance-binned segment pairs, counterbalanced answers.
 
 Source: Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"
-(seed 003), Sec. 3 (formal task), Sec. 4.1 (Book-SORT creation) and App. A.2 / Table 4
+(Pink et al. 2024), Sec. 3 (formal task), Sec. 4.1 (Book-SORT creation) and App. A.2 / Table 4
 (distance bins).  For every book and every combination of excerpt length L_E and
 segment length L_S the paper samples 110 excerpts (100 test + 10 validation, used for
 prompt selection), all starting at a sentence boundary; inside each excerpt it samples

@@ -1,4 +1,4 @@
-"""SORT figures of the base model under the memory conditions (seed 003), each saved as PDF and PNG.
+"""SORT figures of the base model under the memory conditions (Pink et al. 2024), each saved as PDF and PNG.
 
 After Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks":
 

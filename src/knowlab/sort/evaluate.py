@@ -1,6 +1,6 @@
 """SORT evaluation of a model: item-level rows under a memory condition, and the per-model prompt choice.
 
-Paper: "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks" (seed 003),
+Paper: "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks" (Pink et al. 2024),
 Sec. 3.2 (memory conditions), App. B.3 (prompt selection on the validation slice) and
 App. B.4.2-B.4.3 (the RAG reading instruction, chosen the same way under RAG).
 

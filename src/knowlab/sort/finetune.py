@@ -1,4 +1,4 @@
-"""Fine-tuning of the SORT parametric-memory runs (paper seed 003, Sec. 3.2 and App. E) through the project's trainer.
+"""Fine-tuning of the SORT parametric-memory runs (Pink et al. 2024, Sec. 3.2 and App. E) through the project's trainer.
 
 The "books" run trains on the framed book chunks mixed with the instruction conversations,
 the "instructions" run (the paper's control) on the instructions alone, each for

@@ -1,4 +1,4 @@
-"""SORT figures across fine-tuning (seed 003), each saved as PDF and PNG.
+"""SORT figures across fine-tuning (Pink et al. 2024), each saved as PDF and PNG.
 
 After Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks":
 

@@ -1,6 +1,6 @@
 """Instruction data of the SORT parametric-memory runs: ShareGPT recovered from its cut-off file, or OpenHermes-2.5.
 
-Paper (seed 003, "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"),
+Paper (Pink et al. 2024, "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"),
 App. E "Fine-tuning details": the book chunks are mixed with 3,500 instruction samples from
 OpenHermes-2.5 whose task types exclude "experience", "stylized_response", "joke", "trivia",
 "roleplay", "riddle" and "greeting"; the control run fine-tunes on those samples alone.

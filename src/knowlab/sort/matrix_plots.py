@@ -1,4 +1,4 @@
-"""SORT p-value matrices (seed 003): Figs. 14 (McNemar) and 15 (paired t-test), saved as PDF and PNG.
+"""SORT p-value matrices (Pink et al. 2024): Figs. 14 (McNemar) and 15 (paired t-test), saved as PDF and PNG.
 
 After Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks":
 :func:`plot_matrix` draws a :func:`knowlab.sort.analysis.condition_matrix` table, the paired

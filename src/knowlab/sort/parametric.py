@@ -1,6 +1,6 @@
 """SORT parametric memory: the training data of the book fine-tuning and of its control.
 
-Paper (seed 003, "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"),
+Paper (Pink et al. 2024, "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"),
 Sec. 3.2 "Finetuning with a language modeling objective" and App. E "Fine-tuning details":
 the books are split into chunks of 5000 words, each "contextualized in the same way in which
 excerpts are presented in-context, i.e. together with the book-title in a user prompt along

@@ -1,7 +1,7 @@
 """The released Book-SORT data (Hub id ``memari/booksort``, or local files in the same layout) as SORT items.
 
 Source: Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"
-(seed 003), Sec. 4.1 and App. A.2; the release format is described in
+(Pink et al. 2024), Sec. 4.1 and App. A.2; the release format is described in
 :func:`load_booksort_release`, which maps it to the item schema of :mod:`knowlab.sort.build`
 (:data:`knowlab.sort.build.ITEM_KEYS`; distance bins by
 :func:`knowlab.sort.build.release_right_edges`).

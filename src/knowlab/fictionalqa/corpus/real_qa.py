@@ -1,6 +1,6 @@
 """Real-world factual Q&A: the control that fine-tuning on fiction teaches no real facts.
 
-Source: Kirchenbauer et al., FictionalQA (seed 004), Sec. 4 (Fig. 6), App. C.7 and D.2:
+Source: FictionalQA (Kirchenbauer et al. 2026), Sec. 4 (Fig. 6), App. C.7 and D.2:
 the paper measures ``nll(answer | question)`` on the validation subset of TriviaQA (Joshi
 et al., 2017), each pair templated as ``"Question: <question> Answer: <answer>"``, and
 finds no improvement from training on fictional documents.
@@ -146,7 +146,7 @@ def load_triviaqa(
     seed: int = 0,
     revision: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Load TriviaQA from the Hugging Face Hub (FictionalQA seed 004, App. C.7: validation split).
+    """Load TriviaQA from the Hugging Face Hub (Kirchenbauer et al. 2026, App. C.7: validation split).
 
     Calls ``datasets.load_dataset(hub_id, config, split=split, revision=revision)``
     (network or a populated Hub cache needed), maps rows with :func:`triviaqa_records`

@@ -1,6 +1,6 @@
 """Load the FictionalQA corpus: the raw pipeline output or the released dataset.
 
-Source: Kirchenbauer et al., FictionalQA (seed 004), Sec. 3 and App. C; the authors'
+Source: FictionalQA (Kirchenbauer et al. 2026), Sec. 3 and App. C; the authors'
 pipeline (github.com/jwkirchenbauer/fictionalqa, ``pipeline/``) and its Hub ETL
 (``etl_nbs_and_scripts/e2e_pipeline_hf_hub_etl.ipynb``), released as the Hugging Face
 dataset ``tomg-group-umd/fictionalqa``.
@@ -127,7 +127,7 @@ def _split_items(lines: list[str]) -> list[str]:
 def parse_fictsheet(text: str) -> dict[str, list[str]]:
     """Split a fictsheet into its five item lists.
 
-    A fictsheet is the gpt-4o "fict sheet" of one seed event (FictionalQA, seed 004, Sec. 3,
+    A fictsheet is the gpt-4o "fict sheet" of one seed event (FictionalQA, Kirchenbauer et al. 2026, Sec. 3,
     App. C): sections Entities, Events, Locations, Times, Reasons, each a list, e.g.
     ``"**Entities:**\\n\\n1. Isabelle Chang - Lead ...\\n2. ...\\n\\n**Events:**\\n\\n1. ..."``.
     Headings may be ``**Entities:**``, ``**Entities**:``, ``### Entities``, ``Entities:`` (any
@@ -181,7 +181,7 @@ def _qa_value(value: Any, field: str, where: str) -> str:
 
 
 def parse_fict_qa_yaml(text: str, where: str = "fict_qa") -> list[dict[str, str]]:
-    """Parse one fict_qa response (FictionalQA step 4, seed 004 App. C) into question dicts.
+    """Parse one fict_qa response (FictionalQA step 4, Kirchenbauer et al. 2026 App. C) into question dicts.
 
     The response is a ```` ```yaml ```` fenced list (the fence is optional) of items with
     keys ``fict``, ``question``, ``span_answer``, ``natural_answer``, each a string or a
@@ -303,7 +303,7 @@ def load_batch_results(folder: str | Path) -> dict[str, list[dict[str, Any]]]:
 
     Reads ``<folder>/batch_results/{seeds,fictsheets,fictions,fict_qa}.jsonl``; each line is
     ``{"custom_id": ..., "response": {"status_code": 200, "body": {"choices": [{"message":
-    {"content": ...}}]}}, "error": null}``.  Id scheme (FictionalQA seed 004, App. C; checked
+    {"content": ...}}]}}, "error": null}``.  Id scheme (Kirchenbauer et al. 2026, App. C; checked
     against the authors' ``pipeline/`` and Hub ETL notebook):
 
     * seeds / fictsheets: ``custom_id`` is ``<prompt file>-<i>`` (e.g.
@@ -475,7 +475,7 @@ def load_release_folder(folder: str | Path) -> dict[str, list[dict[str, Any]]]:
     """Read the released FictionalQA dataset from a local folder as the four tables.
 
     Layout: the Hugging Face Hub layout of ``tomg-group-umd/fictionalqa`` (FictionalQA,
-    seed 004 App. C), one sub-folder per config, ``seeds/``, ``fictsheets/``, ``fictions/``,
+    Kirchenbauer et al. 2026 App. C), one sub-folder per config, ``seeds/``, ``fictsheets/``, ``fictions/``,
     ``fict_qa/``, each holding ``*.parquet`` shards (e.g. ``train-00000-of-00001.parquet``,
     read in name order), or else ``<config>.parquet`` / ``<config>.jsonl`` directly in
     ``folder``.  Other configs (answer attempts, joined_qa, MCQ) are ignored.
@@ -522,7 +522,7 @@ def download_release(hub_id: str, revision: str | None, dest: str | Path | None)
     Calls ``huggingface_hub.snapshot_download(repo_id=hub_id, repo_type="dataset",
     revision=revision, allow_patterns=["seeds/*", "fictsheets/*", "fictions/*",
     "fict_qa/*"], local_dir=dest)`` (dataset ``tomg-group-umd/fictionalqa``, FictionalQA
-    seed 004 App. C).  Pin ``revision`` (config ``fiction.release.revision``, or
+    Kirchenbauer et al. 2026 App. C).  Pin ``revision`` (config ``fiction.release.revision``, or
     ``hub_id`` written ``"<id>@<commit>"``) to a commit hash for reproducibility; ``None``
     takes the default branch (a WARNING in the rule log and a manifest note,
     :func:`knowlab.core.models.note_hub_revision`).  ``dest=None`` uses the Hub cache.
@@ -559,7 +559,7 @@ def load_release(
     revision: str | None = None,
     cache_dir: str | Path | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Load the FictionalQA corpus from the configured source (FictionalQA, seed 004 App. C).
+    """Load the FictionalQA corpus from the configured source (FictionalQA, Kirchenbauer et al. 2026 App. C).
 
     * ``path`` given (it wins over ``hub_id``): a folder with ``batch_results/`` is read by
       :func:`load_batch_results` (raw pipeline output), any other by

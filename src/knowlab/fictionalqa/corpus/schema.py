@@ -1,4 +1,4 @@
-"""The FictionalQA release schema (Kirchenbauer et al., seed 004, Sec. 3 and App. C).
+"""The FictionalQA release schema (Kirchenbauer et al. 2026, Sec. 3 and App. C).
 
 Four tables, one record per line of a JSONL file:
 
