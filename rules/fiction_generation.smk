@@ -132,9 +132,19 @@ rule generate_annotate:
     input:
         fict_qa_raw=f"{GENERATE}/fict_qa_raw.jsonl",
         grades=expand(f"{GENERATE}/grades_{{kind}}.jsonl", kind=ATTEMPT_KINDS),
+        # counted in the summary table only
+        stages=expand(
+            f"{GENERATE}/{{stage}}.jsonl", stage=("seeds", "fictsheets", "fictions")
+        ),
     output:
         annotated=f"{GENERATE}/fict_qa_annotated.jsonl",
         fict_qa=f"{GENERATE}/fict_qa.jsonl",
+        summary=report(
+            f"{GENERATE}/summary.csv",
+            caption="../workflow/report/generation_summary.rst",
+            category="Fiction generation",
+            labels={"table": "summary.csv: items per stage and questions per filter"},
+        ),
         manifest=f"{GENERATE}/fict_qa.manifest.json",
     log:
         "results/logs/generate/annotate.log",

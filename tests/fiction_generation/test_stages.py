@@ -5,6 +5,7 @@ import json
 import logging
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -81,8 +82,9 @@ def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch, sampl
         unknown = [g for g in read_jsonl(f"grades_{kind}.jsonl") if g["graded_by"] == "unknown_answer"]
         assert len(unknown) == sum(a["unknown"] for a in attempts) and not any(g["correct"] for g in unknown)
 
+    stages = {name: f"{name}.jsonl" for name in ("seeds", "fictsheets", "fictions", "grades_blind", "grades_informed")}
     counts = run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
-                            "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl")
+                            "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl", "summary.csv", stages)
     rows = read_jsonl("annotated.jsonl")
     ours = {r["question_id"]: r["duplicate_root"] for r in rows if r["duplicate_root"] != r["question_id"]}
     assert ours == {qid: q["duplicate_root"] for qid, q in theirs.items() if q["duplicate_relationship"] == "exact"}
@@ -90,6 +92,14 @@ def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch, sampl
     assert counts["kept"] == len(kept) > 0
     assert all(r["blind_correct"] is False and r["duplicate_root"] == r["question_id"] for r in rows if r["kept"])
     assert set(kept[0]) == {"event_id", "fiction_id", "question_id", "fict", "question", "span_answer", "natural_answer"}
+    # the funnel table counts what the files hold, and its filters account for every question
+    funnel = dict(zip(*pd.read_csv("summary.csv")[["step", "count"]].T.values))
+    assert {step: funnel[step] for step in stages} == {step: len(read_jsonl(path)) for step, path in stages.items()}
+    assert funnel["questions"] == len(rows) and funnel["kept"] == len(kept)
+    assert funnel["exact_duplicates"] == len(ours)
+    assert funnel["feasible_blind"] == sum(r["blind_correct"] is True for r in rows) > 0
+    dropped = {r["question_id"] for r in rows if r["duplicate_root"] != r["question_id"] or not r["infeasible_blind"]}
+    assert funnel["kept"] == funnel["questions"] - len(dropped)
 
 
 # ----------------------------------------------------------------------------- resumability and errors

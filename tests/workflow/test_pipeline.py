@@ -395,6 +395,8 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path):
     annotated = [json.loads(line) for line in (work / "results" / "generate" / "fict_qa_annotated.jsonl").open()]
     assert len(corpus["fictions"]) == 15 and len(annotated) == 75
     assert [q["question_id"] for q in corpus["fict_qa"]] == [r["question_id"] for r in annotated if r["kept"]]
+    funnel = pd.read_csv(work / "results" / "generate" / "summary.csv").set_index("step")["count"]
+    assert (funnel["fictions"], funnel["questions"], funnel["kept"]) == (15, 75, len(corpus["fict_qa"]))
     assert "gpt-4o-2024-08-06" in (work / "results" / "logs" / "generate" / "seeds.log").read_text()
     assert len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
     # Downstream rules read the generated corpus with no other change; nothing is generated twice.

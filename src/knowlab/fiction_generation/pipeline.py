@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from knowlab.core.io import read_jsonl, write_jsonl
+from knowlab.core.io import read_jsonl, write_csv, write_jsonl
 from knowlab.core.llm.backends import make_backend
 from knowlab.core.llm.cache import RequestCache
 from knowlab.core.retrieval import embed, load_embedder
 from knowlab.fiction_generation import stages
-from knowlab.fiction_generation.annotate import annotate_questions
+from knowlab.fiction_generation.annotate import annotate_questions, generation_summary
 from knowlab.fictionalqa.corpus.schema import REQUIRED
 
 log = logging.getLogger(__name__)
@@ -126,9 +126,12 @@ def run_chain(gen: stages.Generator, folder: str | os.PathLike) -> None:
 
 
 def run_annotation(fict_qa_raw: str, grade_files: list[str], embedder_name: str, distance_threshold: float,
-                   annotated: str, kept: str) -> dict[str, int]:
+                   annotated: str, kept: str, summary: str | None = None,
+                   stage_tables: Mapping[str, str] | None = None) -> dict[str, int]:
     """Annotate every question (:func:`knowlab.fiction_generation.annotate.annotate_questions`) and write
-    ``annotated`` (all, with annotations) and ``kept`` (the kept ones, release-schema fields only).
+    ``annotated`` (all, with annotations) and ``kept`` (the kept ones, release-schema fields only), and,
+    if ``summary`` is given, the funnel table (:func:`~knowlab.fiction_generation.annotate.generation_summary`)
+    as CSV, counting the records of ``stage_tables`` (stage name -> jsonl path, in pipeline order).
 
     Returns:
         counts ``{"questions", "kept"}``.
@@ -142,4 +145,7 @@ def run_annotation(fict_qa_raw: str, grade_files: list[str], embedder_name: str,
     records = annotate_questions(questions, grades, embeddings, distance_threshold)
     write_jsonl(annotated, records)
     write_jsonl(kept, [{k: r[k] for k in REQUIRED["fict_qa"]} for r in records if r["kept"]])
+    if summary:
+        counts = {stage: len(read_jsonl(path)) for stage, path in (stage_tables or {}).items()}
+        write_csv(summary, generation_summary(counts, records))
     return {"questions": len(records), "kept": sum(r["kept"] for r in records)}

@@ -22,7 +22,7 @@ checkpoint, suite, item_id``:
   tokens are those of ``context + continuation`` after the context's tokens
   (harness pairing).  With byte-level BPE tokenizers (SmolLM2, Llama 3) the space
   merges into the first answer token ("ĠBr"), so no token spans the boundary;
-  ``tests/test_boundary.py`` checks this for every shipped question with the real
+  ``tests/fictionalqa/test_boundary.py`` checks this for every shipped question with the real
   SmolLM2 tokenizer.
 - ``real_qa_nll`` (real-world questions: the shipped set or TriviaQA, App. C.7):
   the same nll(answer | question) with the same template, on ``answer``.
