@@ -1,6 +1,7 @@
 # Paths, the names the rules expand over, wildcard constraints and input functions.
 # Cross-field config checks are knowlab.config.check_config (called by the Snakefile).
 import json
+import os
 
 from snakemake.settings.types import DeploymentMethod
 
@@ -10,7 +11,7 @@ from knowlab.core.train import launch_command, launch_resources
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.fictionalqa.splits import document_suites
 from knowlab.fictionalqa.corpus.schema import TABLES
-from knowlab.finetune_job import job_spec
+from knowlab.finetune_job import TRACKING_ENV, job_spec
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
@@ -248,8 +249,10 @@ FINETUNE_LAUNCH = (
     + launch_command(config["finetune"]["distributed"], _PYTHON)
 )
 FINETUNE_RESOURCES = launch_resources(config["finetune"]["distributed"])
-# the tracking block, as the job's --tracking argument (knowlab.core.tracking)
-TRACKING = json.dumps(config["tracking"], sort_keys=True)
+# where fine-tuning jobs send their live curves (knowlab.core.tracking): in the environment every
+# job inherits (the launchers pass it on to every process), not in a param, so that changing it
+# retrains nothing
+os.environ[TRACKING_ENV] = json.dumps(config["tracking"], sort_keys=True)
 
 
 def finetune_spec(wildcards, input, output):

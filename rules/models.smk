@@ -72,10 +72,10 @@ rule finetune:
         launch=FINETUNE_LAUNCH,
         spec=finetune_spec,
     # the log, and every attempt appended beside it (knowlab.core.provenance.attempts_path);
-    # TRACKING (where the live curves go) is not a param: changing it retrains nothing
+    # where the live curves go comes from KNOWLAB_TRACKING (rules/common.smk): not a param, so
+    # that changing it retrains nothing
     shell:
-        "{params.launch} -m knowlab.finetune_job --threads {threads} --tracking {TRACKING:q} "
-        "{params.spec:q} 2>&1 "
+        "{params.launch} -m knowlab.finetune_job --threads {threads} {params.spec:q} 2>&1 "
         "| tee -a {log}.attempts > {log}"
 
 

@@ -4,7 +4,9 @@ The workflow's ``finetune`` rule runs ``<launcher> -m knowlab.finetune_job SPEC`
 prefix from :func:`knowlab.core.train.launch_command`: the interpreter alone, torchrun, or
 ``srun`` with one task per GPU) with ``--threads N`` (CPU threads of the whole job, shared
 among its processes on a node) and ``--tracking JSON`` (the ``tracking`` config block: where
-the live training curves go, :mod:`knowlab.core.tracking`).  ``SPEC`` is a JSON object:
+the live training curves go, :mod:`knowlab.core.tracking`; by default the environment variable
+``KNOWLAB_TRACKING``, which the workflow sets, so that where the curves go is no param of the
+rule and changing it retrains nothing).  ``SPEC`` is a JSON object:
 
 - ``recipe``: ``fictionalqa`` (:func:`knowlab.fictionalqa.training.finetune_run`) or
   ``sort_parametric`` (:func:`knowlab.sort.finetune.finetune_parametric_run`);
@@ -43,6 +45,9 @@ log = logging.getLogger("knowlab")
 # spec, so that adding a run does not retrain the others
 RUN_LIST_KEYS = ("runs", "control")
 
+#: the environment variable holding the ``tracking`` block as JSON (the default of ``--tracking``)
+TRACKING_ENV = "KNOWLAB_TRACKING"
+
 
 def job_spec(
     recipe: str,
@@ -72,8 +77,7 @@ def job_command(launch: str, spec: Mapping[str, Any], threads: int, tracking: Ma
     """The shell command of one job: ``launch`` (:func:`knowlab.core.train.launch_command`), this
     module, ``--threads``, ``--tracking`` (the ``tracking`` block as quoted JSON, if any) and the spec
     as quoted JSON.  The workflow's ``finetune`` rule writes the same command from its shell template
-    (``threads`` is Snakemake's; the tracking block is outside the rule's params, so that where the
-    curves go does not retrain a run)."""
+    (``threads`` is Snakemake's) but for ``--tracking``: its jobs read :data:`TRACKING_ENV`."""
     track = f" --tracking {shlex.quote(json.dumps(tracking, sort_keys=True))}" if tracking else ""
     return (
         f"{launch} -m knowlab.finetune_job --threads {threads}{track} {shlex.quote(json.dumps(spec, sort_keys=True))}"
@@ -139,7 +143,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m knowlab.finetune_job", description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of the job (all its local processes)")
     parser.add_argument(
-        "--tracking", type=json.loads, default=None, help="the tracking config block as JSON (live training curves)"
+        "--tracking",
+        type=json.loads,
+        default=os.environ.get(TRACKING_ENV),
+        help=f"the tracking config block as JSON (live training curves; default: ${TRACKING_ENV})",
     )
     parser.add_argument("spec", type=json.loads, help="the job as a JSON object (see the module docstring)")
     args = parser.parse_args(argv)

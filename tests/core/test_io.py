@@ -1,10 +1,14 @@
 """Bad input gets a clear error and loses nothing: JSONL errors, hashes, atomic writes."""
 
+import os
+import stat
+
 import pytest
 
 from knowlab.core.io import (
     DataError,
     HashMismatchError,
+    atomic_dir,
     atomic_path,
     iter_jsonl_numbered,
     read_json,
@@ -119,3 +123,17 @@ def test_read_text_strict_decoding_and_empty_files(tmp_path):
     assert read_text(path) == " \n"
     with pytest.raises(DataError, match=r"pg1\.txt: empty file"):
         read_text(path, allow_empty=False)
+
+
+def test_atomic_outputs_get_the_permissions_of_a_direct_write(tmp_path):
+    """tempfile makes 0600 files and 0700 folders; an output must be as readable as one written directly."""
+    old = os.umask(0o022)
+    try:
+        write_jsonl(tmp_path / "items.jsonl", [{"a": 1}])
+        with atomic_dir(tmp_path / "tasks") as folder:
+            write_jsonl(folder / "task.jsonl", [{"a": 1}])
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "items.jsonl").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "tasks").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "tasks" / "task.jsonl").stat().st_mode) == 0o644

@@ -28,12 +28,10 @@ PARAMS = {"max_new_tokens": 8, "do_sample": False, "temperature": 1.0, "top_k": 
 CONTEXT = "Ada Quill built the Meridian bridge in 1871. The bridge spans the river Tolle near the old mill."
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_model_dir):
-    """The tiny random model and its tokenizer (tests/conftest.py)."""
-    from knowlab.core.models import load_model
-
-    return load_model(tiny_model_dir)
+@pytest.fixture
+def tiny(tiny_model):
+    """The session's tiny random model and its tokenizer (tests/conftest.py)."""
+    return tiny_model
 
 
 def _records(*questions: str) -> list[dict]:

@@ -201,13 +201,6 @@ def test_cross_encoder_scores_are_raw_logits(tiny_cross_encoder_dir, long_text):
     assert not at.supported([(facts[0], short)])[0]
 
 
-@pytest.fixture(scope="module")
-def smollm2(smollm2_dir):
-    from knowlab.core.models import load_model
-
-    return load_model(smollm2_dir)
-
-
 def test_llm_judge_score_is_log_odds_of_true(smollm2):
     import torch
 

@@ -155,22 +155,13 @@ def test_sentences_kind_and_errors():
         decompose_responses(["x"], {"kind": "sentences", "max_tokens": 3})
 
 
-def test_real_decomposer_smollm2(smollm2_dir):
-    import torch
-
-    from knowlab.core.models import load_model
-
-    model, tokenizer = load_model(smollm2_dir)
+def test_real_decomposer_smollm2(smollm2):
+    model, tokenizer = smollm2
     responses = [
         "Germany has the largest economy in Europe.",
         "Lady Xian was a noblewoman of the Li people who died during a tour of Hainan.",
     ]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a shared, loaded 2-core machine: one thread is ~10x faster than two
-    try:
-        out = decompose_responses(responses, {"kind": "llm", "max_new_tokens": 40}, model, tokenizer)
-    finally:
-        torch.set_num_threads(threads)
+    out = decompose_responses(responses, {"kind": "llm", "max_new_tokens": 40}, model, tokenizer)
     for record in out:
         assert record["facts"] and all(isinstance(f, str) and f for f in record["facts"])
         assert record["method"] in ("llm", "sentences", "mixed")

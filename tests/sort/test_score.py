@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 import torch
 
-from knowlab.core.models import load_model
 from knowlab.core.scoring import prefix_token_id
 from knowlab.sort.prompts import ANSWER_PREFIX, DEFAULT_TEMPLATES, render_prompt
 from knowlab.sort.score import label_token_ids, score_items, segment_nll, select_prompt
@@ -189,10 +188,9 @@ def test_select_prompt_input_errors():
         select_prompt(pd.DataFrame(columns=["template_id", "prediction", "correct"]))
 
 
-def test_smollm2_puts_most_probability_on_the_labels(smollm2_dir, items):
+def test_smollm2_puts_most_probability_on_the_labels(smollm2, items):
     """With its chat template and the answer prefix, the real instruct model's next token is a label."""
-    torch.set_num_threads(1)
-    model, tok = load_model(smollm2_dir)
+    model, tok = smollm2
     contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "in_context") for item in items]
     frame = score_items(model, tok, contexts, [item["answer"] for item in items], batch_size=2)
     assert (frame["logp_labels"] > math.log(0.5)).all()

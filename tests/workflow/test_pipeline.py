@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
@@ -73,6 +74,12 @@ def test_item_tables_and_statistics(workdir):
     assert list(log["step"]) == [1, 2, 3, 4, 5, 6]
     assert log["fiction_samples_seen"].is_monotonic_increasing
     assert (log["fiction_samples_seen"] + log["webtext_samples_seen"] == log["step"] * 4).all()
+    # the same records, live, in TensorBoard (the default tracking backend)
+    events = EventAccumulator(str(workdir / "results" / "logs" / "training" / "fictionalqa" / "doc"))
+    events.Reload()
+    curve = events.Scalars("train/loss")
+    assert [e.step for e in curve] == list(log["step"])
+    assert [e.value for e in curve] == pytest.approx(list(log["loss"]), rel=1e-6)
     control = pd.read_parquet(workdir / "results" / "finetune" / "control" / "train_log.parquet")
     assert (control["fiction_samples_seen"] == 0).all()
     sheets = pd.read_parquet(workdir / "results" / "finetune" / "fictsheets" / "train_log.parquet")

@@ -142,9 +142,19 @@ def read_text(path: str | os.PathLike, *, encoding: str = "utf-8", allow_empty: 
     return text
 
 
+def default_mode(directory: bool = False) -> int:
+    """The permission bits ``open``/``mkdir`` would give a new file or folder under this process's
+    umask (``0o644`` / ``0o755`` under the usual ``022``).  ``tempfile`` creates ``0o600`` / ``0o700``,
+    which would leave atomically written outputs unreadable to anyone but their owner."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return (0o777 if directory else 0o666) & ~mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` on success only."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` on success only, with the
+    permissions of a file written directly (:func:`default_mode`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix or path.suffix)
@@ -152,6 +162,8 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.is_file():
+            os.chmod(tmp_path, default_mode())
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)
@@ -206,12 +218,14 @@ def read_parquets(paths: Iterable[str | os.PathLike]):
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path``; move it onto ``path`` on success only."""
+    """Yield a temporary folder beside ``path``; move it onto ``path`` on success only, with the
+    permissions of a folder made directly (:func:`default_mode`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:
         yield tmp
+        os.chmod(tmp, default_mode(directory=True))
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)

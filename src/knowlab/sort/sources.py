@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from knowlab.core.io import DataError, HashMismatchError, sha256_file
+from knowlab.core.io import DataError, HashMismatchError, default_mode, sha256_file
 from knowlab.core.provenance import record
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ def _download_verified(url: str, sha256: str, final: Path, timeout: float, what:
                 f"sha256 mismatch for {what} (from {url}): expected {sha256.lower()}, got {actual}; "
                 f"the download was discarded and nothing was written to {final}"
             )
+        os.chmod(tmp, default_mode())
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
@@ -221,6 +222,7 @@ def fetch_gutenberg(
                 with os.fdopen(fd, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as response:
                     shutil.copyfileobj(response, out)
                 first_use[book_id] = pins[book_id] = sha256_file(tmp)
+                os.chmod(tmp, default_mode())
                 os.replace(tmp, final)
             finally:
                 tmp.unlink(missing_ok=True)
