@@ -45,6 +45,7 @@ localrules:
     webtext,
     fiction_corpus,
     split,
+    lm_eval_tasks,
     train_log,
     paired_tests,
     figure_fig2,
@@ -66,6 +67,7 @@ localrules:
     grounding_items,
     grounding_finetune_stats,
     findings,
+    dataset_card,
 
 
 rule all:

@@ -2,8 +2,8 @@
 
 Scores the MCQ-4 and MCQ-10 suites with :func:`knowlab.fictionalqa.suites.mcq_rows`
 (the shared-context engine of :mod:`knowlab.core.scoring`) in this process, and
-with lm-evaluation-harness in a subprocess run by a side virtual environment's
-Python (``--lm-eval-python``; see benchmarks/README.md for its installation), on
+with lm-evaluation-harness in a subprocess (``--lm-eval-python``, by default this
+interpreter: lm-eval is in the project's requirements), on
 the task files written by :func:`knowlab.fictionalqa.lm_eval_export.export_mcq_task`.
 The harness runs through ``lm_eval.simple_evaluate`` with the ``hf`` model built
 from ``model_args="pretrained=...,dtype=float32,device=cpu"`` (as
@@ -118,7 +118,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--limit", type=int, help="first N questions of each suite (a quick check)")
-    parser.add_argument("--lm-eval-python", default=str(ROOT / ".venv-lmeval" / "bin" / "python"))
+    parser.add_argument("--lm-eval-python", default=sys.executable, help="a Python with lm-eval (default: this one)")
     parser.add_argument("--worker", nargs=3, metavar=("TASK_DIR", "TASKS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

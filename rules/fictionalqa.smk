@@ -1,4 +1,4 @@
-# FictionalQA (seed 004): webtext and the fiction corpus -> MCQ items -> splits ->
+# FictionalQA (Kirchenbauer et al. 2026): webtext and the fiction corpus -> MCQ items -> splits ->
 # (fine-tuning, rules/models.smk) -> checkpoint evaluation -> paired tests -> summary
 # -> the paper's figures.  Step 0 of every run is the base model, evaluated once as run
 # `base_model` (knowlab.core.checkpoints).
@@ -91,6 +91,27 @@ rule mcq:
         seed=config["seed"],
     script:
         "../scripts/mcq.py"
+
+
+# the MCQ suites as lm-evaluation-harness tasks (knowlab.fictionalqa.lm_eval_export): a folder that
+# names no absolute path: `lm_eval --include_path <the folder>` runs them from any directory
+rule lm_eval_tasks:
+    input:
+        mcq=MCQ,
+    output:
+        tasks=directory("results/lm_eval"),
+        manifest="results/lm_eval.manifest.json",
+    log:
+        "results/logs/lm_eval_tasks.log",
+    benchmark:
+        "results/benchmarks/lm_eval_tasks.tsv"
+    conda:
+        "../envs/eval.yaml"
+    params:
+        n_choices=config["mcq"]["n_choices"],
+        template=lambda wildcards: config["evaluate"]["mcq_template"],  # "{question}": no expansion
+    script:
+        "../scripts/lm_eval_tasks.py"
 
 
 rule real_qa:
@@ -290,6 +311,7 @@ rule figure_pvalues:
 
 
 FICTIONALQA_OUTPUTS = expand("results/splits/{split}.json", split=SPLITS)
+FICTIONALQA_OUTPUTS += ["results/lm_eval"]
 if FICTION_RUNS:
     FICTIONALQA_OUTPUTS += expand(
         "results/figures/{family}.{ext}", family=FIGURE_FAMILIES, ext=("pdf", "png")

@@ -1,0 +1,24 @@
+"""The Hugging Face dataset card of the item-level tables (knowlab.dataset_card), at the root of results/."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab.core.provenance import rule_step
+from knowlab.dataset_card import write_card
+
+with rule_step(snakemake) as log:
+    params = snakemake.params
+    configs = write_card(
+        snakemake.output.card,
+        snakemake.input,
+        model=params.model,
+        seed=params.seed,
+        settings=params.settings,
+        eval_models=params.eval_models,
+    )
+    for config, counts in configs.items():
+        log.info(
+            "config %s: tables %d, rows %d, columns %d", config, counts["tables"], counts["rows"], counts["columns"]
+        )
