@@ -491,7 +491,7 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
     [
         # the default: three fiction runs + control, one checkpoint each (+ 2 SORT parametric runs)
         (None, {"finetune_last": 6, "evaluate": 5, "paired_tests": 6, "sort_prompt": 1, "findings": 1}),
-        # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + the findings rule)
+        # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + findings, lm_eval_tasks, dataset_card)
         ("cpu-full.yaml", {"finetune": 6, "finetune_last": 8, "evaluate": 13, "paired_tests": 10, "total": 156}),
     ],
     ids=["default", "cpu-full"],
