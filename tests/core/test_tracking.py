@@ -55,7 +55,7 @@ def test_wandb_offline_writes_a_run_to_sync_later(tmp_path, monkeypatch):
         for step in steps:
             tracker.log(_record(step, 5.0 - step))
         tracker.close()
-    runs = sorted((tmp_path / "wandb" / "wandb").glob("offline-run-*/run-*.wandb"))
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
     assert len(runs) == 2 and len({path.name for path in runs}) == 1  # one run id, resumed
     assert runs[0].name.startswith("run-fictionalqa-doc-")
     assert all(b"train/loss" in path.read_bytes() for path in runs)

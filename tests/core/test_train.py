@@ -56,21 +56,31 @@ def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tm
 
 
 def test_lora_adapter_loads_after_its_run_folder_moves(tiny_model_dir, corpus, tmp_path, monkeypatch, finetune_cfg):
-    """The adapter names its base relative to the working directory (as the workflow's
-    resources/base_model), so moving the run folder breaks nothing; from elsewhere, a clear error."""
+    """The adapter names its base as the workflow does, relative to the working directory (here
+    through a symlinked resources/, which stays a relative name), so moving the run folder breaks
+    nothing; from another directory, a clear error."""
     fiction, webtext = _texts(corpus)
-    monkeypatch.chdir(tiny_model_dir.parent)
+    workflow = tmp_path / "workflow"
+    (workflow / "resources").mkdir(parents=True)
+    (workflow / "resources" / "base_model").symlink_to(tiny_model_dir)
+    monkeypatch.chdir(workflow)
     cfg = finetune_cfg | {"max_steps": 2, "checkpoint_every": 2}
     cfg["lora"] = cfg["lora"] | {"enabled": True}
-    run = tmp_path / "results" / "doc"
+    run = workflow / "results" / "doc"
     finetune(
-        base_model=tiny_model_dir, out_dir=run, run="doc", fiction_texts=fiction, webtext_texts=webtext, cfg=cfg, seed=0
+        base_model="resources/base_model",
+        out_dir=run,
+        run="doc",
+        fiction_texts=fiction,
+        webtext_texts=webtext,
+        cfg=cfg,
+        seed=0,
     )
     reference = read_json(run / "step-2" / "adapter_config.json")["base_model_name_or_path"]
-    assert reference == f"./{tiny_model_dir.name}" == read_json(run / "step-2" / CHECKPOINT_META)["base_model"]
+    assert reference == "./resources/base_model" == read_json(run / "step-2" / CHECKPOINT_META)["base_model"]
     texts = [f.read_text() for f in (run / "step-2").iterdir() if f.suffix in (".json", ".md", ".jinja")]
-    assert texts and not any(str(tiny_model_dir.parent) in text for text in texts)
-    moved = tmp_path / "elsewhere" / "doc"
+    assert texts and not any(str(tmp_path) in text or str(tiny_model_dir) in text for text in texts)
+    moved = workflow / "shared" / "doc"
     moved.parent.mkdir()
     shutil.move(run, moved)
     model, _ = load_model(moved / "step-2")
@@ -78,7 +88,7 @@ def test_lora_adapter_loads_after_its_run_folder_moves(tiny_model_dir, corpus, t
     with torch.no_grad():
         assert not torch.allclose(model(ids).logits, load_model(tiny_model_dir)[0](ids).logits)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(CheckpointError, match="its base model './model'.*load the adapter from there"):
+    with pytest.raises(CheckpointError, match="its base model './resources/base_model'.*load the adapter from there"):
         load_model(moved / "step-2")
 
 

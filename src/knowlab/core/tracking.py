@@ -87,6 +87,7 @@ class WandbTracker:
     """Scalars to one Weights & Biases run, resumed by every checkpoint interval."""
 
     def __init__(self, cfg: Mapping[str, Any], root: Path, name: str, settings: Mapping[str, Any]) -> None:
+        """``root``: the tracking ``dir``; W&B writes its files under ``root/wandb``."""
         # deferred: wandb loads only where it is the configured backend
         import wandb
 
@@ -135,6 +136,6 @@ def open_tracker(cfg: Mapping[str, Any] | None, name: str, first_step: int, sett
         tracker: Tracker = TensorBoardTracker(root / name, first_step)
         log.info("training curves: TensorBoard, tensorboard --logdir %s", root)
     else:
-        tracker = WandbTracker(cfg["wandb"], root / "wandb", name, settings)
+        tracker = WandbTracker(cfg["wandb"], root, name, settings)
         log.info("training curves: W&B run %s (%s, files under %s)", name, cfg["wandb"]["mode"], root / "wandb")
     return tracker

@@ -263,11 +263,11 @@ def base_reference(base_model: str | os.PathLike) -> str:
     written as a path (``./resources/base_model``, which no loader mistakes for a Hub id); elsewhere
     absolute.  A LoRA adapter so named loads, from the workflow's directory, wherever its run
     folder has been moved (:func:`knowlab.core.models.check_model_dir` says what is missing if not)."""
-    path = portable(str(Path(base_model).resolve()))
+    path = portable(os.path.abspath(base_model))  # a symlinked resources/ stays resources/
     return path if os.path.isabs(path) else os.path.join(".", path)
 
 
-def _build_engine(base_model: Path, cfg: Mapping[str, Any], ds_config: dict[str, Any], bf16: bool):
+def _build_engine(base_model: Path, reference: str, cfg: Mapping[str, Any], ds_config: dict[str, Any], bf16: bool):
     """The base model (LoRA-wrapped if configured) with its optimizer and schedule, in a DeepSpeed engine."""
     # deferred: deepspeed, peft and transformers load only in fine-tuning jobs (the train env)
     import deepspeed
@@ -285,7 +285,7 @@ def _build_engine(base_model: Path, cfg: Mapping[str, Any], ds_config: dict[str,
         from peft import LoraConfig, get_peft_model
 
         # what the adapter's config and model card name as its base: not this machine's path
-        model.name_or_path = model.config.name_or_path = base_reference(base_model)
+        model.name_or_path = model.config.name_or_path = reference
         model = get_peft_model(
             model,
             LoraConfig(
@@ -368,11 +368,12 @@ def train_segment(
 
     device, rank, world = init_distributed()
     torch.manual_seed(seed)
-    base_model = check_model_dir(base_model).resolve()
+    reference = base_reference(check_model_dir(base_model))
+    base_model = Path(base_model).resolve()
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     bf16 = use_bf16(cfg["precision"], device)
     ds_config = deepspeed_config(cfg, world, bf16)
-    engine, scheduler = _build_engine(base_model, cfg, ds_config, bf16)
+    engine, scheduler = _build_engine(base_model, reference, cfg, ds_config, bf16)
     if world == 1 and cfg["zero_stage"] == 0:
         # averaging gradients over one process is the identity: skip the flatten/all-reduce/copy-back
         # (ZeRO's optimizers collect their gradients in that pass: kept for them)
@@ -441,7 +442,7 @@ def train_segment(
             )  # fmt: skip
     finally:
         tracker.close()
-    meta = {"run": run, "step": end_step, "seed": seed, "base_model": base_reference(base_model), **sampler.counters()}
+    meta = {"run": run, "step": end_step, "seed": seed, "base_model": reference, **sampler.counters()}
     _save_checkpoint(engine, tokenizer, Path(checkpoint_out), meta, rank)
     if state_out:
         _save_state(engine, sampler, Path(state_out), meta, world, rank, cfg["lora"]["enabled"])
