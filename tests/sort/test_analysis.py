@@ -67,7 +67,7 @@ def test_binomial_tests_match_scipy(sub, rows):
         assert (r["k"], r["n"]) == (k, len(group))
         assert r["pvalue"] == binomtest(k, len(group), p=0.5, alternative="two-sided").pvalue
     assert np.allclose(table["pvalue_holm"], multipletests(table["pvalue"], method="holm")[1])
-    assert set(table["correction"]) == {"holm"}
+    assert set(table["correction"]) == {"holm"} and set(table["family_size"]) == {len(table)}
     expected = ["**" if p < 0.01 else "*" if p < 0.05 else "" for p in table["pvalue_holm"]]
     assert table["significance"].tolist() == expected
     strong = binomial_tests(sub(rows, run="base", condition="in_context", model="m1"), ["excerpt_length"])

@@ -110,3 +110,22 @@ def test_every_plot_writes_pdf_and_png(sub, rows, fiction_rows, tmp_path):
         condition_matrix(fiction_rows, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
     )
     assert not matrix_plots._fits_checkpoint_matrix(condition_matrix(m1, keys, "mcnemar", labels=labels))
+
+
+def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkeypatch):
+    """The workflow marks Fig. 10 with the baseline rows of a table corrected over every condition:
+    the footnote names that family's size, not the number of points marked."""
+    from knowlab.sort import condition_plots
+
+    base = sub(rows, run="base", split="test")
+    family = binomial_tests(base, ["model", "condition", "segment_length", "distance_bin"])
+    baseline = family[family.condition == "baseline"]
+    assert len(baseline) < len(family)
+    notes = []
+    real = condition_plots.panel_figure
+    monkeypatch.setattr(condition_plots, "panel_figure", lambda n, h, note: notes.append(note) or real(n, h, note))
+    condition_plots.plot_by_distance(
+        base, tmp_path / "f.pdf", tmp_path / "f.png", condition="baseline", hue="segment_length", panel="model",
+        marks=baseline, n_resamples=N_RES,
+    )  # fmt: skip
+    assert f"Holm-corrected over {len(family)} tests" in notes[0]

@@ -154,8 +154,10 @@ def binomial_tests(
 
     Returns:
         One row per group: the ``by`` columns, ``k`` (correct), ``n`` (rows), ``accuracy``,
-        ``pvalue``, ``pvalue_holm``, ``correction`` (``"holm"``), ``significance``
-        (``""``, ``"*"``, ``"**"`` on ``pvalue_holm``), ``alternative``, ``p_null``.
+        ``pvalue``, ``pvalue_holm``, ``correction`` (``"holm"``), ``family_size`` (the number of
+        tests Holm's correction ran over: every row of the table, whichever of them a figure
+        marks), ``significance`` (``""``, ``"*"``, ``"**"`` on ``pvalue_holm``), ``alternative``,
+        ``p_null``.
 
     Raises:
         ValueError: a missing column, no rows, or an ``alternative`` scipy rejects.
@@ -174,6 +176,7 @@ def binomial_tests(
     table = pd.DataFrame(out)
     table["pvalue_holm"] = multipletests(table["pvalue"].to_numpy(), method=CORRECTION)[1]
     table["correction"] = CORRECTION
+    table["family_size"] = len(table)
     table["significance"] = table["pvalue_holm"].map(marks)
     table["alternative"] = alternative
     table["p_null"] = p

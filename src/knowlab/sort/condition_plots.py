@@ -178,7 +178,7 @@ def plot_by_distance(
     groups = ([panel] if panel else []) + [hue]
     table = accuracy_table(part, [*groups, "distance_bin"], n_resamples, seed)
     if marks is not None:
-        need = [*groups, "distance_bin", "significance", "correction"]
+        need = [*groups, "distance_bin", "significance", "correction", "family_size"]
         missing = [c for c in need if c not in marks]
         if missing:
             raise ValueError(f"marks needs columns {need}; missing {missing}")
@@ -193,7 +193,8 @@ def plot_by_distance(
         note += (
             f" Asterisks: {marks['alternative'].iloc[0] if 'alternative' in marks else 'two-sided'} binomial test "
             f"against {marks['p_null'].iloc[0] if 'p_null' in marks else CHANCE:g} per point, "
-            f"{marks['correction'].iloc[0].capitalize()}-corrected over {len(marks)} tests "
+            f"{marks['correction'].iloc[0].capitalize()}-corrected over "
+            f"{marks['family_size'].iloc[0]} tests "
             "(* p < 0.05, ** p < 0.01)."
         )
     layout = panel_figure(len(panels), len(handles), note)
