@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.train import launch_command
-from knowlab.finetune_job import job_command, job_spec
+from knowlab.finetune_job import TRACKING_ENV, job_command, job_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def _launch(tmp_path, inputs, outputs, cfg, checkpoint, world, curves):
     spec = job_spec("fictionalqa", "control", checkpoint, inputs, outputs, cfg, None, 4)
     launch = launch_command({"launcher": "torchrun", "nodes": 1, "processes_per_node": world}, sys.executable)
-    tracking = {"backend": "tensorboard", "dir": curves, "wandb": {}}
-    command = job_command(launch, spec, threads=world, tracking=tracking)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = job_command(launch, spec, threads=world)
+    tracking = {"backend": "tensorboard", "dir": curves, "wandb": {}}  # as the workflow passes it
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), TRACKING_ENV: json.dumps(tracking)}
     done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stderr

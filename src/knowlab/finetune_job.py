@@ -73,15 +73,12 @@ def job_spec(
     }
 
 
-def job_command(launch: str, spec: Mapping[str, Any], threads: int, tracking: Mapping[str, Any] | None = None) -> str:
+def job_command(launch: str, spec: Mapping[str, Any], threads: int) -> str:
     """The shell command of one job: ``launch`` (:func:`knowlab.core.train.launch_command`), this
-    module, ``--threads``, ``--tracking`` (the ``tracking`` block as quoted JSON, if any) and the spec
-    as quoted JSON.  The workflow's ``finetune`` rule writes the same command from its shell template
-    (``threads`` is Snakemake's) but for ``--tracking``: its jobs read :data:`TRACKING_ENV`."""
-    track = f" --tracking {shlex.quote(json.dumps(tracking, sort_keys=True))}" if tracking else ""
-    return (
-        f"{launch} -m knowlab.finetune_job --threads {threads}{track} {shlex.quote(json.dumps(spec, sort_keys=True))}"
-    )
+    module, ``--threads`` and the spec as quoted JSON.  The workflow's ``finetune`` rule writes the
+    same command from its shell template (``threads`` is Snakemake's, outside the rule's params);
+    where the curves go comes from :data:`TRACKING_ENV`."""
+    return f"{launch} -m knowlab.finetune_job --threads {threads} {shlex.quote(json.dumps(spec, sort_keys=True))}"
 
 
 def run_job(spec: dict[str, Any], threads: int = 1, tracking: Mapping[str, Any] | None = None) -> None:

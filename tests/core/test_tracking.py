@@ -5,7 +5,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from knowlab.core.tracking import NoTracker, open_tracker, scalars
 
-TENSORBOARD = {"backend": "tensorboard", "dir": "curves", "wandb": {}}
+TENSORBOARD = {"backend": "tensorboard", "dir": "curves", "wandb": {}, "name": "fictionalqa/doc"}
 
 
 def _record(step, loss):
@@ -30,11 +30,11 @@ def test_scalars_are_the_records_numbers_but_the_step():
 def test_a_rerun_interval_replaces_the_steps_it_repeats(tmp_path, monkeypatch):
     """A killed interval's steps 3-4, trained again, are drawn once, with the new values."""
     monkeypatch.chdir(tmp_path)
-    first = open_tracker(TENSORBOARD, "fictionalqa/doc", 1, {})
+    first = open_tracker(TENSORBOARD, 1, {})
     for step in range(1, 5):
         first.log(_record(step, 10.0 - step))
     first.close()
-    again = open_tracker(TENSORBOARD, "fictionalqa/doc", 3, {})
+    again = open_tracker(TENSORBOARD, 3, {})
     for step in (3, 4, 5):
         again.log(_record(step, 100.0 + step))
     again.close()
@@ -49,9 +49,10 @@ def test_a_rerun_interval_replaces_the_steps_it_repeats(tmp_path, monkeypatch):
 
 def test_wandb_offline_writes_a_run_to_sync_later(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
-    cfg = {"backend": "wandb", "dir": str(tmp_path), "wandb": {"project": "knowlab", "entity": None, "mode": "offline"}}
+    wandb = {"project": "knowlab", "entity": None, "mode": "offline"}
+    cfg = {"backend": "wandb", "dir": str(tmp_path), "wandb": wandb, "name": "fictionalqa/doc"}
     for steps in ((1, 2), (3,)):  # two intervals resume one W&B run
-        tracker = open_tracker(cfg, "fictionalqa/doc", steps[0], {"lr": 1e-3})
+        tracker = open_tracker(cfg, steps[0], {"lr": 1e-3})
         for step in steps:
             tracker.log(_record(step, 5.0 - step))
         tracker.close()
@@ -62,7 +63,7 @@ def test_wandb_offline_writes_a_run_to_sync_later(tmp_path, monkeypatch):
 
 
 def test_none_and_unknown_backends():
-    assert isinstance(open_tracker(None, "fictionalqa/doc", 1, {}), NoTracker)
-    assert isinstance(open_tracker({"backend": "none"}, "fictionalqa/doc", 1, {}), NoTracker)
+    assert isinstance(open_tracker(None, 1, {}), NoTracker)
+    assert isinstance(open_tracker({"backend": "none"}, 1, {}), NoTracker)
     with pytest.raises(ValueError, match="tracking.backend must be one of"):
-        open_tracker({"backend": "mlflow", "dir": "x"}, "fictionalqa/doc", 1, {})
+        open_tracker({"backend": "mlflow", "dir": "x", "name": "fictionalqa/doc"}, 1, {})

@@ -24,22 +24,27 @@ def _texts(corpus):
     return [r["fiction"] for r in corpus["fictions"][:6]], [r["fiction"][:200] for r in corpus["fictions"][30:50]]
 
 
-@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tmp_path, lora, finetune_cfg):
-    from transformers import AutoModelForCausalLM
-
+def _finetune(corpus, base_model, out_dir, cfg, seed=0):
+    """Train run ``doc`` on the texts of :func:`_texts`; its log."""
     fiction, webtext = _texts(corpus)
-    cfg = finetune_cfg
-    cfg["lora"]["enabled"] = lora
-    log = finetune(
-        base_model=tiny_model_dir,
-        out_dir=tmp_path,
+    return finetune(
+        base_model=base_model,
+        out_dir=out_dir,
         run="doc",
         fiction_texts=fiction,
         webtext_texts=webtext,
         cfg=cfg,
-        seed=0,
+        seed=seed,
     )
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tmp_path, lora, finetune_cfg):
+    from transformers import AutoModelForCausalLM
+
+    cfg = finetune_cfg
+    cfg["lora"]["enabled"] = lora
+    log = _finetune(corpus, tiny_model_dir, tmp_path, cfg)
     assert list(log["step"]) == [1, 2, 3, 4]
     assert (log.loc[0, "fiction_samples_seen"] == 0) and log["fiction_samples_seen"].iloc[-1] > 0
     assert {"loss", "lr", "tokens", "fiction_epochs", "webtext_epochs"} <= set(log.columns)
@@ -55,11 +60,12 @@ def test_finetune_writes_loadable_checkpoints_and_log(tiny_model_dir, corpus, tm
     assert not torch.allclose(last, base)
 
 
-def test_lora_adapter_loads_after_its_run_folder_moves(tiny_model_dir, corpus, tmp_path, monkeypatch, finetune_cfg):
+def test_lora_adapter_loads_after_its_run_folder_moves(
+    tiny_model_dir, tiny_model, corpus, tmp_path, monkeypatch, finetune_cfg
+):
     """The adapter names its base as the workflow does, relative to the working directory (here
     through a symlinked resources/, which stays a relative name), so moving the run folder breaks
     nothing; from another directory, a clear error."""
-    fiction, webtext = _texts(corpus)
     workflow = tmp_path / "workflow"
     (workflow / "resources").mkdir(parents=True)
     (workflow / "resources" / "base_model").symlink_to(tiny_model_dir)
@@ -67,15 +73,7 @@ def test_lora_adapter_loads_after_its_run_folder_moves(tiny_model_dir, corpus, t
     cfg = finetune_cfg | {"max_steps": 2, "checkpoint_every": 2}
     cfg["lora"] = cfg["lora"] | {"enabled": True}
     run = workflow / "results" / "doc"
-    finetune(
-        base_model="resources/base_model",
-        out_dir=run,
-        run="doc",
-        fiction_texts=fiction,
-        webtext_texts=webtext,
-        cfg=cfg,
-        seed=0,
-    )
+    _finetune(corpus, "resources/base_model", run, cfg)
     reference = read_json(run / "step-2" / "adapter_config.json")["base_model_name_or_path"]
     assert reference == "./resources/base_model" == read_json(run / "step-2" / CHECKPOINT_META)["base_model"]
     texts = [f.read_text() for f in (run / "step-2").iterdir() if f.suffix in (".json", ".md", ".jinja")]
@@ -86,7 +84,7 @@ def test_lora_adapter_loads_after_its_run_folder_moves(tiny_model_dir, corpus, t
     model, _ = load_model(moved / "step-2")
     ids = torch.tensor([[1, 2, 3, 4, 5]])
     with torch.no_grad():
-        assert not torch.allclose(model(ids).logits, load_model(tiny_model_dir)[0](ids).logits)
+        assert not torch.allclose(model(ids).logits, tiny_model[0](ids).logits)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(CheckpointError, match="its base model './resources/base_model'.*load the adapter from there"):
         load_model(moved / "step-2")
@@ -108,19 +106,7 @@ def test_control_run_sees_no_fiction(tiny_model_dir, corpus, tmp_path, finetune_
 
 def test_same_seed_same_run(tiny_model_dir, corpus, tmp_path, finetune_cfg):
     """DESIGN: two runs of the same config give identical tables."""
-    fiction, webtext = _texts(corpus)
-    logs = [
-        finetune(
-            base_model=tiny_model_dir,
-            out_dir=tmp_path / str(i),
-            run="doc",
-            fiction_texts=fiction,
-            webtext_texts=webtext,
-            cfg=finetune_cfg,
-            seed=4,
-        )
-        for i in range(2)
-    ]
+    logs = [_finetune(corpus, tiny_model_dir, tmp_path / str(i), finetune_cfg, seed=4) for i in range(2)]
     cols = ["step", "loss", "lr", "tokens", "fiction_samples_seen", "webtext_samples_seen"]
     assert logs[0][cols].equals(logs[1][cols])
     a = (tmp_path / "0" / "step-4" / "model.safetensors").read_bytes()
@@ -131,20 +117,11 @@ def test_same_seed_same_run(tiny_model_dir, corpus, tmp_path, finetune_cfg):
 def test_a_chain_of_segments_is_the_run_in_one_go(tiny_model_dir, corpus, tmp_path, lora, finetune_cfg):
     """Resuming from a saved state (weights, optimizer, scheduler, sampler, RNG: LoRA dropout draws
     from it) gives the weights and log of an uninterrupted run, byte for byte."""
-    fiction, webtext = _texts(corpus)
     cfg = finetune_cfg
     cfg["lora"] |= {"enabled": lora, "dropout": 0.1}
     runs = {}
     for every in (1, 4):  # four segments of one step, one of four steps
-        log = finetune(
-            base_model=tiny_model_dir,
-            out_dir=tmp_path / str(every),
-            run="doc",
-            fiction_texts=fiction,
-            webtext_texts=webtext,
-            cfg=cfg | {"checkpoint_every": every},
-            seed=3,
-        )
+        log = _finetune(corpus, tiny_model_dir, tmp_path / str(every), cfg | {"checkpoint_every": every}, seed=3)
         weights = "adapter_model.safetensors" if lora else "model.safetensors"
         runs[every] = (log, (tmp_path / str(every) / "step-4" / weights).read_bytes())
     assert runs[1][0].equals(runs[4][0])

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,14 @@ class HashMismatchError(RuntimeError):
     """A resource whose sha256 differs from the pinned value; the message names the file."""
 
 
+class ChecksumError(DataError, HashMismatchError):
+    """A download whose sha256 differs from its pin (both a ``DataError`` and a ``HashMismatchError``)."""
+
+
+#: the User-Agent of every download (Project Gutenberg refuses urllib's default)
+USER_AGENT = "knowlab/0.1 (research pipeline)"
+
+
 def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
     """Return the hex sha256 digest of the file at ``path``."""
     digest = hashlib.sha256()
@@ -35,6 +44,13 @@ def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
         for block in iter(lambda: handle.read(chunk_size), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def files_sha256(paths: Iterable[Path]) -> str:
+    """One digest of several files: sha256 (hex) of the lines ``<file name>\t<sha256 of the file>\n``,
+    in the order of ``paths`` (a model folder, a set of recorded results)."""
+    lines = "".join(f"{path.name}\t{sha256_file(path)}\n" for path in paths)
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
 def verify_sha256(path: str | os.PathLike, expected: str) -> str:
@@ -214,6 +230,31 @@ def write_csv(path: str | os.PathLike, frame) -> None:
 def read_parquets(paths: Iterable[str | os.PathLike]):
     """Concatenate the Parquet tables at ``paths`` into one DataFrame (fresh index)."""
     return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+
+
+def download(
+    url: str, dest: str | os.PathLike, sha256: str | None = None, *, timeout: float, what: str | None = None
+) -> str:
+    """Fetch ``url`` onto ``dest`` through a temporary file beside it (:func:`atomic_path`), renamed
+    into place only if its sha256 matches ``sha256``; ``None`` accepts any content (trust on
+    first use: the caller records the digest).  Returns the file's hex sha256.
+
+    Raises:
+        urllib.error.URLError: the download failed (nothing is left behind).
+        ChecksumError: the digest differs (names ``what`` or ``dest``, the URL and both digests;
+            nothing is left behind).
+    """
+    with atomic_path(dest, suffix=".part") as tmp:
+        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+        with open(tmp, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as response:
+            shutil.copyfileobj(response, out)
+        actual = sha256_file(tmp)
+        if sha256 is not None and actual != sha256.lower():
+            raise ChecksumError(
+                f"sha256 mismatch for {what or dest} (from {url}): expected {sha256.lower()}, got {actual}; "
+                f"the download was discarded and nothing was written to {dest}"
+            )
+    return actual
 
 
 @contextlib.contextmanager

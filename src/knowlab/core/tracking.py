@@ -112,13 +112,13 @@ class WandbTracker:
         self.run.finish()
 
 
-def open_tracker(cfg: Mapping[str, Any] | None, name: str, first_step: int, settings: Mapping[str, Any]) -> Tracker:
-    """The tracker of one checkpoint interval of the training run ``name``.
+def open_tracker(cfg: Mapping[str, Any] | None, first_step: int, settings: Mapping[str, Any]) -> Tracker:
+    """The tracker of one checkpoint interval of a training run.
 
     Args:
-        cfg: the ``tracking`` config block (``backend``, ``dir``, ``wandb``), or ``None`` for none.
-        name: the run's path under ``cfg["dir"]``, e.g. ``fictionalqa/doc`` (its TensorBoard folder,
-            its W&B run name and, before the first ``/``, its W&B group).
+        cfg: the ``tracking`` config block (``backend``, ``dir``, ``wandb``) plus ``name``, the
+            run's path under ``dir``, e.g. ``fictionalqa/doc`` (its TensorBoard folder, its W&B run
+            name and, before the first ``/``, its W&B group); ``None`` for none.
         first_step: the first optimizer step this interval logs (the resumed step + 1).
         settings: the run's training settings (the W&B run's config, and its id's digest).
 
@@ -131,7 +131,7 @@ def open_tracker(cfg: Mapping[str, Any] | None, name: str, first_step: int, sett
         raise ValueError(f"tracking.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "none":
         return NoTracker()
-    root = Path(cfg["dir"])
+    root, name = Path(cfg["dir"]), cfg["name"]
     if backend == "tensorboard":
         tracker: Tracker = TensorBoardTracker(root / name, first_step)
         log.info("training curves: TensorBoard, tensorboard --logdir %s", root)

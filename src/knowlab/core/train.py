@@ -400,7 +400,7 @@ def train_segment(
     )  # fmt: skip
 
     rows: list[dict[str, Any]] = []
-    tracker = open_tracker(tracking if rank == 0 else None, tracking["name"] if tracking else run, start + 1, cfg)
+    tracker = open_tracker(tracking if rank == 0 else None, start + 1, cfg)
     began = time.time()
     engine.train()
     try:

@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knowlab.core.io import DataError, HashMismatchError, atomic_path, read_json, sha256_file, verify_sha256
+from knowlab.core.io import DataError, download, read_json, verify_sha256
 from knowlab.grounding.schema import VERSIONS
 
 log = logging.getLogger(__name__)
@@ -129,17 +127,7 @@ def fetch_kaist_release(
         if dest.is_file():
             verify_sha256(dest, pins[rel])
             continue
-        source = f"{url.rstrip('/')}/{rel}"
-        with atomic_path(dest) as tmp:
-            request = urllib.request.Request(source, headers={"User-Agent": "knowlab/0.1 (research pipeline)"})
-            with open(tmp, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as response:
-                shutil.copyfileobj(response, out)
-            actual = sha256_file(tmp)
-            if actual != pins[rel]:
-                raise HashMismatchError(
-                    f"sha256 mismatch for {dest} (downloaded from {source}): expected {pins[rel]}, got {actual}; "
-                    "the download was discarded"
-                )
+        download(f"{url.rstrip('/')}/{rel}", dest, pins[rel], timeout=timeout)
         log.info("downloaded %s (sha256 verified)", dest)
     return cache
 

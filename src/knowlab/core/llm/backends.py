@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -24,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knowlab.core.io import DataError, iter_jsonl_numbered, sha256_file
+from knowlab.core.io import DataError, files_sha256, iter_jsonl_numbered
 from knowlab.core.llm.local import count_tokens, generate_texts, render_chat
 from knowlab.core.llm.openai_backend import OpenAIBatchBackend, OpenAIChatBackend
 from knowlab.core.llm.requests import Backend, BackendError, ChatRequest, Completion
@@ -49,8 +48,7 @@ def model_folder_sha256(path: str | os.PathLike) -> str:
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"model folder not found: {path}")
-    lines = [f"{p.name}\t{sha256_file(p)}\n" for p in sorted(path.iterdir()) if p.is_file()]
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+    return files_sha256(p for p in sorted(path.iterdir()) if p.is_file())
 
 
 class TransformersBackend:
@@ -196,16 +194,15 @@ class ReplayBackend:
         if not self.folder.is_dir():
             raise FileNotFoundError(f"replay folder has no batch_results/: {self.folder}")
         self.recorded: dict[tuple[str, str], tuple[Completion, str]] = {}
-        lines = []
+        files = []
         for stem, stage in REPLAY_FILES.items():
             path = self.folder / f"{stem}.jsonl"
             if path.is_file():
                 self._read(path, stage)
-                lines.append(f"{path.name}\t{sha256_file(path)}\n")
+                files.append(path)
         if not self.recorded:
             raise FileNotFoundError(f"no recorded responses in {self.folder} (expected {sorted(REPLAY_FILES)})")
-        recording = hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
-        self.cache_identity = {"backend": self.name, "recording_sha256": recording}
+        self.cache_identity = {"backend": self.name, "recording_sha256": files_sha256(files)}
 
     def _read(self, path: Path, stage: str) -> None:
         for lineno, record in iter_jsonl_numbered(path):

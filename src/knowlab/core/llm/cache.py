@@ -29,7 +29,6 @@ midway keeps every answer it had, and its re-run sends only the requests without
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import logging
 import os
@@ -40,7 +39,14 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from knowlab.core.io import DataError, atomic_path
-from knowlab.core.llm.requests import Backend, BackendError, ChatRequest, Completion, backend_identity
+from knowlab.core.llm.requests import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    Completion,
+    backend_identity,
+    canonical_sha256,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +64,7 @@ def cache_key(request: ChatRequest, identity: Mapping[str, Any]) -> str:
     ``identity`` is :func:`knowlab.core.llm.requests.backend_identity` of the backend; it must
     be JSON-serialisable (TypeError otherwise).
     """
-    content = {"cache": CACHE_VERSION, "backend": dict(identity), "request": request.payload()}
-    canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return canonical_sha256({"cache": CACHE_VERSION, "backend": dict(identity), "request": request.payload()})
 
 
 def _read_record(path: Path) -> dict[str, Any]:

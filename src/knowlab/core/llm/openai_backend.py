@@ -38,7 +38,7 @@ from typing import Any
 
 import openai
 
-from knowlab.core.io import DataError, atomic_path
+from knowlab.core.io import DataError, atomic_path, read_json, write_json
 from knowlab.core.llm.requests import BackendError, ChatRequest, Completion
 
 log = logging.getLogger(__name__)
@@ -278,12 +278,11 @@ class OpenAIBatchBackend:
             "batch_id": batch.id,
             "input_file_id": batch.input_file_id,
             "digests": sorted(digests),
-            "base_url": str(self._client.base_url),
+            "base_url": self.cache_identity["base_url"],
             "metadata": dict(batch.metadata or {}),
             "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
-        with atomic_path(state_path) as tmp:
-            tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
+        write_json(state_path, state)
 
     def _submit(self, groups: Mapping[str, Sequence[ChatRequest]], state_path: Path, metadata: dict[str, str]) -> Any:
         """Upload the input file, create the batch with ``metadata`` and record it in ``state_path``."""
@@ -314,14 +313,14 @@ class OpenAIBatchBackend:
         if not state_path.exists():
             return None
         try:
-            state = json.loads(state_path.read_text(encoding="utf-8"))
+            state = read_json(state_path)
             batch_id = state["batch_id"]
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+        except (DataError, KeyError, TypeError) as err:
             raise DataError(
                 f"corrupt batch state file {state_path} ({type(err).__name__}: {err}); delete it: the next run "
                 f"finds its batch by metadata among the server's recent batches"
             ) from None
-        base_url = str(self._client.base_url)
+        base_url = self.cache_identity["base_url"]
         if state.get("base_url") not in (None, base_url):
             log.warning(
                 "batch %s in %s was sent to %s, not %s; ignored", batch_id, state_path, state["base_url"], base_url

@@ -36,6 +36,12 @@ class BackendError(RuntimeError):
     content, retries exhausted); the message names the request key and never the API key."""
 
 
+def canonical_sha256(obj: Any) -> str:
+    """sha256 (hex, 64 characters) of ``obj`` as canonical JSON (sorted keys, no spaces, UTF-8)."""
+    canonical = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat-completions request.
@@ -71,8 +77,7 @@ class ChatRequest:
 
     def digest(self) -> str:
         """sha256 (hex) of the canonical JSON of :meth:`payload`: the request's content address."""
-        canonical = json.dumps(self.payload(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return canonical_sha256(self.payload())
 
 
 @dataclass(frozen=True)
