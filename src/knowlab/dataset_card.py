@@ -112,6 +112,17 @@ class Family:
 # From the docstrings of knowlab.fictionalqa.suites, knowlab.sort.evaluate / score, knowlab.grounding
 # .metrics / pipeline / conditions / evaluator; the run and step labels from the scripts and rules.
 
+# the run and step of a model evaluated as it is, and of a FictionalQA checkpoint
+_AS_IS = {
+    "run": ("`base`: a model evaluated as it is", ""),
+    "step": ("0: no fine-tuning", "optimizer steps"),
+}
+_CHECKPOINT_STEP = ("optimizer step of the checkpoint; 0 is the base model", "optimizer steps")
+_CHECKPOINT = {
+    "run": ("FictionalQA run of the checkpoint (`base_model` at step 0)", ""),
+    "step": _CHECKPOINT_STEP,
+}
+
 _FICTIONALQA = {
     "run": (
         (
@@ -120,7 +131,7 @@ _FICTIONALQA = {
         ),
         "",
     ),
-    "step": ("optimizer step of the checkpoint; 0 is the base model", "optimizer steps"),
+    "step": _CHECKPOINT_STEP,
     "checkpoint": ("model folder evaluated, relative to the workflow's root (`resources/base_model` at step 0)", ""),
     "suite": (
         (
@@ -202,15 +213,10 @@ _SORT_ITEM = {
     "label_is_greedy": ("the most probable next token of the whole vocabulary is a label token", ""),
     "n_context_tokens": ("tokens of the prompt", "tokens"),
 }
-_SORT = {
-    **_SORT_ITEM,
-    "run": ("`base`: a model evaluated as it is", ""),
-    "step": ("0: no fine-tuning", "optimizer steps"),
-}
+_SORT = {**_SORT_ITEM, **_AS_IS}
 _SORT_FICTION = {
     **_SORT_ITEM,
-    "run": ("FictionalQA run of the checkpoint (`base_model` at step 0)", ""),
-    "step": ("optimizer step of the checkpoint; 0 is the base model", "optimizer steps"),
+    **_CHECKPOINT,
     "book_id": ("FictionalQA document (`fiction_id`) the excerpt is taken from", ""),
     "document_id": ("FictionalQA document (`fiction_id`); its train/val side of a run is in `splits/<run>.json`", ""),
 }
@@ -268,8 +274,7 @@ _GROUNDING = {
     "recall_support": ("per gold atomic fact: supported by the response", ""),
     "recall_scores": (f"per gold atomic fact against the response: {_SCORES}", _SCORE_UNIT),
     "model": ("model that generated the response", ""),
-    "run": ("`base`: a model evaluated as it is", ""),
-    "step": ("0: no fine-tuning", "optimizer steps"),
+    **_AS_IS,
     "dataset": ("`fiction` (derived from the FictionalQA corpus) or `kaist` (the paper's release)", ""),
     "condition": (
         (
@@ -291,9 +296,8 @@ _GROUNDING = {
 }
 _GROUNDING_FINETUNE = {
     **_GROUNDING,
+    **_CHECKPOINT,
     "model": ("the base model, fine-tuned in the FictionalQA runs", ""),
-    "run": ("FictionalQA run of the checkpoint (`base_model` at step 0)", ""),
-    "step": ("optimizer step of the checkpoint; 0 is the base model", "optimizer steps"),
     "condition": ("`original_gold` or `conflict_gold` (the gold contexts of each version)", ""),
 }
 
@@ -464,16 +468,29 @@ def group_tables(folder: str | os.PathLike, tables: Iterable[str | os.PathLike])
     return {f.config: sorted(grouped[f.config]) for f in FAMILIES if f.config in grouped}
 
 
-def config_schema(folder: Path, family: Family, files: Sequence[str]) -> tuple[pa.Schema, int, int]:
-    """``(schema, rows, bytes)`` of a config's tables: the schema they share (types unified, e.g. an
-    all-null column with a string one), their total row count and uncompressed data size (bytes, from
-    the Parquet metadata); every column checked against the family's docs.
+@dataclass
+class _Config:
+    family: Family
+    files: list[str]
+    schema: pa.Schema
+    rows: int
+    nbytes: int
+    features: Features
+    distinct: dict[str, list[str]]
+
+
+def describe_config(folder: Path, family: Family, files: Sequence[str]) -> _Config:
+    """A config's tables, each opened once: the schema they share (types unified, e.g. an all-null
+    column with a string one), their total row count and uncompressed data size (bytes, from the
+    Parquet metadata), the distinct values of its :data:`SUMMARY_COLUMNS`; every column checked
+    against the family's docs.
 
     Raises:
         UndocumentedColumnError: a column without documentation (naming table and column).
         ValueError: two tables of the config with different columns, or types that do not unify.
     """
     schemas, rows, nbytes = [], 0, 0
+    distinct: dict[str, set[str]] = {}
     for relpath in files:
         parquet = pq.ParquetFile(folder / relpath)
         schema = parquet.schema_arrow.remove_metadata()
@@ -488,21 +505,26 @@ def config_schema(folder: Path, family: Family, files: Sequence[str]) -> tuple[p
         schemas.append(schema)
         rows += parquet.metadata.num_rows
         nbytes += sum(parquet.metadata.row_group(k).total_byte_size for k in range(parquet.metadata.num_row_groups))
+        summary = [c for c in SUMMARY_COLUMNS if c in schema.names]
+        if summary:
+            table = parquet.read(columns=summary)
+            for column in summary:
+                found = table.column(column).unique().to_pylist()
+                distinct.setdefault(column, set()).update(str(v) for v in found if v is not None)
     try:
         unified = pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise ValueError(f"config {family.config!r}: column types differ between its tables: {err}") from err
-    return pa.schema([unified.field(name) for name in schemas[0].names]), rows, nbytes
-
-
-def _distinct(folder: Path, files: Sequence[str], schema: pa.Schema) -> dict[str, list[str]]:
-    """Distinct values of the :data:`SUMMARY_COLUMNS` the config has, over its tables."""
-    values: dict[str, set[str]] = {}
-    for column in (c for c in SUMMARY_COLUMNS if c in schema.names):
-        for relpath in files:
-            found = pq.read_table(folder / relpath, columns=[column]).column(column).unique().to_pylist()
-            values.setdefault(column, set()).update(str(v) for v in found if v is not None)
-    return {column: sorted(found) for column, found in values.items()}
+    schema = pa.schema([unified.field(name) for name in schemas[0].names])
+    return _Config(
+        family,
+        list(files),
+        schema,
+        rows,
+        nbytes,
+        Features.from_arrow_schema(schema),
+        {column: sorted(found) for column, found in distinct.items()},
+    )
 
 
 def _dtype(feature: Any) -> str:
@@ -547,17 +569,6 @@ def _parquet_example(folder: Path, family: Family, files: Sequence[str], label: 
         f'    split="{SPLIT}",',
         ")",
     ]
-
-
-@dataclass
-class _Config:
-    family: Family
-    files: list[str]
-    schema: pa.Schema
-    rows: int
-    nbytes: int
-    features: Features
-    distinct: dict[str, list[str]]
 
 
 def _config_section(folder: Path, config: _Config, label: str) -> str:
@@ -718,11 +729,7 @@ def _build(
     if not grouped:
         raise ValueError("no item tables given: nothing to describe")
     by_name = {f.config: f for f in FAMILIES}
-    configs = []
-    for name, files in grouped.items():
-        schema, rows, nbytes = config_schema(folder, by_name[name], files)
-        features = Features.from_arrow_schema(schema)
-        configs.append(_Config(by_name[name], files, schema, rows, nbytes, features, _distinct(folder, files, schema)))
+    configs = [describe_config(folder, by_name[name], files) for name, files in grouped.items()]
     data = DatasetCardData(
         language=["en"],
         license=LICENSE,
