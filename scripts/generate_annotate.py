@@ -14,8 +14,7 @@ torch.set_num_threads(snakemake.threads)
 
 with rule_step(snakemake) as log:
     cfg = snakemake.params.cfg
-    stages = {Path(path).stem: path for path in [*snakemake.input.stages, *snakemake.input.grades]}
     counts = run_annotation(snakemake.input.fict_qa_raw, list(snakemake.input.grades), cfg["embedder"],
                             cfg["distance_threshold"], snakemake.output.annotated, snakemake.output.fict_qa,
-                            snakemake.output.summary, stages)
+                            snakemake.output.summary, list(snakemake.input.stages))
     log.info("kept %(kept)d of %(questions)d question(s)", counts)

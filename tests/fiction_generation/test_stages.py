@@ -84,7 +84,8 @@ def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch, sampl
 
     stages = {name: f"{name}.jsonl" for name in ("seeds", "fictsheets", "fictions", "grades_blind", "grades_informed")}
     counts = run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
-                            "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl", "summary.csv", stages)
+                            "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl", "summary.csv",
+                            [stages[stage] for stage in ("seeds", "fictsheets", "fictions")])
     rows = read_jsonl("annotated.jsonl")
     ours = {r["question_id"]: r["duplicate_root"] for r in rows if r["duplicate_root"] != r["question_id"]}
     assert ours == {qid: q["duplicate_root"] for qid, q in theirs.items() if q["duplicate_relationship"] == "exact"}

@@ -106,13 +106,34 @@ def annotate_questions(
         }
         record["kept"] = roots[i] == i and record["infeasible_blind"]
         records.append(record)
-    n = len(records)
-    log.info("annotation: %d question(s), %d exact duplicate(s), %d near-duplicate cluster(s) with >1 member, "
-             "%d infeasible when blind, %d without a blind grade, %d kept",
-             n, sum(r["duplicate_root"] != r["question_id"] for r in records),
-             int(np.sum(np.bincount(clusters) > 1)) if n else 0, sum(r["infeasible_blind"] for r in records),
-             sum(r["blind_correct"] is None for r in records), sum(r["kept"] for r in records))
+    log.info("annotation: %s", ", ".join(f"{count} {step}" for step, count in funnel_counts(records).items()))
     return records
+
+
+#: the question steps of the generation funnel (:func:`funnel_counts`), each with what it counts
+FUNNEL = {
+    "questions": "questions generated (fict_qa)",
+    "exact_duplicates": "same text as an earlier question: dropped",
+    "near_duplicate_clusters": "clusters of more than one question by embedding distance: annotated, kept",
+    "no_blind_grade": "blind attempt without a usable grade",
+    "feasible_blind": "answered correctly without the document: dropped",
+    "informed_correct": "answered correctly with the document",
+    "kept": "unique and infeasible when blind: the corpus's questions",
+}
+
+
+def funnel_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The count of every :data:`FUNNEL` step over the annotated questions of :func:`annotate_questions`."""
+    clusters = np.array([r["near_duplicate_cluster"] for r in records], dtype=int)
+    return {
+        "questions": len(records),
+        "exact_duplicates": sum(r["duplicate_root"] != r["question_id"] for r in records),
+        "near_duplicate_clusters": int(np.sum(np.bincount(clusters) > 1)) if len(records) else 0,
+        "no_blind_grade": sum(r["blind_correct"] is None for r in records),
+        "feasible_blind": sum(r["blind_correct"] is True for r in records),
+        "informed_correct": sum(r["informed_correct"] is True for r in records),
+        "kept": sum(bool(r["kept"]) for r in records),
+    }
 
 
 def generation_summary(stage_counts: Mapping[str, int], records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -131,27 +152,6 @@ def generation_summary(stage_counts: Mapping[str, int], records: Sequence[Mappin
         ``informed_correct`` and ``kept`` (the corpus's questions).  The paper's run kept 3036 of
         7500 questions (Kirchenbauer et al. 2026, Sec. 3).
     """
-    clusters = pd.Series([r["near_duplicate_cluster"] for r in records], dtype="int64")
     rows = [(stage, int(n), f"records in the {stage} stage's table") for stage, n in stage_counts.items()]
-    rows += [
-        ("questions", len(records), "questions generated (fict_qa)"),
-        (
-            "exact_duplicates",
-            sum(r["duplicate_root"] != r["question_id"] for r in records),
-            "same text as an earlier question: dropped",
-        ),
-        (
-            "near_duplicate_clusters",
-            int((clusters.value_counts() > 1).sum()),
-            "clusters of more than one question by embedding distance: annotated, kept",
-        ),
-        ("no_blind_grade", sum(r["blind_correct"] is None for r in records), "blind attempt without a usable grade"),
-        (
-            "feasible_blind",
-            sum(r["blind_correct"] is True for r in records),
-            "answered correctly without the document: dropped",
-        ),
-        ("informed_correct", sum(r["informed_correct"] is True for r in records), "answered correctly with the document"),
-        ("kept", sum(bool(r["kept"]) for r in records), "unique and infeasible when blind: the corpus's questions"),
-    ]
+    rows += [(step, count, FUNNEL[step]) for step, count in funnel_counts(records).items()]
     return pd.DataFrame(rows, columns=["step", "count", "description"])

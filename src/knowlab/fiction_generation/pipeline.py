@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,17 +127,19 @@ def run_chain(gen: stages.Generator, folder: str | os.PathLike) -> None:
 
 def run_annotation(fict_qa_raw: str, grade_files: list[str], embedder_name: str, distance_threshold: float,
                    annotated: str, kept: str, summary: str | None = None,
-                   stage_tables: Mapping[str, str] | None = None) -> dict[str, int]:
+                   stage_files: Sequence[str] = ()) -> dict[str, int]:
     """Annotate every question (:func:`knowlab.fiction_generation.annotate.annotate_questions`) and write
     ``annotated`` (all, with annotations) and ``kept`` (the kept ones, release-schema fields only), and,
     if ``summary`` is given, the funnel table (:func:`~knowlab.fiction_generation.annotate.generation_summary`)
-    as CSV, counting the records of ``stage_tables`` (stage name -> jsonl path, in pipeline order).
+    as CSV, counting the records of ``stage_files`` (the earlier stages' tables, in pipeline order)
+    and of the grade files, each stage named by its file's stem (``seeds``, ``grades_blind``, ...).
 
     Returns:
         counts ``{"questions", "kept"}``.
     """
     questions = read_jsonl(fict_qa_raw)
-    grades = [g for path in grade_files for g in read_jsonl(path)]
+    grades_by_file = {Path(path).stem: read_jsonl(path) for path in grade_files}
+    grades = [g for table in grades_by_file.values() for g in table]
     if questions:
         embeddings = embed([q["question"] for q in questions], load_embedder(embedder_name))
     else:
@@ -146,6 +148,7 @@ def run_annotation(fict_qa_raw: str, grade_files: list[str], embedder_name: str,
     write_jsonl(annotated, records)
     write_jsonl(kept, [{k: r[k] for k in REQUIRED["fict_qa"]} for r in records if r["kept"]])
     if summary:
-        counts = {stage: len(read_jsonl(path)) for stage, path in (stage_tables or {}).items()}
+        counts = {Path(path).stem: len(read_jsonl(path)) for path in stage_files}
+        counts |= {stage: len(table) for stage, table in grades_by_file.items()}
         write_csv(summary, generation_summary(counts, records))
     return {"questions": len(records), "kept": sum(r["kept"] for r in records)}
