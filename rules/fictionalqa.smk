@@ -108,7 +108,6 @@ rule lm_eval_tasks:
     conda:
         "../envs/eval.yaml"
     params:
-        n_choices=config["mcq"]["n_choices"],
         template=lambda wildcards: config["evaluate"]["mcq_template"],  # "{question}": no expansion
     script:
         "../scripts/lm_eval_tasks.py"

@@ -7,13 +7,10 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import atomic_dir, read_jsonl
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.lm_eval_export import export_mcq_suites
+from knowlab.fictionalqa.lm_eval_export import export_mcq_suites, task_name
 
 with rule_step(snakemake) as log:
-    suites = {
-        f"fictionalqa_mcq{n}": read_jsonl(path, allow_empty=False)
-        for n, path in zip(snakemake.params.n_choices, snakemake.input.mcq, strict=True)
-    }
+    suites = {task_name(path): read_jsonl(path, allow_empty=False) for path in snakemake.input.mcq}
     with atomic_dir(snakemake.output.tasks) as folder:
         export_mcq_suites(suites, folder, snakemake.params.template)
     log.info("lm-eval tasks: %s", ", ".join(f"{name} ({len(items)} items)" for name, items in suites.items()))

@@ -51,7 +51,6 @@ KILL_KINDS = {
 EXCLUDE = (
     re.compile(r"^results/(logs|benchmarks)/"),
     re.compile(r"^results/report\.html$"),
-    re.compile(r"\.attempts$"),
 )
 _JOB_START = re.compile(r"^\s*(?:local)?rule (\w+):\s*$")
 

@@ -188,6 +188,11 @@ def export_mcq_task(
     return yaml_path, data_path
 
 
+def task_name(mcq_path: str | os.PathLike) -> str:
+    """The harness task of an MCQ suite file: ``results/corpus/mcq/mcq4.jsonl`` -> ``fictionalqa_mcq4``."""
+    return f"fictionalqa_{Path(mcq_path).stem}"
+
+
 def export_mcq_suites(
     suites: Mapping[str, Sequence[dict[str, Any]]], out_dir: str | os.PathLike, template: str
 ) -> list[Path]:
