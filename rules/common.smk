@@ -6,7 +6,7 @@ import os
 from snakemake.settings.types import DeploymentMethod
 
 from knowlab.config import base_eval_model, base_model_name, settings_note
-from knowlab.core.checkpoints import BASE_RUN, checkpoint_steps
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.train import launch_command, launch_resources
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.fictionalqa.splits import document_suites
@@ -28,9 +28,8 @@ GENERATE = "results/generate"
 MCQ = [f"results/corpus/mcq/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
 RANKED = "results/corpus/mcq/ranked_candidates.parquet"
 REAL_QA = "results/corpus/real_qa.jsonl"
-CONTROL = "control"
 FICTION_RUNS = list(config["finetune"]["runs"])
-RUNS = FICTION_RUNS + ([CONTROL] if config["finetune"]["control"] else [])
+RUNS = FICTION_RUNS + ([CONTROL_RUN] if config["finetune"]["control"] else [])
 STEPS = checkpoint_steps(
     config["finetune"]["max_steps"], config["finetune"]["checkpoint_every"]
 )
@@ -71,7 +70,7 @@ GROUNDING_FINETUNE = (
 
 
 wildcard_constraints:
-    run="|".join([*FICTION_RUNS, CONTROL]),
+    run="|".join([*FICTION_RUNS, CONTROL_RUN]),
     split="[a-z_]+",
     suite="mcq[0-9]+",
     test="|".join(TESTS),
@@ -151,8 +150,8 @@ def run_items(*runs):
 
 def compared_runs(wildcards):
     """A fiction run is compared with the control (when there is one)."""
-    if config["finetune"]["control"] and wildcards.run != CONTROL:
-        return [wildcards.run, CONTROL]
+    if config["finetune"]["control"] and wildcards.run != CONTROL_RUN:
+        return [wildcards.run, CONTROL_RUN]
     return [wildcards.run]
 
 
@@ -230,7 +229,7 @@ def finetune_inputs(wildcards):
         return inputs
     run = Path(wildcards.training).name
     inputs["webtext"] = "resources/webtext/train.jsonl"
-    if run != CONTROL:
+    if run != CONTROL_RUN:
         inputs["split"] = f"results/splits/{run}.json"
         inputs["fictions"] = f"{FICTION}/fictions.jsonl"
         inputs["fictsheets"] = f"{FICTION}/fictsheets.jsonl"

@@ -204,7 +204,7 @@ rule paired_tests:
         "../envs/stats.yaml"
     params:
         cfg=config["stats"],
-        control=CONTROL,
+        control=CONTROL_RUN,
         runs=compared_runs,
     script:
         "../scripts/paired_tests.py"

@@ -267,7 +267,7 @@ rule grounding_finetune_stats:
         "../envs/plot.yaml"
     params:
         runs=FICTION_RUNS,
-        control=CONTROL if config["finetune"]["control"] else None,
+        control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
         model=MODEL_NAME,
         note=FIGURE_NOTE,

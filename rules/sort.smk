@@ -309,7 +309,7 @@ rule sort_fiction_stats:
         "../envs/plot.yaml"
     params:
         runs=FICTION_RUNS,
-        control=CONTROL if config["finetune"]["control"] else None,
+        control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
         alternative=config["stats"]["ttest_alternative"],
         model=MODEL_NAME,

@@ -57,12 +57,11 @@ import pandas as pd
 from scipy.stats import mannwhitneyu, wilcoxon
 from statsmodels.stats.multitest import multipletests
 
-from knowlab.core.checkpoints import BASE_RUN, checkpoint_steps
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
 from knowlab.core.stats import mcnemar_pair
 
 ALPHA = 0.05
-CONTROL = "control"
 FICTSHEETS = "fictsheets"
 EVENT = "event"
 # the loss suite of a split's documents (the split JSON's ``documents``)
@@ -224,7 +223,7 @@ def mcq_above_control(r: Results) -> dict[str, Any]:
     r.need_control()
     runs = r.document_runs()
     exact_below = int(r.cfg["stats"]["mcnemar_exact_below"])
-    control = r.items(CONTROL, r.last)
+    control = r.items(CONTROL_RUN, r.last)
     pairs = []
     for run in runs:
         questions = r.split(run)["train_questions"]
@@ -247,7 +246,7 @@ def mcq_above_control(r: Results) -> dict[str, Any]:
 
 def _mcq_gains(r: Results) -> dict[str, float]:
     """MCQ-4 accuracy (all questions) of each fiction run minus the control's, at the last step."""
-    control = _rows(r.items(CONTROL, r.last), "mcq4")["acc"].mean()
+    control = _rows(r.items(CONTROL_RUN, r.last), "mcq4")["acc"].mean()
     return {run: float(_rows(r.items(run, r.last), "mcq4")["acc"].mean() - control) for run in r.fiction_runs()}
 
 

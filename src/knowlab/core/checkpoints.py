@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 BASE_RUN = "base_model"
+#: the webtext-only control run (config finetune.control), trained with the fiction runs' settings
+CONTROL_RUN = "control"
 
 
 def checkpoint_steps(max_steps: int, every: int) -> list[int]:

@@ -45,6 +45,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.plotting import (
     LINESTYLES,
     STEP_LABEL,
@@ -59,7 +60,6 @@ from knowlab.core.plotting import (
     line_with_band,
     panel_figure,
 )
-from knowlab.fictionalqa.summary import CONTROL
 
 SPLITS = ("doc", "event", "style_news", "style_blog", "fictsheets")  # display order
 SPLIT_RUN_NAMES = {
@@ -68,7 +68,7 @@ SPLIT_RUN_NAMES = {
     "fictsheets": "Fictsheets",
     "style_news": "Style (news held out)",
     "style_blog": "Style (blog held out)",
-    CONTROL: "Base webtext (control)",
+    CONTROL_RUN: "Base webtext (control)",
 }
 CONTROL_PREFIX = "Base webtext"  # series whose label starts with this are drawn in grey
 DOC_SIDES = {"train": "train documents", "val": "val documents"}
@@ -249,7 +249,7 @@ def _select(summary: pd.DataFrame, suite: str, runs, sides=("all",), split: str 
 
 def _tidy(rows: pd.DataFrame, panel: str, y: str, x: str = "step", sides=None, model=None) -> pd.DataFrame:
     def label(run):
-        return f"{model}, {run_name(run)}" if model and run != CONTROL else run_name(run)
+        return f"{model}, {run_name(run)}" if model and run != CONTROL_RUN else run_name(run)
 
     out = pd.DataFrame({"panel": panel, "series": rows["run"].map(label), "x": rows[x], "y": rows[y]})
     if sides:
@@ -286,28 +286,28 @@ def curves_from_summary(
         )
     if family == "fig4":
         return pd.concat(
-            _tidy(_select(summary, "fiction_doc", [s, CONTROL], docs, split=s), p, "loss", sides=DOC_SIDES)
+            _tidy(_select(summary, "fiction_doc", [s, CONTROL_RUN], docs, split=s), p, "loss", sides=DOC_SIDES)
             for p, s in zip(panels, ("doc", "event"))
         )
     if family == "fig5":
-        sheets = _select(summary, "fictsheet_doc", ["fictsheets", CONTROL], docs, split="fictsheets")
-        web = _select(summary, "webtext", ["doc", CONTROL], split="doc")
+        sheets = _select(summary, "fictsheet_doc", ["fictsheets", CONTROL_RUN], docs, split="fictsheets")
+        web = _select(summary, "webtext", ["doc", CONTROL_RUN], split="doc")
         return pd.concat([_tidy(sheets, panels[0], "loss", sides=DOC_SIDES), _tidy(web, panels[1], "loss")])
     if family == "fig6":
         return pd.concat(
-            _tidy(_select(summary, suite, fiction + [CONTROL]), p, "loss")
+            _tidy(_select(summary, suite, fiction + [CONTROL_RUN]), p, "loss")
             for p, suite in zip(panels, ("fict_qa_nll", "real_qa_nll"))
         )
     if family == "fig9":
         return pd.concat(
-            _tidy(_select(summary, suite, ["doc", CONTROL], split="doc"), p, "loss", model=model)
+            _tidy(_select(summary, suite, ["doc", CONTROL_RUN], split="doc"), p, "loss", model=model)
             for p, suite in zip(panels, ("fict_qa_nll", "real_qa_nll"))
         )
     if family == "fig7":
         return pd.concat(
             [
-                _tidy(_select(summary, "mcq4", ["doc", CONTROL], split="doc"), panels[0], metric, model=model),
-                _tidy(_select(summary, "mcq4", fiction + [CONTROL]), panels[1], metric),
+                _tidy(_select(summary, "mcq4", ["doc", CONTROL_RUN], split="doc"), panels[0], metric, model=model),
+                _tidy(_select(summary, "mcq4", fiction + [CONTROL_RUN]), panels[1], metric),
             ]
         )
     if family in ("fig8", "fig10"):
@@ -316,7 +316,7 @@ def curves_from_summary(
         return pd.concat(
             [
                 _tidy(
-                    _select(summary, "mcq4", [s, CONTROL], docs, split=s),
+                    _select(summary, "mcq4", [s, CONTROL_RUN], docs, split=s),
                     run_name(s),
                     metric,
                     sides=QUESTION_SIDES,
@@ -327,7 +327,7 @@ def curves_from_summary(
             or [pd.DataFrame(columns=["panel", "series", "x", "y"])]
         )
     return pd.concat(  # fig10_11
-        _tidy(_select(summary, suite, fiction + [CONTROL]), p, metric, model=model)
+        _tidy(_select(summary, suite, fiction + [CONTROL_RUN]), p, metric, model=model)
         for p, suite in zip(panels, ("mcq4", "mcq10"))
     )
 
@@ -341,13 +341,13 @@ def curves_from_train_logs(train_logs: pd.DataFrame) -> pd.DataFrame:
     """
     panels = [p.title for p in FAMILIES["fig2"].panels]
     frames = []
-    for run in [s for s in SPLITS if s in set(train_logs["run"])] + [CONTROL]:
+    for run in [s for s in SPLITS if s in set(train_logs["run"])] + [CONTROL_RUN]:
         log = train_logs[train_logs["run"] == run].sort_values("step")
         if log.empty:
             continue
         if log["step"].iloc[0] != 0:
             log = pd.concat([log.iloc[:1].assign(**{c: 0 for c in log.columns if c != "run"}), log])
-        for source in ("fiction", "webtext") if run != CONTROL else ("webtext",):
+        for source in ("fiction", "webtext") if run != CONTROL_RUN else ("webtext",):
             for panel, column in zip(panels, ("samples_seen", "epochs")):
                 frames.append(
                     pd.DataFrame(

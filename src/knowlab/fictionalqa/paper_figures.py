@@ -37,8 +37,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.fictionalqa.figures import DOC_SIDES, FAMILIES, QUESTION_SIDES, SPLITS, plot_family, run_name
-from knowlab.fictionalqa.summary import CONTROL
 
 SPLIT_TAGS = {
     "doc-split-train-val": "doc",
@@ -46,7 +46,7 @@ SPLIT_TAGS = {
     "event-split-fictsheets-train-val": "fictsheets",
     "style-split-loo-news-train-val": "style_news",
     "style-split-loo-blog-train-val": "style_blog",
-    "base-only-all-val": CONTROL,
+    "base-only-all-val": CONTROL_RUN,
 }
 # One epoch of the Doc split's training documents: 100 seed events x 15 documents,
 # one document per style (5 styles) held out per event (paper Sec. 4, C.3) -> 100 x 10.
@@ -167,13 +167,13 @@ def paper_curves(folder: str | Path, family: str) -> pd.DataFrame:
     if family not in EXPORTS:
         raise ValueError(f"family {family!r} is not in the paper's W&B exports (covered: {', '.join(EXPORTS)})")
     panels = FAMILIES[family].panels
-    order = {s: i for i, s in enumerate((*SPLITS, CONTROL))}
+    order = {s: i for i, s in enumerate((*SPLITS, CONTROL_RUN))}
     frames = []
     for export in EXPORTS[family]:
         long = pd.concat([read_wandb_export(Path(folder) / f) for f in export.files], ignore_index=True)
         long = long[long.groupby(["run", "metric"])["value"].transform("size") > 1]
         long = long.assign(rank=long["split"].map(order)).sort_values(["rank", "model", "metric", "step"])
-        control = long["split"] == CONTROL
+        control = long["split"] == CONTROL_RUN
         names = long["model"] if export.by == "model" else long["split"].map(run_name)
         series = names.where(~control, "Base webtext (control, " + long["model"] + ")")
         sides = QUESTION_SIDES if long["metric"].str.contains("mcq").all() else DOC_SIDES

@@ -31,11 +31,10 @@ from typing import Any
 
 import pandas as pd
 
-from knowlab.core.checkpoints import BASE_RUN, step0_rows
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, step0_rows
 from knowlab.core.rng import keyed_rng
 from knowlab.fictionalqa.corpus.schema import STYLES
 
-CONTROL_RUN = "control"  # the webtext-only control run (finetune.control)
 SPLITS = ("doc", "event", *(f"style_{style}" for style in STYLES), "fictsheets")
 TEXT_FIELD = {"fictions": ("fiction_id", "fiction"), "fictsheets": ("event_id", "fictsheet")}
 

@@ -24,9 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.stats import bootstrap_ci
-
-CONTROL = "control"
 
 
 def side_of(split: dict[str, Any]) -> dict[str, str]:
@@ -65,7 +64,7 @@ def summarise(
     frames = []
     for split in splits:
         name = split["split"]
-        own = items[items["run"].isin([name, CONTROL])]
+        own = items[items["run"].isin([name, CONTROL_RUN])]
         labelled = own.assign(side=own["item_id"].map(side_of(split)))
         frames.append(pd.concat([labelled.dropna(subset=["side"]), labelled.assign(side="all")]).assign(split=name))
     both = pd.concat(frames, ignore_index=True)

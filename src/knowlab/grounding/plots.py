@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
+from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.plotting import (
     CONTROL_COLOUR,
     STEP_LABEL,
@@ -27,7 +28,6 @@ from knowlab.core.plotting import (
     panel_figure,
 )
 from knowlab.fictionalqa.figures import run_name
-from knowlab.fictionalqa.summary import CONTROL
 from knowlab.grounding.analysis import SETTING_LABELS, method_labels, method_note
 
 F1 = "grounding F1 (x 100)"
@@ -179,7 +179,7 @@ def plot_finetune(
     }
     palette = colours(runs)
     handles = [line_handle(run_name(run), palette[run], marker="o") for run in runs]
-    has_control = (rates.run == CONTROL).any()
+    has_control = (rates.run == CONTROL_RUN).any()
     if has_control:
         handles.append(line_handle("control (webtext only)", CONTROL_COLOUR, linestyle="--", marker="s"))
     footnote = f"{models_note(rates, model)} Fiction runs: questions on their training documents (solid)."
@@ -193,7 +193,7 @@ def plot_finetune(
                 "step"
             )
             line_with_band(ax, part.step, part[metric], colour=palette[run])
-        control = rates[(rates.run == CONTROL) & (rates.condition == condition)].sort_values("step")
+        control = rates[(rates.run == CONTROL_RUN) & (rates.condition == condition)].sort_values("step")
         if not control.empty:
             line_with_band(ax, control.step, control[metric], colour=CONTROL_COLOUR, linestyle="--", marker="s")
         title, ylabel = labels[metric]

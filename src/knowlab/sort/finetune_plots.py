@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
+from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.plotting import (
     ACCURACY_LABEL,
     PALETTE,
@@ -43,7 +44,6 @@ from knowlab.core.plotting import (
 )
 from knowlab.core.stats import bootstrap_ci
 from knowlab.fictionalqa.figures import run_name
-from knowlab.fictionalqa.summary import CONTROL
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE, accuracy_table
 
 SCORE = "mean log p(correct) / (p(A)+p(B)) (nats)"
@@ -214,7 +214,7 @@ def plot_fiction_sort(
     *,
     model: str,
     condition: str | None = "baseline",
-    control: str = CONTROL,
+    control: str = CONTROL_RUN,
     title: str | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
