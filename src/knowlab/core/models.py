@@ -145,6 +145,24 @@ def pinned_hub_id(spec: str, revision: str | None, key: str) -> tuple[str, str |
     return hub_id, revision
 
 
+def resolve_model(spec: str, revision: str | None, key: str) -> tuple[str, str | None, bool]:
+    """Where a model named by config ``key`` comes from: ``(source, revision, from_hub)``.
+
+    ``spec`` is a local folder (:func:`is_local_path`; checked to exist, ``revision`` None) or a
+    Hub id, optionally ``"<id>@<revision>"`` (:func:`split_revision`), whose revision is logged
+    and, unpinned, noted in the manifest (:func:`note_hub_revision`).
+
+    Raises:
+        CheckpointError: a local folder that does not exist (names ``key`` and the path).
+        ValueError: conflicting revisions.
+    """
+    spec, revision = split_revision(spec, revision, key)
+    if is_local_path(spec):
+        return str(check_local_model(spec, key)), None, False
+    note_hub_revision(spec, revision, key)
+    return spec, revision, True
+
+
 def hub_error(key: str, hub_id: str, revision: str | None, err: BaseException) -> HubUnreachableError:
     """The :class:`HubUnreachableError` for a failed Hub fetch (to ``raise ... from err``)."""
     at = f" at revision {revision}" if revision else ""
@@ -320,20 +338,14 @@ def from_hub(model_id: str, out_dir: str | os.PathLike, revision: str | None = N
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model_id, revision = split_revision(model_id, revision, key)
-    if is_local_path(model_id):
-        source: str | Path = check_local_model(model_id, key)
-        revision = None
-    else:
-        source = model_id
-        note_hub_revision(model_id, revision, key)
+    source, revision, hub = resolve_model(model_id, revision, key)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
         model = AutoModelForCausalLM.from_pretrained(source, revision=revision, dtype="auto")
     except OSError as err:
-        if isinstance(source, Path):
+        if not hub:
             raise CheckpointError(f"{key}: local model folder {source} could not be loaded: {err}") from err
-        raise hub_error(key, model_id, revision, err) from err
+        raise hub_error(key, source, revision, err) from err
     _save(model, tokenizer, out_dir)
 
 

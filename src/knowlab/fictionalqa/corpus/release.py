@@ -515,6 +515,8 @@ def load_release_folder(folder: str | Path) -> dict[str, list[dict[str, Any]]]:
 
 # --------------------------------------------------------------------------- download / switch
 
+HUB_ID_KEY = "fiction.release.hub_id"  # the config key that names the release on the Hub
+
 
 def download_release(hub_id: str, revision: str | None, dest: str | Path | None) -> Path:
     """Download the four corpus configs of a FictionalQA release from the Hugging Face Hub.
@@ -538,8 +540,7 @@ def download_release(hub_id: str, revision: str | None, dest: str | Path | None)
     # deferred: Hub downloads only when the config names the Hub
     import huggingface_hub
 
-    key = "fiction.release.hub_id"
-    hub_id, revision = pinned_hub_id(hub_id, revision, key)
+    hub_id, revision = pinned_hub_id(hub_id, revision, HUB_ID_KEY)
     try:
         local = huggingface_hub.snapshot_download(
             repo_id=hub_id,
@@ -549,7 +550,7 @@ def download_release(hub_id: str, revision: str | None, dest: str | Path | None)
             local_dir=None if dest is None else str(dest),
         )
     except OSError as err:  # HTTP, connection and "not in the local cache" errors are all OSErrors
-        raise hub_error(key, hub_id, revision, err) from err
+        raise hub_error(HUB_ID_KEY, hub_id, revision, err) from err
     return Path(local)
 
 
@@ -585,7 +586,7 @@ def load_release(
     if hub_id is not None:
         dest = None
         if cache_dir is not None:
-            bare_id, pinned = split_revision(hub_id, revision, "fiction.release.hub_id")
+            bare_id, pinned = split_revision(hub_id, revision, HUB_ID_KEY)
             dest = Path(cache_dir) / bare_id.replace("/", "--") / (pinned or "main")
         return load_release_folder(download_release(hub_id, revision, dest))
     raise ValueError("no corpus source: give a local path (release folder or pipeline output) or a hub_id")
