@@ -8,24 +8,23 @@ FINDINGS_OUTPUTS = [
     "results/README.md",
 ]
 
-# the tables knowlab.findings.collect reads: step 0 and the last checkpoint of every run, the
-# splits; the base model's SORT tests across conditions and, when on, the parametric runs' tests
-# and segment nll; the grounding rows
-FINDINGS_INPUTS = [f"{SORT}/stats/{BASE_EVAL}/mcnemar_conditions.parquet"]
+# the tables knowlab.findings.collect reads: every checkpoint of every run (Event's claim takes the
+# minimum validation loss over them), the splits; the base model's SORT items in each condition
+# and, when on, the parametric runs' last-epoch items and segment nll; the grounding rows
+FINDINGS_INPUTS = expand(
+    f"{SORT}/evaluate/{BASE_EVAL}/{{condition}}.parquet", condition=SORT_CONDITIONS
+)
 if FICTION_RUNS:
     FINDINGS_INPUTS += [f"results/evaluate/{BASE_RUN}/step-0.parquet"]
     FINDINGS_INPUTS += expand(
-        "results/evaluate/{run}/step-{step}.parquet", run=RUNS, step=STEPS[-1]
+        "results/evaluate/{run}/step-{step}.parquet", run=RUNS, step=STEPS[1:]
     )
     FINDINGS_INPUTS += expand("results/splits/{run}.json", run=FICTION_RUNS)
 if config["sort"]["parametric"]["enabled"]:
-    FINDINGS_INPUTS += [
-        f"{SORT}/parametric/stats/mcnemar.parquet",
-        f"{SORT}/parametric/base/evaluate/epoch-0_segment_nll.parquet",
-    ]
     FINDINGS_INPUTS += expand(
-        f"{SORT}/parametric/{{prun}}/evaluate/epoch-{SORT_EPOCHS}_segment_nll.parquet",
+        f"{SORT}/parametric/{{prun}}/evaluate/epoch-{SORT_EPOCHS}{{table}}.parquet",
         prun=PARAMETRIC_RUNS,
+        table=["", "_segment_nll"],
     )
 if GROUNDING_DATASETS:
     FINDINGS_INPUTS += [f"{GROUNDING}/rows.parquet"]
@@ -47,7 +46,15 @@ rule findings:
     params:
         cfg={
             section: config[section]
-            for section in ("finetune", "stats", "eval_models", "sort", "grounding")
+            for section in (
+                "seed",
+                "findings",
+                "finetune",
+                "stats",
+                "eval_models",
+                "sort",
+                "grounding",
+            )
         },
         model=MODEL_NAME,
         report="results/report.html",

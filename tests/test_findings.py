@@ -1,7 +1,6 @@
-"""knowlab.findings on a small synthetic results folder in the workflow's formats: every finding holds
-where the data are built to show it and fails where they are built against it, the p-values equal
-scipy / statsmodels called directly, and absent tables or studies switched off give ``skipped``.
-The SORT test tables are made by the workflow's own functions (knowlab.sort.analysis)."""
+"""knowlab.findings: the status rules at their boundaries, and every claim decided on a small synthetic
+results folder in the workflow's formats (built so that each claim is supported, then changed against
+it), with p-values from scipy / statsmodels called directly on hand-written tables."""
 
 from __future__ import annotations
 
@@ -13,36 +12,130 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import mannwhitneyu, wilcoxon
+from scipy.stats import binomtest, mannwhitneyu, wilcoxon
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 
 from knowlab import findings
 from knowlab.core.io import write_json
-from knowlab.sort.analysis import condition_tests, parametric_tests
+from knowlab.findings import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_SIGNIFICANT,
+    NOT_TESTED,
+    SUPPORTED,
+    decide,
+    decide_equivalence,
+)
 
 MODEL = "m"
-LAST = 4
+STEPS = (0, 2, 4)
+LAST = STEPS[-1]
 CFG = {
+    "seed": 1,
+    "findings": {"alpha": 0.05, "power": 0.8, "equivalence_margin": 0.05},
     "finetune": {"runs": ["doc", "event", "fictsheets"], "control": True, "max_steps": LAST, "checkpoint_every": 2},
-    "stats": {"mcnemar_exact_below": 25},
+    "stats": {"mcnemar_exact_below": 25, "bootstrap_resamples": 500},
     "eval_models": {"base_model": "base"},
-    "sort": {"parametric": {"enabled": True, "epochs": 1}},
+    "sort": {"conditions": ["baseline", "in_context", "rag", "oracle_rag"], "parametric": {"enabled": True, "epochs": 1}},
     "grounding": {"datasets": ["fiction"]},
 }
-DOCS = [f"d{i:02d}" for i in range(16)]
-SHEETS = [f"e{i}" for i in range(10)]
-QUESTIONS = [f"q{i:02d}" for i in range(80)]
+DOCS = [f"d{i:02d}" for i in range(40)]
+SHEETS = [f"e{i:02d}" for i in range(16)]
+QUESTIONS = [f"q{i:03d}" for i in range(120)]
 SPLITS = {  # run: (documents, train documents, train questions)
-    "doc": ("fictions", DOCS[:8], QUESTIONS[:40]),
-    "event": ("fictions", DOCS[:12], QUESTIONS[:60]),
-    "fictsheets": ("fictsheets", SHEETS[:7], QUESTIONS[:50]),
+    "doc": ("fictions", DOCS[:20], QUESTIONS[:60]),
+    "event": ("fictions", DOCS[:24], QUESTIONS[:70]),
+    "fictsheets": ("fictsheets", SHEETS[:10], QUESTIONS[:60]),
 }
-# questions answered right at the last step (the first n); the base model and the control: 20
-CORRECT = {"doc": 35, "event": 45, "fictsheets": 22, "control": 20}
-# validation-document loss drop from step 0 (3.5) to the last step
-VAL_DROP = {"doc": 0.6, "event": 0.3}
-CONDITIONS = {"baseline": 8, "in_context": 30, "rag": 20, "oracle_rag": 27}  # items right of 32
+# questions answered right at the last step (the first n)
+CORRECT = {"base_model": 40, "doc": 90, "event": 85, "fictsheets": 50, "control": 40}
+# validation-document loss per step: Doc's curve is U-shaped (its minimum at step 2), Event's falls
+# a little to the end, so the last step alone would rank them the wrong way round
+VAL_LOSS = {"doc": {2: 2.5, 4: 3.4}, "event": {2: 3.3, 4: 3.2}}
+SORT_ITEMS = [f"s{i:02d}" for i in range(40)]
+SORT_CORRECT = {"baseline": 20, "in_context": 36, "rag": 26, "oracle_rag": 30}
+CLAIMS = [
+    "training-document loss below validation-document loss (doc)",
+    "training-document loss below validation-document loss (event)",
+    "MCQ-4 accuracy on trained questions above the webtext-only control (doc)",
+    "MCQ-4 accuracy on trained questions above the webtext-only control (event)",
+    "Fictsheets: training-fictsheet loss falls",
+    "Fictsheets: validation-fictsheet loss rises",
+    "Fictsheets transfer least: MCQ-4 accuracy below the other split's (doc)",
+    "Fictsheets transfer least: MCQ-4 accuracy below the other split's (event)",
+    "Event improves validation loss least (to its minimum): below the other split (doc)",
+    "in-context memory above the no-context baseline",
+    "RAG below in-context memory",
+    "fine-tuning on the books lowers segment nll (vs instructions only)",
+    "fine-tuning on the books leaves no-context accuracy unchanged (vs instructions only)",
+    "Original-Dist F1 below Original-Gold",
+    "Conflict-Dist F1 below Conflict-Gold",
+]
+
+
+# ------------------------------------------------------------------------------ status rules
+
+
+@pytest.mark.parametrize(
+    ("effect", "ci", "p", "status"),
+    [
+        (0.2, (0.05, 0.35), 0.01, SUPPORTED),
+        (0.2, (0.05, 0.35), 0.05, NOT_SIGNIFICANT),  # p = alpha does not reject
+        (0.2, (0.0, 0.35), 0.01, NOT_SIGNIFICANT),  # the interval touches 0: test and interval must agree
+        (0.1, (-0.1, 0.3), 0.5, NOT_SIGNIFICANT),
+        (0.0, (-0.1, 0.1), 1.0, INCONCLUSIVE),  # a tie is not the claimed direction
+        (-0.1, (-0.3, 0.1), 0.5, INCONCLUSIVE),
+        (-0.2, (-0.35, -0.05), 0.049, CONTRADICTED),
+        (-0.2, (-0.35, -0.05), 0.05, INCONCLUSIVE),
+        (-0.2, (-0.35, 0.01), 0.001, INCONCLUSIVE),
+    ],
+)
+def test_directional_status_at_its_boundaries(effect, ci, p, status):
+    assert decide(effect, *ci, p, alpha=0.05) == status
+
+
+@pytest.mark.parametrize(
+    ("ci", "p_difference", "p_equivalence", "status"),
+    [
+        ((-0.04, 0.04), 1.0, 0.01, SUPPORTED),
+        ((-0.04, 0.05), 1.0, 0.01, INCONCLUSIVE),  # the interval reaches the margin
+        ((-0.04, 0.04), 1.0, 0.05, INCONCLUSIVE),  # TOST at alpha does not reject
+        ((-0.2, 0.3), 0.6, 0.9, INCONCLUSIVE),  # too few items to tell
+        ((0.1, 0.3), 0.001, 1.0, CONTRADICTED),  # a significant difference
+        ((0.1, 0.3), 0.2, 1.0, INCONCLUSIVE),
+    ],
+)
+def test_equivalence_status_inside_and_outside_the_margin(ci, p_difference, p_equivalence, status):
+    assert decide_equivalence(*ci, p_difference, p_equivalence, alpha=0.05, margin=0.05) == status
+
+
+def test_tally_counts_every_status():
+    found = [findings.Finding("S", f"c{i}", status, "d") for i, status in enumerate([SUPPORTED, SUPPORTED, NOT_TESTED])]
+    assert findings.tally(found) == {
+        SUPPORTED: 2,
+        NOT_SIGNIFICANT: 0,
+        INCONCLUSIVE: 0,
+        CONTRADICTED: 0,
+        NOT_TESTED: 1,
+    }
+    assert findings.render(found, "r.html").splitlines()[0].startswith(
+        "Headline findings of the three papers on this run: 2 of 3 supported (1 not tested)"
+    )
+
+
+def test_tost_equals_two_one_sided_t_tests():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0, 1, 50), rng.normal(0, 1, 50)
+    d = a - b
+    from scipy.stats import ttest_1samp
+
+    expected = max(ttest_1samp(d, -0.5, alternative="greater").pvalue, ttest_1samp(d, 0.5, alternative="less").pvalue)
+    assert findings.tost(a, b, 0.5) == pytest.approx(expected, rel=1e-9)
+    assert findings.tost(np.ones(5), np.ones(5), 0.05) == 0.0  # no spread, inside the margin
+    assert findings.tost(np.ones(5), np.zeros(5), 0.05) == 1.0
+
+
+# --------------------------------------------------------------------------- results folder
 
 
 def _loss_rows(suite, ids, losses):
@@ -52,32 +145,24 @@ def _loss_rows(suite, ids, losses):
     ]
 
 
-def _items(run, docs, sheets, correct):
+def _spread(ids, level, step=0.01):
+    return [level + step * k for k in range(len(ids))]
+
+
+def _items(run, step, docs, sheets, correct):
     rows = _loss_rows("fiction_doc", DOCS, docs) + _loss_rows("fictsheet_doc", SHEETS, sheets)
     rows += [{"suite": "mcq4", "item_id": q, "acc": float(k < correct)} for k, q in enumerate(QUESTIONS)]
-    return pd.DataFrame(rows).assign(run=run, step=0 if run == "base_model" else LAST)
+    return pd.DataFrame(rows).assign(run=run, step=step)
 
 
-def _spread(ids, level):
-    return [level + 0.01 * k for k in range(len(ids))]
-
-
-def _last_items(run):
+def _run_items(run, step):
     docs, sheets = _spread(DOCS, 3.5), _spread(SHEETS, 3.5)
-    if run in VAL_DROP:
+    if run in VAL_LOSS:
         train = SPLITS[run][1]
-        docs = [2.0 + 0.01 * k if d in train else 3.5 - VAL_DROP[run] + 0.01 * k for k, d in enumerate(DOCS)]
+        docs = [2.0 + 0.01 * k if d in train else VAL_LOSS[run][step] + 0.01 * k for k, d in enumerate(DOCS)]
     if run == "fictsheets":
-        sheets = [1.0 + 0.01 * k if s in SPLITS[run][1] else 3.8 + 0.01 * k for k, s in enumerate(SHEETS)]
-    return _items(run, docs, sheets, CORRECT[run])
-
-
-def _sort_rows(correct_by_key, key_columns):
-    rows = []
-    for key, n_right in correct_by_key.items():
-        for k in range(32):
-            rows.append({**dict(zip(key_columns, key)), "item_id": f"i{k:02d}", "correct": k < n_right, "score": -1.0})
-    return pd.DataFrame(rows).assign(model=MODEL)
+        sheets = [1.0 + 0.03 * k if s in SPLITS[run][1] else 3.8 + 0.02 * k for k, s in enumerate(SHEETS)]
+    return _items(run, step, docs, sheets, CORRECT[run])
 
 
 def _write(root, relative, frame):
@@ -86,15 +171,19 @@ def _write(root, relative, frame):
     frame.to_parquet(path, index=False)
 
 
+def _sort_rows(n_right, **columns):
+    return pd.DataFrame({"item_id": SORT_ITEMS, "correct": [k < n_right for k in range(len(SORT_ITEMS))], **columns})
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """A results folder where every finding holds (built once; tests get a copy)."""
+    """A results folder where every claim is supported (built once; tests get a copy)."""
     root = tmp_path_factory.mktemp("findings") / "results"
-    _write(
-        root, "evaluate/base_model/step-0.parquet", _items("base_model", _spread(DOCS, 3.5), _spread(SHEETS, 3.5), 20)
-    )
+    base = _items("base_model", 0, _spread(DOCS, 3.5), _spread(SHEETS, 3.5), CORRECT["base_model"])
+    _write(root, "evaluate/base_model/step-0.parquet", base)
     for run in [*SPLITS, "control"]:
-        _write(root, f"evaluate/{run}/step-{LAST}.parquet", _last_items(run))
+        for step in STEPS[1:]:
+            _write(root, f"evaluate/{run}/step-{step}.parquet", _run_items(run, step))
     for run, (documents, train, questions) in SPLITS.items():
         ids = DOCS if documents == "fictions" else SHEETS
         split = {
@@ -106,32 +195,23 @@ def built(tmp_path_factory):
             "val_questions": [q for q in QUESTIONS if q not in questions],
         }
         write_json(root / f"splits/{run}.json", split)
-    rows = _sort_rows({(c,): n for c, n in CONDITIONS.items()}, ["condition"])
-    _write(
-        root,
-        "sort/stats/base_model/mcnemar_conditions.parquet",
-        condition_tests(rows, MODEL, list(CONDITIONS))["mcnemar"],
-    )
-    keys = {("base", 0, "baseline"): 16, ("books", 3, "baseline"): 17, ("instructions", 2, "baseline"): 16}
-    parametric = _sort_rows(keys, ["run", "step", "condition"]).assign(
-        epoch=lambda f: np.where(f["step"] > 0, 1.0, 0.0)
-    )
-    _write(root, "sort/parametric/stats/mcnemar.parquet", parametric_tests(parametric)["mcnemar"])
-    for run, epoch, nll in (("base", 0, 4.0), ("books", 1, 3.0), ("instructions", 1, 3.9)):
-        nll_table = pd.DataFrame({"item_id": ["i0", "i1"], "nll_a": [nll, nll + 0.2], "nll_b": [nll, nll - 0.2]})
-        _write(root, f"sort/parametric/{run}/evaluate/epoch-{epoch}_segment_nll.parquet", nll_table)
-    grounding = []
-    for k in range(8):
-        for condition, f1 in (
-            ("original_gold", 0.6),
-            ("original_dist", 0.4),
-            ("conflict_gold", 0.5),
-            ("conflict_dist", 0.3),
-        ):
-            f1 = f1 + 0.01 * k * (condition.endswith("dist"))
-            grounding.append(
-                {"dataset": "fiction", "model": MODEL, "item_id": f"g{k}", "condition": condition, "f1": f1}
-            )
+    for condition, n_right in SORT_CORRECT.items():
+        _write(root, f"sort/evaluate/base_model/{condition}.parquet", _sort_rows(n_right, condition=condition))
+    for run, nll in (("books", 3.0), ("instructions", 3.9)):
+        _write(root, f"sort/parametric/{run}/evaluate/epoch-1.parquet", _sort_rows(22, condition="baseline"))
+        spread = 0.01 * np.arange(len(SORT_ITEMS))
+        nll_table = pd.DataFrame({"item_id": SORT_ITEMS, "nll_a": nll + spread, "nll_b": nll - spread})
+        _write(root, f"sort/parametric/{run}/evaluate/epoch-1_segment_nll.parquet", nll_table)
+    grounding = [
+        {"dataset": "fiction", "model": MODEL, "item_id": f"g{k}", "condition": condition, "f1": f1 + 0.01 * k * is_dist}
+        for k in range(8)
+        for condition, f1, is_dist in (
+            ("original_gold", 0.6, 0),
+            ("original_dist", 0.4, 1),
+            ("conflict_gold", 0.5, 0),
+            ("conflict_dist", 0.3, 1),
+        )
+    ]
     _write(root, "grounding/rows.parquet", pd.DataFrame(grounding))
     return root
 
@@ -141,172 +221,171 @@ def results(built, tmp_path):
     return Path(shutil.copytree(built, tmp_path / "results"))
 
 
-def test_every_finding_holds_where_the_data_show_it(results):
-    found = findings.collect(results, CFG, model=MODEL)
-    assert len(found) == 9
-    assert [f.status for f in found] == ["holds"] * 9, findings.render(found, "r.html")
-    assert all(f.source and f.evidence for f in found)
+def _holm2(p1, p2):
+    """Holm's adjustment of two p-values, written out: the smaller times 2, the larger at least that."""
+    low, high = sorted((p1, p2))
+    adjusted = {low: min(1.0, 2 * low), high: max(min(1.0, 2 * low), high)}
+    return [adjusted[p1], adjusted[p2]]
 
 
-def test_pvalues_equal_scipy_and_statsmodels(results):
-    found = findings.collect(results, CFG, model=MODEL)
-    pvalues = {}
-    for run in ("doc", "event"):  # the document splits; the Fictsheets run is finding 3's
-        split = json.loads((results / f"splits/{run}.json").read_text())
-        items = pd.read_parquet(results / f"evaluate/{run}/step-{LAST}.parquet")
-        docs = items[items["suite"] == "fiction_doc"].set_index("item_id")["loss"]
-        train, val = docs[split["train_documents"]], docs[split["val_documents"]]
-        pvalues[run] = mannwhitneyu(train, val, alternative="less").pvalue
-    p_doc = pvalues["doc"]
-    assert found[0].p == pytest.approx(max(pvalues.values()), rel=1e-12)
-    assert f"p = {p_doc:.2g}" in found[0].evidence
-
-    # MCQ-4 vs control on trained questions: doc 15 discordant (exact), event 25 (chi-square)
-    raw = [mcnemar([[20, 15], [0, 5]], exact=True).pvalue, mcnemar([[20, 25], [0, 15]], exact=False).pvalue]
-    assert found[1].p == pytest.approx(max(multipletests(raw, method="holm")[1]), rel=1e-12)
-
-    saved = pd.read_parquet(results / "sort/stats/base_model/mcnemar_conditions.parquet")
-    row = saved[(saved["condition_a"] == "in_context") & (saved["condition_b"] == "baseline")].iloc[0]
-    assert found[4].p == row["pvalue_holm"] < 0.05
-
-    gold_o, dist_o = np.full(8, 0.6), 0.4 + 0.01 * np.arange(8)
-    gold_c, dist_c = np.full(8, 0.5), 0.3 + 0.01 * np.arange(8)
-    expected = max(
-        wilcoxon(dist_o, gold_o, alternative="less").pvalue, wilcoxon(dist_c, gold_c, alternative="less").pvalue
-    )
-    assert found[8].p == pytest.approx(expected, rel=1e-12)
-    assert found[8].test.startswith("Wilcoxon signed-rank")
+def _by_claim(found):
+    return {f.claim: f for f in found}
 
 
 def _rewrite(root, relative, change):
     path = root / relative
-    frame = change(pd.read_parquet(path))
-    frame.to_parquet(path, index=False)
+    change(pd.read_parquet(path)).to_parquet(path, index=False)
 
 
-def test_findings_fail_where_the_data_go_against_them(results):
-    # val documents below train documents for the doc run; Event's val loss falls most
-    def swap(items):
+def test_every_claim_is_supported_where_the_data_show_it(results):
+    found = findings.collect(results, CFG, model=MODEL)
+    assert [f.claim for f in found] == CLAIMS
+    assert [f.status for f in found] == [SUPPORTED] * len(CLAIMS), findings.render(found, "r.html")
+    for f in found:  # no supported finding at p >= alpha or with an interval that reaches 0
+        assert f.p < f.alpha and f.source and f.test and f.n > 0
+        assert (f.ci_low > 0 or f.margin is not None) and f.ci_low <= f.effect <= f.ci_high
+
+
+def test_effects_and_pvalues_equal_the_tables_by_hand(results):
+    found = _by_claim(findings.collect(results, CFG, model=MODEL))
+    # at the last step, Doc's 20 validation documents at 3.4 + 0.01 k (k = 20..39) vs 20 training ones at
+    # 2.0 + 0.01 k; Event's 16 at 3.2 + 0.01 k (k = 24..39) vs 24 at 2.0 + 0.01 k; Holm over the two runs
+    doc_val, doc_train = 3.4 + 0.01 * np.arange(20, 40), 2.0 + 0.01 * np.arange(20)
+    event_val, event_train = 3.2 + 0.01 * np.arange(24, 40), 2.0 + 0.01 * np.arange(24)
+    assert found[CLAIMS[0]].effect == pytest.approx(1.6) and found[CLAIMS[0]].n == 40
+    holm = _holm2(mannwhitneyu(doc_val, doc_train).pvalue, mannwhitneyu(event_val, event_train).pvalue)
+    assert [found[claim].p for claim in CLAIMS[:2]] == pytest.approx(holm, rel=1e-12)
+
+    # MCQ-4 vs control on the trained questions: Doc 60 vs 40 right of 60 (20 discordant: exact),
+    # Event 70 vs 40 of 70 (30 discordant: chi-square with continuity correction)
+    f = found[CLAIMS[2]]
+    assert f.effect == pytest.approx(20 / 60) and f.n == 60
+    holm = _holm2(binomtest(0, 20, 0.5).pvalue, mcnemar([[40, 30], [0, 0]], exact=False, correction=True).pvalue)
+    assert [found[claim].p for claim in CLAIMS[2:4]] == pytest.approx(holm, rel=1e-12)
+    assert "exact" in f.test and "chi-square" in found[CLAIMS[3]].test and "Holm over 2" in f.test
+
+    # Fictsheets: 10 training fictsheets from 3.5 + 0.01 k to 1.0 + 0.03 k, paired
+    f = found[CLAIMS[4]]
+    before, after = 3.5 + 0.01 * np.arange(10), 1.0 + 0.03 * np.arange(10)
+    assert f.effect == pytest.approx((before - after).mean())
+    assert f.p == pytest.approx(wilcoxon(before, after).pvalue, rel=1e-12) and f.n == 10
+
+    # Event's improvement to its minimum: Doc's validation documents 3.5 -> 2.5 (step 2), Event's 3.5 -> 3.2
+    f = found[CLAIMS[8]]
+    assert f.effect == pytest.approx(1.0 - 0.3) and "step 2" in f.detail and "(step 4)" in f.detail
+
+    # SORT: in context 36 vs baseline 20 right of 40, 16 discordant one way
+    f = found[CLAIMS[9]]
+    assert f.effect == pytest.approx(16 / 40) and f.p == pytest.approx(binomtest(0, 16, 0.5).pvalue, rel=1e-12)
+
+    # grounding: every Dist below Gold on 8 questions, Wilcoxon's exact two-sided p = 2 / 2^8
+    f = found[CLAIMS[13]]
+    assert f.p == pytest.approx(2 / 256) and f.effect == pytest.approx(0.2 - 0.01 * np.arange(8).mean())
+
+
+def _wrong_on_first_40(items):
+    return items.assign(acc=items["acc"].mask((items["suite"] == "mcq4") & (items["item_id"] < "q040"), 0.0))
+
+
+def test_the_claims_go_against_the_data_built_against_them(results):
+    def swap(items):  # Doc's validation documents below its training documents
         docs = items["suite"] == "fiction_doc"
         items.loc[docs, "loss"] = items.loc[docs, "loss"].to_numpy()[::-1]
-        items.loc[docs, "nll_sum"] = 100 * items.loc[docs, "loss"]
         return items
 
-    _rewrite(results, f"evaluate/doc/step-{LAST}.parquet", swap)
-    _rewrite(
-        results,
-        f"evaluate/event/step-{LAST}.parquet",
-        lambda f: f.assign(loss=f["loss"] - 3, nll_sum=f["nll_sum"] - 300),
-    )
-    # the control, and the Fictsheets run, right on every question; distractors help grounding
-    for run in ("control", "fictsheets"):
-        _rewrite(results, f"evaluate/{run}/step-{LAST}.parquet", lambda f: f.assign(acc=f["acc"].notna().astype(float)))
+    for step in STEPS[1:]:
+        _rewrite(results, f"evaluate/doc/step-{step}.parquet", swap)
+    # the control right on every question, Doc and Event wrong on the first 40: below the control
+    _rewrite(results, f"evaluate/control/step-{LAST}.parquet", lambda f: f.assign(acc=f["acc"].notna().astype(float)))
+    for run in ("doc", "event"):
+        _rewrite(results, f"evaluate/{run}/step-{LAST}.parquet", _wrong_on_first_40)
+    # RAG ties in-context memory; the books run right on 16 more SORT items than instructions only
+    _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(SORT_CORRECT["in_context"]))
+    _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(38, condition="baseline"))
+    # distractors help grounding (Original)
     _rewrite(
         results,
         "grounding/rows.parquet",
-        lambda f: f.assign(f1=np.where(f["condition"].str.endswith("dist"), 0.9, f["f1"])),
+        lambda f: f.assign(f1=np.where(f["condition"] == "original_dist", 0.9 + 0.001 * f.index, f["f1"])),
     )
+    found = _by_claim(findings.collect(results, CFG, model=MODEL))
+    statuses = {claim: found[claim].status for claim in CLAIMS}
+    assert statuses[CLAIMS[0]] == CONTRADICTED
+    assert statuses[CLAIMS[2]] == statuses[CLAIMS[3]] == CONTRADICTED
+    assert statuses[CLAIMS[10]] == INCONCLUSIVE  # a tie
+    assert statuses[CLAIMS[12]] == CONTRADICTED  # a significant difference where none is claimed
+    assert statuses[CLAIMS[13]] == CONTRADICTED
+    assert statuses[CLAIMS[9]] == statuses[CLAIMS[14]] == SUPPORTED  # untouched
+
+
+def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
+    _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(34))  # 2 discordant: exact p = 0.5
     found = findings.collect(results, CFG, model=MODEL)
-    assert [f.status for f in found[:4]] == ["fails"] * 4, findings.render(found, "r.html")
-    assert found[8].status == "fails"
-    assert found[4].status == "holds"  # SORT is untouched
+    f = _by_claim(found)[CLAIMS[10]]
+    assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5) and f.effect == pytest.approx(0.05)
+    se = findings.bootstrap_difference(
+        np.r_[np.ones(36), np.zeros(4)], np.r_[np.ones(34), np.zeros(6)], seed=0, n_resamples=500
+    )["se"]
+    assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
+    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[10] in line)
+    assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.05 accuracy, 95% CI [")
+    assert f"MDE {f.mde:.2g} at 80% power" in line and "p = 0.5" in line and "n 40" in line
 
 
-def _set_condition(results, a, accuracy, pvalue_holm):
-    """Give condition ``a`` this accuracy and Holm p against in context, both ways, in the saved McNemar table."""
-
-    def change(frame):
-        for x, y, side in ((a, "in_context", "mean_a"), ("in_context", a, "mean_b")):
-            row = (frame["condition_a"] == x) & (frame["condition_b"] == y)
-            frame.loc[row, side] = accuracy
-            frame.loc[row, "pvalue_holm"] = pvalue_holm
-        return frame
-
-    _rewrite(results, "sort/stats/base_model/mcnemar_conditions.parquet", change)
+def test_no_difference_needs_equivalence(results):
+    # books right on 2 more items of 40: inside no test's reach, and the interval passes the margin
+    _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(24, condition="baseline"))
+    f = _by_claim(findings.collect(results, CFG, model=MODEL))[CLAIMS[12]]
+    assert f.status == INCONCLUSIVE and f.margin == 0.05 and f.ci_high > 0.05
+    assert "TOST" in f.test
 
 
-def test_sort_comparisons_are_inconclusive_unless_significantly_against(results):
-    in_context = CONDITIONS["in_context"] / 32
-    _set_condition(results, "rag", in_context, 1.0)  # a tie that no test can tell apart
-    found = findings.collect(results, CFG, model=MODEL)
-    assert found[5].status == "inconclusive" and "RAG 0.94 vs in context 0.94" in found[5].evidence
-    assert "not significant at 0.05" in found[5].evidence
-    assert found[6].status == "inconclusive"  # oracle RAG 27/32 is farther from 30/32 than a tie, within chance
-    _set_condition(results, "rag", in_context + 0.03, 0.5)
-    _set_condition(results, "oracle_rag", in_context - 0.2, 0.01)  # far, and significantly so
-    found = findings.collect(results, CFG, model=MODEL)
-    assert [f.status for f in found[5:7]] == ["inconclusive", "fails"]
-    _set_condition(results, "rag", in_context + 0.05, 0.01)  # RAG significantly above in context
-    assert findings.collect(results, CFG, model=MODEL)[5].status == "fails"
+def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
+    cfg = copy.deepcopy(CFG)
+    split = json.loads((results / "splits/fictsheets.json").read_text())
+    split["val_documents"] = split["val_documents"][:2]  # 2 validation fictsheets: smallest p 0.5
+    write_json(results / "splits/fictsheets.json", split)
+    f = _by_claim(findings.collect(results, cfg, model=MODEL))[CLAIMS[5]]
+    assert f.status == NOT_TESTED and "not testable at n 2" in f.detail and "0.5" in f.detail
 
 
-def test_absent_tables_and_studies_switched_off_are_skipped(tmp_path, results):
+def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results):
     found = findings.collect(tmp_path / "nothing", CFG, model=MODEL)
-    assert {f.status for f in found} == {"skipped"}
-    assert all(f.evidence.startswith("no ") and f.p is None for f in found)
+    assert {f.status for f in found} == {NOT_TESTED}
+    assert all(f.detail.startswith("no ") and f.p is None for f in found)
 
     cfg = copy.deepcopy(CFG)
     cfg["finetune"].update(runs=["doc"], control=False)
     cfg["sort"]["parametric"]["enabled"] = False
+    cfg["sort"]["conditions"] = ["baseline", "in_context"]
     found = findings.collect(results, cfg, model=MODEL)
-    assert [f.status for f in found] == [
-        "holds",
-        "skipped",
-        "skipped",
-        "skipped",
-        "holds",
-        "holds",
-        "holds",
-        "skipped",
-        "holds",
-    ]
-    assert "finetune.control" in found[1].evidence
-    assert "fictsheets run" in found[2].evidence
-    assert "event run" in found[3].evidence
-    assert "sort.parametric.enabled" in found[7].evidence
-
-    (results / "sort/stats/base_model/mcnemar_conditions.parquet").unlink()
-    found = findings.collect(results, cfg, model=MODEL)
-    assert [f.status for f in found[4:7]] == ["skipped"] * 3
+    by_claim = {f.claim: f for f in found}
+    assert by_claim[CLAIMS[0]].status == SUPPORTED
+    untested = {f.claim.split(" (")[0]: f.detail for f in found if f.status == NOT_TESTED}
+    assert "finetune.control" in untested["MCQ-4 accuracy on trained questions above the webtext-only control"]
+    assert "fictsheets run" in untested["Fictsheets: training-fictsheet loss falls"]
+    assert "event run" in untested["Event improves validation loss least"]
+    assert "sort.conditions" in untested["RAG below in-context memory"]
+    assert "sort.parametric.enabled" in untested["fine-tuning on the books lowers segment nll"]
 
 
 def test_grounding_rows_of_several_models_need_the_model_named(results):
     _rewrite(results, "grounding/rows.parquet", lambda f: pd.concat([f, f.assign(model="other")]))
     with pytest.raises(ValueError, match="name the base model"):
         findings.collect(results, CFG)
-    assert findings.collect(results, CFG, model=MODEL)[-1].status == "holds"
+    assert findings.collect(results, CFG, model=MODEL)[-1].status == SUPPORTED
 
 
-def test_render_and_records(results):
+def test_records_carry_every_field_for_every_claim(results):
     found = findings.collect(results, CFG, model=MODEL)
-    found.append(findings.Finding("SORT", "a claim", None, "no table"))
-    text = findings.render(found, "results/report.html")
-    lines = text.splitlines()
-    assert "results/report.html" in lines[0] and "9 holds" in lines[0] and "1 skipped" in lines[0]
-    assert len(lines) == 1 + len(found)
-    assert lines[1].startswith("[holds] FictionalQA: train-document loss below validation-document loss — ")
-    assert lines[1].endswith(f", p = {found[0].p:.2g})")
-    assert lines[-1] == "[skipped] SORT: a claim — no table"
+    found.append(findings.Finding("SORT", "a claim", NOT_TESTED, "no table"))
     records = json.loads(json.dumps(findings.to_records(found)))
-    assert records[-1] == {
-        "study": "SORT",
-        "claim": "a claim",
-        "holds": None,
-        "evidence": "no table",
-        "test": "",
-        "p": None,
-        "source": "",
-        "direction": None,
-        "against": None,
-        "status": "skipped",
-    }
-    frame = findings.to_frame(found)
-    columns = ["study", "claim", "status", "holds", "direction", "against", "evidence", "test", "p", "source"]
-    assert list(frame.columns) == columns
-    # the claimed direction without significance, and a wrong direction no test can tell from
-    # chance, are told apart from a failure
-    assert findings.Finding("SORT", "c", False, "e", direction=True).status == "not significant"
-    assert findings.Finding("SORT", "c", False, "e", direction=False).status == "fails"
-    assert findings.Finding("SORT", "c", False, "e", against=False).status == "inconclusive"
-    assert findings.Finding("SORT", "c", False, "e", against=True).status == "fails"
-    assert frame["status"].tolist() == [f.status for f in found]
+    keys = {"claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source"}
+    assert all(keys <= record.keys() for record in records)
+    assert all(record[key] is not None for record in records[:-1] for key in keys)
+    assert records[-1]["effect"] is None and records[-1]["status"] == NOT_TESTED
+    assert list(findings.to_frame(found).columns) == list(records[0])
+    text = findings.render(found, "results/report.html").splitlines()
+    assert len(text) == 1 + len(found) and text[-1] == "[not tested] SORT: a claim — no table"
+    assert text[1].startswith(f"[supported] FictionalQA: {CLAIMS[0]} — effect +")
+    assert text[1].endswith("(Kirchenbauer et al. (2026) Sec. 5, Figs. 3-4)")

@@ -1,54 +1,75 @@
-"""The three papers' headline findings, checked on the workflow's result tables.
+"""The three papers' headline findings, each decided on this run's result tables by a rule fixed in advance.
 
-:func:`collect` reads the tables of a finished run (``results/``), checks each claim below and
-returns one :class:`Finding` per claim: ``holds`` (True), does not hold (False) or skipped (None,
-with the reason: the study or run is off in the config, or its table is absent).  Each finding
-carries the numbers behind it (``evidence``), the test that decides it (``test``) and its
-p-value.  A claim that does not hold is ``not significant`` (the claimed direction, p >= ALPHA),
-``inconclusive`` (another direction, but a two-sided test finds no significant difference: too
-few items to tell) or ``fails`` (:attr:`Finding.status`).  :func:`render` prints them one a line for a terminal; :func:`to_frame` and
-:func:`to_records` give a table and JSON records.  Significance is at :data:`ALPHA`.
+:func:`collect` reads the tables of a finished run (``results/``) and returns one :class:`Finding`
+per comparison of the claims below: its effect (oriented so that a positive effect is the
+direction the paper claims), a 95% percentile-bootstrap interval over the unit the paper samples
+(questions, documents, SORT items; paired where the design pairs them,
+:func:`knowlab.core.stats.bootstrap_difference`), a two-sided test, n, p and a status.
+:func:`render` prints them for a terminal, :func:`to_records` / :func:`to_frame` give JSON records
+and a table.
 
-FictionalQA (Kirchenbauer et al. 2026), at the run's last checkpoint; step 0 is the base
-model (``results/evaluate/base_model/step-0.parquet``), item tables
-``results/evaluate/{run}/step-{N}.parquet``, sides from ``results/splits/{run}.json``.  Means of
-loss are token-weighted, as in ``results/summary/fictionalqa.csv``.
+Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run was looked at:
 
-1. :func:`train_below_val_loss`: train-document loss below validation-document loss (Sec. 5,
-   "Separating Memorization from Generalization", Figs. 3-5).
-2. :func:`mcq_above_control`: MCQ-4 accuracy on trained questions above the webtext-only control
-   (Sec. 5, "Reconstruction of Fictional Facts via MCQ Testing", Figs. 7-8).
-3. :func:`fictsheets_memorised`: the Fictsheets are memorised (training loss falls, validation
-   loss rises) and transfer least to MCQ-4 (Sec. 5, Figs. 5 and 7; Sec. 6).
-4. :func:`event_generalises_least`: validation-document loss falls least on the Event split
-   (Sec. 5, Fig. 4).
+- ``supported``: the claimed direction, the test rejects at ``alpha`` (Holm-corrected over the
+  comparisons of one claim) **and** the 95% interval excludes 0.  Both: a status never rests on
+  one of two analyses that disagree.
+- ``not significant``: the claimed direction, but the test or the interval does not exclude 0;
+  the line prints the minimum detectable effect at this n (80% power,
+  :func:`knowlab.core.stats.minimum_detectable_effect`).
+- ``inconclusive``: not the claimed direction (a tie included), and not significantly so.
+- ``contradicted``: the other direction, the test rejects and the interval excludes 0.
+- Claims of **no difference** are ``supported`` only by equivalence: the two one-sided tests
+  (TOST) reject at ``alpha`` and the 95% interval lies inside ``(-margin, margin)``
+  (``findings.equivalence_margin``); ``contradicted`` when the difference is significant as
+  above; else ``inconclusive``.
+- ``not tested``: the config lacks what the claim needs (a study, run or table; the line says
+  which), or the design cannot reach ``alpha`` at all: the smallest p the test can give at this
+  n (every unit agreeing), times the claim's Holm family size, is not below ``alpha`` (e.g. 4
+  training fictsheets: Wilcoxon's smallest two-sided p is 2/2^4 = 0.125).
+
+The tally counts ``supported`` only.  A claim that spans a family (every fiction run, every
+other split) is one line per comparison, Holm-corrected over the family
+(``statsmodels.stats.multitest.multipletests``); separate claims are not corrected together.
+Tests: McNemar's (0/1 correctness on the same items; :func:`knowlab.core.stats.mcnemar_pair`,
+exact below ``stats.mcnemar_exact_below`` discordant pairs), Wilcoxon signed-rank (paired
+continuous scores; ``scipy.stats.wilcoxon``, zeros dropped, p = 1 when every difference is 0),
+Mann-Whitney U (two disjoint sets of documents; ``scipy.stats.mannwhitneyu``), all two-sided.
+
+The claims (the papers' wording, quoted in each function's docstring):
+
+FictionalQA (Kirchenbauer et al. 2026).  Item tables ``results/evaluate/{run}/step-{N}.parquet``,
+step 0 the base model's, sides from ``results/splits/{run}.json``.
+
+1. :func:`train_below_val_loss` (Sec. 5, Figs. 3-4), per document-split run.
+2. :func:`mcq_above_control` (Sec. 5, Figs. 7-8), per document-split run.
+3. :func:`fictsheets_train_loss_falls` and 4. :func:`fictsheets_val_loss_rises` (Sec. 5, Fig. 5).
+5. :func:`fictsheets_least_transfer` (Sec. 5, Fig. 7; Sec. 6), per other fiction run.
+6. :func:`event_generalises_least` (Sec. 5, Fig. 4: the validation-loss minima), per other
+   document split.
 
 SORT (Pink et al. 2024), the base model (the ``eval_models`` key whose value is ``base``):
 
-5. :func:`sort_in_context_above_baseline`: in-context memory above the memory-less baseline
-   (Secs. 5.1, 5.3, Tables 1-2).
+7. :func:`sort_in_context_above_baseline` (Secs. 5.1, 5.3, Tables 1-2).
+8. :func:`sort_rag_below_in_context` (Sec. 5.5, Fig. 4a).
+9. :func:`sort_books_lower_segment_nll` (App. E.1, Fig. 12) and 10. :func:`sort_books_no_accuracy_gain`
+   (Sec. 5.4, App. E.2, Figs. 13-14): against the instructions-only fine-tune, as the paper.
 
-Claims 5-7 are the paper's descriptive comparisons (tables and Fig. 4, no test between
-conditions): each holds on the direction of the accuracies, the evidence says whether McNemar's
-test finds the difference significant, and a wrong direction is ``inconclusive`` unless that
-test finds it significant.
-6. :func:`sort_rag_below_in_context`: RAG below in-context memory (Sec. 5.5, Fig. 4a).
-7. :func:`sort_oracle_near_in_context`: oracle RAG closer to in-context memory than RAG
-   (Sec. 5.5, Fig. 4b).
-8. :func:`sort_parametric`: fine-tuning on the texts lowers segment perplexity but not
-   no-context SORT accuracy (Sec. 5.4, App. E.1-E.2, Figs. 12-14).
+The previous "oracle RAG nearer in-context memory than RAG" is not a claim of the paper: Sec. 5.5
+compares models within the oracle condition only ("Even when passages containing both segments
+are retrieved and presented in the correct order, we find that Llama3-8b-Instruct outperforms two
+much larger models on SORT (Figure 4b)"), so it is not checked.
 
 Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
-9. :func:`grounding_distractors`: F1 lower with distractors than with the gold contexts alone,
-   on Original and Conflict (Sec. 4.2, Table 1).
+11. :func:`grounding_distractors` (Sec. 4.2, Table 1), Original and Conflict as two claims.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -56,58 +77,124 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu, wilcoxon
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.weightstats import ttost_paired
 
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
-from knowlab.core.stats import mcnemar_pair
+from knowlab.core.rng import keyed_rng
+from knowlab.core.stats import bootstrap_difference, mcnemar_pair, minimum_detectable_effect
 
-ALPHA = 0.05
+SUPPORTED = "supported"
+NOT_SIGNIFICANT = "not significant"
+INCONCLUSIVE = "inconclusive"
+CONTRADICTED = "contradicted"
+NOT_TESTED = "not tested"
+STATUSES = (SUPPORTED, NOT_SIGNIFICANT, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
+CONFIDENCE = 0.95
 FICTSHEETS = "fictsheets"
 EVENT = "event"
 # the loss suite of a split's documents (the split JSON's ``documents``)
 DOC_SUITE = {"fictions": "fiction_doc", "fictsheets": "fictsheet_doc"}
-STATUSES = ("holds", "not significant", "inconclusive", "fails", "skipped")
-DESCRIPTIVE = "descriptive (no test)"
+FICTIONALQA = "Kirchenbauer et al. (2026)"
+SORT = "Pink et al. (2024)"
+GROUNDING = "Lee et al. (2024)"
+
+
+# ------------------------------------------------------------------------------ status rules
+
+
+def decide(effect: float, ci_low: float, ci_high: float, p: float, alpha: float) -> str:
+    """Status of a directional claim (module docstring): ``effect > 0`` is the claimed direction,
+    ``p`` the (Holm-corrected) two-sided p, ``[ci_low, ci_high]`` the 95% interval."""
+    if effect > 0:
+        return SUPPORTED if p < alpha and ci_low > 0 else NOT_SIGNIFICANT
+    if effect < 0 and p < alpha and ci_high < 0:
+        return CONTRADICTED
+    return INCONCLUSIVE
+
+
+def decide_equivalence(
+    ci_low: float, ci_high: float, p_difference: float, p_equivalence: float, alpha: float, margin: float
+) -> str:
+    """Status of a claim of no difference: ``supported`` when TOST's ``p_equivalence < alpha`` and
+    the 95% interval lies inside ``(-margin, margin)``; ``contradicted`` when the difference test
+    rejects and the interval excludes 0; else ``inconclusive``."""
+    if p_equivalence < alpha and -margin < ci_low and ci_high < margin:
+        return SUPPORTED
+    if p_difference < alpha and (ci_low > 0 or ci_high < 0):
+        return CONTRADICTED
+    return INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``alpha``, ``power`` (for the minimum detectable effect), ``margin`` (no-difference claims,
+    in the effect's unit), ``resamples`` (bootstrap), ``seed`` (bootstrap streams, keyed per line)."""
+
+    alpha: float = 0.05
+    power: float = 0.8
+    margin: float = 0.05
+    resamples: int = 2000
+    seed: int = 0
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One paper's claim checked on this run's results.
+    """One comparison of a paper's claim, decided on this run (module docstring).
 
-    ``holds``: True (holds), False (does not hold) or None (skipped: ``evidence`` says why).
-    ``direction``: for a claim that needs significance, whether the effect points the claimed
-    way even where the test misses ALPHA (status "not significant"); None otherwise.
-    ``against``: for a claim decided on a two-sided test, whether that test finds the data
-    significantly against the claim; False makes a claim that does not hold "inconclusive"
-    rather than "fails"; None (no such test) leaves it "fails".
-    ``evidence``: the numbers behind it; ``test``: the test that decides it; ``p``: its
-    p-value (None for a descriptive finding or a skipped one); ``source``: paper and section.
+    ``effect``, ``ci_low``, ``ci_high``: the effect, positive in the claimed direction, and its 95%
+    bootstrap interval, in ``unit``; ``mde``: minimum detectable effect at this n (80% power);
+    ``n``: units compared (paired units, or both sets together); ``p``: the decisive p (Holm-
+    corrected in a family; TOST's for a claim of no difference); ``margin``: the equivalence
+    margin of a no-difference claim.  Fields that do not apply are None; ``detail`` gives the
+    numbers behind the effect (or, for ``not tested``, what the claim needs).
     """
 
     study: str
     claim: str
-    holds: bool | None
-    evidence: str
-    test: str = ""
-    p: float | None = None
+    status: str
+    detail: str
     source: str = ""
-    direction: bool | None = None
-    against: bool | None = None
-
-    @property
-    def status(self) -> str:
-        """One of :data:`STATUSES`: ``holds``; ``not significant`` (the claimed direction, p >= ALPHA);
-        ``inconclusive`` (not the claimed direction, not significantly against it either); ``fails``;
-        ``skipped``."""
-        if self.holds is None:
-            return "skipped"
-        if self.holds:
-            return "holds"
-        return "not significant" if self.direction else "inconclusive" if self.against is False else "fails"
+    test: str | None = None
+    effect: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    p: float | None = None
+    alpha: float | None = None
+    mde: float | None = None
+    margin: float | None = None
+    unit: str | None = None
 
 
 class Skip(Exception):
-    """A finding that cannot be checked here: a study or run off in the config, or a table absent."""
+    """A claim the config cannot test: a study or run off, or a table absent (the message says which)."""
+
+
+@dataclass
+class Comparison:
+    """One comparison of a claim before its family's correction: ``a - b`` oriented to the claim.
+
+    ``a``/``b``: aligned per-unit values (paired) or two samples (unpaired); ``p``: the two-sided
+    test's raw p; ``min_p``: the smallest p that test can give at this n; ``p_equivalence``: TOST's
+    p, for a claim of no difference.
+    """
+
+    label: str
+    a: np.ndarray
+    b: np.ndarray
+    paired: bool
+    p: float
+    min_p: float
+    test: str
+    unit: str
+    detail: str
+    p_equivalence: float | None = None
+    n: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.a, self.b = np.asarray(self.a, dtype=float), np.asarray(self.b, dtype=float)
+        self.n = len(self.a) if self.paired else len(self.a) + len(self.b)
 
 
 class Results:
@@ -118,7 +205,10 @@ class Results:
         finetune = cfg["finetune"]
         self.runs = list(finetune["runs"])
         self.control = bool(finetune["control"])
-        self.last = checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"])[-1]
+        self.steps = checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"])
+        self.last = self.steps[-1]
+        self.exact_below = int(cfg["stats"]["mcnemar_exact_below"])
+        self.settings = settings(cfg)
         self._cache: dict[str, Any] = {}
 
     def read(self, relative: str) -> Any:
@@ -149,9 +239,9 @@ class Results:
             raise Skip("no document-split run in the config (finetune.runs)")
         return runs
 
-    def need_control(self) -> None:
-        if not self.control:
-            raise Skip("no webtext-only control run in the config (finetune.control)")
+    def need_fictsheets(self) -> None:
+        if FICTSHEETS not in self.runs:
+            raise Skip(f"no {FICTSHEETS} run in the config (finetune.runs)")
 
     def base_eval(self) -> str:
         """The ``eval_models`` key of the base model."""
@@ -161,297 +251,338 @@ class Results:
         return name
 
 
+# -------------------------------------------------------------------------------- the tests
+
+
 def _rows(items: pd.DataFrame, suite: str, ids: Sequence[str] | None = None) -> pd.DataFrame:
     """Rows of ``suite`` (of the items ``ids`` when given), indexed by ``item_id``."""
     rows = items[items["suite"] == suite].set_index("item_id")
     return rows if ids is None else rows.loc[rows.index.intersection(ids)]
 
 
-def _loss(rows: pd.DataFrame) -> float:
-    """Token-weighted mean loss (nats/token) of item rows, as in the summary table."""
-    return float(rows["nll_sum"].sum() / rows["n_tokens"].sum())
+def _aligned(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Values of the units both series hold (joined on the index, NaN dropped), in index order."""
+    joined = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna().sort_index()
+    if joined.empty:
+        raise Skip("the two sides share no unit")
+    return joined["a"].to_numpy(float), joined["b"].to_numpy(float)
 
 
-def _doc_rows(r: Results, run: str, step: int, side: str) -> pd.DataFrame:
-    """Loss rows of ``run``'s documents (fictions, or fictsheets) on one side of its split."""
-    split = r.split(run)
-    return _rows(r.items(run, step), DOC_SUITE[split["documents"]], split[f"{side}_documents"])
+def mcnemar(label: str, a: pd.Series, b: pd.Series, exact_below: int, unit: str, detail: str) -> Comparison:
+    """McNemar's test of 0/1 correctness ``a`` vs ``b`` on the same items (effect: accuracy a - b)."""
+    x, y = _aligned(a, b)
+    test = mcnemar_pair(pd.Series(x), pd.Series(y), exact_below)
+    kind = "exact" if test["exact"] else "chi-square"
+    # every item discordant one way: the exact test's p is 2 * 0.5^n
+    return Comparison(label, x, y, True, test["pvalue"], min(1.0, 2 * 0.5 ** len(x)), f"McNemar ({kind})", unit, detail)
+
+
+def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, detail: str) -> Comparison:
+    """Wilcoxon signed-rank test of the paired differences ``a - b``, two-sided (p = 1 when all are 0)."""
+    x, y = _aligned(a, b)
+    p = 1.0 if (x == y).all() else float(wilcoxon(x, y, zero_method="wilcox").pvalue)
+    return Comparison(label, x, y, True, p, min(1.0, 2 * 0.5 ** len(x)), "Wilcoxon signed-rank", unit, detail)
+
+
+def rank_sum(label: str, a: Sequence[float], b: Sequence[float], unit: str, detail: str) -> Comparison:
+    """Mann-Whitney U test of two disjoint samples ``a`` vs ``b``, two-sided."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not len(x) or not len(y):
+        raise Skip("an empty side")
+    p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    return Comparison(label, x, y, False, p, min(1.0, 2 / comb(len(x) + len(y), len(x))), "Mann-Whitney U", unit, detail)
+
+
+def tost(a: np.ndarray, b: np.ndarray, margin: float) -> float:
+    """p of the two one-sided paired t-tests that the mean of ``a - b`` lies inside ``(-margin, margin)``
+    (Schuirmann 1987; ``statsmodels.stats.weightstats.ttost_paired``).  Every difference equal (no
+    spread, the t statistics undefined): 0 when that difference lies inside the margin, else 1."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if np.ptp(d) == 0:
+        return 0.0 if abs(d[0]) < margin else 1.0
+    return float(ttost_paired(np.asarray(a, dtype=float), np.asarray(b, dtype=float), -margin, margin)[0])
+
+
+def _judge(
+    study: str, claim: str, source: str, comparisons: Sequence[Comparison], s: Settings, equivalence: bool = False
+) -> list[Finding]:
+    """The findings of one claim's comparisons: bootstrap, Holm over the family, status."""
+    m = len(comparisons)
+    holm = multipletests([c.p for c in comparisons], method="holm")[1] if m > 1 else [comparisons[0].p]
+    out = []
+    for c, p in zip(comparisons, holm):
+        seed = keyed_rng(s.seed, "findings", claim, c.label).getrandbits(63)
+        est = bootstrap_difference(c.a, c.b, paired=c.paired, confidence=CONFIDENCE, n_resamples=s.resamples, seed=seed)
+        test = f"{c.test}, two-sided" + (f", Holm over {m} comparisons" if m > 1 else "")
+        mde = minimum_detectable_effect(est["se"], s.alpha, s.power)
+        common = dict(
+            study=study,
+            claim=f"{claim} ({c.label})" if c.label else claim,
+            source=source,
+            effect=est["effect"],
+            ci_low=est["ci_low"],
+            ci_high=est["ci_high"],
+            n=c.n,
+            alpha=s.alpha,
+            mde=mde,
+            unit=c.unit,
+            detail=c.detail,
+        )
+        if equivalence:
+            status = decide_equivalence(est["ci_low"], est["ci_high"], float(p), c.p_equivalence, s.alpha, s.margin)
+            test += f"; equivalence: TOST (paired t) within +/-{s.margin:g}"
+            out.append(Finding(**common, status=status, test=test, p=float(c.p_equivalence), margin=s.margin))
+            continue
+        if c.min_p * m >= s.alpha:
+            reason = (
+                f"not testable at n {c.n}: the smallest p {c.test} can give is {c.min_p:.3g}"
+                + (f" (x {m} for Holm)" if m > 1 else "")
+                + f", not below alpha {s.alpha:g}; {c.detail}"
+            )
+            out.append(Finding(**{**common, "detail": reason}, status=NOT_TESTED, test=test, p=float(p)))
+            continue
+        status = decide(est["effect"], est["ci_low"], est["ci_high"], float(p), s.alpha)
+        out.append(Finding(**common, status=status, test=test, p=float(p)))
+    return out
 
 
 # ------------------------------------------------------------------------------- FictionalQA
 
 
-def train_below_val_loss(r: Results) -> dict[str, Any]:
-    """Train-document loss well below validation-document loss at the last checkpoint.
+def _doc_losses(r: Results, run: str, step: int, side: str) -> pd.Series:
+    """Per-document mean loss (nats/token) of ``run``'s documents (fictions, or fictsheets) on one
+    side of its split, indexed by document id."""
+    split = r.split(run)
+    return _rows(r.items(run, step), DOC_SUITE[split["documents"]], split[f"{side}_documents"])["loss"]
 
-    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from
-    Generalization using Train/Validation Loss", Figs. 3-4.  Per document-split run (all fiction
-    runs but Fictsheets, whose 4 training and 2 validation fictsheets in the shipped corpus
-    cannot reach p < 0.05, smallest p = 1/15; :func:`fictsheets_memorised` covers them), its
-    split's train vs validation fiction documents.  Test:
-    ``scipy.stats.mannwhitneyu(train, val, alternative="less")`` on per-document loss, one per
-    run; holds when every run's p < ALPHA, so ``p`` is the largest of them (an
-    intersection-union test: no correction needed).
+
+def train_below_val_loss(r: Results) -> list[Comparison]:
+    """Training-document loss below validation-document loss at the last checkpoint, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Verbatim Memorization under Repeated Training":
+    "Figure 3 demonstrates rapid overfitting despite the fact that we are training on a mixture of
+    fictional data and base webtext" (Fig. 3 left: loss on training vs validation samples), and
+    Fig. 4.  Effect: mean validation minus mean training per-document loss (nats/token), the
+    split's two disjoint sets of documents; Mann-Whitney U.  The Fictsheets run is claims 3-4's.
     """
-    parts, pvalues, below = [], [], []
+    out = []
     for run in r.document_runs():
-        train, val = (_doc_rows(r, run, r.last, side) for side in ("train", "val"))
-        p = float(mannwhitneyu(train["loss"], val["loss"], alternative="less").pvalue)
-        pvalues.append(p)
-        below.append(_loss(train) < _loss(val))
-        parts.append(f"{run} {_loss(train):.2f} vs {_loss(val):.2f} (n {len(train)}/{len(val)}, p = {p:.2g})")
-    return {
-        "holds": max(pvalues) < ALPHA and all(below),
-        "direction": all(below),
-        "evidence": f"train vs val document loss at step {r.last}: " + "; ".join(parts),
-        "test": "Mann-Whitney U, one-sided, max over runs",
-        "p": max(pvalues),
-    }
+        train, val = (_doc_losses(r, run, r.last, side) for side in ("train", "val"))
+        detail = f"train {train.mean():.2f} vs val {val.mean():.2f} at step {r.last}"
+        out.append(rank_sum(run, val, train, "nats/token", detail))
+    return out
 
 
-def mcq_above_control(r: Results) -> dict[str, Any]:
-    """MCQ-4 accuracy on trained questions above the webtext-only control at the last checkpoint.
+def mcq_above_control(r: Results) -> list[Comparison]:
+    """MCQ-4 accuracy on the trained questions above the webtext-only control, per document-split run.
 
-    Source: Kirchenbauer et al. (2026), Sec. 5 "Reconstruction of Fictional Facts via MCQ
-    Testing", Figs. 7-8.  Per document-split run (all fiction runs but Fictsheets), on the
-    questions of its split's training documents: McNemar's test of the run's vs the control's
-    per-question correctness (:func:`knowlab.core.stats.mcnemar_pair`, two-sided; exact below
-    ``stats.mcnemar_exact_below`` discordant pairs), Holm-corrected over those runs
-    (``statsmodels.stats.multitest.multipletests``).  Holds when, for every run, Holm p < ALPHA
-    and the run's accuracy exceeds the control's; ``p`` is the largest Holm p.
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Reconstruction of Fictional Facts via MCQ Testing":
+    "training on only the fictional documents (not the questions) reliably increases rank-choice
+    MCQ accuracy" and "these improvements are caused by training on the fictional data ... based on
+    the lack of improvement for the 'Base Webtext'-only control in Figure 7" (Figs. 7-8; Fig. 8's
+    "Train" questions).  Effect: run minus control accuracy on the questions of the run's
+    training documents at the last checkpoint, paired by question; McNemar.
     """
-    r.need_control()
-    runs = r.document_runs()
-    exact_below = int(r.cfg["stats"]["mcnemar_exact_below"])
+    if not r.control:
+        raise Skip("no webtext-only control run in the config (finetune.control)")
     control = r.items(CONTROL_RUN, r.last)
-    pairs = []
-    for run in runs:
+    out = []
+    for run in r.document_runs():
         questions = r.split(run)["train_questions"]
         a = _rows(r.items(run, r.last), "mcq4", questions)["acc"]
         b = _rows(control, "mcq4", questions)["acc"]
-        pairs.append((a.mean(), b.mean(), mcnemar_pair(a, b, exact_below)))
-    holm = multipletests([test["pvalue"] for *_, test in pairs], method="holm")[1]
-    parts = [
-        f"{run} {acc:.2f} vs {ctl:.2f} (n {test['n']}, Holm p = {q:.2g})"
-        for run, (acc, ctl, test), q in zip(runs, pairs, holm)
-    ]
-    return {
-        "holds": all(q < ALPHA and acc > ctl for (acc, ctl, _), q in zip(pairs, holm)),
-        "direction": all(acc > ctl for acc, ctl, _ in pairs),
-        "evidence": f"MCQ-4 accuracy on trained questions, run vs control at step {r.last}: " + "; ".join(parts),
-        "test": f"McNemar (exact below {exact_below} discordant), Holm over {len(runs)} runs, max over runs",
-        "p": float(max(holm)),
-    }
+        detail = f"{run} {a.mean():.2f} vs control {b.mean():.2f} at step {r.last}"
+        out.append(mcnemar(run, a, b, r.exact_below, "accuracy", detail))
+    return out
 
 
-def _mcq_gains(r: Results) -> dict[str, float]:
-    """MCQ-4 accuracy (all questions) of each fiction run minus the control's, at the last step."""
-    control = _rows(r.items(CONTROL_RUN, r.last), "mcq4")["acc"].mean()
-    return {run: float(_rows(r.items(run, r.last), "mcq4")["acc"].mean() - control) for run in r.fiction_runs()}
+def _fictsheet_change(r: Results, side: str) -> tuple[pd.Series, pd.Series, str]:
+    r.need_fictsheets()
+    before, after = (_doc_losses(r, FICTSHEETS, step, side) for step in (0, r.last))
+    return before, after, f"{side} fictsheets {before.mean():.2f} at step 0 -> {after.mean():.2f} at step {r.last}"
 
 
-def fictsheets_memorised(r: Results) -> dict[str, Any]:
-    """The Fictsheets are memorised yet transfer least.
+def fictsheets_train_loss_falls(r: Results) -> list[Comparison]:
+    """The Fictsheets run memorises its training fictsheets: their loss falls from the base model.
 
-    Source: Kirchenbauer et al. (2026), Sec. 5, Fig. 5 (training-fictsheet loss falls while
-    validation-fictsheet loss rises) and Fig. 7 (the Fictsheets split transfers least to MCQ), Sec. 6.
-    Holds when the Fictsheets run's token-weighted loss on its training fictsheets falls from
-    step 0 to the last step, on its validation fictsheets rises, and its MCQ-4 gain over the
-    control (accuracy on all questions at the last step, run minus control) is strictly the
-    smallest of the fiction runs.  Descriptive: no test.
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "training on the Fictsheets split's
+    training texts causes almost immediate overfitting"; Fig. 7: "the model has memorized most of
+    the training fictsheets as indicated by near zero loss (Figure 5)".  Effect: per-fictsheet loss
+    at step 0 minus at the last step (nats/token), paired; Wilcoxon signed-rank.
     """
-    if FICTSHEETS not in r.runs:
-        raise Skip(f"no {FICTSHEETS} run in the config (finetune.runs)")
-    if len(r.runs) < 2:
-        raise Skip(f"no fiction run besides {FICTSHEETS} to compare its MCQ-4 gain with")
-    r.need_control()
-    train0, train1, val0, val1 = (
-        _loss(_doc_rows(r, FICTSHEETS, step, side)) for side in ("train", "val") for step in (0, r.last)
-    )
-    gains = _mcq_gains(r)
-    others = min(gain for run, gain in gains.items() if run != FICTSHEETS)
-    gain_text = ", ".join(f"{run} {gain:+.2f}" for run, gain in gains.items())
-    return {
-        "holds": train1 < train0 and val1 > val0 and gains[FICTSHEETS] < others,
-        "evidence": (
-            f"fictsheet loss, step 0 -> {r.last}: train {train0:.2f} -> {train1:.2f}, val {val0:.2f} -> {val1:.2f}; "
-            f"MCQ-4 gain over control (all questions): {gain_text}"
-        ),
-        "test": DESCRIPTIVE,
-    }
+    before, after, detail = _fictsheet_change(r, "train")
+    return [signed_rank("", before, after, "nats/token", detail)]
 
 
-def event_generalises_least(r: Results) -> dict[str, Any]:
-    """Validation-document loss falls least on the Event split.
+def fictsheets_val_loss_rises(r: Results) -> list[Comparison]:
+    """The Fictsheets run's validation-fictsheet loss rises: no transfer period.
 
-    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from
-    Generalization", Fig. 4 (whole events held out: less improvement than the Doc split).  Among
-    the document-split runs (doc, event, style_*), the drop of token-weighted validation-document
-    loss from step 0 to the last step; holds when the Event split's drop is strictly the
-    smallest.  Descriptive: no test.  Skipped without the Event run or another document split.
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "there is little to no observable transfer
+    period where validation loss also improves alongside training loss", "rapid verbatim
+    memorization occurs (train loss heading to zero, but validation loss increasing)".  Effect:
+    per-fictsheet loss at the last step minus at step 0, paired; Wilcoxon signed-rank.
+    """
+    before, after, detail = _fictsheet_change(r, "val")
+    return [signed_rank("", after, before, "nats/token", detail)]
+
+
+def fictsheets_least_transfer(r: Results) -> list[Comparison]:
+    """Training on the Fictsheets transfers least to MCQ-4: below every other fiction run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 7): "training on the Fictsheet split causes the
+    least transfer"; Sec. 6: "training on the Fictsheets split offers the least amount of
+    validation performance improvement in terms of loss or Q&A accuracy".  Per other fiction run:
+    its MCQ-4 accuracy minus the Fictsheets run's on every question at the last checkpoint, paired
+    by question; McNemar.  Every run's gain over the webtext-only control is its accuracy minus the
+    control's on the same questions, so the difference of two gains is the difference of the two
+    accuracies: the control cancels and is not needed.
+    """
+    r.need_fictsheets()
+    others = [run for run in r.fiction_runs() if run != FICTSHEETS]
+    if not others:
+        raise Skip(f"no fiction run besides {FICTSHEETS} in the config (finetune.runs)")
+    sheets = _rows(r.items(FICTSHEETS, r.last), "mcq4")["acc"]
+    out = []
+    for run in others:
+        acc = _rows(r.items(run, r.last), "mcq4")["acc"]
+        detail = f"{run} {acc.mean():.2f} vs {FICTSHEETS} {sheets.mean():.2f} on all questions at step {r.last}"
+        out.append(mcnemar(run, acc, sheets, r.exact_below, "accuracy", detail))
+    return out
+
+
+def _val_improvement(r: Results, run: str) -> tuple[pd.Series, int]:
+    """Per-document validation loss at step 0 minus at the step of the run's minimum mean
+    validation loss over its checkpoints (step 0 included), and that step."""
+    losses = {step: _doc_losses(r, run, step, "val") for step in r.steps}
+    best = min(r.steps, key=lambda step: losses[step].mean())
+    return (losses[0] - losses[best]).dropna(), best
+
+
+def event_generalises_least(r: Results) -> list[Comparison]:
+    """The Event split improves validation loss least: Event below every other document split.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from Generalization" (Fig.
+    4): "we expect to see less improvement in validation loss than when training on the Doc Split
+    ... While the difference between the validation loss minima in the Doc Split and Event Split
+    cases is small, all models exhibit more generalization (lower minimum validation loss) in the
+    Doc Split case than in the Event Split case."  Per run, each validation document's loss at step
+    0 minus at the run's minimum-validation-loss checkpoint (the minimum over ``checkpoint_steps``,
+    step 0 included: with one checkpoint, over step 0 and the last); the effect is the other run's
+    mean improvement minus Event's (nats/token), two disjoint sets of documents; Mann-Whitney U.
     """
     runs = r.document_runs()
     if EVENT not in runs or len(runs) < 2:
         raise Skip(f"needs the {EVENT} run and another document split (finetune.runs: {', '.join(r.runs)})")
-    drops = {run: _loss(_doc_rows(r, run, 0, "val")) - _loss(_doc_rows(r, run, r.last, "val")) for run in runs}
-    others = min(drop for run, drop in drops.items() if run != EVENT)
-    return {
-        "holds": drops[EVENT] < others,
-        "evidence": f"val-document loss drop, step 0 -> {r.last}: "
-        + ", ".join(f"{run} {drop:.2f}" for run, drop in drops.items()),
-        "test": DESCRIPTIVE,
-    }
+    event, event_step = _val_improvement(r, EVENT)
+    out = []
+    for run in runs:
+        if run != EVENT:
+            other, step = _val_improvement(r, run)
+            detail = (
+                f"val loss improvement to the minimum: {run} {other.mean():.2f} (step {step}) vs "
+                f"{EVENT} {event.mean():.2f} (step {event_step}), checkpoints {', '.join(map(str, r.steps))}"
+            )
+            out.append(rank_sum(run, other, event, "nats/token", detail))
+    return out
 
 
 # ------------------------------------------------------------------------------------- SORT
 
 
-def _condition_row(r: Results, a: str, b: str) -> pd.Series:
-    """The row ``a`` vs ``b`` of the base model's saved McNemar table across SORT conditions."""
-    relative = f"sort/stats/{r.base_eval()}/mcnemar_conditions.parquet"
-    table = r.read(relative)
-    row = table[(table["condition_a"] == a) & (table["condition_b"] == b)]
-    if row.empty:
-        raise Skip(f"no {a} vs {b} in {r.root / relative} (sort.conditions)")
-    return row.iloc[0]
+def _sort_correct(r: Results, condition: str) -> pd.Series:
+    """Per-item 0/1 correctness of the base model in a SORT memory condition."""
+    if condition not in r.cfg["sort"]["conditions"]:
+        raise Skip(f"no {condition} condition in the config (sort.conditions)")
+    rows = r.read(f"sort/evaluate/{r.base_eval()}/{condition}.parquet")
+    return rows.set_index("item_id")["correct"].astype(float)
 
 
-def _sort_test(row: pd.Series) -> str:
-    return f"McNemar ({'exact' if row['exact'] else 'chi-square'}), Holm over the condition pairs"
+def _sort_pair(r: Results, a: str, b: str, names: tuple[str, str]) -> list[Comparison]:
+    x, y = _sort_correct(r, a), _sort_correct(r, b)
+    detail = f"accuracy {names[0]} {x.mean():.2f} vs {names[1]} {y.mean():.2f}"
+    return [mcnemar("", x, y, r.exact_below, "accuracy", detail)]
 
 
-def _significance(row: pd.Series) -> str:
-    """``n 24; not significant at 0.05``: the item count and the verdict of the row's Holm p."""
-    verdict = "significant" if row["pvalue_holm"] < ALPHA else "not significant"
-    return f"n {row['n_items']}; {verdict} at {ALPHA}"
-
-
-def _condition_claim(r: Results, a: str, b: str, above: bool, names: tuple[str, str]) -> dict[str, Any]:
-    """Claim "``a`` above ``b``" (``above``) or "below", on SORT accuracy (a descriptive claim, see the
-    module docstring): holds on the direction; against when the other direction is significant."""
-    row = _condition_row(r, a, b)
-    holds = row["mean_a"] > row["mean_b"] if above else row["mean_a"] < row["mean_b"]
-    return {
-        "holds": holds,
-        "against": not holds and row["pvalue_holm"] < ALPHA,
-        "evidence": f"accuracy {names[0]} {row['mean_a']:.2f} vs {names[1]} {row['mean_b']:.2f} ({_significance(row)})",
-        "test": _sort_test(row),
-        "p": float(row["pvalue_holm"]),
-    }
-
-
-def sort_in_context_above_baseline(r: Results) -> dict[str, Any]:
+def sort_in_context_above_baseline(r: Results) -> list[Comparison]:
     """SORT accuracy with the excerpt in context above the memory-less baseline.
 
-    Source: Pink et al. (2024), Sec. 5.1 (Table 1, baseline near chance) and Sec. 5.3
-    (Table 2, in-context memory).  From ``results/sort/stats/{model}/mcnemar_conditions.parquet``
-    (:func:`knowlab.sort.analysis.condition_tests`): holds when in-context accuracy > baseline
-    accuracy; the evidence says whether McNemar's Holm-corrected p is below ALPHA.
+    Source: Pink et al. (2024), Sec. 5.1 (Table 1: "none of the models have a high performance
+    (below 60%)" without the books) and Sec. 5.3 (Table 2: "Models generally perform well on SORT
+    based on in-context memory"); the paper tests no difference between them.  Effect: in-context
+    minus baseline accuracy, paired by SORT item; McNemar.
     """
-    return _condition_claim(r, "in_context", "baseline", True, ("in context", "no context"))
+    return _sort_pair(r, "in_context", "baseline", ("in context", "no context"))
 
 
-def sort_rag_below_in_context(r: Results) -> dict[str, Any]:
-    """SORT accuracy with RAG below in-context memory.
+def sort_rag_below_in_context(r: Results) -> list[Comparison]:
+    """SORT accuracy with retrieval-augmented memory below in-context memory.
 
-    Source: Pink et al. (2024), Sec. 5.5, Fig. 4a.  From the saved McNemar table across
-    conditions; holds when RAG accuracy < in-context accuracy (the evidence says whether the
-    Holm-corrected McNemar p is below ALPHA).
+    Source: Pink et al. (2024), Sec. 5.5 (Fig. 4a): "RAG based memory leads to worse performance
+    than in-context memory."  Effect: in-context minus RAG accuracy, paired by SORT item; McNemar.
     """
-    return _condition_claim(r, "rag", "in_context", False, ("RAG", "in context"))
+    return _sort_pair(r, "in_context", "rag", ("in context", "RAG"))
 
 
-def sort_oracle_near_in_context(r: Results) -> dict[str, Any]:
-    """SORT accuracy with oracle RAG near in-context memory: closer to it than RAG's.
-
-    Source: Pink et al. (2024), Sec. 5.5, Fig. 4b (the passages holding both segments,
-    in text order).  From the saved McNemar table across conditions; holds when
-    |oracle RAG - in context| < |RAG - in context| (accuracies); ``p`` is McNemar's
-    Holm-corrected p of oracle RAG vs in context, and the data are against the claim when it
-    does not hold and that p is below ALPHA (oracle RAG demonstrably apart from in context).
-    """
-    oracle = _condition_row(r, "oracle_rag", "in_context")
-    rag = _condition_row(r, "rag", "in_context")
-    in_context = oracle["mean_b"]
-    near, far = abs(oracle["mean_a"] - in_context), abs(rag["mean_a"] - in_context)
-    return {
-        "holds": near < far,
-        "against": near >= far and oracle["pvalue_holm"] < ALPHA,
-        "evidence": f"accuracy oracle RAG {oracle['mean_a']:.2f}, RAG {rag['mean_a']:.2f}, in context "
-        f"{in_context:.2f}: |oracle - in context| {near:.2f} {'<' if near < far else '>='} |RAG - in context| "
-        f"{far:.2f} (oracle RAG vs in context: {_significance(oracle)})",
-        "test": _sort_test(oracle) + ", oracle RAG vs in context",
-        "p": float(oracle["pvalue_holm"]),
-    }
-
-
-def _segment_nll(r: Results, run: str, epoch: int) -> float:
-    """Mean per-token nll of the SORT segments (both of every item, as Fig. 12) at an epoch."""
-    table = r.read(f"sort/parametric/{run}/evaluate/epoch-{epoch}_segment_nll.parquet")
-    return float(np.concatenate([table["nll_a"], table["nll_b"]]).mean())
-
-
-def sort_parametric(r: Results) -> dict[str, Any]:
-    """Fine-tuning on the texts lowers segment perplexity, but not no-context SORT accuracy.
-
-    Source: Pink et al. (2024), Sec. 5.4, App. E.1 (Fig. 12: perplexity falls) and E.2
-    (Figs. 13-14: McNemar, no difference).  The "books" run (text chunks + instructions) after
-    the last epoch: mean segment nll against the base model (epoch 0), and no-context accuracy
-    against the base model's and against the "instructions" run's last epoch, each by McNemar's
-    test from ``results/sort/parametric/stats/mcnemar.parquet``, uncorrected (the stricter choice
-    for a claim of no difference).  Holds when the nll falls and neither accuracy gain is both
-    positive and significant; ``p`` is the smaller of the two.
-    """
+def _parametric_epochs(r: Results) -> int:
     parametric = r.cfg["sort"]["parametric"]
     if not parametric["enabled"]:
         raise Skip("parametric fine-tuning is off in the config (sort.parametric.enabled)")
-    epochs = int(parametric["epochs"])
-    nll0, books, instructions = (
-        _segment_nll(r, run, epoch) for run, epoch in (("base", 0), ("books", epochs), ("instructions", epochs))
-    )
-    table = r.read("sort/parametric/stats/mcnemar.parquet")
-    table = table[(table["condition_a"] == "baseline") & (table["condition_b"] == "baseline")]
-    last = table.groupby("run_a")["step_a"].max()
-    books_rows = table[(table["run_a"] == "books") & (table["step_a"] == last["books"])]
-    rows = [
-        books_rows[(books_rows["run_b"] == run) & (books_rows["step_b"] == last[run])].iloc[0]
-        for run in ("base", "instructions")
-    ]
-    gains_ok = all(row["mean_a"] <= row["mean_b"] or row["pvalue"] >= ALPHA for row in rows)
-    base_row, instr_row = rows
-    return {
-        "holds": books < nll0 and gains_ok,
-        "evidence": (
-            f"segment nll base {nll0:.2f} -> books epoch {epochs} {books:.2f} (instructions {instructions:.2f}); "
-            f"no-context accuracy books {base_row['mean_a']:.2f} vs base {base_row['mean_b']:.2f} "
-            f"(p = {base_row['pvalue']:.2g}), vs instructions {instr_row['mean_b']:.2f} (p = {instr_row['pvalue']:.2g})"
-        ),
-        "test": "McNemar, uncorrected, min of the two",
-        "p": float(min(row["pvalue"] for row in rows)),
-    }
+    return int(parametric["epochs"])
+
+
+def sort_books_lower_segment_nll(r: Results) -> list[Comparison]:
+    """Fine-tuning on the book texts lowers the segments' nll against the instructions-only fine-tune.
+
+    Source: Pink et al. (2024), App. E.1 (Fig. 12): "when the models are finetuned on data that
+    includes the chunks of the books, they have a substantially lower perplexity for both
+    segments, compared with the models fine-tuned only on the instruction data".  Effect: per
+    segment (both of every SORT item), mean per-token nll after the last epoch of the
+    "instructions" run minus the "books" run's (nats/token), paired; Wilcoxon signed-rank.
+    """
+    epochs = _parametric_epochs(r)
+
+    def segments(run: str) -> pd.Series:
+        table = r.read(f"sort/parametric/{run}/evaluate/epoch-{epochs}_segment_nll.parquet").set_index("item_id")
+        return pd.concat([table["nll_a"].add_suffix("/a"), table["nll_b"].add_suffix("/b")])
+
+    books, instructions = segments("books"), segments("instructions")
+    detail = f"segment nll after epoch {epochs}: books {books.mean():.2f} vs instructions only {instructions.mean():.2f}"
+    return [signed_rank("", instructions, books, "nats/token", detail)]
+
+
+def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
+    """No difference in no-context SORT accuracy between fine-tuning with and without the book texts.
+
+    Source: Pink et al. (2024), Sec. 5.4: "Full parameter fine-tuning on books with a language
+    modeling objective did not improve SORT performance"; App. E.2 (Figs. 13-14): "We find high
+    p-values, indicating no difference in performance between models fine-tuned with and without
+    the book text".  The comparison model is the instructions-only fine-tune (App. E: "the same
+    model fine-tuned on the same 3,500 instruction samples but excluding the 116 samples of book
+    chunks").  A claim of no difference: effect "books" minus "instructions" accuracy after the
+    last epoch, no context, paired by SORT item; McNemar for a difference, TOST
+    (``statsmodels.stats.weightstats.ttost_paired`` on the 0/1 correctness) for equivalence
+    within ``findings.equivalence_margin``.
+    """
+    epochs = _parametric_epochs(r)
+
+    def correct(run: str) -> pd.Series:
+        rows = r.read(f"sort/parametric/{run}/evaluate/epoch-{epochs}.parquet")
+        if "condition" in rows:
+            rows = rows[rows["condition"] == "baseline"]
+        return rows.set_index("item_id")["correct"].astype(float)
+
+    books, instructions = correct("books"), correct("instructions")
+    detail = f"no-context accuracy after epoch {epochs}: books {books.mean():.2f} vs instructions only {instructions.mean():.2f}"
+    comparison = mcnemar("", books, instructions, r.exact_below, "accuracy", detail)
+    comparison.p_equivalence = tost(comparison.a, comparison.b, r.settings.margin)
+    return [comparison]
 
 
 # -------------------------------------------------------------------------------- Grounding
 
 
-def _less(x: pd.Series, y: pd.Series) -> tuple[float, str]:
-    """One-sided paired test of x < y: Wilcoxon signed-rank, p = 1 when every difference is 0."""
-    if (x == y).all():
-        return 1.0, "no non-zero difference (Wilcoxon undefined)"
-    return float(wilcoxon(x, y, zero_method="wilcox", alternative="less").pvalue), "Wilcoxon signed-rank, one-sided"
-
-
-def grounding_distractors(r: Results, dataset: str) -> dict[str, Any]:
-    """Grounding F1 lower with distractor contexts than with the gold contexts alone.
-
-    Source: Lee et al. (2024), Sec. 4.2 and Table 1 (Original-Dist below Original-Gold,
-    Conflict-Dist below Conflict-Gold).  The base model's rows of ``dataset`` in
-    ``results/grounding/rows.parquet``; per version, mean F1 (x 100) of each condition and a paired
-    one-sided test over questions: ``scipy.stats.wilcoxon(dist, gold, alternative="less")``
-    (``zero_method="wilcox"``); when every difference is 0 the statistic is undefined and p = 1
-    (scipy's ttest_rel is NaN there too).  Holds when Dist < Gold on both versions; ``p`` is the
-    larger of the two.
-    """
+def _grounding_f1(r: Results, dataset: str) -> pd.DataFrame:
+    """The base model's F1 of ``dataset``, question x condition, from ``results/grounding/rows.parquet``."""
     rows = r.read("grounding/rows.parquet")
     model = r.model
     if model is None:
@@ -460,147 +591,190 @@ def grounding_distractors(r: Results, dataset: str) -> dict[str, Any]:
             raise ValueError(f"the grounding rows hold {len(models)} models; name the base model (model=...)")
         model = models[0]
     rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
-    f1 = rows.pivot(index="item_id", columns="condition", values="f1")  # question x condition
-    parts, pvalues, tests, holds = [], [], set(), True
-    for version in ("original", "conflict"):
-        conditions = [f"{version}_gold", f"{version}_dist"]
-        paired = f1.reindex(columns=conditions).dropna()
-        if paired.empty:
-            raise Skip(f"no paired {' / '.join(conditions)} rows of {model} on {dataset}")
-        gold, dist = paired[conditions[0]], paired[conditions[1]]
-        p, test = _less(dist, gold)
-        pvalues.append(p)
-        tests.add(test)
-        holds &= dist.mean() < gold.mean()
-        parts.append(
-            f"{version.title()} Gold {100 * gold.mean():.1f} vs Dist {100 * dist.mean():.1f} (n {len(paired)}, p = {p:.2g})"
-        )
-    return {
-        "holds": bool(holds),
-        "evidence": "F1 (x 100): " + "; ".join(parts),
-        "test": " / ".join(sorted(tests)) + ", max of the two",
-        "p": max(pvalues),
-    }
+    return rows.pivot(index="item_id", columns="condition", values="f1")
+
+
+def grounding_distractors(r: Results, dataset: str, version: str) -> list[Comparison]:
+    """Grounding F1 lower with distractor contexts than with the gold contexts alone.
+
+    Source: Lee et al. (2024), Sec. 4.2 (Table 1): "The performance also consistently degrades with
+    distractor contexts added: an average of 10.7 drops for Original-Dist from Original-Gold and an
+    average of 10.0 drops for Conflict-Dist from Conflict-Gold" (the paper reports means, no
+    test).  Effect: ``{version}_gold`` minus ``{version}_dist`` F1 (0-1), paired by question;
+    Wilcoxon signed-rank.
+    """
+    f1 = _grounding_f1(r, dataset)
+    gold_col, dist_col = f"{version}_gold", f"{version}_dist"
+    if gold_col not in f1 or dist_col not in f1:
+        raise Skip(f"no paired {gold_col} / {dist_col} rows on {dataset}")
+    gold, dist = f1[gold_col], f1[dist_col]
+    detail = f"F1 x 100: {version.title()}-Gold {100 * gold.mean():.1f} vs {version.title()}-Dist {100 * dist.mean():.1f}"
+    return [signed_rank("", gold, dist, "F1", detail)]
 
 
 # --------------------------------------------------------------------------------- findings
 
-Check = Callable[[Results], dict[str, Any]]
-FICTIONALQA = "Kirchenbauer et al. (2026)"
-SORT = "Pink et al. (2024)"
-GROUNDING = "Lee et al. (2024)"
-CLAIMS: tuple[tuple[str, str, str, Check], ...] = (
+Check = Callable[[Results], list[Comparison]]
+#: (study, claim, source, check, claim of no difference)
+CLAIMS: tuple[tuple[str, str, str, Check, bool], ...] = (
     (
         "FictionalQA",
-        "train-document loss below validation-document loss",
-        f"{FICTIONALQA} Sec. 5, Figs. 3-5",
+        "training-document loss below validation-document loss",
+        f"{FICTIONALQA} Sec. 5, Figs. 3-4",
         train_below_val_loss,
+        False,
     ),
     (
         "FictionalQA",
         "MCQ-4 accuracy on trained questions above the webtext-only control",
         f"{FICTIONALQA} Sec. 5, Figs. 7-8",
         mcq_above_control,
+        False,
     ),
     (
         "FictionalQA",
-        "Fictsheets memorised (train loss falls, val loss rises) yet the smallest MCQ-4 gain",
-        f"{FICTIONALQA} Sec. 5, Figs. 5 and 7; Sec. 6",
-        fictsheets_memorised,
+        "Fictsheets: training-fictsheet loss falls",
+        f"{FICTIONALQA} Sec. 5, Figs. 5 and 7",
+        fictsheets_train_loss_falls,
+        False,
     ),
     (
         "FictionalQA",
-        "validation-document loss falls least on the Event split",
+        "Fictsheets: validation-fictsheet loss rises",
+        f"{FICTIONALQA} Sec. 5, Fig. 5",
+        fictsheets_val_loss_rises,
+        False,
+    ),
+    (
+        "FictionalQA",
+        "Fictsheets transfer least: MCQ-4 accuracy below the other split's",
+        f"{FICTIONALQA} Sec. 5, Fig. 7; Sec. 6",
+        fictsheets_least_transfer,
+        False,
+    ),
+    (
+        "FictionalQA",
+        "Event improves validation loss least (to its minimum): below the other split",
         f"{FICTIONALQA} Sec. 5, Fig. 4",
         event_generalises_least,
+        False,
     ),
     (
         "SORT",
         "in-context memory above the no-context baseline",
         f"{SORT} Secs. 5.1, 5.3, Tables 1-2",
         sort_in_context_above_baseline,
+        False,
     ),
-    ("SORT", "RAG below in-context memory", f"{SORT} Sec. 5.5, Fig. 4a", sort_rag_below_in_context),
+    ("SORT", "RAG below in-context memory", f"{SORT} Sec. 5.5, Fig. 4a", sort_rag_below_in_context, False),
     (
         "SORT",
-        "oracle RAG nearer in-context memory than RAG",
-        f"{SORT} Sec. 5.5, Fig. 4b",
-        sort_oracle_near_in_context,
+        "fine-tuning on the books lowers segment nll (vs instructions only)",
+        f"{SORT} App. E.1, Fig. 12",
+        sort_books_lower_segment_nll,
+        False,
     ),
     (
         "SORT",
-        "fine-tuning on the texts lowers segment nll but not no-context accuracy",
-        f"{SORT} Sec. 5.4, App. E.1-E.2",
-        sort_parametric,
+        "fine-tuning on the books leaves no-context accuracy unchanged (vs instructions only)",
+        f"{SORT} Sec. 5.4, App. E.2, Figs. 13-14",
+        sort_books_no_accuracy_gain,
+        True,
     ),
 )
-GROUNDING_CLAIM = "F1 lower with distractors than with gold contexts alone (Original and Conflict)"
+GROUNDING_CLAIM = "{version}-Dist F1 below {version}-Gold"
 
 
-def _check(study: str, claim: str, source: str, check: Check, results: Results) -> Finding:
-    try:
-        result = check(results)
-    except Skip as reason:
-        return Finding(study, claim, holds=None, evidence=str(reason), source=source)
-    p = result.pop("p", None)  # plain Python types, for JSON
-    direction, against = result.pop("direction", None), result.pop("against", None)
-    return Finding(
-        study,
-        claim,
-        source=source,
-        **{**result, "holds": bool(result["holds"])},
-        p=None if p is None else float(p),
-        direction=None if direction is None else bool(direction),
-        against=None if against is None else bool(against),
+def settings(cfg: Mapping[str, Any]) -> Settings:
+    """The :class:`Settings` of a workflow config (``findings``, ``stats.bootstrap_resamples``, ``seed``)."""
+    block = cfg.get("findings", {})
+    return Settings(
+        alpha=float(block.get("alpha", Settings.alpha)),
+        power=float(block.get("power", Settings.power)),
+        margin=float(block.get("equivalence_margin", Settings.margin)),
+        resamples=int(cfg["stats"].get("bootstrap_resamples", Settings.resamples)),
+        seed=int(cfg.get("seed", Settings.seed)),
     )
 
 
+def _check(study: str, claim: str, source: str, check: Check, r: Results, equivalence: bool) -> list[Finding]:
+    s = r.settings
+    try:
+        comparisons = check(r)
+    except Skip as reason:
+        return [Finding(study, claim, NOT_TESTED, str(reason), source=source, alpha=s.alpha)]
+    return _judge(study, claim, source, comparisons, s, equivalence)
+
+
 def collect(results: str | Path, cfg: Mapping[str, Any], model: str | None = None) -> list[Finding]:
-    """Every finding of the module docstring, checked on the tables under ``results``.
+    """Every finding of the module docstring, decided on the tables under ``results``.
 
     Args:
         results: the workflow's ``results`` folder.
-        cfg: the workflow config (``finetune``: ``runs``, ``control``, ``max_steps``,
-            ``checkpoint_every``; ``stats.mcnemar_exact_below``; ``eval_models``;
-            ``sort.parametric``: ``enabled``, ``epochs``; ``grounding.datasets``).
+        cfg: the workflow config (``seed``; ``findings``; ``finetune``: ``runs``, ``control``,
+            ``max_steps``, ``checkpoint_every``; ``stats``: ``mcnemar_exact_below``,
+            ``bootstrap_resamples``; ``eval_models``; ``sort``: ``conditions``, ``parametric``;
+            ``grounding.datasets``).
         model: the base model's name in the grounding rows (the workflow's model name); None
             takes the only model there.
 
     Returns:
-        One finding per claim, in the module docstring's order (the grounding finding once per
-        dataset); a claim whose table is absent or whose study or run is off is skipped.
+        One finding per comparison, in the module docstring's order (the grounding claims once per
+        dataset and version); a claim whose table is absent or whose study or run is off is one
+        ``not tested`` finding.
 
     Raises:
         ValueError: ``model`` is None and the grounding rows hold more than one model.
     """
     r = Results(results, cfg, model)
-    findings = [_check(study, claim, source, check, r) for study, claim, source, check in CLAIMS]
+    found = [f for study, claim, source, check, eq in CLAIMS for f in _check(study, claim, source, check, r, eq)]
     for dataset in cfg["grounding"]["datasets"]:
-        check = partial(grounding_distractors, dataset=dataset)
-        findings.append(_check(f"Grounding ({dataset})", GROUNDING_CLAIM, f"{GROUNDING} Sec. 4.2, Table 1", check, r))
-    return findings
+        for version in ("original", "conflict"):
+            check = partial(grounding_distractors, dataset=dataset, version=version)
+            claim = GROUNDING_CLAIM.format(version=version.title())
+            found += _check(f"Grounding ({dataset})", claim, f"{GROUNDING} Sec. 4.2, Table 1", check, r, False)
+    return found
+
+
+def tally(findings: Sequence[Finding]) -> dict[str, int]:
+    """Findings per status, in :data:`STATUSES` order."""
+    return {status: sum(f.status == status for f in findings) for status in STATUSES}
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3g}"
 
 
 def render(findings: Sequence[Finding], report_path: str | Path) -> str:
-    """Plain text for a terminal: a first line naming the report, then one line per finding,
-    ``[status] study: claim — evidence (test, p = ...)``."""
-    counts = {status: sum(f.status == status for f in findings) for status in STATUSES}
-    tally = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-    lines = [f"Headline findings of the three papers on this run ({tally}); full report: {report_path}"]
+    """Plain text for a terminal: a first line with the tally (``supported`` of all) and the report,
+    then one line per finding: ``[status] study: claim — effect, 95% CI, test, n, p; detail (source)``."""
+    counts = tally(findings)
+    rest = ", ".join(f"{n} {status}" for status, n in counts.items() if n and status != SUPPORTED)
+    lines = [
+        f"Headline findings of the three papers on this run: {counts[SUPPORTED]} of {len(findings)} supported"
+        + (f" ({rest})" if rest else "")
+        + f"; status rules in README 'Findings'; full report: {report_path}"
+    ]
     for f in findings:
-        line = f"[{f.status}] {f.study}: {f.claim} — {f.evidence}"
-        if f.holds is not None:
-            line += f" ({f.test}" + (f", p = {f.p:.2g})" if f.p is not None else ")")
-        lines.append(line)
+        line = f"[{f.status}] {f.study}: {f.claim} — "
+        if f.effect is None:
+            lines.append(line + f.detail)
+            continue
+        line += (
+            f"effect {_signed(f.effect)} {f.unit}, 95% CI [{_signed(f.ci_low)}, {_signed(f.ci_high)}], "
+            f"{f.test}, n {f.n}, p = {f.p:.2g}"
+        )
+        if f.status in (NOT_SIGNIFICANT, INCONCLUSIVE) and f.margin is None:
+            line += f", MDE {f.mde:.2g} at 80% power"
+        lines.append(f"{line}; {f.detail} ({f.source})")
     return "\n".join(lines) + "\n"
 
 
 def to_records(findings: Sequence[Finding]) -> list[dict[str, Any]]:
-    """JSON-ready records, one per finding, with its ``status``."""
-    return [{**asdict(f), "status": f.status} for f in findings]
+    """JSON-ready records, one per finding, every :class:`Finding` field present (None where it does not apply)."""
+    return [asdict(f) for f in findings]
 
 
 def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
-    """One row per finding: ``study, claim, status, holds, direction, against, evidence, test, p, source``."""
-    columns = ["study", "claim", "status", "holds", "direction", "against", "evidence", "test", "p", "source"]
-    return pd.DataFrame(to_records(findings), columns=columns)
+    """One row per finding, the :class:`Finding` fields as columns."""
+    return pd.DataFrame(to_records(findings), columns=list(Finding.__dataclass_fields__))

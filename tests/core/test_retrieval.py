@@ -82,3 +82,22 @@ def test_search_drops_unfilled_rows_and_asks_for_at_most_ntotal():
     assert index.asked == [3]
     assert found == [[(2, pytest.approx(0.9)), (0, pytest.approx(0.5))]] * 2
     assert search(index, np.zeros((1, 4), dtype=np.float32), k=1) == [[(2, pytest.approx(0.9))]]
+
+
+def test_embeddings_are_the_same_bits_at_one_and_two_threads(embedder, openings, monkeypatch):
+    """make verify runs every job at 1 and 2 threads: the encoder runs on one thread whatever the
+    job's count (on some CPUs a 2-thread float32 product sums in another order, issue 28)."""
+    seen = []
+    encode = embedder.encode
+    monkeypatch.setattr(embedder, "encode", lambda *a, **k: seen.append(torch.get_num_threads()) or encode(*a, **k))
+    before = torch.get_num_threads()
+    try:
+        vectors = {}
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            vectors[threads] = embed(openings, embedder)
+            assert torch.get_num_threads() == threads  # restored
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, 1]
+    assert np.array_equal(vectors[1], vectors[2])

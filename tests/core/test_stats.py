@@ -9,6 +9,8 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from knowlab.core.stats import (
+    bootstrap_difference,
+    minimum_detectable_effect,
     bootstrap_ci,
     checkpoint_pairs,
     direct_pvalue,
@@ -331,3 +333,43 @@ def test_mcnemar_sample_size_reaches_its_power_in_simulation():
     for bad in ((0.1, 0.1), (0.7, 0.5), (-0.1, 0.2)):
         with pytest.raises(ValueError, match="discordant proportions"):
             mcnemar_sample_size(*bad)
+
+
+def test_bootstrap_difference_standard_errors_match_the_textbook_formulas():
+    """Paired: SE of a mean difference is sd(d) / sqrt(n); unpaired: sqrt(var_a / n_a + var_b / n_b)
+    (plug-in variances, as the bootstrap's), within the bootstrap's own noise at 4000 resamples."""
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(1.0, 2.0, 300), rng.normal(0.0, 1.0, 300)
+    paired = bootstrap_difference(a, b, paired=True, n_resamples=4000, seed=1)
+    assert paired["effect"] == pytest.approx((a - b).mean())
+    assert paired["se"] == pytest.approx(np.std(a - b) / np.sqrt(300), rel=0.06)
+    assert paired["ci_low"] < paired["effect"] < paired["ci_high"]
+    a2 = rng.normal(1.0, 2.0, 200)
+    unpaired = bootstrap_difference(a2, b, paired=False, n_resamples=4000, seed=1)
+    assert unpaired["effect"] == pytest.approx(a2.mean() - b.mean())
+    assert unpaired["se"] == pytest.approx(np.sqrt(np.var(a2) / 200 + np.var(b) / 300), rel=0.06)
+    # a normal-theory 95% interval, effect +/- 1.96 SE, and the percentile one nearly agree at this n
+    half = 1.959964 * np.sqrt(np.var(a2) / 200 + np.var(b) / 300)
+    assert unpaired["ci_low"] == pytest.approx(unpaired["effect"] - half, abs=0.1 * half)
+    assert unpaired["ci_high"] == pytest.approx(unpaired["effect"] + half, abs=0.1 * half)
+
+
+def test_bootstrap_difference_degenerate_and_bad_inputs():
+    assert bootstrap_difference([1, 1, 1], [0, 0, 0]) == {"effect": 1.0, "ci_low": 1.0, "ci_high": 1.0, "se": 0.0}
+    assert bootstrap_difference([2.0, 2.0], [1.0], paired=False)["se"] == 0.0
+    with pytest.raises(ValueError, match="differ in length"):
+        bootstrap_difference([1, 2], [1, 2, 3])
+    with pytest.raises(ValueError, match="NaN"):
+        bootstrap_difference([1, np.nan], [1, 2])
+    with pytest.raises(ValueError, match="at least one value"):
+        bootstrap_difference([], [1.0], paired=False)
+
+
+def test_minimum_detectable_effect_is_z_sum_times_se():
+    # z(0.975) = 1.959964, z(0.8) = 0.841621 (normal tables)
+    assert minimum_detectable_effect(0.1) == pytest.approx(0.2801585, rel=1e-6)
+    assert minimum_detectable_effect(0.1, alpha=0.01, power=0.9) == pytest.approx(0.1 * (2.575829 + 1.281552), rel=1e-6)
+    with pytest.raises(ValueError, match="alpha and power"):
+        minimum_detectable_effect(0.1, power=1.0)
+    with pytest.raises(ValueError, match="negative"):
+        minimum_detectable_effect(-0.1)

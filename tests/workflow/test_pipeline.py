@@ -86,6 +86,25 @@ def test_item_tables_and_statistics(workdir):
     assert sheets["fiction_epochs"].iloc[-1] > log["fiction_epochs"].iloc[-1]  # 4 fictsheets epoch fastest
 
 
+def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
+    """results/findings.json: one record per comparison of every claim (knowlab.findings), each with
+    its effect, 95% interval, n, p and a status word; no ``supported`` at p >= alpha or with an
+    interval that reaches 0; results/findings.txt is the same findings, one line each."""
+    records = json.loads((workdir / "results" / "findings.json").read_text())
+    statuses = {"supported", "not significant", "inconclusive", "contradicted", "not tested"}
+    keys = ("claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source")
+    assert len(records) == 15  # test.yaml: Doc, Event, Fictsheets, the control, SORT, one grounding set
+    for record in records:
+        assert all(key in record for key in keys) and record["status"] in statuses, record
+        if record["effect"] is not None:
+            assert record["ci_low"] <= record["effect"] <= record["ci_high"] and record["n"] > 0
+            assert 0 <= record["p"] <= 1 and record["alpha"] == 0.05
+        if record["status"] == "supported" and record["margin"] is None:
+            assert record["p"] < record["alpha"] and (record["ci_low"] > 0), record
+    lines = (workdir / "results" / "findings.txt").read_text().splitlines()
+    assert [line.split("] ")[0][1:] for line in lines[1:]] == [r["status"] for r in records]
+
+
 def test_sort_items_passages_prompt_and_rows(workdir):
     from knowlab.sort.build import check_items
     from knowlab.sort.pipeline import books_from_records

@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,3 +156,28 @@ def cut_batches(order, widths, batch_size: int, max_batch_tokens: int | None = N
         batches.append(list(order[start : start + n]))
         start += n
     return batches
+
+
+@contextmanager
+def one_cpu_thread(device=None) -> Iterator[None]:
+    """torch's CPU kernels on one intra-op thread inside the block, the job's count restored after.
+
+    A float32 matrix product split over threads sums in an order that depends on the thread
+    count, so an encoder's outputs can move in the last bits between 1 and 2 threads per job
+    (measured: MiniLM cosines up to 7.5e-8 apart on an Intel Xeon with AMX, issue 28).  The
+    sentence encoders (:func:`knowlab.core.retrieval.embed`, the grounding cross-encoder) run
+    inside this block, so what they write is the same at any ``threads`` (``make verify``); they
+    are small next to the language models, which keep the job's threads.  ``device`` (a torch
+    device or its name): a non-CPU device leaves the threads alone.
+    """
+    import torch
+
+    if device is not None and torch.device(device).type != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from knowlab.core.device import current_compute
+from knowlab.core.device import current_compute, one_cpu_thread
 from knowlab.core.models import hub_error, resolve_model
 
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
@@ -80,13 +80,15 @@ def load_embedder(name_or_path: str, device: str | None = None, *, revision: str
 
 
 def embed(texts: Sequence[str], embedder, batch_size: int = 32) -> np.ndarray:
-    """L2-normalised float32 embeddings of shape ``(len(texts), dim)``."""
+    """L2-normalised float32 embeddings of shape ``(len(texts), dim)``, encoded on one CPU thread
+    (:func:`knowlab.core.device.one_cpu_thread`): the same bits at any ``threads`` per job."""
     # deferred: faiss only in the jobs that embed or search
     import faiss
 
-    vectors = embedder.encode(
-        list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-    )
+    with one_cpu_thread(embedder.device):  # the same vectors at any thread count per job
+        vectors = embedder.encode(
+            list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
     vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
     faiss.normalize_L2(vectors)
     return vectors

@@ -56,7 +56,10 @@ difference in accuracy at a given power (Connor 1987), for sizing a comparison f
 
 Bootstrap.  :func:`bootstrap_ci` gives a percentile bootstrap confidence interval of a
 mean (``scipy.stats.bootstrap``), used for the accuracy bands of the summary figures
-(SORT Figs. 2 and 10 show bootstrapped 95% intervals).
+(SORT Figs. 2 and 10 show bootstrapped 95% intervals); :func:`bootstrap_difference` the
+difference of two means, paired or not, with its bootstrap standard error, from which
+:func:`minimum_detectable_effect` gives the smallest effect a two-sided test at this n
+detects with a given power (the headline findings, :mod:`knowlab.findings`).
 """
 
 from __future__ import annotations
@@ -337,6 +340,92 @@ def bootstrap_ci(
         rng=np.random.default_rng(seed),
     )
     return (float(result.confidence_interval.low), float(result.confidence_interval.high))
+
+
+def bootstrap_difference(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray | None = None,
+    *,
+    paired: bool = True,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Difference of means ``mean(a) - mean(b)`` with a percentile bootstrap interval and standard error.
+
+    Paired (``paired=True``): ``a`` and ``b`` are aligned per unit (item, document) and the
+    units are resampled together, i.e. the bootstrap of the mean of ``a - b``; ``b=None``
+    takes ``a`` as the differences already.  Unpaired: each sample is resampled on its own
+    (``scipy.stats.bootstrap(..., paired=False)``), the design of two disjoint sets of units.
+    Percentile intervals, as :func:`bootstrap_ci` (BCa degenerates on 0/1 data over few units).
+    No spread to resample (every difference equal, paired; each sample constant, unpaired)
+    gives ``ci_low = ci_high = effect`` and ``se = 0``.
+
+    Returns:
+        ``effect``, ``ci_low``, ``ci_high`` (in the values' unit), ``se`` (standard deviation of
+        the bootstrap distribution).
+
+    Raises:
+        ValueError: an empty sample, paired samples of different lengths, or NaN values.
+    """
+    x = np.asarray(a, dtype=float)
+    y = None if b is None else np.asarray(b, dtype=float)
+    if x.size == 0 or (y is not None and y.size == 0):
+        raise ValueError("bootstrap_difference needs at least one value in each sample")
+    if np.isnan(x).any() or (y is not None and np.isnan(y).any()):
+        raise ValueError("bootstrap_difference got NaN values; drop the units first")
+    if paired and y is not None:
+        if x.shape != y.shape:
+            raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+        x, y = x - y, None
+    if y is None:
+        samples, effect, flat = (x,), float(x.mean()), bool((x == x[0]).all())
+
+        def statistic(d, axis=-1):
+            return d.mean(axis=axis)
+
+    else:
+        samples, effect = (x, y), float(x.mean() - y.mean())
+        flat = bool((x == x[0]).all() and (y == y[0]).all())
+
+        def statistic(u, v, axis=-1):
+            return u.mean(axis=axis) - v.mean(axis=axis)
+
+    if flat or all(s.size < 2 for s in samples):
+        return {"effect": effect, "ci_low": effect, "ci_high": effect, "se": 0.0}
+    result = bootstrap(
+        samples,
+        statistic,
+        paired=False,
+        vectorized=True,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return {
+        "effect": effect,
+        "ci_low": float(result.confidence_interval.low),
+        "ci_high": float(result.confidence_interval.high),
+        "se": float(result.standard_error),
+    }
+
+
+def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest true effect a two-sided test at level ``alpha`` detects with probability ``power``.
+
+    Normal approximation (Bloom 1995, "Minimum detectable effects", Evaluation Review 19:547-556):
+    MDE = (z(1 - alpha/2) + z(power)) * SE, with SE the standard error of the effect estimate at
+    this n (2.80 SE at alpha 0.05 and 80% power); in the effect's unit.
+
+    Raises:
+        ValueError: ``alpha`` or ``power`` outside (0, 1), or a negative ``se``.
+    """
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha and power must lie in (0, 1), got {alpha}, {power}")
+    if se < 0:
+        raise ValueError(f"a standard error cannot be negative, got {se}")
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
 
 
 def _given(row: Mapping[str, Any], name: str) -> Any:

@@ -37,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from tqdm.auto import tqdm
 
-from knowlab.core.device import current_compute
+from knowlab.core.device import current_compute, one_cpu_thread
 from knowlab.core.llm.local import render_messages
 from knowlab.core.models import is_local_path, load_model, pinned_hub_id
 from knowlab.core.retrieval import embed, load_embedder
@@ -399,7 +399,8 @@ class CrossEncoderEvaluator(_PassageEvaluator):
 
     def _passage_scores(self, facts: list[str], passages: list[str], index: np.ndarray) -> np.ndarray:
         inputs = [(facts[f], passages[p]) for f, p in index]
-        return self.model.predict(inputs, batch_size=self.batch_size, show_progress_bar=len(inputs) > 1000)
+        with one_cpu_thread(self.model.device):  # the same logits at any thread count per job
+            return self.model.predict(inputs, batch_size=self.batch_size, show_progress_bar=len(inputs) > 1000)
 
 
 class LLMJudge(_PassageEvaluator):
