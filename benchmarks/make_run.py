@@ -80,21 +80,30 @@ def job_times(benchmarks: Path, logs: Path) -> list[tuple[str, str, float, float
     return out
 
 
-def fictionalqa_table(summary_csv: Path) -> list[str]:
-    """The README's FictionalQA table: per split, step 0 -> last step; the control's last step."""
+def fictionalqa_table(*summary_csvs: Path) -> list[str]:
+    """The README's FictionalQA table: per split, step 0 -> last step; the control's last step.
+
+    Several summaries (runs of one config in another dtype, thread count or CPU) give each cell as
+    the range of the runs, ``low-high`` (one value when they agree to two decimals).
+    """
     # deferred: pandas only for this table
     import pandas as pd
 
-    s = pd.read_csv(summary_csv)
+    tables = [pd.read_csv(path) for path in summary_csvs]
+    s = tables[0]
     last = int(s["step"].max())
 
-    def value(run: str, step: int, suite: str, side: str, column: str) -> float:
-        rows = s[(s.run == run) & (s.step == step) & (s.suite == suite) & (s.side == side)]
-        rows = rows[rows.split == run] if run in set(s.split) else rows
-        return float(rows[column].iloc[0])
+    def value(run: str, step: int, suite: str, side: str, column: str) -> str:
+        found = []
+        for t in tables:
+            rows = t[(t.run == run) & (t.step == step) & (t.suite == suite) & (t.side == side)]
+            rows = rows[rows.split == run] if run in set(t.split) else rows
+            found.append(f"{float(rows[column].iloc[0]):.2f}")
+        low, high = min(found, key=float), max(found, key=float)
+        return low if low == high else f"{low}-{high}"
 
     def change(run: str, suite: str, side: str, column: str) -> str:
-        return f"{value(run, 0, suite, side, column):.2f} -> {value(run, last, suite, side, column):.2f}"
+        return f"{value(run, 0, suite, side, column)} -> {value(run, last, suite, side, column)}"
 
     lines = [
         "| split | train-doc loss | val-doc loss | MCQ-4 acc | MCQ-10 acc | nll(answer given question), fiction "
@@ -112,8 +121,7 @@ def fictionalqa_table(summary_csv: Path) -> list[str]:
     if "control" in set(s["run"]):
         c = {k: value("control", last, k, "all", col) for k, col in
              [("mcq4", "acc"), ("mcq10", "acc"), ("fict_qa_nll", "loss"), ("real_qa_nll", "loss")]}  # fmt: skip
-        lines.append(f"| control | | | ({c['mcq4']:.2f}) | ({c['mcq10']:.2f}) | ({c['fict_qa_nll']:.2f}) "
-                     f"| ({c['real_qa_nll']:.2f}) |")  # fmt: skip
+        lines.append(f"| control | | | ({c['mcq4']}) | ({c['mcq10']}) | ({c['fict_qa_nll']}) | ({c['real_qa_nll']}) |")
     return lines
 
 
