@@ -36,7 +36,10 @@ CFG = {
     "finetune": {"runs": ["doc", "event", "fictsheets"], "control": True, "max_steps": LAST, "checkpoint_every": 2},
     "stats": {"mcnemar_exact_below": 25, "bootstrap_resamples": 500},
     "eval_models": {"base_model": "base"},
-    "sort": {"conditions": ["baseline", "in_context", "rag", "oracle_rag"], "parametric": {"enabled": True, "epochs": 1}},
+    "sort": {
+        "conditions": ["baseline", "in_context", "rag", "oracle_rag"],
+        "parametric": {"enabled": True, "epochs": 1},
+    },
     "grounding": {"datasets": ["fiction"]},
 }
 DOCS = [f"d{i:02d}" for i in range(40)]
@@ -118,8 +121,10 @@ def test_tally_counts_every_status():
         CONTRADICTED: 0,
         NOT_TESTED: 1,
     }
-    assert findings.render(found, "r.html").splitlines()[0].startswith(
-        "Headline findings of the three papers on this run: 2 of 3 supported (1 not tested)"
+    assert (
+        findings.render(found, "r.html")
+        .splitlines()[0]
+        .startswith("Headline findings of the three papers on this run: 2 of 3 supported (1 not tested)")
     )
 
 
@@ -203,7 +208,13 @@ def built(tmp_path_factory):
         nll_table = pd.DataFrame({"item_id": SORT_ITEMS, "nll_a": nll + spread, "nll_b": nll - spread})
         _write(root, f"sort/parametric/{run}/evaluate/epoch-1_segment_nll.parquet", nll_table)
     grounding = [
-        {"dataset": "fiction", "model": MODEL, "item_id": f"g{k}", "condition": condition, "f1": f1 + 0.01 * k * is_dist}
+        {
+            "dataset": "fiction",
+            "model": MODEL,
+            "item_id": f"g{k}",
+            "condition": condition,
+            "f1": f1 + 0.01 * k * is_dist,
+        }
         for k in range(8)
         for condition, f1, is_dist in (
             ("original_gold", 0.6, 0),

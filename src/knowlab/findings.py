@@ -290,7 +290,9 @@ def rank_sum(label: str, a: Sequence[float], b: Sequence[float], unit: str, deta
     if not len(x) or not len(y):
         raise Skip("an empty side")
     p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
-    return Comparison(label, x, y, False, p, min(1.0, 2 / comb(len(x) + len(y), len(x))), "Mann-Whitney U", unit, detail)
+    return Comparison(
+        label, x, y, False, p, min(1.0, 2 / comb(len(x) + len(y), len(x))), "Mann-Whitney U", unit, detail
+    )
 
 
 def tost(a: np.ndarray, b: np.ndarray, margin: float) -> float:
@@ -546,7 +548,9 @@ def sort_books_lower_segment_nll(r: Results) -> list[Comparison]:
         return pd.concat([table["nll_a"].add_suffix("/a"), table["nll_b"].add_suffix("/b")])
 
     books, instructions = segments("books"), segments("instructions")
-    detail = f"segment nll after epoch {epochs}: books {books.mean():.2f} vs instructions only {instructions.mean():.2f}"
+    detail = (
+        f"segment nll after epoch {epochs}: books {books.mean():.2f} vs instructions only {instructions.mean():.2f}"
+    )
     return [signed_rank("", instructions, books, "nats/token", detail)]
 
 
@@ -572,7 +576,10 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
         return rows.set_index("item_id")["correct"].astype(float)
 
     books, instructions = correct("books"), correct("instructions")
-    detail = f"no-context accuracy after epoch {epochs}: books {books.mean():.2f} vs instructions only {instructions.mean():.2f}"
+    detail = (
+        f"no-context accuracy after epoch {epochs}: books {books.mean():.2f} "
+        f"vs instructions only {instructions.mean():.2f}"
+    )
     comparison = mcnemar("", books, instructions, r.exact_below, "accuracy", detail)
     comparison.p_equivalence = tost(comparison.a, comparison.b, r.settings.margin)
     return [comparison]
@@ -608,7 +615,9 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
     if gold_col not in f1 or dist_col not in f1:
         raise Skip(f"no paired {gold_col} / {dist_col} rows on {dataset}")
     gold, dist = f1[gold_col], f1[dist_col]
-    detail = f"F1 x 100: {version.title()}-Gold {100 * gold.mean():.1f} vs {version.title()}-Dist {100 * dist.mean():.1f}"
+    detail = (
+        f"F1 x 100: {version.title()}-Gold {100 * gold.mean():.1f} vs {version.title()}-Dist {100 * dist.mean():.1f}"
+    )
     return [signed_rank("", gold, dist, "F1", detail)]
 
 
