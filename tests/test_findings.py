@@ -34,7 +34,7 @@ CFG = {
     "seed": 1,
     "findings": {"alpha": 0.05, "power": 0.8, "equivalence_margin": 0.05},
     "finetune": {"runs": ["doc", "event", "fictsheets"], "control": True, "max_steps": LAST, "checkpoint_every": 2},
-    "stats": {"mcnemar_exact_below": 25, "bootstrap_resamples": 500},
+    "stats": {"mcnemar_exact_below": 25, "bootstrap_resamples": 200},
     "eval_models": {"base_model": "base"},
     "sort": {
         "conditions": ["baseline", "in_context", "rag", "oracle_rag"],

@@ -168,8 +168,9 @@ def one_cpu_thread(device=None) -> Iterator[None]:
     sentence encoders (:func:`knowlab.core.retrieval.embed`, the grounding cross-encoder) run
     inside this block, so what they write is the same at any ``threads`` (``make verify``); they
     are small next to the language models, which keep the job's threads.  ``device`` (a torch
-    device or its name): a non-CPU device leaves the threads alone.
+    device or its name; None: the CPU): a non-CPU device leaves the threads alone.
     """
+    # deferred: torch loads only in jobs that run a model (seconds and GBs)
     import torch
 
     if device is not None and torch.device(device).type != "cpu":

@@ -85,7 +85,7 @@ def embed(texts: Sequence[str], embedder, batch_size: int = 32) -> np.ndarray:
     # deferred: faiss only in the jobs that embed or search
     import faiss
 
-    with one_cpu_thread(embedder.device):  # the same vectors at any thread count per job
+    with one_cpu_thread(getattr(embedder, "device", None)):  # the same vectors at any thread count per job
         vectors = embedder.encode(
             list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
         )
