@@ -21,13 +21,10 @@ from pathlib import Path
 from make_run import fictionalqa_table
 
 
-def load(path: str) -> list[dict]:
+def load(path: Path) -> list[dict]:
     """The records of a ``findings.json`` (a file, or a results folder holding one)."""
-    file = Path(path)
-    if file.is_dir():
-        file = file / "findings.json"
-    records = json.loads(file.read_text(encoding="utf-8"))
-    return records["findings"] if isinstance(records, dict) else records
+    file = path / "findings.json" if path.is_dir() else path
+    return json.loads(file.read_text(encoding="utf-8"))
 
 
 def span(values: list[float | None], fmt: str = "{:+.3g}") -> str:
@@ -43,11 +40,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="label=path of a findings.json or a results folder")
     args = parser.parse_args()
-    labels, runs = [], []
+    labels, paths = [], []
     for item in args.runs:
         label, _, path = item.partition("=")
         labels.append(label if path else Path(label).parent.name)
-        runs.append(load(path or label))
+        paths.append(Path(path or label))
+    runs = [load(path) for path in paths]
     keys = [(r["study"], r["claim"]) for r in runs[0]]
     by_run = [{(r["study"], r["claim"]): r for r in records} for records in runs]
     print("| study | claim | status (" + ", ".join(labels) + ") | effect | 95% CI low | 95% CI high | p |")
@@ -66,7 +64,7 @@ def main() -> None:
     print()
     for (study, claim), statuses in differing:
         print(f"status differs: {study}: {claim}: " + ", ".join(f"{lab} {s}" for lab, s in zip(labels, statuses)))
-    summaries = [Path(item.partition("=")[2] or item) / "summary" / "fictionalqa.csv" for item in args.runs]
+    summaries = [path / "summary" / "fictionalqa.csv" for path in paths]
     if all(path.is_file() for path in summaries):
         print("\nFictionalQA, step 0 -> the last step (the control's last step in brackets), range across the runs:\n")
         print("\n".join(fictionalqa_table(*summaries)))

@@ -82,7 +82,7 @@ from statsmodels.stats.weightstats import ttost_paired
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
 from knowlab.core.rng import keyed_rng
-from knowlab.core.stats import bootstrap_difference, mcnemar_pair, minimum_detectable_effect
+from knowlab.core.stats import bootstrap_difference, mcnemar_pair, minimum_detectable_effect, paired_items
 
 SUPPORTED = "supported"
 NOT_SIGNIFICANT = "not significant"
@@ -131,11 +131,11 @@ class Settings:
     """``alpha``, ``power`` (for the minimum detectable effect), ``margin`` (no-difference claims,
     in the effect's unit), ``resamples`` (bootstrap), ``seed`` (bootstrap streams, keyed per line)."""
 
-    alpha: float = 0.05
-    power: float = 0.8
-    margin: float = 0.05
-    resamples: int = 2000
-    seed: int = 0
+    alpha: float
+    power: float
+    margin: float
+    resamples: int
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -262,9 +262,10 @@ def _rows(items: pd.DataFrame, suite: str, ids: Sequence[str] | None = None) -> 
 
 def _aligned(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Values of the units both series hold (joined on the index, NaN dropped), in index order."""
-    joined = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna().sort_index()
-    if joined.empty:
-        raise Skip("the two sides share no unit")
+    try:
+        joined = paired_items(a, b).sort_index()
+    except ValueError as err:  # no shared unit: nothing to compare
+        raise Skip(str(err)) from None
     return joined["a"].to_numpy(float), joined["b"].to_numpy(float)
 
 
@@ -696,13 +697,13 @@ GROUNDING_CLAIM = "{version}-Dist F1 below {version}-Gold"
 
 def settings(cfg: Mapping[str, Any]) -> Settings:
     """The :class:`Settings` of a workflow config (``findings``, ``stats.bootstrap_resamples``, ``seed``)."""
-    block = cfg.get("findings", {})
+    block = cfg["findings"]
     return Settings(
-        alpha=float(block.get("alpha", Settings.alpha)),
-        power=float(block.get("power", Settings.power)),
-        margin=float(block.get("equivalence_margin", Settings.margin)),
-        resamples=int(cfg["stats"].get("bootstrap_resamples", Settings.resamples)),
-        seed=int(cfg.get("seed", Settings.seed)),
+        alpha=float(block["alpha"]),
+        power=float(block["power"]),
+        margin=float(block["equivalence_margin"]),
+        resamples=int(cfg["stats"]["bootstrap_resamples"]),
+        seed=int(cfg["seed"]),
     )
 
 

@@ -82,8 +82,12 @@ Key = tuple
 Pair = tuple[Key, Key]
 
 
-def _paired(a: pd.Series, b: pd.Series) -> pd.DataFrame:
-    """Columns ``a, b`` of the items present and not NaN in both series (joined on the index)."""
+def paired_items(a: pd.Series, b: pd.Series) -> pd.DataFrame:
+    """Columns ``a, b`` of the items present and not NaN in both series (joined on the index).
+
+    Raises:
+        ValueError: the series share no item.
+    """
     joined = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
     if joined.empty:
         raise ValueError("the two checkpoints share no item_id")
@@ -100,7 +104,7 @@ def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int = 25) -> dict[str,
     Raises:
         ValueError: the series share no item.
     """
-    joined = _paired(a, b).astype(bool)
+    joined = paired_items(a, b).astype(bool)
     n_b = int((joined["a"] & ~joined["b"]).sum())
     n_c = int((~joined["a"] & joined["b"]).sum())
     both = int((joined["a"] & joined["b"]).sum())
@@ -161,7 +165,7 @@ def ttest_pair(a: pd.Series, b: pd.Series, alternative: str = "greater") -> dict
     """
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
-    joined = _paired(a, b).astype(float)
+    joined = paired_items(a, b).astype(float)
     diff = joined["a"] - joined["b"]
     result = {"n": len(joined), "mean_diff": float(diff.mean())}
     if (diff == 0).all():
@@ -295,7 +299,7 @@ def pair_tests(
                 last = {"alternative": res["alternative"]}
         except ValueError as err:
             raise ValueError(f"{a!r} vs {b!r}: {err}") from err
-        joined = _paired(x, y).astype(float)
+        joined = paired_items(x, y).astype(float)
         row: dict[str, Any] = {f"{c}_a": v for c, v in zip(key_columns, a)}
         row.update({f"{c}_b": v for c, v in zip(key_columns, b)})
         row.update({"n": res["n"], "mean_a": float(joined["a"].mean()), "mean_b": float(joined["b"].mean())})
@@ -329,17 +333,8 @@ def bootstrap_ci(
     x = x[~np.isnan(x)]
     if x.size == 0:
         return (float("nan"), float("nan"))
-    if x.size < 2 or (x == x[0]).all():
-        return (float(x.mean()), float(x.mean()))
-    result = bootstrap(
-        (x,),
-        np.mean,
-        confidence_level=confidence,
-        n_resamples=n_resamples,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return (float(result.confidence_interval.low), float(result.confidence_interval.high))
+    est = bootstrap_difference(x, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return (est["ci_low"], est["ci_high"])
 
 
 def bootstrap_difference(
