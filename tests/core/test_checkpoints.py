@@ -1,5 +1,8 @@
 """Step 0 of every run is the base model: checkpoint steps and relabelled base-model rows."""
 
+import re
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -9,8 +12,11 @@ from knowlab.core.checkpoints import BASE_RUN, checkpoint_dir, checkpoint_steps,
 def test_checkpoint_steps_and_folders():
     assert checkpoint_steps(10, 4) == [0, 4, 8, 10]
     assert checkpoint_steps(6, 3) == [0, 3, 6]
-    assert checkpoint_dir("x/checkpoints", 6) == checkpoint_dir("x/checkpoints", "6")
-    assert checkpoint_dir("x/checkpoints", 2, "epoch").name == "epoch-2"
+    doc, books = "results/finetune/doc/checkpoints", "results/sort/parametric/books/checkpoints"
+    assert checkpoint_dir(doc, 6) == Path("results/finetune/doc/checkpoints/step-6")
+    assert checkpoint_dir(Path(doc), "6") == Path("results/finetune/doc/checkpoints/step-6")  # a step read from a name
+    assert checkpoint_dir(doc, 0) == Path("results/finetune/doc/checkpoints/step-0")
+    assert checkpoint_dir(books, 2, "epoch") == Path("results/sort/parametric/books/checkpoints/epoch-2")
 
 
 def test_step0_rows_copies_the_base_model_per_run():
@@ -27,5 +33,8 @@ def test_with_step0_orders_each_run_from_step_0():
     rows = with_step0(pd.concat([base, later], ignore_index=True), ["doc", "control"])
     assert list(zip(rows["run"], rows["step"])) == [("doc", 0), ("doc", 3), ("doc", 6), ("control", 0), ("control", 6)]
     assert BASE_RUN not in set(rows["run"])
-    with pytest.raises(ValueError, match="no rows of the base model"):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("no rows of the base model (run 'base_model'): step 0 of every run is its evaluation"),
+    ):
         with_step0(later, ["doc"])

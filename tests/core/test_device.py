@@ -1,10 +1,10 @@
 """The device and precision policy (config ``compute``): resolution, batches in tokens, the rule's failure."""
 
+import re
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import torch
 
 from knowlab.core import device
 from knowlab.core.device import Compute, DeviceUnavailable, batch_limit, resolve_compute, use_compute
@@ -12,7 +12,17 @@ from knowlab.core.models import load_model
 from knowlab.core.provenance import rule_step
 from knowlab.core.scoring import score_token_ids
 
-no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour of a machine without a GPU")
+
+@pytest.fixture
+def without_gpu():
+    """Skips on a machine with a GPU: the test checks the behaviour of a machine without one."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("checks the behaviour of a machine without a GPU, and torch sees one")
+
+
+no_gpu = pytest.mark.usefixtures("without_gpu")
 
 
 @pytest.fixture(autouse=True)
@@ -35,9 +45,16 @@ def test_a_gpu_that_is_not_there_fails_naming_the_key(requested):
         resolve_compute({"device": requested})
 
 
-@pytest.mark.parametrize("cfg", [{"device": "tpu"}, {"device": "cpu:0"}, {"dtype": "int8"}])
-def test_unknown_values_are_refused(cfg):
-    with pytest.raises(ValueError, match="compute"):
+@pytest.mark.parametrize(
+    "cfg, message",
+    [
+        ({"device": "tpu"}, "compute.device must be auto, cpu, cuda or cuda:N, got 'tpu'"),
+        ({"device": "cpu:0"}, "compute.device must be auto, cpu, cuda or cuda:N, got 'cpu:0'"),
+        ({"dtype": "int8"}, "compute.dtype must be one of auto, float32, bfloat16, float16, got 'int8'"),
+    ],
+)
+def test_unknown_values_are_refused(cfg, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         resolve_compute(cfg)
 
 
@@ -60,6 +77,8 @@ def test_a_token_budget_changes_batches_not_scores(tiny_model_dir):
 
 
 def test_the_model_loads_in_the_policy_dtype(tiny_model_dir):
+    import torch
+
     use_compute(Compute("cpu", "bfloat16"))
     model, _ = load_model(tiny_model_dir)
     assert model.dtype == torch.bfloat16
@@ -77,7 +96,7 @@ def test_a_rule_asking_for_a_missing_gpu_fails_in_its_log(tmp_path):
         input=[],
         output=SimpleNamespace(items=lambda: [], manifest=str(tmp_path / "m.json")),
     )
-    with pytest.raises(DeviceUnavailable):
+    with pytest.raises(DeviceUnavailable, match=r"compute\.device is 'cuda' but torch sees no CUDA GPU"):
         with rule_step(smk):
             pytest.fail("the body must not run")
     assert "compute.device is 'cuda'" in log.read_text()

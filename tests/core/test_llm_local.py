@@ -51,7 +51,7 @@ def test_a_refused_system_prompt_is_merged_into_the_first_turn():
     assert render_messages(tokenizer, turns) == "user:Q1|assistant:A1|user:Q2"
     assert turns[0]["content"] == "Q1"  # the caller's turns are not changed
     tokenizer.apply_chat_template = lambda *a, **k: (_ for _ in ()).throw(TemplateError("broken"))
-    with pytest.raises(TemplateError):
+    with pytest.raises(TemplateError, match="^broken$"):  # the template's own error, not wrapped
         render_chat(tokenizer, "Hello")
 
 

@@ -51,12 +51,11 @@ def test_chat_400_names_key_not_secret(server, caplog):
     caplog.set_level(logging.DEBUG)
     backend = OpenAIChatBackend("m", url, max_retries=1, timeout_s=5, concurrency=1)
     done = []
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(BackendError, match=r"request 'event_002': HTTP 400: .*max_tokens is too large") as info:
         for request, _ in backend.complete(_requests("ok 0", "ok 1", "bad")):
             done.append(request.key)
     message = str(info.value)
     assert done == ["event_000", "event_001"]
-    assert "event_002" in message and "400" in message and "max_tokens is too large" in message
     assert fake.secret not in message and fake.secret not in caplog.text and fake.secret not in repr(backend)
 
 
@@ -116,11 +115,12 @@ def test_batch_failed_is_resubmitted(server, tmp_path):
 def test_batch_missing_output_line(server, tmp_path):
     _, url = server
     done = []
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(
+        BackendError, match=r"1 of 3 request\(s\) of batch \S+ failed: event_001: missing from the batch output$"
+    ):
         for request, _ in _batch(url, tmp_path).complete(_requests("a", "drop me", "c")):
             done.append(request.key)
     assert sorted(done) == ["event_000", "event_002"]
-    assert "event_001" in str(info.value) and "1 of 3" in str(info.value)
 
 
 def test_batch_max_wait(server, tmp_path):

@@ -9,13 +9,18 @@ import pytest
 
 from knowlab.core import plotting
 from knowlab.core.plotting import (
+    ACCURACY_LABEL,
     CONTROL_COLOUR,
+    FIGURE_KEY,
     PALETTE,
+    STEP_LABEL,
     band_handle,
     bootstrap_note,
     chance_handle,
     chance_line,
     colours,
+    describe,
+    empty_panel,
     finish,
     line_handle,
     line_with_band,
@@ -23,6 +28,7 @@ from knowlab.core.plotting import (
     panel_figure,
     plot_pvalue_matrix,
     pvalue_cells,
+    read_description,
     save,
     wrap_note,
 )
@@ -152,7 +158,8 @@ def test_pvalue_matrix_names_test_and_correction(alternative, value, test, label
         note="SmolLM2-135M",
         run_label=NAMES.get,
     )
-    assert (tmp_path / "p.png").stat().st_size > 0
+    saved = read_description(tmp_path / "p.png")  # what the PNG says it shows is what was drawn
+    assert saved == describe(fig) and test in saved["title"] and [p["images"] for p in saved["panels"][:2]] == [1, 1]
     assert test in fig.get_suptitle()
     assert [ax.get_title() for ax in fig.axes[:2]] == [
         "Doc split: checkpoint vs checkpoint",
@@ -168,3 +175,31 @@ def test_pvalue_matrix_without_a_control_has_one_panel(tmp_path):
     fig = plot_pvalue_matrix(table[table["run_b"] == "doc"], "MCQ-4", tmp_path / "p.pdf", tmp_path / "p.png")
     assert [ax.get_title() for ax in fig.axes[:-1]] == ["doc: checkpoint vs checkpoint"], "raw run names by default"
     assert fig.get_supxlabel() == ""
+
+
+def test_a_saved_png_describes_its_figure(tmp_path):
+    """save() writes describe(fig) into the PNG (text chunk FIGURE_KEY, and the suptitle as Title):
+    title, legend entries, and per panel its title, axis labels, lines, bands, images and texts."""
+    layout = panel_figure(2, 3, "Model: test.")
+    line_with_band(layout.axes[0], [0, 1, 2], [0.2, 0.4, 0.5], [0.1, 0.3, 0.4], [0.3, 0.5, 0.6], colour="C0")
+    chance_line(layout.axes[0], 0.25)
+    layout.axes[0].set(title="Doc", xlabel=STEP_LABEL, ylabel=ACCURACY_LABEL)
+    empty_panel(layout.axes[1], "no Event split run in this config")
+    handles = [line_handle("Doc", "C0", marker="o"), chance_handle("chance (0.25)"), band_handle()]
+    finish(layout, handles, "MCQ-4 accuracy across fine-tuning", tmp_path / "f.pdf", tmp_path / "f.png")
+    assert read_description(tmp_path / "f.png") == {
+        "title": "MCQ-4 accuracy across fine-tuning",
+        "legend": ["Doc", "chance (0.25)", "95% bootstrap CI"],
+        "panels": [
+            {"title": "Doc", "xlabel": STEP_LABEL, "ylabel": ACCURACY_LABEL, "lines": 2, "bands": 1, "images": 0, "texts": []},
+            {"title": "", "xlabel": "", "ylabel": "", "lines": 0, "bands": 0, "images": 0,
+             "texts": ["no Event split run in this config"]},
+        ],
+    }  # fmt: skip
+    from PIL import Image
+
+    with Image.open(tmp_path / "f.png") as image:
+        assert image.text["Title"] == "MCQ-4 accuracy across fine-tuning" and FIGURE_KEY in image.text
+    with pytest.raises(KeyError, match=FIGURE_KEY):  # a PNG not written by save()
+        Image.new("RGB", (4, 4)).save(tmp_path / "plain.png")
+        read_description(tmp_path / "plain.png")

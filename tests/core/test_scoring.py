@@ -487,3 +487,78 @@ def test_greedy_flag_and_em_match_a_manual_argmax():
     (_, n_tail, greedy_tail), (_, n_more, greedy_more) = loglikelihood(model, tok, requests, batch_size=2)
     assert not manual[-k - 1]  # the head's last token is not the argmax
     assert (n_tail, greedy_tail) == (k, True) and (n_more, greedy_more) == (k + 1, False)
+
+
+# packed rows against an independent reference: a plain forward pass per request
+
+
+def _plain_forward_loglik(model, context_ids, continuation_ids):
+    """``(sum log-likelihood, is_greedy)`` of one request from its own unpadded sequence, written from the
+    definition: ``model(input_ids)`` on ``(context + continuation)[:-1]``, float32 ``log_softmax`` over the
+    vocabulary, each continuation token's log-probability at the position before it, summed."""
+    import torch
+
+    ids = list(context_ids) + list(continuation_ids)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids[:-1]])).logits[0]
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    positions = range(len(context_ids) - 1, len(ids) - 1)
+    total = sum(logprobs[i, ids[i + 1]].item() for i in positions)
+    greedy = all(int(logits[i].argmax()) == ids[i + 1] for i in positions)
+    return total, greedy
+
+
+def test_packed_mcq_rows_equal_a_plain_forward_pass_per_request(tiny, corpus, monkeypatch):
+    """Two passages, each with three questions of four choices (24 requests, like MCQ-4 after a shared
+    passage): the engine packs each passage's 3 contexts and 12 continuations into one row, the two rows
+    (of different widths, so the shorter is padded) in one batch of 2; every request's log-likelihood equals
+    :func:`_plain_forward_loglik` within 1e-5 nats (float32)."""
+    model, tok = tiny
+    assert model.dtype == torch.float32
+    answers = [" " + q["natural_answer"] for q in corpus["fict_qa"][:10]]
+    requests = []
+    for p, chars in enumerate((200, 260)):
+        passage = corpus["fictions"][p]["fiction"][:chars]
+        for k, q in enumerate(corpus["fict_qa"][3 * p : 3 * p + 3]):
+            context = f"{passage}\n\nQuestion: {q['question']}\nAnswer:"
+            requests += [(context, answers[(3 * k + j) % len(answers)]) for j in range(4)]
+    # token ids written out here (no trailing space, so the harness's split is the plain one)
+    pairs = []
+    for context, continuation in requests:
+        context_ids = tok(context, add_special_tokens=False)["input_ids"]
+        whole = tok(context + continuation, add_special_tokens=False)["input_ids"]
+        assert whole[: len(context_ids)] == context_ids
+        pairs.append((context_ids, whole[len(context_ids) :]))
+    assert all(len(x) >= 2 for _, x in pairs) and len({tuple(x) for _, x in pairs[:4]}) == 4
+
+    loglikelihood(model, tok, requests, batch_size=2)  # the model's one-off packing check runs here, if not before
+    calls = []
+    forward = model.forward
+
+    def recording(*args, **kwargs):
+        calls.append((tuple(kwargs["input_ids"].shape), kwargs["attention_mask"].dim()))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", recording)
+    scored = loglikelihood(model, tok, requests, batch_size=2)
+    monkeypatch.undo()
+
+    # the packing, from the engine's forward passes: one batch of 2 packed rows (4D block mask), nothing alone;
+    # each row is the passage's common prefix, the 3 context remainders and the 12 continuation blocks
+    widths = []
+    for p in range(2):
+        group = pairs[12 * p : 12 * (p + 1)]
+        contexts = list(dict.fromkeys(tuple(c) for c, _ in group))
+        prefix = 0  # the contexts' longest common prefix
+        while all(len(c) > prefix for c in contexts) and len({c[prefix] for c in contexts}) == 1:
+            prefix += 1
+        widths.append(prefix + sum(len(c) - prefix for c in contexts) + sum(len(x) - 1 for _, x in group))
+        assert len(contexts) == 3 and prefix >= 32
+    assert widths[0] != widths[1]
+    assert calls == [((2, max(widths)), 4)]
+
+    for (context_ids, continuation_ids), (ll, n, greedy) in zip(pairs, scored, strict=True):
+        expected, expected_greedy = _plain_forward_loglik(model, context_ids, continuation_ids)
+        assert n == len(continuation_ids)
+        assert ll == pytest.approx(expected, abs=1e-5)
+        assert greedy == expected_greedy

@@ -156,7 +156,7 @@ def test_a_killed_stage_resumes_without_sending_any_request_twice(tmp_path):
 
     (tmp_path / "run").mkdir()
     killed = CountingBackend(stop_after=13)  # dies inside the fict_qa stage
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="^killed$"):  # the backend's own interrupt, passed through
         run_chain(counting_generator(killed, tmp_path), tmp_path / "run")
     assert not (tmp_path / "run" / "fict_qa_raw.jsonl").exists()  # the stage wrote nothing
     resumed = CountingBackend()

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from knowlab.core.plotting import read_description
 from knowlab.fictionalqa.figures import (
     FAMILIES,
     curves_from_summary,
@@ -80,22 +81,73 @@ def _train_logs() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+STEP, LOSS, NLL = "optimizer step", "loss (nats/token)", "nll(answer | question) (nats/token)"
+MCQ4, CI, CHANCE4 = "MCQ-4 accuracy", "95% bootstrap CI", "chance (1/4)"
+DOC, EVENT, CONTROL = "Doc split", "Event split", "Base webtext (control)"
+DOCS = ["train documents", "val documents"]
+QUESTIONS = ["questions on train documents", "questions on val documents"]
+SMOL_DOC, SMOL_EVENT = "SmolLM2-135M, Doc split", "SmolLM2-135M, Event split"
+# each family's suptitle and panels (title, xlabel, ylabel), after the paper's figure
+TITLES = {
+    "fig2": "Samples seen and epochs completed per data source (cf. paper Fig. 2)",
+    "fig3": "Verbatim memorization of the Doc split (cf. paper Fig. 3)",
+    "fig4": "Loss on train / val documents by split (cf. paper Fig. 4)",
+    "fig5": "Fictsheets loss and held-out webtext loss (cf. paper Fig. 5)",
+    "fig6": "Answer loss given the question, by split (cf. paper Fig. 6)",
+    "fig7": "Multiple-choice accuracy, 4 choices (cf. paper Fig. 7)",
+    "fig8": "MCQ-4 accuracy on questions from train vs val documents (cf. paper Fig. 8)",
+    "fig9": "Answer loss given the question, across models (Doc split) (cf. paper Fig. 9)",
+    "fig10": "MCQ-4 accuracy on questions from train vs val documents, across models (cf. paper Fig. 10)",
+    "fig10_11": "Multiple-choice accuracy with 4 vs 10 choices (cf. paper Fig. 11)",
+}
+PANELS = {
+    "fig2": [("Samples seen", STEP, "samples seen (log scale)"), ("Epochs completed", STEP, "epochs completed")],
+    "fig3": [
+        ("Loss on train / val documents", STEP, LOSS),
+        ("Exact match of the last 50 tokens", "epochs completed on the training documents", "EM@50"),
+    ],
+    "fig4": [(DOC, STEP, LOSS), (EVENT, STEP, LOSS)],
+    "fig5": [("Fictsheets split", STEP, LOSS), ("Held-out webtext (training on the Doc split)", STEP, LOSS)],
+    "fig6": [("Fictional Q&A", STEP, NLL), ("Real-world Q&A", STEP, NLL)],
+    "fig7": [("Across models (Doc split)", STEP, MCQ4), ("Across splits", STEP, MCQ4)],
+    "fig8": [(DOC, STEP, MCQ4), (EVENT, STEP, MCQ4)],  # one panel per split run (here doc and event)
+    "fig9": [("Fictional Q&A", STEP, NLL), ("Real-world Q&A", STEP, NLL)],
+    "fig10": [(DOC, STEP, MCQ4), (EVENT, STEP, MCQ4)],
+    "fig10_11": [("4 choices", STEP, MCQ4), ("10 choices", STEP, "MCQ-10 accuracy")],
+}
+# the legend of each family drawn from _summary() (doc and event runs and the control) or _train_logs()
+LEGENDS = {
+    "fig2": [DOC, EVENT, CONTROL, "fiction", "webtext"],
+    "fig3": [DOC, *DOCS],
+    "fig4": [DOC, CONTROL, EVENT, *DOCS],
+    "fig5": [DOC, CONTROL],
+    "fig6": [DOC, CONTROL, EVENT],
+    "fig7": [SMOL_DOC, CONTROL, DOC, EVENT, CI, CHANCE4],
+    "fig8": [DOC, CONTROL, EVENT, *QUESTIONS, CI, CHANCE4],
+    "fig9": [SMOL_DOC, CONTROL],
+    "fig10": [SMOL_DOC, CONTROL, SMOL_EVENT, *QUESTIONS, CI, CHANCE4],
+    "fig10_11": [SMOL_DOC, CONTROL, SMOL_EVENT, CI, "chance (1/4, 1/10)"],
+}
+
+
 def _render(family: str, curves: pd.DataFrame, out: Path, note="SmolLM2-135M, config.yaml seed 1234"):
+    """Draw ``family``; return the Figure and what its saved PNG shows (:func:`read_description`)."""
     pdf, png = out / f"{family}.pdf", out / f"{family}.png"
     fig = plot_family(family, curves, pdf, png, note=note)
-    assert pdf.stat().st_size > 0
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-    assert f"Fig. {FAMILIES[family].figure}" in fig.get_suptitle()
-    for ax in fig.axes:
-        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    assert pdf.read_bytes()[:4] == b"%PDF"
+    shown = read_description(png)
+    assert shown["title"] == TITLES[family]
+    for panel in shown["panels"]:
+        assert panel["title"] and panel["xlabel"] and panel["ylabel"], panel
     sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text() and t.get_visible()]
     assert min(sizes) >= 8
     assert not list(out.glob(".*")), "temporary files left behind"
-    return fig
+    return fig, shown
 
 
-def _panel_texts(ax) -> list[str]:
-    return [t.get_text() for t in ax.texts]
+def _axes(shown: dict) -> list[tuple[str, str, str]]:
+    """(title, xlabel, ylabel) of every panel of a figure's description."""
+    return [(p["title"], p["xlabel"], p["ylabel"]) for p in shown["panels"]]
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -105,30 +157,32 @@ def test_every_family_renders_from_the_pipeline(family, tmp_path):
     else:
         curves = curves_from_summary(_summary(), family, model="SmolLM2-135M")
     assert {"panel", "series", "x", "y"} <= set(curves)
-    fig = _render(family, curves, tmp_path)
+    fig, shown = _render(family, curves, tmp_path)
+    assert _axes(shown) == PANELS[family]
+    assert shown["legend"] == LEGENDS[family], "one entry per series, line style, band and chance line"
     spec = FAMILIES[family]
     panels = [spec.per_split] * 2 if spec.per_split else spec.panels
-    assert [ax.get_title() for ax in fig.axes] == (
-        ["Doc split", "Event split"] if spec.per_split else [p.title for p in spec.panels]
-    )
-    legend = [t.get_text() for sub in fig.subfigs for leg in sub.legends for t in leg.get_texts()]
-    assert set(curves["series"]) <= set(legend), "one legend entry per series"
-    if "y_lo" in curves:
-        assert "95% bootstrap CI" in legend, "the shaded band is named in the legend"
-    for ax, panel in zip(fig.axes, panels):
+    for ax, drawn, panel in zip(fig.axes, shown["panels"], panels, strict=True):
+        part = curves[curves["panel"] == drawn["title"]]
+        n_curves = len(part.drop_duplicates(["series", "style"] if "style" in part else ["series"]))
+        assert drawn["lines"] == n_curves + (panel.chance is not None), "one line per series and style (+ chance)"
         if panel.chance:
             assert any(np.allclose(line.get_ydata(), panel.chance) for line in ax.lines), "no chance line"
-            assert ax.collections, "no shaded 95% CI band"
+            assert drawn["bands"] == n_curves, "one shaded 95% CI band per curve"
     if family == "fig5":  # the synthetic config has no Fictsheets run
-        assert "no Fictsheets run in this config" in _panel_texts(fig.axes[0])
-        assert fig.axes[1].lines, "the webtext panel of the Doc split run is drawn"
+        assert (shown["panels"][0]["texts"], shown["panels"][0]["lines"]) == (["no Fictsheets run in this config"], 0)
+        assert shown["panels"][1]["lines"] == 2, "the webtext panel: the Doc split run and the control"
 
 
 def test_missing_runs_render_with_a_message(tmp_path):
-    fig4 = _render("fig4", curves_from_summary(_summary(splits=("doc",)), "fig4"), tmp_path)
-    assert "no Event split run in this config" in _panel_texts(fig4.axes[1])
-    fig3 = _render("fig3", curves_from_summary(_summary(splits=("event",)), "fig3"), tmp_path)
-    assert all("no Doc split run in this config" in _panel_texts(ax) for ax in fig3.axes)
+    _, fig4 = _render("fig4", curves_from_summary(_summary(splits=("doc",)), "fig4"), tmp_path)
+    assert _axes(fig4) == PANELS["fig4"]
+    assert [(p["texts"], p["lines"]) for p in fig4["panels"]] == [([], 4), (["no Event split run in this config"], 0)]
+    assert fig4["legend"] == [DOC, CONTROL, *DOCS]
+    _, fig3 = _render("fig3", curves_from_summary(_summary(splits=("event",)), "fig3"), tmp_path)
+    assert _axes(fig3) == PANELS["fig3"]
+    assert [(p["texts"], p["lines"]) for p in fig3["panels"]] == [(["no Doc split run in this config"], 0)] * 2
+    assert fig3["legend"] == [], "nothing drawn: an empty legend"
 
 
 def test_summary_curves_select_each_split_and_one_control():
@@ -198,13 +252,34 @@ def test_parse_run_names():
 paper = pytest.mark.skipif(not PAPER.is_dir(), reason=f"paper W&B exports not found at {PAPER}")
 
 
+PAPER_MODELS = ["Gemma-2-2B", "Gemma-2B", "Llama-3.1-8B", "Llama-3.2-1B", "Llama-3.2-3B"]
+PAPER_SPLITS = [DOC, EVENT, "Style (news held out)", "Style (blog held out)", "Fictsheets"]
+CONTROL_1B, CONTROL_8B = "Base webtext (control, Llama-3.2-1B)", "Base webtext (control, Llama-3.1-8B)"
+# the paper's figures: the models (or Llama-3.1-8B's splits) and the control run they show
+PAPER_LEGENDS = {
+    "fig3": [*PAPER_MODELS, *DOCS],
+    "fig4": [*PAPER_MODELS, CONTROL_1B, *DOCS],
+    "fig5": [*PAPER_MODELS, CONTROL_1B, *DOCS],
+    "fig6": [*PAPER_SPLITS, CONTROL_8B],
+    "fig7": [*PAPER_MODELS, CONTROL_1B, *PAPER_SPLITS, CONTROL_8B, CHANCE4],
+    "fig8": ["Llama-3.1-8B", *QUESTIONS, CHANCE4],
+    "fig9": [*PAPER_MODELS, CONTROL_1B],
+    "fig10": [*PAPER_MODELS, *QUESTIONS, CHANCE4],
+    "fig10_11": [*PAPER_MODELS, CONTROL_1B, "chance (1/4, 1/10)"],
+}
+PAPER_PANELS = {  # the one-panel-per-split families
+    "fig8": [(title, STEP, MCQ4) for title in PAPER_SPLITS],
+    "fig10": [(DOC, STEP, MCQ4), (EVENT, STEP, MCQ4), ("Fictsheets", STEP, MCQ4)],
+}
+
+
 @paper
 @pytest.mark.parametrize("family", list(EXPORTS))
 def test_every_exported_family_renders_from_the_paper(family, tmp_path):
-    fig = _render(family, paper_curves(PAPER, family), tmp_path, note="FictionalQA paper, W&B exports")
-    if not FAMILIES[family].per_split:
-        assert [ax.get_title() for ax in fig.axes] == [p.title for p in FAMILIES[family].panels]
-    assert all(ax.lines for ax in fig.axes)
+    _, shown = _render(family, paper_curves(PAPER, family), tmp_path, note="FictionalQA paper, W&B exports")
+    assert _axes(shown) == PAPER_PANELS.get(family, PANELS[family])
+    assert shown["legend"] == PAPER_LEGENDS[family]
+    assert all(p["lines"] and not p["texts"] for p in shown["panels"]), "every panel has curves, none is empty"
 
 
 @paper
@@ -223,10 +298,14 @@ def test_paper_values_match_the_export():
 
 @paper
 def test_command_line_renders_every_exported_family(tmp_path, capsys):
-    from knowlab.fictionalqa.figures import FAMILIES
     from knowlab.fictionalqa.paper_figures import main
 
     main([str(PAPER), str(tmp_path)])
     written = capsys.readouterr().out.split()
-    assert len(written) == len(FAMILIES) - 1  # all but fig2
-    assert all(Path(p).stat().st_size > 1000 for p in written)
+    assert written == [str(tmp_path / f"paper_{family}.png") for family in FAMILIES if family != "fig2"]
+    for png in written:
+        family = Path(png).stem.removeprefix("paper_")
+        assert Path(png).with_suffix(".pdf").read_bytes()[:4] == b"%PDF"
+        shown = read_description(png)
+        assert shown["title"] == TITLES[family]
+        assert shown["legend"] == PAPER_LEGENDS[family]

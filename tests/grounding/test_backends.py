@@ -5,6 +5,7 @@ tests/conftest.py)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -62,11 +63,14 @@ def test_transformers_path_unchanged_by_the_new_keys(tiny):
         assert out["prompt"] == render_chat(tokenizer, build_prompt(record["question"], record["contexts"]))
         assert out["response_id"] == response_id(model.name_or_path, out["prompt"], PARAMS)
         assert "backend" not in out and "served_model" not in out
-    with pytest.raises(ValueError, match="needs the model"):
+    with pytest.raises(ValueError, match="grounding.generation.backend transformers needs the model"):
         generate_responses(None, tokenizer, records, cfg)
-    with pytest.raises(ValueError, match="backend must be one of"):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("grounding.generation.backend must be one of ('transformers', 'openai'), got 'vllm'"),
+    ):
         generate_responses(model, tokenizer, records, {"backend": "vllm"})
-    with pytest.raises(ValueError, match="unknown grounding.generation.openai keys"):
+    with pytest.raises(ValueError, match=re.escape("unknown grounding.generation.openai keys ['url']")):
         generate_responses(model, tokenizer, records, {"openai": {"url": "x"}})
 
 
@@ -120,13 +124,11 @@ def test_served_sampling_parameters(openai_stub, tiny):
 def test_served_error_names_the_request(openai_stub, tiny):
     _, url = openai_stub
     _, tokenizer = tiny
-    with pytest.raises(BackendError) as err:
+    with pytest.raises(BackendError, match=r"request 'q1/original_gold': HTTP 400: .*max_tokens is too large"):
         generate_responses(None, tokenizer, _records("Who?", "A bad question?"), _served_cfg(url), served="m")
-    message = str(err.value)
-    assert "'q1/original_gold'" in message and "HTTP 400" in message and "max_tokens is too large" in message
-    with pytest.raises(ValueError, match="served model name"):
+    with pytest.raises(ValueError, match="grounding.generation.backend openai needs the served model name"):
         generate_responses(None, tokenizer, _records("Who?"), _served_cfg(url))
-    with pytest.raises(ValueError, match="tokenizer"):
+    with pytest.raises(ValueError, match="grounding generation needs the model's tokenizer"):
         generate_responses(None, None, _records("Who?"), _served_cfg(url), served="m")
 
 
@@ -151,7 +153,12 @@ def test_served_model_names():
     assert served_model(server, "doc/step-6", "results/x/step-6") == ("results/x/step-6", "http://b/v1")
     assert served_model(server, "other", "resources/models/other") == ("resources/models/other", "http://a/v1")
     assert served_model({"base_url": None}, None, "p") == ("p", None)
-    with pytest.raises(ValueError, match="openai.models.bad"):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "grounding.generation.openai.models.bad: expected a served model name or {model, base_url}, got ['x']"
+        ),
+    ):
         served_model({"models": {"bad": ["x"]}}, "bad", "p")
 
 
@@ -199,7 +206,9 @@ def test_served_decomposer(openai_stub, tmp_path):
     assert decompose_responses(responses, decomposer, request_cache=cache) == out and len(fake.bodies) == 2
     with pytest.raises(BackendError, match="'sentence 0: A bad sentence.'.*HTTP 400"):
         decompose_responses(["A bad sentence."], decomposer)
-    with pytest.raises(ValueError, match="served model name"):
+    with pytest.raises(
+        ValueError, match=re.escape("grounding.decomposer.backend openai needs the served model name (openai.model)")
+    ):
         decompose_responses(["x"], {**decomposer, "openai": {"base_url": url}})
 
 
@@ -296,12 +305,34 @@ def test_config_keys():
     assert cfg["grounding"]["generation"]["openai"]["concurrency"] == 16
     from snakemake.exceptions import WorkflowError
 
-    for bad in (
-        {"generation": {"backend": "vllm"}},
-        {"generation": {"openai": {"models": {"m": ""}}}},
-        {"generation": {"openai": {"models": {"m": {"name": "x"}}}}},
-        {"generation": {"openai": {"url": "x"}}},
-        {"decomposer": {"openai": {"models": {}}}},
+    # the schema's message says what is wrong and where: the value, then the key's path
+    for bad, wrong, where in (
+        (
+            {"generation": {"backend": "vllm"}},
+            "'vllm' is not one of ['transformers', 'openai']",
+            "['generation']['backend']",
+        ),
+        (
+            {"generation": {"openai": {"models": {"m": ""}}}},
+            "'' is not valid under any of the given schemas",
+            "['generation']['openai']['models']['m']",
+        ),
+        (
+            {"generation": {"openai": {"models": {"m": {"name": "x"}}}}},
+            "{'name': 'x'} is not valid under any of the given schemas",
+            "['generation']['openai']['models']['m']",
+        ),
+        (
+            {"generation": {"openai": {"url": "x"}}},
+            "Additional properties are not allowed ('url' was unexpected)",
+            "['generation']['openai']",
+        ),
+        (
+            {"decomposer": {"openai": {"models": {}}}},
+            "Additional properties are not allowed ('models' was unexpected)",
+            "['decomposer']['openai']",
+        ),
     ):
-        with pytest.raises(WorkflowError):
+        match = "(?s)" + re.escape(wrong) + ".*" + re.escape("On instance['grounding']" + where + ":")
+        with pytest.raises(WorkflowError, match=match):
             load_config({"grounding": bad})

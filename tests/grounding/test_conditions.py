@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from knowlab.grounding.conditions import condition_names, condition_records
@@ -64,5 +66,6 @@ def test_condition_records_contexts_per_condition():
         "distractor 0 text",
         "distractor 3 text",
     ]
-    with pytest.raises(KeyError):
+    # q1 has no conflict-version item: the KeyError names the (question, version) missing
+    with pytest.raises(KeyError, match=re.escape("('q1', 'conflict')")):
         condition_records(items[:1], ["q1"], ["conflict_gold"], ranked, pool, CFG, words, seed=5)

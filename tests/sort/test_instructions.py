@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 
@@ -80,9 +81,17 @@ def test_truncated_json_array_recovers_exactly_the_complete_elements_at_every_cu
 
 def test_truncated_json_array_rejects_malformations(tmp_path):
     path = tmp_path / "bad.json"
-    for text in ['{"a": 1}', '[{"a": 1} {"b": 2}]', '[{"a": 1 "x"}, {"b": 2}, {"c": 3}]', '[{"a": 1}] trailing']:
+    for text, message in [
+        ('{"a": 1}', "not a JSON array (it does not start with '[')"),
+        ('[{"a": 1} {"b": 2}]', "expected ',' between array elements at character 10"),
+        (
+            '[{"a": 1 "x"}, {"b": 2}, {"c": 3}]',
+            "malformed JSON in array element 0 at character 9: Expecting ',' delimiter",
+        ),
+        ('[{"a": 1}] trailing', "text after the closing bracket at character 11"),
+    ]:
         path.write_text(text, encoding="utf-8")
-        with pytest.raises(DataError):
+        with pytest.raises(DataError, match=re.escape(f"{path}: {message}")):
             read_truncated_json_array(path)
     path.write_text(' \n[ 1 , 2.5 ,"x", null , {"k": [1, 2]} ]\n', encoding="utf-8")
     assert read_truncated_json_array(path, block_chars=3)[0] == [1, 2.5, "x", None, {"k": [1, 2]}]

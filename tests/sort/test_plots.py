@@ -1,10 +1,11 @@
-"""SORT figures on synthetic item rows: every figure writes a non-empty PDF and PNG."""
+"""SORT figures on synthetic item rows: what each figure shows (title, panels, axes, legend), read back from its PNG."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from knowlab.core.plotting import read_description
 from knowlab.core.stats import checkpoint_pairs, matched_pairs
 from knowlab.sort.analysis import binomial_tests, condition_matrix, finetune_keys
 
@@ -13,18 +14,99 @@ N_RES = 200
 
 # ----------------------------------------------------------------------------- figures
 
+ACC = "accuracy (fraction correct)"
+SCORE = "mean log p(correct) / (p(A)+p(B)) (nats)"
+DIST = "distance bin (d0 nearest → d3 farthest)"
+EPOCHS = "fine-tuning epochs completed"
+STEP = "optimizer step"
+CI, CHANCE = "95% bootstrap CI", "chance (0.5)"
+RUNS = ["fine-tuned on texts + instructions", "fine-tuned on instructions only", "base model (epoch 0)"]
+MATRIX = ("", "column (b)", "row (a)", 0)
+# figure: (suptitle, legend entries, one (title, xlabel, ylabel, lines) per panel); lines: one per curve
+# (series x line style) plus the dotted chance line, and the base model's marker in the fine-tuning figures
+EXPECTED = {
+    "fig3a": (
+        "SORT accuracy by excerpt length (cf. paper Fig. 3a)",
+        ["m1", "m2", "L_S = 20 words", "L_S = 50 words", CI, CHANCE],
+        [("", "excerpt length L_E (words, log scale)", ACC, 2 * 2 + 1)],
+    ),
+    "fig3b": (
+        "SORT accuracy by distance between segments (cf. paper Fig. 3b)",
+        ["L_E = 250 words", "L_E = 1000 words", CI, CHANCE],
+        [("", DIST, ACC, 2 + 1)],
+    ),
+    "fig10": (
+        "SORT accuracy by distance between segments (cf. paper Fig. 10)",
+        ["L_S = 20 words", "L_S = 50 words", CI, CHANCE],
+        [("m1", DIST, ACC, 2 + 1), ("m2", DIST, ACC, 2 + 1)],
+    ),
+    "fig4": (
+        "SORT accuracy with retrieval-augmented memory (cf. paper Fig. 4)",
+        ["m1", "m2", "RAG memory (panel condition)", "in-context", "no memory (baseline)", CI, CHANCE],
+        [
+            ("(a) RAG (retrieval recall@2 = 0.68)", DIST, ACC, 2 * 3 + 1),  # 2 models x (RAG, in-context, baseline)
+            ("(b) oracle RAG", DIST, ACC, 2 * 3 + 1),
+        ],
+    ),
+    "fig13": (
+        "SORT accuracy across fine-tuning epochs (cf. paper Fig. 13)",
+        [*RUNS, CI, CHANCE],
+        [("without the text in context", EPOCHS, ACC, 2 + 1 + 1), ("with the text in context", EPOCHS, ACC, 2 + 1 + 1)],
+    ),
+    "fig16": (
+        "Log-probability of the correct answer across fine-tuning epochs (cf. paper Fig. 16)",
+        [*RUNS, CI, "undecided (log 0.5)"],
+        [
+            ("without the text in context", EPOCHS, SCORE, 2 + 1 + 1),
+            ("with the text in context", EPOCHS, SCORE, 2 + 1 + 1),
+        ],
+    ),
+    "fig12": (
+        "Perplexity of the SORT segments after fine-tuning (cf. paper Fig. 12)",
+        [*RUNS, CI],
+        [("", EPOCHS, "segment perplexity (log scale)", 2 + 1)],  # no chance line
+    ),
+    "fiction": (
+        "SORT on FictionalQA documents across fine-tuning",
+        [
+            "Doc split",
+            "Base webtext (control)",
+            "train documents",
+            "val documents",
+            "all documents",
+            CI,
+            "chance (0.5 / log 0.5)",
+        ],
+        [("Accuracy", STEP, ACC, 3 + 1), ("Mean score of the correct answer", STEP, SCORE, 3 + 1)],
+    ),
+    "fig14": ("McNemar", [], [MATRIX]),
+    "fig15": ("Paired t-test", [], [MATRIX]),
+    "fiction_matrix": (
+        "Fiction SORT\npaired t-test of row vs column, alternative: greater; bold: * p < 0.05, ** p < 0.01",
+        [],
+        [
+            ("Doc split: checkpoint vs checkpoint", "checkpoint step", "checkpoint step", 0),
+            ("Doc split vs control at matched steps", "checkpoint step", "", 0),
+        ],
+    ),
+}
+# p-value cells written in each matrix panel: m1's 5 checkpoints (base, books and instructions at
+# steps 19 and 38) against each other; the doc run's 3 steps against each other, then vs the control
+MATRIX_CELLS = {"fig14": [5 * 5], "fig15": [5 * 5], "fiction_matrix": [3 * 3, 3]}
+
 
 def _written(tmp_path, name):
     pdf, png = tmp_path / f"{name}.pdf", tmp_path / f"{name}.png"
     return pdf, png
 
 
-def _check(pdf, png):
-    assert pdf.stat().st_size > 1000 and pdf.read_bytes()[:4] == b"%PDF"
-    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+def _shown(pdf, png) -> dict:
+    """What the saved figure shows (:func:`knowlab.core.plotting.read_description` of its PNG)."""
+    assert pdf.read_bytes()[:4] == b"%PDF"
+    return read_description(png)
 
 
-def test_every_plot_writes_pdf_and_png(sub, rows, fiction_rows, tmp_path):
+def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_rows, tmp_path):
     from knowlab.sort import condition_plots, finetune_plots, matrix_plots
 
     base = sub(rows, run="base")
@@ -102,10 +184,22 @@ def test_every_plot_writes_pdf_and_png(sub, rows, fiction_rows, tmp_path):
         q,
         model="tiny",
     )
+    assert set(calls) == set(EXPECTED)
     for name, call in calls.items():
         pdf, png = _written(tmp_path, name)
         assert call(pdf, png) is None
-        _check(pdf, png)
+        shown = _shown(pdf, png)
+        title, legend, panels = EXPECTED[name]
+        assert shown["title"] == title, name
+        assert shown["legend"] == legend, name
+        assert [(p["title"], p["xlabel"], p["ylabel"], p["lines"]) for p in shown["panels"]] == panels, name
+        if name in MATRIX_CELLS:  # one p-value matrix per panel, every cell written
+            assert [p["images"] for p in shown["panels"]] == [1] * len(panels), name
+            assert [len(p["texts"]) for p in shown["panels"]] == MATRIX_CELLS[name], name
+        else:  # a shaded 95% band around every curve of the panel's condition
+            assert all(p["bands"] > 0 and p["images"] == 0 for p in shown["panels"]), name
+        if name == "fig3b":  # the binomial tests' marks over the in-context points, far above chance
+            assert shown["panels"][0]["texts"] and set(shown["panels"][0]["texts"]) <= {"*", "**"}
     assert matrix_plots._fits_checkpoint_matrix(
         condition_matrix(fiction_rows, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
     )

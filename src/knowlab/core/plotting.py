@@ -13,13 +13,15 @@ names, axis labels of its metrics, figure families):
   them) and :func:`finish` (legend, footnote, suptitle, :func:`save`); legend entries
   :func:`line_handle`, :func:`band_handle`, :func:`chance_handle`; :func:`empty_panel`.
 - Footnotes naming the model(s) and the intervals: :func:`models_note`, :func:`bootstrap_note`.
-- :func:`save`: the PDF and PNG of a figure, each written atomically.
+- :func:`save`: the PDF and PNG of a figure, each written atomically, the PNG carrying
+  :func:`describe` of the figure (read back with :func:`read_description`).
 - p-values: :func:`pvalue_cells` (cell text) and :func:`plot_pvalue_matrix` (one run's
   checkpoint x checkpoint matrix and the run vs another at matched steps).
 """
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -72,15 +74,62 @@ def colours(values: Iterable[Hashable], control: Iterable[Hashable] = ()) -> dic
 
 # no creation date in a PDF: the same figure is the same bytes on every run (PNG has none)
 METADATA = {"pdf": {"CreationDate": None}, "png": {}}
+FIGURE_KEY = "knowlab-figure"  # PNG text chunk holding :func:`describe` of the figure, as JSON
+
+
+def describe(fig: Figure) -> dict:
+    """What ``fig`` shows, for readers that cannot look at it (tests, audits): ``{"title": the
+    suptitle ("" if none), "legend": [entry labels of every legend], "panels": [one dict per
+    visible Axes, left to right, top to bottom: "title", "xlabel", "ylabel", "lines" (number of
+    Line2D, chance lines included), "bands" (filled areas and other collections), "images"
+    (imshow matrices), "texts" (text drawn in the panel, e.g. an empty panel's reason)]}``."""
+    figures = [fig]
+    for figure in figures:  # the subfigures' own legends, at any depth
+        figures.extend(figure.subfigs)
+    axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    legends = [legend for f in figures for legend in f.legends]
+    legends += [ax.get_legend() for ax in axes if ax.get_legend() is not None]
+    suptitle = fig.get_suptitle()
+    return {
+        "title": suptitle,
+        "legend": [text.get_text() for legend in legends for text in legend.get_texts()],
+        "panels": [
+            {
+                "title": ax.get_title(),
+                "xlabel": ax.get_xlabel(),
+                "ylabel": ax.get_ylabel(),
+                "lines": len(ax.get_lines()),
+                "bands": len(ax.collections),
+                "images": len(ax.images),
+                "texts": [text.get_text() for text in ax.texts],
+            }
+            for ax in axes
+        ],
+    }
+
+
+def read_description(png: str | Path) -> dict:
+    """:func:`describe` of the figure saved as ``png`` by :func:`save` (its :data:`FIGURE_KEY`
+    text chunk). Raises KeyError when the PNG was not written by :func:`save`."""
+    from PIL import Image  # deferred: only readers of saved figures need it
+
+    with Image.open(png) as image:
+        return json.loads(image.text[FIGURE_KEY])
 
 
 def save(fig: Figure, pdf: str | Path, png: str | Path) -> None:
     """Save ``fig`` to ``pdf`` and ``png`` (format from the suffix, :data:`DPI`, no creation date:
-    :data:`METADATA`), each written atomically (no partial file on failure), and close it."""
+    :data:`METADATA`), each written atomically (no partial file on failure), and close it.  The
+    PNG carries its suptitle as ``Title`` and :func:`describe` as JSON under :data:`FIGURE_KEY`."""
+    description = describe(fig)
+    metadata = {
+        "pdf": METADATA["pdf"],
+        "png": {**METADATA["png"], "Title": description["title"], FIGURE_KEY: json.dumps(description)},
+    }
     for path in (pdf, png):
         kind = Path(path).suffix[1:]
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=kind, dpi=DPI, metadata=METADATA.get(kind))
+            fig.savefig(tmp, format=kind, dpi=DPI, metadata=metadata.get(kind))
     plt.close(fig)
 
 
