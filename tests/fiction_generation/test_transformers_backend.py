@@ -17,22 +17,15 @@ from knowlab.fictionalqa.corpus.schema import validate_corpus, validate_record
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(smollm2_dir, tmp_path, monkeypatch):
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)  # one sequential job: both cores of a 2-core runner
-    monkeypatch.chdir(tmp_path)
+def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(smollm2_dir, tmp_path, monkeypatch, one_thread):
+    monkeypatch.chdir(tmp_path)  # torch on one thread: the suite runs on both cores already (make test)
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["generate"]
     cfg.update(
         cache_dir="cache", n_seeds=1, max_parse_retries=0,  # retries: tests/test_generation.py
         styles={"news": 1, "social": 0, "encyclopedia": 1, "corporate": 0, "blog": 0},
         max_tokens={"seeds": 64, "fictsheets": 128, "fictions": 80, "fict_qa": 160, "attempts": 24, "grades": 48},
     )
-    try:
-        run_chain(make_generator(cfg, 1234, ROOT, model_path=str(smollm2_dir)), ".")
-    finally:
-        torch.set_num_threads(threads)
+    run_chain(make_generator(cfg, 1234, ROOT, model_path=str(smollm2_dir)), ".")
     run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
                    "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl")
 

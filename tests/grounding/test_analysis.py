@@ -119,6 +119,7 @@ def test_follow_rates_and_mcnemar_against_the_control():
         assert record["pvalue"] == pytest.approx(direct_pvalue(a, b, "mcnemar", exact)) and record["exact"] == exact
 
 
+@pytest.mark.slow
 def test_finetune_mcnemar_holm_per_run_condition_and_metric(own_choice):
     """Matched steps vs the control on each run's training questions; Holm over the steps of each
     (run, condition, metric); a metric with no value in a condition is left out; no control, no table."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from knowlab.core.io import read_jsonl
-from knowlab.core.retrieval import PACKAGED_MINILM, embed, load_embedder
+from knowlab.core.retrieval import embed
 from knowlab.grounding.distractors import (
     document_text,
     fiction_pool,
@@ -134,7 +134,7 @@ def test_duplicates_and_gold_texts_are_skipped():
 
 
 @pytest.fixture(scope="module")
-def kaist_subset():
+def kaist_subset(minilm):
     """The first 10 questions of the release and a pool of ~170 documents: their gold documents, every document sharing a gold
     title, 5 groups of duplicated texts and 60 random others (the full 2,620-document pool takes
     ~5 min to embed with MiniLM on one busy CPU thread)."""
@@ -156,11 +156,8 @@ def kaist_subset():
     rest = sorted(d["doc_id"] for d in pool if d["doc_id"] not in keep)
     keep |= set(random.Random(0).sample(rest, 60))
     sub = [d for d in pool if d["doc_id"] in keep]
-    import torch
-
-    torch.set_num_threads(1)
-    embedder = load_embedder(PACKAGED_MINILM, device="cpu")
-    vectors = embed([document_text(d) for d in sub], embedder)
+    vectors = embed([document_text(d) for d in sub], minilm)
+    embedder = minilm
     return items, sub, embedder, vectors, dup_groups
 
 

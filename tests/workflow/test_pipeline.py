@@ -1,41 +1,22 @@
-"""The whole workflow on config/test.yaml (tiny random model), as a user runs it.
+"""The whole workflow on config/test.yaml (tiny random model), run once as a user runs it
+(``workdir``, tests/workflow/conftest.py) and read by every test here: figures, item tables,
+statistics, findings, report, provenance; a second run re-runs nothing; a changed result is
+flagged and a missing GPU fails clearly (each on its own copy of the run).
 
-Also: the second run re-runs nothing; bad input stops the workflow with a clear
-message and no partial output; lint, format and the SLURM profile's dry run.
+Snakemake on other configs and on bad input: test_snakemake_cli.py.
 """
 
 import hashlib
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
-TEST_CONFIG = str(ROOT / "config" / "test.yaml")
 
 pytestmark = pytest.mark.pipeline
-
-
-def snakemake(workdir, *args, check=True):
-    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", TEST_CONFIG, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
-    return proc
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    work = tmp_path_factory.mktemp("pipeline")
-    snakemake(work, "--cores", "2")
-    return work
 
 
 FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
@@ -75,6 +56,8 @@ def test_item_tables_and_statistics(workdir):
     assert log["fiction_samples_seen"].is_monotonic_increasing
     assert (log["fiction_samples_seen"] + log["webtext_samples_seen"] == log["step"] * 4).all()
     # the same records, live, in TensorBoard (the default tracking backend)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     events = EventAccumulator(str(workdir / "results" / "logs" / "training" / "fictionalqa" / "doc"))
     events.Reload()
     curve = events.Scalars("train/loss")
@@ -297,7 +280,7 @@ def report_data(html, script_id):
     return json.loads(match.group(1))
 
 
-def test_report_builds(workdir):
+def test_report_builds(workdir, snakemake):
     """The report is the results' front page: the workflow description, then every figure (PNG) under
     results/figures/ and every summary table (CSV) of the three studies, each with a rendered caption
     that names the model (workflow/report/*.rst)."""
@@ -373,210 +356,35 @@ def test_manifests_record_provenance(workdir):
         assert "finished in" in (workdir / "results" / "logs" / log).read_text()
 
 
-def test_second_run_does_nothing(workdir):
+def test_second_run_does_nothing(workdir, snakemake):
     proc = snakemake(workdir, "--cores", "2")
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
-def test_malformed_corpus_stops_with_no_partial_output(tmp_path):
-    import shutil
-
-    corpus = tmp_path / "fiction"
-    shutil.copytree(ROOT / "data" / "fiction", corpus)
-    lines = (corpus / "fictions.jsonl").read_text().splitlines()
-    lines[2] = lines[2][:40]  # truncated line
-    (corpus / "fictions.jsonl").write_text("\n".join(lines) + "\n")
-    pins = {
-        t: hashlib.sha256((corpus / f"{t}.jsonl").read_bytes()).hexdigest()
-        for t in ("seeds", "fictsheets", "fictions", "fict_qa")
-    }
-    config = tmp_path / "bad.yaml"
-    config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
-    work = tmp_path / "work"
-    target = "results/corpus/fiction/fictions.jsonl"
-    proc = snakemake(work, "--configfile", TEST_CONFIG, str(config), "--cores", "1", target, check=False)
-    assert proc.returncode != 0, proc.stdout[-2000:]
-    log_file = work / "results" / "logs" / "fiction_corpus.log"
-    assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
-    log = log_file.read_text()
-    assert "fictions.jsonl:3: malformed JSON" in log
-    assert not (work / "results" / "corpus" / "fiction").exists() or not any(
-        (work / "results" / "corpus" / "fiction").iterdir()
-    )
-
-
-@pytest.mark.skipif(not (SAMPLE / "batch_results").is_dir(), reason=f"authors' pipeline sample not at {SAMPLE}")
-def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path):
-    """fiction.source: generate, replaying the authors' recorded gpt-4o responses, through the rules."""
-    from knowlab.fictionalqa.corpus.schema import read_corpus
-
-    styles = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
-    generate = {"backend": "replay", "model": "gpt-4o-2024-08-06", "replay": {"path": str(SAMPLE)}, "styles": styles}
-    config = tmp_path / "generate.yaml"
-    config.write_text(json.dumps({"fiction": {"source": "generate", "generate": generate}}))
-    work = tmp_path / "work"
-    args = ("--configfile", TEST_CONFIG, str(config))
-    snakemake(work, *args, "--cores", "2", "results/corpus/fiction/fict_qa.jsonl")
-    corpus = read_corpus(work / "results" / "corpus" / "fiction")
-    annotated = [json.loads(line) for line in (work / "results" / "generate" / "fict_qa_annotated.jsonl").open()]
-    assert len(corpus["fictions"]) == 15 and len(annotated) == 75
-    assert [q["question_id"] for q in corpus["fict_qa"]] == [r["question_id"] for r in annotated if r["kept"]]
-    funnel = pd.read_csv(work / "results" / "generate" / "summary.csv").set_index("step")["count"]
-    assert (funnel["fictions"], funnel["questions"], funnel["kept"]) == (15, 75, len(corpus["fict_qa"]))
-    assert "gpt-4o-2024-08-06" in (work / "results" / "logs" / "generate" / "seeds.log").read_text()
-    assert len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
-    # Downstream rules read the generated corpus with no other change; nothing is generated twice.
-    dry = snakemake(work, *args, "-n").stdout
-    assert "generate_" not in dry and "rule split:" in dry and "rule grounding_items:" in dry
-
-
-def test_released_booksort_items_feed_the_sort_rules(tmp_path, booksort_release):
-    """sort.source: release reads the released items (no book texts, so no RAG) and the DAG needs no retrieval."""
-    release = tmp_path / "booksort.jsonl"
-    pd.DataFrame(booksort_release.rows).to_json(release, orient="records", lines=True)
-    config = tmp_path / "release.yaml"
-    config.write_text(json.dumps({"sort": {"source": "release", "release": {"path": str(release)},
-                                           "conditions": ["baseline", "in_context"]}}))  # fmt: skip
-    snakemake(tmp_path, "--cores", "1", "--configfile", TEST_CONFIG, str(config), "--", "results/sort/items.jsonl")
-    items = [json.loads(line) for line in (tmp_path / "results" / "sort" / "items.jsonl").read_text().splitlines()]
-    assert len(items) == 12 and {i["book_id"] for i in items} == {"69087"}
-    assert sum(i["split"] == "validation" for i in items) == 4  # the released validation slice is kept
-    dry = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config)).stdout
-    assert "rule sort_prompt:" in dry and "rule sort_evaluate_base:" in dry
-    assert "sort_retrieval" not in dry and "sort_rag_prompt" not in dry
-    rag = tmp_path / "rag.yaml"
-    rag.write_text(json.dumps({"sort": {"source": "release", "conditions": ["rag"]}}))
-    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(rag), check=False)
-    assert proc.returncode != 0 and "release" in proc.stdout + proc.stderr
-
-
-def test_config_error_names_the_key(tmp_path):
-    config = tmp_path / "bad.yaml"
-    config.write_text("finetune:\n  max_steps: lots\n")
-    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
-    assert proc.returncode != 0
-    assert "max_steps" in proc.stderr + proc.stdout and "integer" in proc.stderr + proc.stdout
-
-
-@pytest.mark.parametrize(
-    "sort, message",
-    [
-        ({"segment_lengths": [20, 120]}, "sort.segment_lengths must be below every sort.excerpt_lengths"),
-        ({"template": "t99"}, "sort.template: unknown prompt template id 't99'; known ids: t01"),
-        ({"rag_reading": "r99"}, "sort.rag_reading: unknown RAG reading id 'r99'; known ids: r01"),
-        ({"rag_readings": [{"id": "x", "reading": "no passages"}]}, "sort.rag_readings: RAG reading 'x' is not valid"),
-    ],
-)
-def test_bad_sort_config_fails_before_running(tmp_path, sort, message):
-    config = tmp_path / "bad.yaml"
-    config.write_text(json.dumps({"sort": sort}))
-    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
-    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
-    assert not (tmp_path / "results").exists()
-
-
-def test_eval_models_without_the_base_model_fail_before_running(tmp_path):
-    config = tmp_path / "bad.yaml"
-    config.write_text("eval_models:\n  base_model: org/model\n")  # configfiles merge: replace the base entry
-    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
-    assert proc.returncode != 0 and "eval_models must name the base model" in proc.stdout + proc.stderr
-    assert not (tmp_path / "results").exists()
-
-
-def test_k_larger_than_the_candidate_pool_fails_before_running(tmp_path):
-    config = tmp_path / "bad.yaml"
-    config.write_text("mcq:\n  n_choices: [4, 10]\n  ranker:\n    max_candidates: 5\n")
-    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
-    assert proc.returncode != 0
-    assert "mcq.ranker.max_candidates=5" in proc.stderr + proc.stdout
-
-
-def test_lint_and_format_are_clean():
-    lint = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=ROOT)
-    assert lint.returncode == 0, lint.stdout + lint.stderr
-    files = [str(ROOT / "Snakefile"), *map(str, sorted((ROOT / "rules").glob("*.smk")))]
-    fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
-    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
-
-
-def job_counts(dry_run_stdout: str) -> dict[str, int]:
-    """``rule -> jobs`` of a dry run's "Job stats" table."""
-    table = dry_run_stdout.split("Job stats:")[1].split("\n\n")[0]
-    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.M)}
-
-
-@pytest.mark.parametrize(
-    "overlay, expected",
-    [
-        # the default: three fiction runs + control, one checkpoint each (+ 2 SORT parametric runs)
-        (None, {"finetune_last": 6, "evaluate": 5, "paired_tests": 6, "sort_prompt": 1, "findings": 1}),
-        # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + findings, lm_eval_tasks, dataset_card)
-        ("cpu-full.yaml", {"finetune": 6, "finetune_last": 8, "evaluate": 13, "paired_tests": 10, "total": 156}),
-    ],
-    ids=["default", "cpu-full"],
-)
-def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected):
-    extra = ["--configfile", str(ROOT / "config" / overlay)] if overlay else []
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "-n", *extra], capture_output=True, text=True, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    counts = job_counts(proc.stdout)
-    assert {rule: counts.get(rule, 0) for rule in expected} == expected
-
-
-@pytest.mark.parametrize("extra", [[], ["--configfile", str(ROOT / "config" / "paper.yaml")]], ids=["default", "paper"])
-def test_slurm_profile_dry_run(tmp_path, extra):
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n", *extra],
-        capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
-    # the fine-tuning launch: one process (default); eight srun tasks, one per GPU (paper)
-    assert "-m knowlab.finetune_job --threads" in proc.stdout
-    assert ("srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in proc.stdout) == bool(extra)
-    assert ("gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in proc.stdout) == bool(extra)
-
-
-def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path):
-    generate = tmp_path / "generate.yaml"
-    generate.write_text("fiction:\n  source: generate\n")
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n",
-         "--configfile", str(ROOT / "config" / "paper.yaml"), str(generate)],
-        capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fiction_corpus"):
-        assert f"rule {rule}:" in proc.stdout
-    assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
-
-
-def test_audit_flags_a_changed_result(workdir):
+def test_audit_flags_a_changed_result(workdir_copy):
     from knowlab.core.audit import audit
 
-    assert audit(workdir / "results", workdir / "resources", base=workdir).empty
-    split = workdir / "results" / "splits" / "doc.json"
-    original = split.read_bytes()
-    try:
-        split.write_bytes(original.replace(b'"doc"', b'"edited"', 1))
-        flagged = audit(workdir / "results", base=workdir)
-        assert set(flagged["path"]) == {"results/splits/doc.json"}
-        assert set(flagged["status"]) == {"changed"}
-        assert {"input", "output"} <= set(flagged["role"])
-    finally:
-        split.write_bytes(original)
+    work = workdir_copy
+    assert audit(work / "results", work / "resources", base=work).empty
+    split = work / "results" / "splits" / "doc.json"
+    split.write_bytes(split.read_bytes().replace(b'"doc"', b'"edited"', 1))
+    flagged = audit(work / "results", base=work)
+    assert set(flagged["path"]) == {"results/splits/doc.json"}
+    assert set(flagged["status"]) == {"changed"}
+    assert {"input", "output"} <= set(flagged["role"])
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a GPU")
-def test_a_rule_asking_for_a_missing_gpu_fails_clearly(workdir):
-    """Last in this module: the failed job removes the ranking, which no later test reads."""
+def test_a_rule_asking_for_a_missing_gpu_fails_clearly(workdir_copy, snakemake):
+    """The failed job removes its output (the ranking) and names the setting and the missing GPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without a GPU")
     proc = snakemake(
-        workdir, "--cores", "1", "--forcerun", "rank_distractors", "--until", "rank_distractors",
+        workdir_copy, "--cores", "1", "--forcerun", "rank_distractors", "--until", "rank_distractors",
         "--config", "compute={device: cuda}", check=False,
     )  # fmt: skip
     assert proc.returncode != 0
-    log = (workdir / "results" / "logs" / "mcq" / "rank_distractors.log").read_text()
+    log = (workdir_copy / "results" / "logs" / "mcq" / "rank_distractors.log").read_text()
     assert "compute.device is 'cuda' but torch sees no CUDA GPU" in log
-    assert not (workdir / "results" / "corpus" / "mcq" / "ranked_candidates.parquet").exists()
+    assert not (workdir_copy / "results" / "corpus" / "mcq" / "ranked_candidates.parquet").exists()

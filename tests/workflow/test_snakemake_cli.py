@@ -1,0 +1,247 @@
+"""Snakemake on other configs and on bad input, as a user calls it: a malformed corpus stops with
+no partial output; a generated corpus, the released Book-SORT items and the KAIST grounding
+release feed the rules; a config error stops before any job; lint and format; dry runs of the
+default, cpu-full and paper configs and of the SLURM profile.
+
+The one full run of config/test.yaml, and the tests reading it: test_pipeline.py.
+"""
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
+KAIST = ROOT.parent / "shared" / "data" / "grounding_kaist"
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+TEST_CONFIG = str(ROOT / "config" / "test.yaml")
+
+pytestmark = [pytest.mark.pipeline, pytest.mark.slow]
+
+
+def test_malformed_corpus_stops_with_no_partial_output(tmp_path, snakemake):
+    corpus = tmp_path / "fiction"
+    shutil.copytree(ROOT / "data" / "fiction", corpus)
+    lines = (corpus / "fictions.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:40]  # truncated line
+    (corpus / "fictions.jsonl").write_text("\n".join(lines) + "\n")
+    pins = {
+        t: hashlib.sha256((corpus / f"{t}.jsonl").read_bytes()).hexdigest()
+        for t in ("seeds", "fictsheets", "fictions", "fict_qa")
+    }
+    config = tmp_path / "bad.yaml"
+    config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
+    work = tmp_path / "work"
+    target = "results/corpus/fiction/fictions.jsonl"
+    proc = snakemake(work, "--configfile", TEST_CONFIG, str(config), "--cores", "1", target, check=False)
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    log_file = work / "results" / "logs" / "fiction_corpus.log"
+    assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
+    log = log_file.read_text()
+    assert "fictions.jsonl:3: malformed JSON" in log
+    assert not (work / "results" / "corpus" / "fiction").exists() or not any(
+        (work / "results" / "corpus" / "fiction").iterdir()
+    )
+
+
+@pytest.mark.skipif(not (SAMPLE / "batch_results").is_dir(), reason=f"authors' pipeline sample not at {SAMPLE}")
+def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
+    """fiction.source: generate, replaying the authors' recorded gpt-4o responses, through the rules."""
+    from knowlab.fictionalqa.corpus.schema import read_corpus
+
+    styles = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
+    generate = {"backend": "replay", "model": "gpt-4o-2024-08-06", "replay": {"path": str(SAMPLE)}, "styles": styles}
+    config = tmp_path / "generate.yaml"
+    config.write_text(json.dumps({"fiction": {"source": "generate", "generate": generate}}))
+    work = tmp_path / "work"
+    args = ("--configfile", TEST_CONFIG, str(config))
+    snakemake(work, *args, "--cores", "2", "results/corpus/fiction/fict_qa.jsonl")
+    corpus = read_corpus(work / "results" / "corpus" / "fiction")
+    annotated = [json.loads(line) for line in (work / "results" / "generate" / "fict_qa_annotated.jsonl").open()]
+    assert len(corpus["fictions"]) == 15 and len(annotated) == 75
+    assert [q["question_id"] for q in corpus["fict_qa"]] == [r["question_id"] for r in annotated if r["kept"]]
+    funnel = pd.read_csv(work / "results" / "generate" / "summary.csv").set_index("step")["count"]
+    assert (funnel["fictions"], funnel["questions"], funnel["kept"]) == (15, 75, len(corpus["fict_qa"]))
+    assert "gpt-4o-2024-08-06" in (work / "results" / "logs" / "generate" / "seeds.log").read_text()
+    assert len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
+    # Downstream rules read the generated corpus with no other change; nothing is generated twice.
+    dry = snakemake(work, *args, "-n").stdout
+    assert "generate_" not in dry and "rule split:" in dry and "rule grounding_items:" in dry
+
+
+def kaist_subset(out: Path, n_questions: int = 2, n_others: int = 40) -> dict[str, str]:
+    """A release in the KAIST layout under ``out``: the first ``n_questions`` questions of both
+    versions, their metadata, and a pool of the documents sharing a title with their contexts plus
+    ``n_others`` others (seeded); returns the sha256 pins of its files.  (Embedding the full pool of
+    2,620 documents takes minutes on one CPU thread.)"""
+    import random
+
+    release = {name: json.loads((KAIST / name).read_text()) for name in KAIST_FILES}
+    questions = list(release["original_version.json"])[:n_questions]
+    contexts = " ".join(c for q in questions for c in release["original_version.json"][q]["context_list"])
+    titles = release["metadata/localDocId2title.json"]
+    kept = [d for d, title in titles.items() if title.strip() and title.split(" [")[0] in contexts]
+    others = sorted(set(titles) - set(kept))
+    kept += random.Random(0).sample(others, n_others)
+    subset = {
+        "original_version.json": {q: release["original_version.json"][q] for q in questions},
+        "revised_version.json": {q: release["revised_version.json"][q] for q in questions},
+        "metadata/qId2metaInfo.json": {q: release["metadata/qId2metaInfo.json"][q] for q in questions},
+        "metadata/localDocId2localDocText.json": {d: release["metadata/localDocId2localDocText.json"][d] for d in kept},
+        "metadata/localDocId2title.json": {d: titles[d] for d in kept},
+    }
+    pins = {}
+    for name, records in subset.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(json.dumps(records))
+        pins[name] = hashlib.sha256((out / name).read_bytes()).hexdigest()
+    return pins
+
+
+KAIST_FILES = (
+    "original_version.json",
+    "revised_version.json",
+    "metadata/qId2metaInfo.json",
+    "metadata/localDocId2localDocText.json",
+    "metadata/localDocId2title.json",
+)
+
+
+@pytest.mark.skipif(not (KAIST / "original_version.json").is_file(), reason=f"KAIST grounding release not at {KAIST}")
+def test_kaist_release_feeds_the_grounding_rules(tmp_path, snakemake):
+    """grounding.datasets: [kaist] from a local release folder (two questions of the real release
+    and a pool of 40-odd of its documents, pinned by sha256 as the config pins the release): items
+    of both versions, responses in every condition, atomic-fact scores and the paper's tables."""
+    from knowlab.core.plotting import read_description
+    from knowlab.grounding.schema import check_items
+
+    pins = kaist_subset(tmp_path / "release")
+    kaist_cfg = {"path": str(tmp_path / "release"), "sha256": pins}
+    config = tmp_path / "kaist.yaml"
+    config.write_text(json.dumps({"grounding": {"datasets": ["kaist"], "kaist": kaist_cfg, "max_items": 2}}))
+    work = tmp_path / "work"
+    snakemake(work, "--cores", "2", "--configfile", TEST_CONFIG, str(config), "--", "results/grounding/rows.parquet")
+    kaist = work / "results" / "grounding" / "kaist"
+    items = [json.loads(line) for line in (kaist / "items.jsonl").read_text().splitlines()]
+    check_items(items)
+    assert len(items) == 4 and {i["version"] for i in items} == {"original", "conflict"}
+    assert not (work / "results" / "grounding" / "fiction").exists()  # only the datasets asked for
+    responses = [json.loads(line) for line in (kaist / "responses" / "base_model.jsonl").read_text().splitlines()]
+    assert len(responses) == 2 * 7 and {r["condition"] for r in responses} >= {"original_gold", "conflict_dist"}
+    rows = pd.read_parquet(work / "results" / "grounding" / "rows.parquet")
+    assert set(rows["dataset"]) == {"kaist"} and len(rows) == len(responses)
+    assert rows[["precision", "recall", "f1"]].apply(lambda c: c.between(0, 1)).all().all()
+    table1 = pd.read_csv(work / "results" / "grounding" / "tables" / "table1.csv")
+    assert list(table1["condition"]) == ["Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
+    figure = read_description(work / "results" / "figures" / "grounding" / "fig4.png")
+    assert figure["title"] and figure["panels"] and all(panel["ylabel"] for panel in figure["panels"])
+
+
+def test_released_booksort_items_feed_the_sort_rules(tmp_path, booksort_release, snakemake):
+    """sort.source: release reads the released items (no book texts, so no RAG) and the DAG needs no retrieval."""
+    release = tmp_path / "booksort.jsonl"
+    pd.DataFrame(booksort_release.rows).to_json(release, orient="records", lines=True)
+    config = tmp_path / "release.yaml"
+    config.write_text(json.dumps({"sort": {"source": "release", "release": {"path": str(release)},
+                                           "conditions": ["baseline", "in_context"]}}))  # fmt: skip
+    snakemake(tmp_path, "--cores", "1", "--configfile", TEST_CONFIG, str(config), "--", "results/sort/items.jsonl")
+    items = [json.loads(line) for line in (tmp_path / "results" / "sort" / "items.jsonl").read_text().splitlines()]
+    assert len(items) == 12 and {i["book_id"] for i in items} == {"69087"}
+    assert sum(i["split"] == "validation" for i in items) == 4  # the released validation slice is kept
+    dry = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config)).stdout
+    assert "rule sort_prompt:" in dry and "rule sort_evaluate_base:" in dry
+    assert "sort_retrieval" not in dry and "sort_rag_prompt" not in dry
+    rag = tmp_path / "rag.yaml"
+    rag.write_text(json.dumps({"sort": {"source": "release", "conditions": ["rag"]}}))
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(rag), check=False)
+    assert proc.returncode != 0 and "release" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "overlay, message",
+    [
+        # the schema (snakemake.utils.validate in the Snakefile): every case in tests/workflow/test_config.py
+        ("finetune:\n  max_steps: lots\n", r"(?s)'lots' is not of type 'integer'.*max_steps"),
+        # the cross-field rules (knowlab.config.check_config): every case in tests/test_config.py
+        ("mcq:\n  n_choices: [4, 10]\n  ranker:\n    max_candidates: 5\n", r"mcq\.ranker\.max_candidates=5"),
+    ],
+    ids=["schema", "check_config"],
+)
+def test_a_config_error_stops_snakemake_before_any_job(tmp_path, overlay, message, snakemake):
+    """The Snakefile validates the merged config before it builds the DAG: the user reads the
+    message naming the key, and no job starts (no results folder)."""
+    config = tmp_path / "bad.yaml"
+    config.write_text(overlay)
+    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    assert proc.returncode != 0
+    assert re.search(message, proc.stdout + proc.stderr), proc.stderr[-3000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_lint_and_format_are_clean():
+    lint = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=ROOT)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    files = [str(ROOT / "Snakefile"), *map(str, sorted((ROOT / "rules").glob("*.smk")))]
+    fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+def job_counts(dry_run_stdout: str) -> dict[str, int]:
+    """``rule -> jobs`` of a dry run's "Job stats" table."""
+    table = dry_run_stdout.split("Job stats:")[1].split("\n\n")[0]
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.M)}
+
+
+@pytest.mark.parametrize(
+    "overlay, expected",
+    [
+        # the default: three fiction runs + control, one checkpoint each (+ 2 SORT parametric runs)
+        (None, {"finetune_last": 6, "evaluate": 5, "paired_tests": 6, "sort_prompt": 1, "findings": 1}),
+        # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + findings, lm_eval_tasks, dataset_card)
+        ("cpu-full.yaml", {"finetune": 6, "finetune_last": 8, "evaluate": 13, "paired_tests": 10, "total": 156}),
+    ],
+    ids=["default", "cpu-full"],
+)
+def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected):
+    extra = ["--configfile", str(ROOT / "config" / overlay)] if overlay else []
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "-n", *extra], capture_output=True, text=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    counts = job_counts(proc.stdout)
+    assert {rule: counts.get(rule, 0) for rule in expected} == expected
+
+
+@pytest.mark.parametrize("extra", [[], ["--configfile", str(ROOT / "config" / "paper.yaml")]], ids=["default", "paper"])
+def test_slurm_profile_dry_run(tmp_path, extra):
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n", *extra],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
+    # the fine-tuning launch: one process (default); eight srun tasks, one per GPU (paper)
+    assert "-m knowlab.finetune_job --threads" in proc.stdout
+    assert ("srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in proc.stdout) == bool(extra)
+    assert ("gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in proc.stdout) == bool(extra)
+
+
+def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path):
+    generate = tmp_path / "generate.yaml"
+    generate.write_text("fiction:\n  source: generate\n")
+    proc = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n",
+         "--configfile", str(ROOT / "config" / "paper.yaml"), str(generate)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fiction_corpus"):
+        assert f"rule {rule}:" in proc.stdout
+    assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
