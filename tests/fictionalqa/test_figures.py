@@ -297,6 +297,7 @@ def test_paper_values_match_the_export():
 
 
 @paper
+@pytest.mark.slow
 def test_command_line_renders_every_exported_family(tmp_path, capsys):
     from knowlab.fictionalqa.paper_figures import main
 

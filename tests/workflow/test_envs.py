@@ -77,6 +77,7 @@ def test_the_workflow_is_read_whole(rules):
     assert {rule.env for rule in rules.values() if rule.env} == set(ENVS)
 
 
+@pytest.mark.slow
 def test_every_env_provides_what_its_rules_code_imports():
     """Static: each rule's script (or module), the knowlab code it reaches, their imports."""
     missing = envs.missing_modules(ROOT)
