@@ -67,6 +67,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.nodeid.split("::")[0] != PIPELINE_MODULE)  # stable: keeps the shuffle
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist may be off (-p no:xdist)
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup`` (``make test``): every test is its own unit of work, handed to the
     next idle worker, except the tests of :data:`PIPELINE_MODULE`, which form one unit, so the
@@ -89,7 +90,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     ``-q`` hides), where the reader of a failed run looks for it."""
     seed = getattr(config.option, "randomly_seed", None)
     if isinstance(seed, int):
-        terminalreporter.write_line(f"test order: random, seed {seed} (the same order: pytest -p randomly --randomly-seed={seed})")
+        terminalreporter.write_line(
+            f"test order: random, seed {seed} (again: pytest --randomly-seed={seed}; one process: -p no:xdist)"
+        )
 
 
 @pytest.fixture
@@ -182,12 +185,12 @@ def corpus():
     return read_corpus(ROOT / "data" / "fiction")
 
 
-def built_once(tmp_path_factory, worker_id: str, name: str, build) -> Path:
+def built_once(tmp_path_factory, name: str, build) -> Path:
     """``build(folder)`` run once per test session, its folder shared by the xdist workers: the
     first worker to ask builds it under a file lock in the session's shared temporary folder, the
     others wait and reuse it; without xdist, a fresh folder of this session.  Readers must not
     change it."""
-    if worker_id == "master":
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: no worker to share with
         out = tmp_path_factory.mktemp(name) / "model"
         build(out)
         return out
@@ -204,7 +207,7 @@ def built_once(tmp_path_factory, worker_id: str, name: str, build) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory, worker_id, corpus):
+def tiny_model_dir(tmp_path_factory, corpus):
     """A 2-layer random Llama with a BPE tokenizer trained on the shipped fiction (built once per session)."""
     from knowlab.core.models import build_tiny_model
 
@@ -217,11 +220,11 @@ def tiny_model_dir(tmp_path_factory, worker_id, corpus):
         "max_position_embeddings": 512,
     }
     texts = [r["fiction"] for r in corpus["fictions"]]
-    return built_once(tmp_path_factory, worker_id, "tiny", lambda out: build_tiny_model(texts, out, arch, seed=0))
+    return built_once(tmp_path_factory, "tiny", lambda out: build_tiny_model(texts, out, arch, seed=0))
 
 
 @pytest.fixture(scope="session")
-def smollm2_dir(tmp_path_factory, worker_id):
+def smollm2_dir(tmp_path_factory):
     """The packaged SmolLM2-135M-Instruct as a safetensors folder: ``resources/base_model`` when
     the workflow has made it, else converted from the packaged GGUF once per session and shared by
     the xdist workers (as the ``base_model`` rule does; skips when the package is absent)."""
@@ -235,7 +238,7 @@ def smollm2_dir(tmp_path_factory, worker_id):
         pass
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["model"]
     try:
-        out = built_once(tmp_path_factory, worker_id, "smollm2", lambda out: prepare_base_model(cfg, out, seed=0))
+        out = built_once(tmp_path_factory, "smollm2", lambda out: prepare_base_model(cfg, out, seed=0))
     except (ModuleNotFoundError, FileNotFoundError) as err:
         pytest.skip(f"packaged SmolLM2 not installed: {err}")
     return check_model_dir(out)
