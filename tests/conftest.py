@@ -293,10 +293,16 @@ def smollm2(smollm2_loaded, one_thread):
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
     """The tiny random Llama of ``tiny_model_dir`` (model, tokenizer), loaded once per session
-    (read-only: tests must not train or modify it)."""
+    (read-only: tests must not train or modify it).  Its one-off packing check
+    (``knowlab.core.scoring.packing_is_exact``, kept on the model object) has run, so a test that
+    counts the model's forward passes does not depend on which test packed first."""
     from knowlab.core.models import load_model
+    from knowlab.core.scoring import score_token_ids
 
-    return load_model(tiny_model_dir)
+    model, tokenizer = load_model(tiny_model_dir)
+    context = list(range(5, 45))  # two continuations of one context: a packed row
+    score_token_ids(model, [(context + [50 + i], [60 + i]) for i in range(2)], batch_size=2, min_shared_prefix=1)
+    return model, tokenizer
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -353,8 +359,8 @@ def _restore_compute_policy():
     before = device.current_compute() if device is not None else None
     yield
     device = sys.modules.get("knowlab.core.device")
-    if device is not None:
-        device._current = before if before is not None else device.Compute()
+    if device is not None and device.current_compute() != (before or device.Compute()):
+        device.use_compute(before or device.Compute())
 
 
 _TORCH_THREADS: dict[str, int] = {}  # "first": the count the first test found (torch imported then)

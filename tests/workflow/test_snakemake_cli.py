@@ -20,8 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
 KAIST = ROOT.parent / "shared" / "data" / "grounding_kaist"
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
-TEST_CONFIG = str(ROOT / "config" / "test.yaml")
+TEST_CONFIG = ROOT / "config" / "test.yaml"
+SLURM_PROFILE = str(ROOT / "workflow" / "profiles" / "slurm")
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.slow]
 
@@ -40,7 +40,7 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path, snakemake):
     config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
     work = tmp_path / "work"
     target = "results/corpus/fiction/fictions.jsonl"
-    proc = snakemake(work, "--configfile", TEST_CONFIG, str(config), "--cores", "1", target, check=False)
+    proc = snakemake(work, "--cores", "1", target, configs=(TEST_CONFIG, config), check=False)
     assert proc.returncode != 0, proc.stdout[-2000:]
     log_file = work / "results" / "logs" / "fiction_corpus.log"
     assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -61,8 +61,8 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
     config = tmp_path / "generate.yaml"
     config.write_text(json.dumps({"fiction": {"source": "generate", "generate": generate}}))
     work = tmp_path / "work"
-    args = ("--configfile", TEST_CONFIG, str(config))
-    snakemake(work, *args, "--cores", "2", "results/corpus/fiction/fict_qa.jsonl")
+    configs = (TEST_CONFIG, config)
+    snakemake(work, "--cores", "2", "results/corpus/fiction/fict_qa.jsonl", configs=configs)
     corpus = read_corpus(work / "results" / "corpus" / "fiction")
     annotated = [json.loads(line) for line in (work / "results" / "generate" / "fict_qa_annotated.jsonl").open()]
     assert len(corpus["fictions"]) == 15 and len(annotated) == 75
@@ -72,46 +72,32 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
     assert "gpt-4o-2024-08-06" in (work / "results" / "logs" / "generate" / "seeds.log").read_text()
     assert len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
     # Downstream rules read the generated corpus with no other change; nothing is generated twice.
-    dry = snakemake(work, *args, "-n").stdout
+    dry = snakemake(work, "-n", configs=configs).stdout
     assert "generate_" not in dry and "rule split:" in dry and "rule grounding_items:" in dry
 
 
 def kaist_subset(out: Path, n_questions: int = 2, n_others: int = 40) -> dict[str, str]:
-    """A release in the KAIST layout under ``out``: the first ``n_questions`` questions of both
-    versions, their metadata, and a pool of the documents sharing a title with their contexts plus
-    ``n_others`` others (seeded); returns the sha256 pins of its files.  (Embedding the full pool of
-    2,620 documents takes minutes on one CPU thread.)"""
+    """A release in the KAIST layout (``knowlab.grounding.kaist.KAIST_FILES``) under ``out``: the
+    first ``n_questions`` questions of both versions, their metadata, and a pool of the documents
+    sharing a title with their contexts plus ``n_others`` others (seeded); returns the sha256 pins
+    of its files.  (Embedding the full pool of 2,620 documents takes minutes on one CPU thread.)"""
     import random
 
-    release = {name: json.loads((KAIST / name).read_text()) for name in KAIST_FILES}
-    questions = list(release["original_version.json"])[:n_questions]
-    contexts = " ".join(c for q in questions for c in release["original_version.json"][q]["context_list"])
-    titles = release["metadata/localDocId2title.json"]
+    from knowlab.grounding.kaist import KAIST_FILES
+
+    release = {role: json.loads((KAIST / name).read_text()) for role, name in KAIST_FILES.items()}
+    questions = list(release["original"])[:n_questions]
+    contexts = " ".join(c for q in questions for c in release["original"][q]["context_list"])
+    titles = release["title"]
     kept = [d for d, title in titles.items() if title.strip() and title.split(" [")[0] in contexts]
-    others = sorted(set(titles) - set(kept))
-    kept += random.Random(0).sample(others, n_others)
-    subset = {
-        "original_version.json": {q: release["original_version.json"][q] for q in questions},
-        "revised_version.json": {q: release["revised_version.json"][q] for q in questions},
-        "metadata/qId2metaInfo.json": {q: release["metadata/qId2metaInfo.json"][q] for q in questions},
-        "metadata/localDocId2localDocText.json": {d: release["metadata/localDocId2localDocText.json"][d] for d in kept},
-        "metadata/localDocId2title.json": {d: titles[d] for d in kept},
-    }
+    kept += random.Random(0).sample(sorted(set(titles) - set(kept)), n_others)
+    keys = {"original": questions, "conflict": questions, "meta": questions, "text": kept, "title": kept}
     pins = {}
-    for name, records in subset.items():
+    for role, name in KAIST_FILES.items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
-        (out / name).write_text(json.dumps(records))
+        (out / name).write_text(json.dumps({key: release[role][key] for key in keys[role]}))
         pins[name] = hashlib.sha256((out / name).read_bytes()).hexdigest()
     return pins
-
-
-KAIST_FILES = (
-    "original_version.json",
-    "revised_version.json",
-    "metadata/qId2metaInfo.json",
-    "metadata/localDocId2localDocText.json",
-    "metadata/localDocId2title.json",
-)
 
 
 @pytest.mark.skipif(not (KAIST / "original_version.json").is_file(), reason=f"KAIST grounding release not at {KAIST}")
@@ -127,7 +113,7 @@ def test_kaist_release_feeds_the_grounding_rules(tmp_path, snakemake):
     config = tmp_path / "kaist.yaml"
     config.write_text(json.dumps({"grounding": {"datasets": ["kaist"], "kaist": kaist_cfg, "max_items": 2}}))
     work = tmp_path / "work"
-    snakemake(work, "--cores", "2", "--configfile", TEST_CONFIG, str(config), "--", "results/grounding/rows.parquet")
+    snakemake(work, "--cores", "2", "results/grounding/rows.parquet", configs=(TEST_CONFIG, config))
     kaist = work / "results" / "grounding" / "kaist"
     items = [json.loads(line) for line in (kaist / "items.jsonl").read_text().splitlines()]
     check_items(items)
@@ -151,16 +137,16 @@ def test_released_booksort_items_feed_the_sort_rules(tmp_path, booksort_release,
     config = tmp_path / "release.yaml"
     config.write_text(json.dumps({"sort": {"source": "release", "release": {"path": str(release)},
                                            "conditions": ["baseline", "in_context"]}}))  # fmt: skip
-    snakemake(tmp_path, "--cores", "1", "--configfile", TEST_CONFIG, str(config), "--", "results/sort/items.jsonl")
+    snakemake(tmp_path, "--cores", "1", "results/sort/items.jsonl", configs=(TEST_CONFIG, config))
     items = [json.loads(line) for line in (tmp_path / "results" / "sort" / "items.jsonl").read_text().splitlines()]
     assert len(items) == 12 and {i["book_id"] for i in items} == {"69087"}
     assert sum(i["split"] == "validation" for i in items) == 4  # the released validation slice is kept
-    dry = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config)).stdout
+    dry = snakemake(tmp_path, "-n", configs=(TEST_CONFIG, config)).stdout
     assert "rule sort_prompt:" in dry and "rule sort_evaluate_base:" in dry
     assert "sort_retrieval" not in dry and "sort_rag_prompt" not in dry
     rag = tmp_path / "rag.yaml"
     rag.write_text(json.dumps({"sort": {"source": "release", "conditions": ["rag"]}}))
-    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(rag), check=False)
+    proc = snakemake(tmp_path, "-n", configs=(TEST_CONFIG, rag), check=False)
     assert proc.returncode != 0 and "release" in proc.stdout + proc.stderr
 
 
@@ -179,14 +165,14 @@ def test_a_config_error_stops_snakemake_before_any_job(tmp_path, overlay, messag
     message naming the key, and no job starts (no results folder)."""
     config = tmp_path / "bad.yaml"
     config.write_text(overlay)
-    proc = snakemake(tmp_path, "-n", "--configfile", TEST_CONFIG, str(config), check=False)
+    proc = snakemake(tmp_path, "-n", configs=(TEST_CONFIG, config), check=False)
     assert proc.returncode != 0
     assert re.search(message, proc.stdout + proc.stderr), proc.stderr[-3000:]
     assert not (tmp_path / "results").exists()
 
 
-def test_lint_and_format_are_clean():
-    lint = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=ROOT)
+def test_lint_and_format_are_clean(tmp_path, snakemake):
+    lint = snakemake(tmp_path, "--lint", configs=(), check=False)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     files = [str(ROOT / "Snakefile"), *map(str, sorted((ROOT / "rules").glob("*.smk")))]
     fmt = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
@@ -209,23 +195,15 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
     ],
     ids=["default", "cpu-full"],
 )
-def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected):
-    extra = ["--configfile", str(ROOT / "config" / overlay)] if overlay else []
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "-n", *extra], capture_output=True, text=True, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected, snakemake):
+    proc = snakemake(tmp_path, "-n", configs=[ROOT / "config" / overlay] if overlay else [])
     counts = job_counts(proc.stdout)
     assert {rule: counts.get(rule, 0) for rule in expected} == expected
 
 
-@pytest.mark.parametrize("extra", [[], ["--configfile", str(ROOT / "config" / "paper.yaml")]], ids=["default", "paper"])
-def test_slurm_profile_dry_run(tmp_path, extra):
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n", *extra],
-        capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+@pytest.mark.parametrize("extra", [[], [ROOT / "config" / "paper.yaml"]], ids=["default", "paper"])
+def test_slurm_profile_dry_run(tmp_path, extra, snakemake):
+    proc = snakemake(tmp_path, "--profile", SLURM_PROFILE, "-n", configs=extra)
     assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
     # the fine-tuning launch: one process (default); eight srun tasks, one per GPU (paper)
     assert "-m knowlab.finetune_job --threads" in proc.stdout
@@ -233,15 +211,10 @@ def test_slurm_profile_dry_run(tmp_path, extra):
     assert ("gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in proc.stdout) == bool(extra)
 
 
-def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path):
+def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path, snakemake):
     generate = tmp_path / "generate.yaml"
     generate.write_text("fiction:\n  source: generate\n")
-    proc = subprocess.run(
-        [*SNAKEMAKE, "--directory", str(tmp_path), "--profile", str(ROOT / "workflow" / "profiles" / "slurm"), "-n",
-         "--configfile", str(ROOT / "config" / "paper.yaml"), str(generate)],
-        capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    proc = snakemake(tmp_path, "--profile", SLURM_PROFILE, "-n", configs=(ROOT / "config" / "paper.yaml", generate))
     for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fiction_corpus"):
         assert f"rule {rule}:" in proc.stdout
     assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
