@@ -349,42 +349,52 @@ def from_hub(model_id: str, out_dir: str | os.PathLike, revision: str | None = N
     _save(model, tokenizer, out_dir)
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int):
+def train_tokenizer(texts: Iterable[str], vocab_size: int, add_bos: bool = False):
     """Train a byte-level BPE tokenizer on ``texts``; return a ``PreTrainedTokenizerFast``.
 
-    Special tokens: ``<|endoftext|>`` serves as BOS, EOS and padding, as in GPT-2 style models.
+    Special tokens: ``<|endoftext|>`` serves as BOS, EOS and padding, as in GPT-2 style models,
+    which add none to a text.  ``add_bos``: a separate ``<|begin_of_text|>`` BOS that the
+    tokenizer puts before every text by default (a post-processor template), as Llama-3's does.
     """
     # deferred: tokenizer training only for the tiny test model
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     special = "<|endoftext|>"
+    bos = "<|begin_of_text|>" if add_bos else special
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=[special],
+        special_tokens=list(dict.fromkeys([special, bos])),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(texts, trainer=trainer)
+    if add_bos:
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tok.token_to_id(bos))]
+        )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=special, eos_token=special, pad_token=special, unk_token=special
+        tokenizer_object=tok, bos_token=bos, eos_token=special, pad_token=special, unk_token=special
     )
 
 
-def build_tiny_model(texts: Iterable[str], out_dir: str | os.PathLike, arch: dict[str, Any], seed: int) -> None:
+def build_tiny_model(
+    texts: Iterable[str], out_dir: str | os.PathLike, arch: dict[str, Any], seed: int, add_bos: bool = False
+) -> None:
     """Build a random-initialised Llama of shape ``arch`` with a tokenizer trained on ``texts``.
 
     ``arch`` keys: vocab_size, hidden_size, intermediate_size, num_hidden_layers,
-    num_attention_heads, max_position_embeddings.
+    num_attention_heads, max_position_embeddings.  ``add_bos``: the tokenizer puts a BOS before
+    every text, as Llama-3's (:func:`train_tokenizer`).
     """
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = train_tokenizer(texts, arch["vocab_size"])
+    tokenizer = train_tokenizer(texts, arch["vocab_size"], add_bos=add_bos)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=arch["hidden_size"],

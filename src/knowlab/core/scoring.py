@@ -4,7 +4,10 @@ A request is a ``(context, continuation)`` pair of strings.  As in the harness
 (lm-evaluation-harness ``TemplateLM._encode_pair``, used by ``HFLM``): trailing
 whitespace of the context moves to the start of the continuation; the context's
 tokens are those of the context alone and the continuation's tokens are the
-tokens of ``context + continuation`` after as many tokens as the context has; an
+tokens of ``context + continuation`` after as many tokens as the context has; a
+non-empty context starts with the special tokens the tokenizer adds by default
+(``HFLM.tok_encode`` leaves ``add_special_tokens`` to the tokenizer: a BOS on
+Llama-3 and Gemma, none on SmolLM2; :data:`BOS_POLICIES` for the other choices); an
 empty context is replaced by the model's prefix token (BOS if the tokenizer has
 one, else EOS).  As in ``HFLM._loglikelihood_tokens``, the model sees
 ``(context + continuation)[:-1]``, cut from the left to its window, and each
@@ -60,6 +63,7 @@ from __future__ import annotations
 
 import logging
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -92,21 +96,95 @@ def prefix_token_id(tokenizer) -> int:
     return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
 
 
-def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
+#: how a non-empty context starts (the ``bos`` argument of :func:`encode_pair`):
+#: ``tokenizer``: with the special tokens the tokenizer puts before a text by default
+#: (``add_bos_token`` or its post-processor template), as lm-evaluation-harness's ``HFLM`` encodes
+#: (``tok_encode`` leaves ``add_special_tokens`` to the tokenizer): ``<|begin_of_text|>`` on
+#: Llama-3, ``<bos>`` on Gemma, nothing on SmolLM2 or Qwen2.5;
+#: ``double``: those and one more BOS token (the FictionalQA authors' released ranker, which
+#: prepends a BOS to the tokenizer's own); ``none``: no special token
+BOS_POLICIES = ("tokenizer", "double", "none")
+
+_DEFAULT_PREFIX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def special_prefix(tokenizer, bos: str = "tokenizer") -> list[int]:
+    """Token ids put before every non-empty context under policy ``bos`` (:data:`BOS_POLICIES`).
+
+    ``tokenizer``: the ids ``tokenizer(text)`` puts before the text's own (found by encoding a
+    probe text with and without special tokens; special tokens a tokenizer *appends* are not
+    used, as no causal LM here appends one).
+
+    Raises:
+        ValueError: an unknown policy; ``double`` for a tokenizer without a BOS token; a tokenizer
+            whose special tokens are not a prefix and suffix around the text's own.
+    """
+    if bos not in BOS_POLICIES:
+        raise ValueError(f"bos must be one of {BOS_POLICIES}, got {bos!r}")
+    if bos == "none":
+        return []
+    try:
+        prefix = _DEFAULT_PREFIX[tokenizer]
+    except (KeyError, TypeError):
+        plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+        full = tokenizer("a", add_special_tokens=True)["input_ids"]
+        starts = [i for i in range(len(full) - len(plain) + 1) if full[i : i + len(plain)] == plain]
+        if not starts:
+            raise ValueError(
+                f"{type(tokenizer).__name__}: its special tokens {full} do not surround the text's own {plain}"
+            ) from None
+        prefix = full[: starts[0]]
+        try:
+            _DEFAULT_PREFIX[tokenizer] = prefix
+        except TypeError:  # an object that takes no weak reference: computed each time
+            pass
+    if bos == "double":
+        if tokenizer.bos_token_id is None:
+            raise ValueError(f"bos: double needs a BOS token; {type(tokenizer).__name__} has none")
+        return [tokenizer.bos_token_id, *prefix]
+    return list(prefix)
+
+
+def _head(tokenizer, context: str, bos: str) -> list[int]:
+    """Special tokens before the non-empty ``context``: none where it already starts with the BOS
+    token's text (``HFLM.tok_encode``'s check), else :func:`special_prefix`."""
+    prefix = special_prefix(tokenizer, bos)
+    if prefix and bos == "tokenizer" and context.startswith(tokenizer.decode([prefix_token_id(tokenizer)])):
+        return []
+    return prefix
+
+
+def encode_context(tokenizer, context: str, bos: str = "tokenizer") -> list[int]:
+    """A context's token ids as :func:`encode_pair` makes them: trailing whitespace removed (it
+    moves to the continuation), the special tokens of policy ``bos`` before the text, and an
+    empty context replaced by the prefix token (:func:`prefix_token_id`)."""
+    context = context.rstrip()
+    if not context:
+        return [prefix_token_id(tokenizer)]
+    return _head(tokenizer, context, bos) + tokenizer(context, add_special_tokens=False)["input_ids"]
+
+
+def encode_pair(tokenizer, context: str, continuation: str, bos: str = "tokenizer") -> tuple[list[int], list[int]]:
     """Context and continuation token ids, harness semantics (see module docstring).
 
-    No special tokens are added (the harness's default for tokenizers that add none, such as
-    SmolLM2's).  Where a token spans the context/continuation boundary, the context keeps its
-    own tokens and the continuation starts after as many tokens of the whole, as in the harness.
+    The context starts with the special tokens of policy ``bos`` (:func:`encode_context`; the
+    default is the harness's).  Where a token spans the context/continuation boundary, the
+    context keeps its own tokens and the continuation starts after as many tokens of the whole,
+    as in the harness.  An empty context is the prefix token; where the continuation itself
+    starts with that token, its first token is the context instead (harness ``loglikelihood``).
     """
     n_space = len(context) - len(context.rstrip())
     if n_space:
         continuation = context[-n_space:] + continuation
         context = context[:-n_space]
     if not context:
-        return [prefix_token_id(tokenizer)], tokenizer(continuation, add_special_tokens=False)["input_ids"]
-    whole = tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
-    context_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
+        continuation_ids = tokenizer(continuation, add_special_tokens=False)["input_ids"]
+        if continuation_ids and continuation_ids[0] == prefix_token_id(tokenizer):
+            return continuation_ids[:1], continuation_ids[1:]
+        return [prefix_token_id(tokenizer)], continuation_ids
+    head = _head(tokenizer, context, bos)
+    context_ids = head + tokenizer(context, add_special_tokens=False)["input_ids"]
+    whole = head + tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
     return context_ids, whole[len(context_ids) :]
 
 
@@ -489,10 +567,11 @@ def loglikelihood(
     batch_size: int = 8,
     desc: str = "loglikelihood",
     min_shared_prefix: int = 32,
+    bos: str = "tokenizer",
 ) -> list[tuple[float, int, bool]]:
     """``(sum log-likelihood, n tokens, is_greedy)`` of each ``(context, continuation)`` request
-    (:func:`score_token_ids`)."""
-    pairs = [encode_pair(tokenizer, c, x) for c, x in requests]
+    (:func:`encode_pair` with policy ``bos``, then :func:`score_token_ids`)."""
+    pairs = [encode_pair(tokenizer, c, x, bos) for c, x in requests]
     scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc, min_shared_prefix=min_shared_prefix)
     return [(float(s.logprobs.sum()), len(s.logprobs), bool(s.greedy.all())) for s in scores]
 
