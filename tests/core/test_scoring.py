@@ -358,8 +358,8 @@ def _pairs_sharing_a_context():
     return [(context + [50 + i], [60 + i, 70 + i]) for i in range(4)]
 
 
-class _PositionsFromTheMask(torch.nn.Module):
-    """A Llama that ignores ``position_ids`` and numbers tokens by their order, as mask-positioned families do."""
+class _Wrapped(torch.nn.Module):
+    """A model that hands its inputs, changed by :meth:`forward`, to a Llama."""
 
     def __init__(self, model):
         super().__init__()
@@ -376,8 +376,41 @@ class _PositionsFromTheMask(torch.nn.Module):
     def get_output_embeddings(self):
         return self.inner.get_output_embeddings()
 
+
+
+class _PositionsFromTheMask(_Wrapped):
+    """A Llama that ignores ``position_ids`` and numbers tokens by their order, as mask-positioned families do."""
+
     def forward(self, position_ids=None, **kwargs):
         return self.inner(**kwargs)
+
+
+class _LeakyMaskFrom(_Wrapped):
+    """A Llama whose 4D mask is plain causal from sequence index ``start`` on: tokens there see every earlier
+    token (the blocks before theirs included), a wrong mask from one block of a packed row on."""
+
+    def __init__(self, model, start):
+        super().__init__(model)
+        self.start = start
+
+    def forward(self, attention_mask=None, **kwargs):
+        if attention_mask is not None and attention_mask.dim() == 4:
+            width = attention_mask.shape[-1]
+            causal = torch.ones((width, width), dtype=torch.bool).tril()[self.start :]
+            attention_mask = attention_mask.clone()
+            attention_mask[..., self.start :, :] = torch.where(causal, 0.0, torch.finfo(attention_mask.dtype).min)
+        return self.inner(attention_mask=attention_mask, **kwargs)
+
+
+class _PositionsByOrderWhenPadded(_Wrapped):
+    """A Llama that numbers the tokens of a padded row by their order, ignoring ``position_ids``: right
+    at batch size 1 (no padding), wrong for the shorter rows of a batch."""
+
+    def forward(self, input_ids=None, position_ids=None, **kwargs):
+        if position_ids is not None:  # the engine pads with id 0 on the right; the test's tokens are >= 5
+            padded = input_ids[:, -1] == 0
+            position_ids = torch.where(padded[:, None], torch.arange(input_ids.shape[1]), position_ids)
+        return self.inner(input_ids=input_ids, position_ids=position_ids, **kwargs)
 
 
 def _random(config):
@@ -418,6 +451,55 @@ def test_packing_is_used_only_where_exact(make, exact, caplog):
         alone = scoring._score_alone(model, pairs, 8, 200, "alone")
     for packed_or_not, reference in zip(scores, alone, strict=True):
         np.testing.assert_allclose(packed_or_not.logprobs, reference.logprobs, atol=1e-5)
+
+
+def _one_context_four_blocks():
+    """One 20-token context with four 4-token continuations: a row of the context then four 3-token blocks,
+    the third starting at index 26."""
+    context = list(range(5, 25))
+    return [(context, [60 + i, 61 + i, 62 + i, 63 + i]) for i in range(4)]
+
+
+def _two_contexts_of_different_widths():
+    """Two contexts with no common token (20 and 25 tokens), three continuations each: two packed rows of
+    29 and 34 tokens, so a batch of both pads the first."""
+    return [(context, [60 + i, 70 + i, 80 + i, 90 + i]) for context in (list(range(5, 25)), list(range(30, 55)))
+            for i in range(3)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("broken", "pairs"),
+    [
+        (lambda model: _LeakyMaskFrom(model, 26), _one_context_four_blocks),
+        (_PositionsByOrderWhenPadded, _two_contexts_of_different_widths),
+    ],
+    ids=["mask-wrong-in-the-third-block", "positions-wrong-in-padded-batches"],
+)
+def test_the_packing_check_rejects_a_wrong_later_block_and_a_padding_bug(broken, pairs, caplog):
+    """The check scores every block of its rows and a padded batch of rows: a model right on the first two
+    blocks at batch size 1 (all the former check looked at) but wrong on the third block, or on rows padded
+    in a batch, is rejected; the unbroken model is accepted on the same requests."""
+    pairs = pairs()
+    rows = scoring._plan_rows(pairs, range(len(pairs)), 200, 1, math.inf)
+    assert scoring.packing_is_exact(_llama(), pairs, rows, 200)
+    with caplog.at_level("INFO", logger="knowlab.core.scoring"):
+        assert not scoring.packing_is_exact(broken(_llama()), pairs, rows, 200)
+    assert "scoring every request alone" in caplog.text
+
+
+def test_a_16_bit_model_is_checked_on_a_float32_copy_of_its_first_layers(caplog):
+    """bfloat16: the check runs on a float32 model of two of its four layers, with its own weights; its
+    verdict is the float32 one (the 16-bit paths alone differ by far more than 1e-4 nats)."""
+    model = _llama(num_hidden_layers=4).to(torch.bfloat16)
+    probe, what = scoring._float32_probe(model)
+    assert probe.dtype == torch.float32 and probe.config.num_hidden_layers == 2 and model.config.num_hidden_layers == 4
+    assert what == "float32 copy of layers [0, 1] of 4"
+    assert torch.equal(probe.model.layers[1].mlp.up_proj.weight, model.model.layers[1].mlp.up_proj.weight.float())
+    assert torch.equal(probe.lm_head.weight, model.lm_head.weight.float())
+    pairs = _one_context_four_blocks()
+    with caplog.at_level("INFO", logger="knowlab.core.scoring"):
+        assert scoring.packing_is_exact(model, pairs, scoring._plan_rows(pairs, range(4), 200, 1, math.inf), 200)
+    assert "float32 copy of layers [0, 1] of 4" in caplog.text
 
 
 # the greedy flag and EM@k against the model's own argmax

@@ -43,10 +43,10 @@ How requests are run (:func:`score_token_ids`):
   than running it alone; contexts that share only a short head (a system prompt) before
   long different parts get a sequence per longer prefix rather than one wide sequence; long
   continuations of one short context (documents after the prefix token) run alone.
-- *Only where exact*: before a model's first packed batch, :func:`packing_is_exact` scores a
-  handful of its requests both ways and packs only if they agree (within 1e-4 nats in
-  float32); a family whose positions come from the attention mask (ALiBi: Bloom, MPT,
-  Falcon-ALiBi) fails the check and has every request scored alone, with the reason logged.
+- *Only where exact*: before a model's first packed batch, :func:`packing_is_exact` scores
+  several of its packed rows (every block, a padded batch, the widest row) both ways in
+  float32 and packs only if they agree within 1e-4 nats per token; a family whose positions
+  come from the attention mask (ALiBi: Bloom, MPT, Falcon-ALiBi) fails the check and has every request scored alone, with the reason logged.
 - *Per request*: every other request (a unique context, an empty one, one that the window
   cuts) runs as its own right-padded sequence, as the harness runs every request
   (re-encoding a shared context for each choice).
@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import logging
 import math
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -75,13 +74,15 @@ from knowlab.core.device import cut_batches, place
 
 log = logging.getLogger(__name__)
 
-#: nats per token within which packed and one-at-a-time scores must agree (:func:`packing_is_exact`):
-#: 1e-4 in float32 (they differ by about 1e-6 there).  In 16-bit floats the two paths' different
-#: kernels and reduction orders alone differ by up to 0.34 nats (SmolLM2-135M in bfloat16 on the
-#: CPU; each path is itself up to 0.5 nats from float32), so the check there only tells right
-#: positions from wrong ones, which differ by nats
-PACKING_TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "bfloat16": 0.5, "float16": 0.5}
+#: nats per token within which packed and one-at-a-time scores must agree, in float32
+#: (:func:`packing_is_exact`): they differ by about 1e-6 there (SmolLM2-135M: 1.1e-5 at most); a
+#: wrong mask or position moves scores by far more.  The check always runs in float32, as 16-bit
+#: kernels alone differ between the two paths by up to 0.34 nats (SmolLM2-135M, bfloat16, CPU)
+PACKING_TOLERANCE = 1e-4
 
+#: packed rows :func:`packing_is_exact` scores in one padded batch: the widest row of the job,
+#: the one with the most requests, and others of different widths
+PACKING_CHECK_ROWS = 4
 
 @dataclass(frozen=True)
 class TokenScores:
@@ -105,52 +106,36 @@ def prefix_token_id(tokenizer) -> int:
 #: prepends a BOS to the tokenizer's own); ``none``: no special token
 BOS_POLICIES = ("tokenizer", "double", "none")
 
-_DEFAULT_PREFIX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+def special_prefix(tokenizer, bos: str = "tokenizer", text: str = "a") -> list[int]:
+    """Token ids put before the non-empty context ``text`` under policy ``bos`` (:data:`BOS_POLICIES`).
 
-def special_prefix(tokenizer, bos: str = "tokenizer") -> list[int]:
-    """Token ids put before every non-empty context under policy ``bos`` (:data:`BOS_POLICIES`).
-
-    ``tokenizer``: the ids ``tokenizer(text)`` puts before the text's own (found by encoding a
-    probe text with and without special tokens; special tokens a tokenizer *appends* are not
-    used, as no causal LM here appends one).
+    ``tokenizer``: the ids ``tokenizer(text)`` puts before the text's own ids (special tokens a
+    tokenizer would *append* are not used: no causal LM here appends one), none where ``text``
+    already starts with the BOS token's text (``HFLM.tok_encode``'s check).
 
     Raises:
         ValueError: an unknown policy; ``double`` for a tokenizer without a BOS token; a tokenizer
-            whose special tokens are not a prefix and suffix around the text's own.
+            whose ids with special tokens do not contain the ids without.
     """
     if bos not in BOS_POLICIES:
         raise ValueError(f"bos must be one of {BOS_POLICIES}, got {bos!r}")
     if bos == "none":
         return []
-    try:
-        prefix = _DEFAULT_PREFIX[tokenizer]
-    except (KeyError, TypeError):
-        plain = tokenizer("a", add_special_tokens=False)["input_ids"]
-        full = tokenizer("a", add_special_tokens=True)["input_ids"]
-        starts = [i for i in range(len(full) - len(plain) + 1) if full[i : i + len(plain)] == plain]
-        if not starts:
-            raise ValueError(
-                f"{type(tokenizer).__name__}: its special tokens {full} do not surround the text's own {plain}"
-            ) from None
-        prefix = full[: starts[0]]
-        try:
-            _DEFAULT_PREFIX[tokenizer] = prefix
-        except TypeError:  # an object that takes no weak reference: computed each time
-            pass
+    prefix: list[int] = []
+    bos_text = tokenizer.decode([prefix_token_id(tokenizer)]) if hasattr(tokenizer, "decode") else ""
+    if not (bos_text and text.startswith(bos_text)):
+        plain = tokenizer(text, add_special_tokens=False)["input_ids"]
+        full = tokenizer(text, add_special_tokens=True)["input_ids"]
+        start = next((i for i in range(len(full) - len(plain) + 1) if full[i : i + len(plain)] == plain), None)
+        if start is None:
+            raise ValueError(f"{type(tokenizer).__name__}: its ids of {text[:40]!r} with special tokens, {full}, "
+                             f"do not contain those without, {plain}")  # fmt: skip
+        prefix = full[:start]
     if bos == "double":
         if tokenizer.bos_token_id is None:
             raise ValueError(f"bos: double needs a BOS token; {type(tokenizer).__name__} has none")
         return [tokenizer.bos_token_id, *prefix]
-    return list(prefix)
-
-
-def _head(tokenizer, context: str, bos: str) -> list[int]:
-    """Special tokens before the non-empty ``context``: none where it already starts with the BOS
-    token's text (``HFLM.tok_encode``'s check), else :func:`special_prefix`."""
-    prefix = special_prefix(tokenizer, bos)
-    if prefix and bos == "tokenizer" and context.startswith(tokenizer.decode([prefix_token_id(tokenizer)])):
-        return []
     return prefix
 
 
@@ -161,7 +146,7 @@ def encode_context(tokenizer, context: str, bos: str = "tokenizer") -> list[int]
     context = context.rstrip()
     if not context:
         return [prefix_token_id(tokenizer)]
-    return _head(tokenizer, context, bos) + tokenizer(context, add_special_tokens=False)["input_ids"]
+    return special_prefix(tokenizer, bos, context) + tokenizer(context, add_special_tokens=False)["input_ids"]
 
 
 def encode_pair(tokenizer, context: str, continuation: str, bos: str = "tokenizer") -> tuple[list[int], list[int]]:
@@ -182,7 +167,7 @@ def encode_pair(tokenizer, context: str, continuation: str, bos: str = "tokenize
         if continuation_ids and continuation_ids[0] == prefix_token_id(tokenizer):
             return continuation_ids[:1], continuation_ids[1:]
         return [prefix_token_id(tokenizer)], continuation_ids
-    head = _head(tokenizer, context, bos)
+    head = special_prefix(tokenizer, bos, context)
     context_ids = head + tokenizer(context, add_special_tokens=False)["input_ids"]
     whole = head + tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
     return context_ids, whole[len(context_ids) :]
@@ -279,44 +264,112 @@ def packing_is_exact(
     Packing is exact only where a model takes token positions from ``position_ids`` and
     attention from the 4D mask (RoPE and learned absolute positions: Llama, Gemma, Mistral,
     Qwen, GPT-2, OPT).  A family whose positions come from the mask itself (ALiBi: Bloom, MPT,
-    Falcon-ALiBi) would be mis-scored, silently or with an error.  So, once per model (the
-    verdict is kept on the model object), a handful of requests of the first packed row (its
-    first two contexts, at most 2 requests each: this exercises the mask between contexts and
-    between continuations of one context) are scored both ways: packing is used only if every
-    token's log-probability agrees within :data:`PACKING_TOLERANCE` nats for the model's
-    dtype; otherwise (or if the packed forward pass fails) every request runs alone, and the
-    reason is logged.
+    Falcon-ALiBi) would be mis-scored, silently or with an error; so would a model that
+    mishandles a mask block or padding.  So, once per model (the verdict is kept on the model
+    object), up to :data:`PACKING_CHECK_ROWS` of the job's packed rows (the widest, the one with
+    the most requests, and others of different widths) are scored together in one padded batch,
+    and every request in them alone: every block of a row, whatever its place, and every row
+    of a padded batch is compared.  The comparison runs in float32, where the two paths agree to
+    rounding, on :func:`_float32_probe` (the model itself when it is float32, else a float32 copy
+    of a few of its layers: the masks and positions are the architecture's, not the depth's).
+    Packing is used only if every token's log-probability agrees within
+    :data:`PACKING_TOLERANCE` nats; otherwise (or if the packed forward pass fails) every request
+    runs alone, and the reason is logged.
     """
     verdict = getattr(model, "_knowlab_packing_exact", None)
     if verdict is not None:
         return verdict
-    prefix, units = rows[0]
-    sample_units = [(context, owners[:2]) for context, owners in units[:2]]
-    sample = [i for _, owners in sample_units for i in owners]
-    tolerance = PACKING_TOLERANCE.get(str(model.dtype).removeprefix("torch."), PACKING_TOLERANCE["float32"])
+    chosen = [rows[r] for r in _check_rows(pairs, rows)]
+    sample = [i for _, units in chosen for _, owners in units for i in owners]
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
     try:
+        probe, what = _float32_probe(model)
         with torch.inference_mode():
-            packed = _score_packed(model, pairs, [(prefix, sample_units)], 1, "packing check")
-            alone = dict(
-                zip(sample, _score_alone(model, [pairs[i] for i in sample], len(sample), max_length, "packing check"))
-            )
+            packed = _score_packed(probe, pairs, chosen, len(chosen), "packing check")
+            alone = dict(zip(sample, _score_alone(probe, [pairs[i] for i in sample], 8, max_length, "packing check")))
         difference = max(float(np.abs(packed[i].logprobs - alone[i].logprobs).max()) for i in sample)
-        verdict, reason = difference <= tolerance, f"largest difference {difference:.1e} nats"
+        widest = max(sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in chosen)
+        verdict = difference <= PACKING_TOLERANCE
+        reason = (
+            f"largest difference {difference:.1e} nats per token over {len(sample)} requests in {len(chosen)} "
+            f"packed rows of up to {widest} tokens, {what}"
+        )
     except Exception as err:  # a model whose forward pass refuses a 4D mask or position ids
         verdict, reason = False, f"the packed forward pass failed: {type(err).__name__}: {err}"
     if verdict:
         log.info("%s: packed scoring agrees with one-at-a-time scoring (%s)", type(model).__name__, reason)
     else:
         log.warning(
-            "%s: packed and one-at-a-time log-likelihoods differ on %d requests (%s, tolerance %.0e): "
-            "scoring every request alone",
-            type(model).__name__, len(sample), reason, tolerance,
+            "%s: packed and one-at-a-time log-likelihoods differ (%s, tolerance %.0e): scoring every request alone",
+            type(model).__name__, reason, PACKING_TOLERANCE,
         )  # fmt: skip
     model._knowlab_packing_exact = verdict
     return verdict
+
+
+def _check_rows(pairs: Sequence[tuple[list[int], list[int]]], rows: Sequence[_Row]) -> list[int]:
+    """Indices of the rows :func:`packing_is_exact` checks: the widest, the one with the most requests, then
+    rows of widths not yet taken (so the batch is padded), up to :data:`PACKING_CHECK_ROWS`."""
+    widths = [sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in rows]
+    n_requests = [sum(len(owners) for _, owners in units) for _, units in rows]
+    chosen = list(dict.fromkeys([int(np.argmax(widths)), int(np.argmax(n_requests))]))
+    for r in range(len(rows)):
+        if len(chosen) >= PACKING_CHECK_ROWS:
+            break
+        if widths[r] not in {widths[c] for c in chosen}:
+            chosen.append(r)
+    return chosen
+
+
+def _float32_probe(model):
+    """``(model, description)`` on which :func:`packing_is_exact` compares the two paths in float32.
+
+    A float32 model is its own probe.  Otherwise: a float32 model of the same class and config
+    but only a few layers (the first of each layer type the config lists, e.g. Gemma-3's sliding
+    and global layers, and at least two), with the model's own weights for the embeddings, the
+    kept layers and the head, on the model's device: the same masks and positions at a small
+    fraction of the memory of a float32 copy.
+
+    Raises:
+        whatever the class's construction or ``load_state_dict`` raises (the caller counts it a
+        failed check).
+    """
+    # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
+    import copy
+    import re
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if model.dtype == torch.float32:
+        return model, "float32"
+    config = copy.deepcopy(model.config)
+    n_layers = config.num_hidden_layers
+    types = getattr(config, "layer_types", None)
+    first_of_type: dict[str, int] = {}
+    for i, layer_type in enumerate(types or ()):
+        first_of_type.setdefault(layer_type, i)
+    keep = sorted({0, min(1, n_layers - 1), *first_of_type.values()})
+    config.num_hidden_layers = len(keep)
+    if types:
+        config.layer_types = [types[i] for i in keep]
+    probe = AutoModelForCausalLM.from_config(
+        config, torch_dtype=torch.float32, attn_implementation=model.config._attn_implementation
+    )
+    state = {}
+    for key, value in model.state_dict().items():
+        match = re.search(r"\.layers\.(\d+)\.", key)
+        if match:
+            layer = int(match.group(1))
+            if layer not in keep:
+                continue
+            key = key.replace(match.group(0), f".layers.{keep.index(layer)}.", 1)
+        state[key] = value
+    probe.load_state_dict(state, strict=False)
+    device = model.get_input_embeddings().weight.device
+    return probe.to(device).eval(), f"float32 copy of layers {keep} of {n_layers}"
 
 
 def _attention_scale(model) -> float:
