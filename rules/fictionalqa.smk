@@ -67,7 +67,8 @@ rule rank_distractors:
         gpu=1,
     params:
         compute=config["compute"],
-        cfg=config["mcq"]["ranker"],
+        # evict is read by rule mcq (the choices from the ranking): changing it re-ranks nothing
+        cfg={key: value for key, value in config["mcq"]["ranker"].items() if key != "evict"},
         seed=config["seed"],
         shards="results/corpus/mcq/ranking_shards",  # kept by a killed job, read by its re-run
     script:
@@ -88,6 +89,7 @@ rule mcq:
         "../envs/data.yaml"
     params:
         distractors=config["mcq"]["distractors"],
+        evict=config["mcq"]["ranker"]["evict"],  # model_ranked: the gold outside the ranked top n
         seed=config["seed"],
     script:
         "../scripts/mcq.py"

@@ -19,6 +19,10 @@ with rule_step(snakemake) as log:
         snakemake.params.seed,
         distractors=snakemake.params.distractors,
         ranking=ranking,
+        evict=snakemake.params.evict,
     )
     write_jsonl(snakemake.output.mcq, items)
-    log.info("MCQ-%s: %d items, %s distractors", snakemake.wildcards.n, len(items), snakemake.params.distractors)
+    log.info(
+        "MCQ-%s: %d items, %s distractors (gold outside the ranked top n: evict %s)",
+        snakemake.wildcards.n, len(items), snakemake.params.distractors, snakemake.params.evict,
+    )  # fmt: skip

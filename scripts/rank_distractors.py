@@ -20,7 +20,10 @@ torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     cfg = snakemake.params.cfg
     model_path = snakemake.input.get("model") or cfg["model"]
-    log.info("ranker model %s, candidates per question: %s", model_path, cfg["max_candidates"] or "every answer")
+    log.info(
+        "ranker model %s, candidates per question: %s, BOS policy: %s",
+        model_path, cfg["max_candidates"] or "every answer", cfg["bos"],
+    )  # fmt: skip
     fict_qa = read_jsonl(snakemake.input.fict_qa)
     shards = ranking_shards(snakemake.params.shards, model_path, fict_qa, cfg, snakemake.params.seed)
     model, tokenizer = load_model(model_path)
@@ -35,6 +38,7 @@ with rule_step(snakemake) as log:
         shard_questions=cfg["shard_questions"],
         shards=shards,
         order=cfg["order"],
+        bos=cfg["bos"],
     )
     write_parquet(snakemake.output.ranking, ranking)
     shards.remove()

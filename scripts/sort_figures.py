@@ -9,6 +9,7 @@ from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
 from knowlab.sort.condition_plots import plot_by_distance, plot_by_excerpt_length, plot_rag
 from knowlab.sort.matrix_plots import plot_matrix
+from knowlab.sort.answers import answer_note
 
 with rule_step(snakemake):
     out, params = snakemake.output, snakemake.params
@@ -31,4 +32,5 @@ with rule_step(snakemake):
         plot_matrix(
             table, f"SORT, base model: {title} across memory conditions",
             getattr(out, f"{test}_pdf"), getattr(out, f"{test}_png"), model=params.model,
+            note=answer_note(rows) if test == "mcnemar" else None,  # correctness depends on the answer rule
         )  # fmt: skip

@@ -12,6 +12,7 @@ from knowlab.core.provenance import rule_step
 from knowlab.sort import analysis
 from knowlab.sort.finetune_plots import plot_across_epochs
 from knowlab.sort.matrix_plots import plot_matrix
+from knowlab.sort.answers import answer_note
 
 MATRICES = {"mcnemar": ("fig14", "McNemar's test on correctness"), "ttest": ("fig15", "paired t-test on the score")}
 ACROSS_EPOCHS = {"fig12": "perplexity", "fig13": "accuracy", "fig16": "score"}
@@ -33,7 +34,9 @@ with rule_step(snakemake) as log:
     for test, table in analysis.parametric_tests(rows, params.alternative).items():
         write_parquet(getattr(out, test), table)
         name, what = MATRICES[test]
-        plot_matrix(table, f"SORT without context after fine-tuning: {what}", *figure(name), model=params.model)
+        note = answer_note(rows) if test == "mcnemar" else None  # correctness depends on the answer rule
+        title = f"SORT without context after fine-tuning: {what}"
+        plot_matrix(table, title, *figure(name), model=params.model, note=note)
     for name, metric in ACROSS_EPOCHS.items():
         plot_across_epochs(
             nll if metric == "perplexity" else rows, *figure(name), metric=metric, model=params.model

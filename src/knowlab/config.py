@@ -120,7 +120,7 @@ def _check_finetune(config: Mapping[str, Any]) -> None:
 def _check_fictionalqa(config: Mapping[str, Any]) -> None:
     mcq = config["mcq"]
     if mcq["distractors"] == "model_ranked":
-        check_candidate_budget(mcq["n_choices"], mcq["ranker"]["max_candidates"])
+        check_candidate_budget(mcq["n_choices"], mcq["ranker"]["max_candidates"], mcq["ranker"]["evict"])
     if unbuilt := [s for s in config["stats"]["suites"] if int(s[3:]) not in mcq["n_choices"]]:
         raise ValueError(f"stats.suites {unbuilt} are not built: add their sizes to mcq.n_choices")
 

@@ -206,8 +206,15 @@ _SORT_ITEM = {
     "answer": ("correct label: the one (`A` or `B`) whose segment comes first in the text", ""),
     "logp_a": ("log of the summed probability of the tokens of label A after the answer prefix", "nats"),
     "logp_b": ("log of the summed probability of the tokens of label B after the answer prefix", "nats"),
-    "prediction": ("label with the larger probability (a tie goes to A)", ""),
-    "correct": ("`prediction == answer`", ""),
+    "prediction": (
+        (
+            "the model's answer: under `forced_choice` the label with the larger probability (a tie goes to A); "
+            "under `greedy` the label of the most probable next token, `none` when that token is neither label"
+        ),
+        "",
+    ),
+    "answer_rule": ("how `prediction` was read, config `sort.answer`: `forced_choice` or `greedy`", ""),
+    "correct": ("`prediction == answer` (false for `none`)", ""),
     "score": ("`log(p(answer) / (p(A) + p(B)))`; log 0.5 when the model cannot tell A from B", "nats (<= 0)"),
     "logp_labels": ("`log(p(A) + p(B))`: probability mass on the two labels", "nats"),
     "label_is_greedy": ("the most probable next token of the whole vocabulary is a label token", ""),

@@ -1,6 +1,7 @@
 """MCQ construction (App. C.6): model-ranked and random-other-event distractors; next-token scoring."""
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -286,3 +287,127 @@ def test_candidate_budget_is_checked_before_ranking():
     check_candidate_budget([4, 10], None)
     with pytest.raises(ValueError, match=r"k=9 .*max_candidates=8"):
         check_candidate_budget([4, 10], 8)
+
+
+# the gold outside the ranked top n (mcq.ranker.evict) and the ranker's BOS (mcq.ranker.bos)
+
+
+def _ranking(question_id, ranked):
+    return pd.DataFrame({"question_id": question_id, "candidate": ranked, "rank": range(len(ranked))})
+
+
+@pytest.mark.parametrize(
+    "evict, expected",
+    [("lowest", ["a0.0", "b", "c", "d"]), ("released", ["a0.0", "c", "d", "e"])],
+)
+def test_a_gold_outside_the_top_n_evicts_the_lowest_or_the_top_ranked(evict, expected):
+    qa = _qa(1)  # gold "a0.0", ranked 6th: not among the top 4
+    ranked = ["b", "c", "B.", "d", "e", "a0.0", "f"]  # "B." repeats "b": the distinct top 4 is b, c, d, e
+    ranking = _ranking(qa[0]["question_id"], ranked)
+    (item,) = build_mcq(qa, 4, seed=0, distractors="model_ranked", ranking=ranking, evict=evict)
+    assert item["choices"][item["gold"]] == "a0.0"
+    # the paper's text: the gold replaces the lowest of the top 4 (e); the released notebook:
+    # [correct_choice] + raw_topk_choices[1:] drops the top-ranked one (b)
+    assert sorted(item["choices"]) == expected
+    assert mcq.select_alternates(ranked, "a0.0", 4, evict) == expected[1:]
+    # an unranked gold (a sampled pool) is outside the top n as well
+    unranked = [c for c in ranked if c != "a0.0"]
+    assert mcq.select_alternates(unranked, "a0.0", 4, evict) == expected[1:]
+
+
+@pytest.mark.parametrize("evict", mcq.EVICT_POLICIES)
+def test_a_gold_inside_the_top_n_keeps_the_top_n_under_both_policies(evict):
+    qa = _qa(1)
+    for ranked, top in (
+        (["b", "c", "a0.0", "d", "e"], ["a0.0", "b", "c", "d"]),  # gold 3rd: the top 4 as they are
+        (["b", "c", "d", "A0.0", "e"], ["a0.0", "b", "c", "d"]),  # gold 4th (a variant of it), the last of the top 4
+        (["a0.0", "b", "c", "d", "e"], ["a0.0", "b", "c", "d"]),  # gold first, as for almost every released question
+    ):
+        ranking = _ranking(qa[0]["question_id"], ranked)
+        (item,) = build_mcq(qa, 4, seed=0, distractors="model_ranked", ranking=ranking, evict=evict)
+        assert sorted(item["choices"]) == top, ranked
+
+
+def test_evict_needs_enough_candidates_and_a_known_policy():
+    qa = _qa(1)
+    ranking = _ranking(qa[0]["question_id"], ["b", "c", "d"])  # an unranked gold and exactly k alternates
+    (item,) = build_mcq(qa, 4, seed=0, distractors="model_ranked", ranking=ranking, evict="lowest")
+    assert sorted(item["choices"]) == ["a0.0", "b", "c", "d"]
+    with pytest.raises(ValueError, match=r"question_000: 4 choices need k=3 alternates: released evicts .* has only 3"):
+        build_mcq(qa, 4, seed=0, distractors="model_ranked", ranking=ranking, evict="released")
+    with pytest.raises(ValueError, match="mcq.ranker.evict must be one of"):
+        build_mcq(qa, 4, seed=0, distractors="model_ranked", ranking=ranking, evict="highest")
+    # released with a sampled pool (the gold never a candidate) needs n candidates, not n - 1
+    mcq.check_candidate_budget([4, 10], 9, "lowest")
+    mcq.check_candidate_budget([4, 10], 10, "released")
+    with pytest.raises(ValueError, match=r"k=9 .*released.*max_candidates=9 .* >= 10"):
+        mcq.check_candidate_budget([4, 10], 9, "released")
+
+
+def test_the_default_evict_keeps_the_previous_items(corpus):
+    """``lowest`` (the default) is the construction from before the key: the first k distinct
+    candidates other than the gold, wherever the gold ranks."""
+    qa = corpus["fict_qa"]
+    pool = list(answer_pool(qa).values())
+    ranking = pd.DataFrame(  # the pool rotated per question, so the gold ranks anywhere
+        [
+            {"question_id": q["question_id"], "candidate": c, "rank": r}
+            for i, q in enumerate(qa)
+            for r, c in enumerate(pool[i % len(pool) :] + pool[: i % len(pool)])
+        ]
+    )
+    for n in (4, 10):
+        items = build_mcq(qa, n, seed=7, distractors="model_ranked", ranking=ranking)
+        assert items == build_mcq(qa, n, seed=7, distractors="model_ranked", ranking=ranking, evict="lowest")
+        by_id = {q["question_id"]: (i, q) for i, q in enumerate(qa)}
+        for item in items:
+            i, q = by_id[item["question_id"]]
+            ranked = pool[i % len(pool) :] + pool[: i % len(pool)]
+            before = [c for c in ranked if normalise(c) != normalise(q["natural_answer"])][: n - 1]
+            assert sorted(c for j, c in enumerate(item["choices"]) if j != item["gold"]) == sorted(before)
+
+
+def test_double_bos_puts_one_bos_before_a_prompt_of_a_tokenizer_that_adds_none(tiny, monkeypatch):
+    model, tok = tiny
+    assert tok("Question:")["input_ids"] == tok("Question:", add_special_tokens=False)["input_ids"]  # adds no BOS
+    seen = {}
+    real = mcq.score_token_ids
+
+    def recording(model, pairs, **kwargs):
+        seen.setdefault("pairs", []).append(pairs)
+        return real(model, pairs, **kwargs)
+
+    monkeypatch.setattr(mcq, "score_token_ids", recording)
+    qa = _qa(2)
+    tables = {bos: rank_candidates(model, tok, qa, seed=0, bos=bos) for bos in mcq.RANKER_BOS}
+    plain, double = seen["pairs"]
+    prompt = RANKER_TEMPLATE.format(question="q0.0", true_answer="a0.0", alternate_answer="a0.0")
+    text = tok(prompt, add_special_tokens=False)["input_ids"]
+    assert plain[0][0] == text
+    assert double[0][0] == [tok.bos_token_id, *text]  # exactly one BOS, then the prompt
+    assert all(d[0] == [tok.bos_token_id, *p[0]] and d[1] == p[1] for p, d in zip(plain, double))
+    assert not np.allclose(tables["tokenizer"]["loss_yes"], tables["double"]["loss_yes"])
+    with pytest.raises(ValueError, match="mcq.ranker.bos must be one of"):
+        rank_candidates(model, tok, qa, seed=0, bos="none")
+
+
+def test_ranker_bos_and_evict_are_config_keys_and_in_the_shard_fingerprint(tmp_path, corpus, tiny_model_dir):
+    from snakemake.exceptions import WorkflowError
+
+    from knowlab.config import check_config, load_config
+
+    cfg = load_config()
+    assert (cfg["mcq"]["ranker"]["bos"], cfg["mcq"]["ranker"]["evict"]) == ("tokenizer", "lowest")
+    paper = load_config(Path(__file__).resolve().parents[2] / "config" / "paper.yaml")["mcq"]["ranker"]
+    assert (paper["bos"], paper["evict"]) == ("double", "released")
+    for key, value in (("bos", "triple"), ("evict", "highest")):
+        with pytest.raises(WorkflowError, match=value):
+            load_config({"mcq": {"ranker": {key: value}}})
+    with pytest.raises(ValueError, match=r"mcq.ranker.evict: released.*max_candidates=9"):  # MCQ-10 needs 10
+        check_config(load_config({"mcq": {"ranker": {"evict": "released", "max_candidates": 9}}}))
+    qa, ranker = corpus["fict_qa"][:3], cfg["mcq"]["ranker"]
+    stamps = {}
+    for bos in mcq.RANKER_BOS:
+        store = mcq.ranking_shards(tmp_path / bos, tiny_model_dir, qa, {**ranker, "bos": bos}, 0)
+        stamps[bos] = (store.folder / "fingerprint.json").read_text()
+    assert stamps["tokenizer"] != stamps["double"]

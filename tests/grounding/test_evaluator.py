@@ -245,3 +245,103 @@ def test_load_evaluator_rejects_unknown_settings(bi_encoder):
     evaluator = load_evaluator({"kind": "bi_encoder", "model": bi_encoder.embedder, "threshold": 0.5})
     assert isinstance(evaluator, BiEncoderEvaluator) and evaluator.threshold == 0.5
     assert evaluator.sentences_per_passage == 1 and evaluator.window == 254
+
+
+def test_truncate_window_misses_a_fact_after_token_512(bi_encoder, long_text):
+    """``window: max`` scores a long text's passages and finds a fact at its end; ``truncate`` (the released
+    scorer) keeps the text's first tokens only: the same fact after token 512 is not seen."""
+    from knowlab.grounding.evaluator import BiEncoderEvaluator, load_evaluator, truncate_text
+
+    text = long_text + "\n\n" + NEEDLE
+    tok = bi_encoder.tokenizer
+    assert len(tok.tokenize(long_text)) > 512  # the needle's sentence starts after token 512
+    found = load_evaluator({"kind": "bi_encoder", "model": bi_encoder.embedder, "window": "max"})
+    cut = load_evaluator({"kind": "bi_encoder", "model": bi_encoder.embedder, "window": "truncate"})
+    assert isinstance(cut, BiEncoderEvaluator) and cut.window_mode == "truncate" and found.window_mode == "max"
+    assert cut.truncate_tokens == 254  # the embedder's window is below 512
+    (passage,) = cut.passages(text)
+    assert passage == truncate_text(text, tok, 254) and text.startswith(passage) and NEEDLE not in passage
+    assert found.scores([(NEEDLE_FACT, text)])[0] >= 0.4
+    with_needle, without = cut.scores([(NEEDLE_FACT, text), (NEEDLE_FACT, long_text)])
+    assert with_needle == without < 0.4  # what follows the first tokens changes nothing
+    assert cut.passages("  ") == [] and cut.scores([(NEEDLE_FACT, "")])[0] == -math.inf
+
+
+def test_truncate_text(bi_encoder, long_text):
+    from knowlab.grounding.evaluator import truncate_text
+
+    tok = bi_encoder.tokenizer
+    offsets = tok(long_text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    assert truncate_text(long_text, tok, 512) == long_text[: offsets[512][0]].strip()
+    assert len(tok.tokenize(truncate_text(long_text, tok, 512))) == 512
+    assert truncate_text("  A short text. ", tok, 512) == "A short text."
+    with pytest.raises(ValueError, match="truncation length"):
+        truncate_text("text", tok, 0)
+
+
+def test_cross_encoder_truncate_is_the_released_scorer(tiny_cross_encoder_dir, long_text):
+    """``truncate``: one (fact, text) pair that predict's tokenizer truncates to the model's window
+    (longest_first), as ``model.predict([(fact, para)])`` in the released ``cal_f1.py``."""
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from knowlab.grounding.evaluator import load_evaluator
+
+    evaluator = load_evaluator({"kind": "cross_encoder", "model": str(tiny_cross_encoder_dir), "window": "truncate"})
+    assert evaluator.truncate_tokens == 128  # min(512, the tiny model's 128-token window)
+    tok = AutoTokenizer.from_pretrained(tiny_cross_encoder_dir)
+    model = BertForSequenceClassification.from_pretrained(tiny_cross_encoder_dir).eval()
+    fact = "Marguerite Olsen painted the harbour tower green."
+    with torch.no_grad():
+        released = model(**tok(fact, long_text, return_tensors="pt", truncation=True)).logits[0, 0].item()
+    text = long_text + "\n\n" + NEEDLE
+    scores = evaluator.scores([(fact, long_text), (fact, text)])
+    np.testing.assert_allclose(scores, [released, released], atol=1e-4)
+    assert len(evaluator.passages(text)) == 1
+    windowed = load_evaluator({"kind": "cross_encoder", "model": evaluator.model})
+    assert windowed.window_mode == "max" and len(windowed.passages(text)) > 3
+
+
+def test_llm_judge_encodes_special_tokens_as_the_harness(smollm2, smollm2_dir, long_text):
+    """The judge's context ids: encode_context's special tokens (a BOS where the tokenizer adds one, none
+    where the prompt starts with the BOS text) + the prompt's tokens, its generation prompt's newline kept."""
+    import torch
+    from tokenizers.processors import TemplateProcessing
+    from transformers import AutoTokenizer
+
+    from knowlab.grounding.evaluator import FACT_TOKENS, LLMJudge
+
+    model, tokenizer = smollm2
+    plain = LLMJudge(model, tokenizer)  # SmolLM2 adds no special token: ids as before
+    assert plain.head == []
+    assert plain.prompt_ids("f", "p") == tokenizer(plain.prompt("f", "p"), add_special_tokens=False)["input_ids"]
+    with_bos = AutoTokenizer.from_pretrained(smollm2_dir)  # a Llama-3-like tokenizer: a BOS before every text
+    bos = with_bos.bos_token
+    with_bos._tokenizer.post_processor = TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, with_bos.bos_token_id)]
+    )
+    assert with_bos("a")["input_ids"][0] == with_bos.bos_token_id
+    # its chat template renders the BOS text itself ("<|im_start|>" here): no second BOS
+    assert LLMJudge(model, with_bos).head == []
+    with_bos.chat_template = None
+    judge = LLMJudge(model, with_bos)
+    context = "Lady Xian died during a tour of Hainan."
+    ids = judge.prompt_ids("Lady Xian died in Hainan.", context)
+    assert judge.head == [with_bos.bos_token_id] and ids[0] == with_bos.bos_token_id
+    own = with_bos(judge.prompt("Lady Xian died in Hainan.", context), add_special_tokens=False)["input_ids"]
+    assert ids[1:] == own
+    # the window counts the BOS: one token less than without it
+    overhead = len(judge.prompt_ids("", ""))
+    assert judge.window == 8192 - overhead - FACT_TOKENS - 1
+    assert overhead == len(with_bos(judge.prompt("", ""), add_special_tokens=False)["input_ids"]) + 1
+    score = judge.scores([("Lady Xian died in Hainan.", context)])[0]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0, -1].double(), -1)
+    true = torch.logsumexp(logp[judge.label_ids["True"]], 0)
+    false = torch.logsumexp(logp[judge.label_ids["False"]], 0)
+    assert score == pytest.approx((true - false).item(), abs=1e-3)
+    # window truncate: the paragraph cut to its first 512 tokens of the judge's tokenizer
+    cut = LLMJudge(model, tokenizer, window_mode="truncate")
+    (passage,) = cut.passages(long_text + "\n\n" + NEEDLE)
+    assert long_text.startswith(passage) and NEEDLE not in passage
+    assert len(tokenizer.tokenize(passage)) <= 512 < len(tokenizer.tokenize(long_text))

@@ -172,3 +172,154 @@ def test_real_decomposer_smollm2(smollm2):
     for record in out:
         assert record["facts"] and all(isinstance(f, str) and f for f in record["facts"])
         assert record["method"] in ("llm", "sentences", "mixed")
+
+
+# A demonstrations file in FActScore's published format (demos/demons.json: a JSON object mapping a
+# demonstration sentence to its list of atomic facts), written as that file is: file order matters.
+FACTSCORE_DEMONS = """{
+    "Marie Curie was a Polish-born physicist who won two Nobel Prizes.": [
+        "Marie Curie was a physicist.",
+        "Marie Curie was Polish-born.",
+        "Marie Curie won two Nobel Prizes."
+    ],
+    "The Eiffel Tower, completed in 1889, stands in Paris.": [
+        "The Eiffel Tower was completed in 1889.",
+        "The Eiffel Tower stands in Paris."
+    ],
+    "Beethoven composed nine symphonies.": ["Beethoven composed symphonies.", "Beethoven composed nine symphonies."],
+    "The Danube flows through ten countries before reaching the Black Sea.": [
+        "The Danube flows through ten countries.",
+        "The Danube reaches the Black Sea."
+    ]
+}
+"""
+CURIE = (
+    "Please breakdown the following sentence into independent facts: "
+    "Marie Curie was a Polish-born physicist who won two Nobel Prizes.\n"
+    "- Marie Curie was a physicist.\n- Marie Curie was Polish-born.\n- Marie Curie won two Nobel Prizes.\n\n"
+)
+EIFFEL = (
+    "Please breakdown the following sentence into independent facts: "
+    "The Eiffel Tower, completed in 1889, stands in Paris.\n"
+    "- The Eiffel Tower was completed in 1889.\n- The Eiffel Tower stands in Paris.\n\n"
+)
+DANUBE = (
+    "Please breakdown the following sentence into independent facts: "
+    "The Danube flows through ten countries before reaching the Black Sea.\n"
+    "- The Danube flows through ten countries.\n- The Danube reaches the Black Sea.\n\n"
+)
+
+
+@pytest.fixture
+def demons_file(tmp_path):
+    path = tmp_path / "demons.json"
+    path.write_text(FACTSCORE_DEMONS, encoding="utf-8")
+    return path
+
+
+def test_factscore_demonstrations_prompt(demons_file):
+    """FActScore's get_init_atomic_facts_from_sentence: the first n demonstrations, then the top k by BM25,
+    then the sentence, each as "Please breakdown the following sentence into independent facts: ..."."""
+    from knowlab.grounding.facts import Demonstrations, decompose_messages, load_demos
+
+    demos = load_demos(demons_file)
+    assert list(demos)[3] == "The Danube flows through ten countries before reaching the Black Sea."
+    chosen = Demonstrations.from_config({"demos": str(demons_file), "n_demos": 2, "k_demos": 1})
+    sentence = "The Danube is the second-longest river in Europe."
+    question = f"Please breakdown the following sentence into independent facts: {sentence}\n"
+    # plain text (a model without a chat template): FActScore's prompt, byte for byte
+    assert render_decompose_prompt(PlainTokenizer(), sentence, chosen) == CURIE + EIFFEL + DANUBE + question
+    # a BM25 pick that is one of the first n is repeated, as FActScore does
+    curie = "Curie won a Nobel Prize in 1903."
+    again = f"Please breakdown the following sentence into independent facts: {curie}\n"
+    assert chosen.prompt(curie) == CURIE + EIFFEL + CURIE + again
+    # n = 0, k = 0: the sentence alone; k = 0: no BM25 pick
+    assert Demonstrations(demos, 0, 0).prompt(sentence) == question
+    assert Demonstrations(demos, 2, 0).prompt(sentence) == CURIE + EIFFEL + question
+    # a chat model (openai backend, or a chat template) gets the whole prompt as one user message
+    assert decompose_messages(sentence, chosen) == ({"role": "user", "content": CURIE + EIFFEL + DANUBE + question},)
+
+
+def test_decompose_with_a_demonstrations_file(monkeypatch, demons_file, tmp_path):
+    fake = FakeGenerate(lambda p: "- " + p.rsplit("independent facts: ", 1)[1].strip())
+    monkeypatch.setattr("knowlab.grounding.facts.generate_texts", fake)
+    decomposer = {"kind": "llm", "name": "fake", "demos": str(demons_file), "n_demos": 2, "k_demos": 1}
+    out = decompose_responses(["Beethoven wrote an opera."], decomposer, object(), PlainTokenizer())
+    assert out[0]["facts"] == ["Beethoven wrote an opera."] and out[0]["method"] == "llm"
+    assert fake.prompts == [
+        CURIE
+        + EIFFEL
+        + "Please breakdown the following sentence into independent facts: Beethoven composed nine symphonies.\n"
+        + "- Beethoven composed symphonies.\n- Beethoven composed nine symphonies.\n\n"
+        + "Please breakdown the following sentence into independent facts: Beethoven wrote an opera.\n"
+    ]
+    # the cache identity: the project's prompt keeps the earlier key; a file, n and k are part of it
+    default = decomposer_id({"kind": "llm", "name": "fake"})
+    assert default == "llm:fake:max_new_tokens=96:min_support=None"
+    ident = decomposer_id(decomposer)
+    assert ident.startswith(default + ":demos=factscore-") and ident.endswith(":n=2:k=1")
+    edited = tmp_path / "edited.json"
+    edited.write_text(FACTSCORE_DEMONS.replace('nine symphonies."]', '9 symphonies."]'), encoding="utf-8")
+    assert decomposer_id({**decomposer, "demos": str(edited)}) != ident
+    assert decomposer_id({**decomposer, "k_demos": 0}) != ident
+
+
+def test_project_demonstrations_as_shipped():
+    """The default prompt is unchanged; the shipped file holds the same demonstrations in FActScore's format."""
+    from knowlab.grounding.facts import PROJECT_DEMOS, Demonstrations, load_demos
+
+    assert load_demos(ROOT / "data" / "grounding" / "decomposer_demos.json") == PROJECT_DEMOS
+    assert list(PROJECT_DEMOS) == [s for s, _ in DECOMPOSE_DEMOS]
+    sentence = "Rome is an old city."
+    assert Demonstrations.from_config({}).is_default
+    assert Demonstrations.from_config({"n_demos": None, "k_demos": 0}).prompt(sentence) == DECOMPOSE_PROMPT.format(
+        text=sentence
+    )
+    one = Demonstrations.from_config({"n_demos": 1})
+    assert one.prompt(sentence) == (
+        f"{DECOMPOSE_INSTRUCTION}\n\nSentence: Napoleon is a French general.\nFacts:\n- Napoleon is French.\n"
+        f"- Napoleon is a general.\n\nSentence: {sentence}\nFacts:\n"
+    )
+    shipped = Demonstrations.from_config({"demos": str(ROOT / "data" / "grounding" / "decomposer_demos.json")})
+    assert shipped.prompt(sentence).startswith(
+        "Please breakdown the following sentence into independent facts: Napoleon is a French general.\n"
+        "- Napoleon is French.\n- Napoleon is a general.\n\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"A sentence.": ["A fact."],\n "Another sentence.": ["A fact.",]}', r"demons\.json:2: malformed JSON"),
+        ('["A sentence.", ["A fact."]]', r"demons\.json:1: .*must be a JSON object.*got a JSON array"),
+        ("{}", r"demons\.json:1: no demonstration"),
+        (
+            '{\n  "A sentence.": ["A fact."],\n  "Another sentence.": "Another fact."\n}',
+            r"demons\.json:3: demonstration 'Another sentence\.': its facts must be a list of strings, got a JSON string",
+        ),
+        ('{\n  "A sentence.": ["A fact.", 3]\n}', r"demons\.json:2: demonstration 'A sentence\.': its facts must be"),
+        ('{\n  "": ["A fact."]\n}', r"demons\.json:2: demonstration '': an empty demonstration sentence"),
+    ],
+)
+def test_malformed_demonstrations_file(tmp_path, text, message):
+    from knowlab.core.io import DataError
+    from knowlab.grounding.facts import load_demos
+
+    path = tmp_path / "demons.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        load_demos(path)
+    # decomposing reads the file before any model call
+    with pytest.raises(DataError, match=message):
+        decompose_responses(["Ada wrote notes."], {"kind": "llm", "demos": str(path)}, object(), PlainTokenizer())
+
+
+def test_demonstration_settings_errors(demons_file, tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"grounding\.decomposer\.demos: .*missing\.json not found"):
+        decompose_responses(["x"], {"kind": "llm", "demos": str(tmp_path / "missing.json")}, object(), PlainTokenizer())
+    with pytest.raises(ValueError, match=r"grounding\.decomposer\.n_demos=7: .*demons\.json holds 4 demonstrations"):
+        decompose_responses(["x"], {"kind": "llm", "demos": str(demons_file), "n_demos": 7}, object(), PlainTokenizer())
+    with pytest.raises(ValueError, match=r"grounding\.decomposer\.k_demos must be an int >= 0, got -1"):
+        decompose_responses(["x"], {"kind": "llm", "k_demos": -1}, object(), PlainTokenizer())
+    # the sentence decomposer never reads the file
+    assert decompose_responses(["Ada wrote notes."], {"kind": "sentences", "demos": str(tmp_path / "missing.json")})

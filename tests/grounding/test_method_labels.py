@@ -41,6 +41,14 @@ def test_evaluator_label_defaults_are_the_papers_thresholds():
     assert evaluator_label({"kind": "llm_judge"}, "SmolLM2") == "llm_judge:SmolLM2@0"
     with pytest.raises(ValueError, match="evaluator.kind"):
         evaluator_label({"kind": "nli"})
+    # grounding.evaluator.window: max (the default) keeps the label; truncate (the released scorer) says so
+    assert evaluator_label({"kind": "bi_encoder", "window": "max"}) == BI_ENCODER
+    assert (
+        evaluator_label({"kind": "cross_encoder", "window": "truncate"})
+        == "cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6 (window: truncate)"
+    )
+    with pytest.raises(ValueError, match=r"grounding\.evaluator\.window"):
+        evaluator_label({"kind": "cross_encoder", "window": "mean"})
 
 
 def scored_rows(**columns):

@@ -141,3 +141,40 @@ def test_evaluate_epoch_labels_rows_with_the_epoch_step(tiny, tiny_model_dir, sp
                                epoch=0)  # fmt: skip
     assert rows.empty and list(rows.columns) == meta
     assert set(nll[meta].itertuples(index=False, name=None)) == {("tiny", "base", 0, 0)} and len(nll) == 1
+
+
+def test_the_answer_rule_reaches_every_evaluation(tiny, tiny_model_dir, split_items):
+    """sort.answer in the config block: the condition rows, an epoch's rows and prompt selection read answers
+    by it (a block without the key, as the hand-built ones above, is forced choice: the schema's default)."""
+    model, tok = tiny
+    greedy = {**CFG, "answer": "greedy"}
+    template = DEFAULT_TEMPLATES[0]
+    rows = evaluate_condition(tiny_model_dir, split_items, "baseline", template, greedy, model_name="tiny", run="base",
+                              step=0)  # fmt: skip
+    expected = evaluate_items(model, tok, split_items[1:], "baseline", [template], system_prompt=SYSTEM_PROMPT,
+                              batch_size=4, answer="greedy")  # fmt: skip
+    assert rows.drop(columns=["model", "run", "step"]).equals(expected) and set(rows.answer_rule) == {"greedy"}
+    assert set(rows.prediction) <= {"A", "B", "none"}
+    assert (rows.prediction == "none").eq(~rows.label_is_greedy).all()
+    plain = evaluate_condition(tiny_model_dir, split_items, "baseline", template, CFG, model_name="tiny", run="base",
+                               step=0)  # fmt: skip
+    assert set(plain.answer_rule) == {"forced_choice"} and set(plain.prediction) <= {"A", "B"}
+    texts = {"steps_per_epoch": {"books": 1}}
+    epoch_rows, _ = evaluate_epoch(tiny_model_dir, split_items, template, greedy, ["baseline"], texts,
+                                   model_name="tiny", run="books", epoch=1)  # fmt: skip
+    assert set(epoch_rows.answer_rule) == {"greedy"}
+    _, validation = choose_template({**greedy, "templates": [template]}, split_items, tiny_model_dir)
+    assert set(validation.answer_rule) == {"greedy"}
+
+
+def test_the_paper_config_reads_the_greedy_token():
+    from pathlib import Path
+
+    from snakemake.exceptions import WorkflowError
+
+    from knowlab.config import load_config
+
+    assert load_config()["sort"]["answer"] == "forced_choice"
+    assert load_config(Path(__file__).resolve().parents[2] / "config" / "paper.yaml")["sort"]["answer"] == "greedy"
+    with pytest.raises(WorkflowError, match="sampled"):
+        load_config({"sort": {"answer": "sampled"}})

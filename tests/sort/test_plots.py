@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from knowlab.core.plotting import read_description
 from knowlab.core.stats import checkpoint_pairs, matched_pairs
@@ -223,3 +224,25 @@ def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkey
         marks=baseline, n_resamples=N_RES,
     )  # fmt: skip
     assert f"Holm-corrected over {len(family)} tests" in notes[0]
+
+
+def test_footnotes_and_captions_name_the_answer_rule(sub, rows, tmp_path, monkeypatch):
+    """sort.answer: every accuracy figure's footnote (and the tables' captions) says how answers were read;
+    rows scored before the answer_rule column were forced choice."""
+    from knowlab.sort import condition_plots
+    from knowlab.sort.analysis import tables
+    from knowlab.sort.answers import ANSWER_NOTES, answer_note
+
+    base = sub(rows, run="base", split="test")
+    notes = []
+    real = condition_plots.panel_figure
+    monkeypatch.setattr(condition_plots, "panel_figure", lambda n, h, note: notes.append(note) or real(n, h, note))
+    for rule in ("forced_choice", "greedy"):
+        tagged = base.assign(answer_rule=rule)
+        condition_plots.plot_by_distance(tagged, tmp_path / "f.pdf", tmp_path / "f.png", n_resamples=N_RES)
+        assert notes[-1].endswith(ANSWER_NOTES[rule])
+        assert all(t.caption.endswith(ANSWER_NOTES[rule]) for t in tables(tagged, N_RES).values())
+    assert answer_note(base.drop(columns="answer_rule", errors="ignore")) == ANSWER_NOTES["forced_choice"]
+    mixed = base.assign(answer_rule=["greedy"] + ["forced_choice"] * (len(base) - 1))
+    with pytest.raises(ValueError, match="different answer rules"):  # their accuracies do not compare
+        answer_note(mixed)

@@ -196,3 +196,153 @@ def test_smollm2_puts_most_probability_on_the_labels(smollm2, items):
     assert (frame["logp_labels"] > math.log(0.5)).all()
     assert frame["label_is_greedy"].all()
     assert (frame["score"] <= 0).all() and (frame["score"] > math.log(1e-3)).all()
+
+
+# --- a tokenizer that puts a BOS first (Llama-3's way): harness context encoding ------------------------
+
+
+@pytest.fixture(scope="module")
+def bos_tiny(tmp_path_factory, corpus):
+    """(model, tokenizer): a 2-layer random Llama whose tokenizer puts ``<|begin_of_text|>`` before every text."""
+    from knowlab.core.models import build_tiny_model, load_model
+
+    arch = {
+        "vocab_size": 400,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "max_position_embeddings": 512,
+    }
+    out = tmp_path_factory.mktemp("sort_bos") / "model"
+    build_tiny_model([r["fiction"] for r in corpus["fictions"]], out, arch, seed=5, add_bos=True)
+    model, tokenizer = load_model(out)
+    return model.float().eval(), tokenizer
+
+
+def test_a_context_starts_with_the_tokenizers_bos_and_labels_are_still_found(bos_tiny, items, one_thread, monkeypatch):
+    from knowlab.sort import score as score_module
+
+    model, tok = bos_tiny
+    bos = tok.bos_token_id
+    assert tok("Answer:")["input_ids"][0] == bos  # the tokenizer's default adds a BOS
+    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "in_context") for item in items]
+    scored = []
+    engine = score_module.score_token_ids
+    spy = lambda m, pairs, **kw: scored.extend(pairs) or engine(m, pairs, **kw)  # noqa: E731
+    monkeypatch.setattr(score_module, "score_token_ids", spy)
+    frame = score_items(model, tok, contexts, [item["answer"] for item in items], batch_size=2)
+    texts = [tok(context, add_special_tokens=False)["input_ids"] for context in contexts]
+    # the engine scored each label token after exactly [BOS] + the context's own tokens, as the harness
+    assert len(scored) == sum(len(v) for c in contexts for v in label_token_ids(tok, c).values())
+    assert all(any(ids == [bos, *text] for text in texts) for ids, _ in scored)
+    for row, context, text in zip(frame.itertuples(), contexts, texts):
+        assert row.n_context_tokens == len(text) + 1  # the BOS, then the context's own tokens
+        ids = label_token_ids(tok, context)  # compared on the text's ids: found despite the BOS
+        assert ids["A"] and ids["B"]
+        for label, variants in ids.items():
+            for token, variant in zip(variants, (label, " " + label)):
+                assert tok(context + variant, add_special_tokens=False)["input_ids"] == text + [token]
+        with torch.no_grad():
+            with_bos = torch.log_softmax(model(input_ids=torch.tensor([[bos, *text]])).logits[0, -1].double(), -1)
+        assert row.logp_a == pytest.approx(torch.logsumexp(with_bos[ids["A"]], 0).item(), abs=1e-4)
+        assert row.logp_b == pytest.approx(torch.logsumexp(with_bos[ids["B"]], 0).item(), abs=1e-4)
+        assert row.label_is_greedy == (int(with_bos.argmax()) in ids["A"] + ids["B"])
+
+
+# --- the answer rule (sort.answer): forced choice or the greedy token ---------------------------------------
+
+
+def _fake_engine(tok, contexts, probabilities, top):
+    """A stand-in for the engine: per context, the probability of each label variant ("A", " A", "B", " B")
+    and the text of the vocabulary's top token (None: a token that is no label variant)."""
+    from knowlab.core.scoring import TokenScores
+
+    owners = {}
+    for i, context in enumerate(contexts):
+        for label, variants in label_token_ids(tok, context).items():
+            for token, text in zip(variants, (label, " " + label)):
+                owners[(i, token)] = text
+    calls = []
+
+    def engine(model, pairs, **kwargs):
+        rows, out, last = [], [], None
+        for context_ids, (token,) in pairs:
+            if context_ids is not last:
+                rows.append(context_ids)
+                last = context_ids
+            i = len(rows) - 1
+            text = owners[(i, token)]
+            out.append(TokenScores(np.array([math.log(probabilities[i][text])]), np.array([top[i] == text])))
+        calls.append(len(pairs))
+        return out
+
+    return engine
+
+
+def test_greedy_reads_the_top_token_and_an_item_without_a_label_token_is_incorrect(tiny, items, monkeypatch):
+    from knowlab.sort import score as score_module
+    from knowlab.sort.answers import NO_ANSWER
+
+    model, tok = tiny
+    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "baseline") for item in items]
+    answers = ["B", "A"]
+    # item 0: " B" is the top token (0.3), but A's two tokens together (0.4) outweigh B's (0.35);
+    # item 1: A is more probable than B, yet the top token is some other word
+    probabilities = [
+        {"A": 0.2, " A": 0.2, "B": 0.05, " B": 0.3},
+        {"A": 0.1, " A": 0.15, "B": 0.02, " B": 0.03},
+    ]
+    top = [" B", None]
+    monkeypatch.setattr(score_module, "score_token_ids", _fake_engine(tok, contexts, probabilities, top))
+    forced = score_items(model, tok, contexts, answers)
+    greedy = score_items(model, tok, contexts, answers, answer="greedy")
+    assert list(forced["prediction"]) == ["A", "A"] and list(forced["correct"]) == [False, True]
+    assert list(greedy["prediction"]) == ["B", NO_ANSWER] and list(greedy["correct"]) == [True, False]
+    assert greedy["correct"].dtype == bool
+    assert list(forced["answer_rule"]) == ["forced_choice"] * 2 and list(greedy["answer_rule"]) == ["greedy"] * 2
+    assert list(greedy["label_is_greedy"]) == [True, False] == list(forced["label_is_greedy"])
+    # the continuous score does not depend on the rule
+    for column in ("logp_a", "logp_b", "score", "logp_labels"):
+        np.testing.assert_array_equal(forced[column], greedy[column])
+    assert greedy["score"].iloc[0] == pytest.approx(math.log(0.35 / 0.75))
+    with pytest.raises(ValueError, match="sort.answer must be one of"):
+        score_items(model, tok, contexts, answers, answer="sampled")
+
+
+def test_greedy_on_the_tiny_model_matches_a_manual_argmax(tiny, items):
+    model, tok = tiny
+    contexts = [render_prompt(tok, DEFAULT_TEMPLATES[k], item, "in_context") for k, item in enumerate(items)]
+    answers = [item["answer"] for item in items]
+    forced = score_items(model, tok, contexts, answers, batch_size=4)
+    greedy = score_items(model, tok, contexts, answers, batch_size=4, answer="greedy")
+    for row, context, answer in zip(greedy.itertuples(), contexts, answers):
+        _, top = _manual_label_logprobs(model, tok, context)
+        ids = label_token_ids(tok, context)
+        label = next((label for label, variants in ids.items() if top in variants), "none")
+        assert row.prediction == label and row.correct == (label == answer)
+    pd.testing.assert_frame_equal(
+        forced.drop(columns=["prediction", "correct", "answer_rule"]),
+        greedy.drop(columns=["prediction", "correct", "answer_rule"]),
+    )
+
+
+def test_prompt_selection_rates_a_among_the_answers_of_greedy_reading():
+    def rows(template_id, predictions, correct):
+        return pd.DataFrame({"template_id": template_id, "prediction": predictions, "correct": correct})
+
+    table = pd.concat(
+        [
+            rows("t01", ["A", "none", "none", "none"], [True, False, False, False]),  # A only, when it answers
+            rows("t02", ["A", "B", "none", "none"], [True, True, False, False]),  # A-rate 0.5 among its answers
+            rows("t03", ["none"] * 4, [False] * 4),  # never answers: rejected
+        ]
+    )
+    chosen = select_prompt(table, max_rate_deviation=0.2)
+    by_id = {r["template_id"]: r for r in chosen["table"]}
+    assert chosen["template_id"] == "t02" and chosen["accuracy"] == pytest.approx(0.5)
+    assert by_id["t01"]["a_rate"] == pytest.approx(1.0) and by_id["t01"]["rejected"]
+    assert math.isnan(by_id["t03"]["a_rate"]) and by_id["t03"]["rejected"]
+    # every template rejected: a template without answers is never the closest to 0.5
+    fallback = select_prompt(table[table["template_id"] != "t02"], max_rate_deviation=0.2)
+    assert fallback["all_rejected"] and fallback["template_id"] == "t01"

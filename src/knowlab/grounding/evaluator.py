@@ -13,17 +13,31 @@ exists in text ``B``, else 0.  Three evaluators share one interface (:class:`Eva
 - :class:`LLMJudge`: an LM asked the App. B.2 prompt (after Min et al., 2023, FActScore);
   the score is ``log p(True) - log p(False)`` of the next token; supported when ``> 0``.
 
-Windowing (required by the task; not described in the paper): a text longer than the
-evaluator's window is split into passages that fit, and the score of a fact against the
-text is the **maximum over its passages**.  The window is the model's input limit minus
-room for the fact, the prompt and the special tokens.  Passages are cut by LangChain's
-``RecursiveCharacterTextSplitter`` (token lengths from the model's own tokenizer), which
-prefers paragraph, line and sentence breaks over word breaks; no passage exceeds the
-window (:func:`split_passages`).  The bi-encoder scores single sentences instead
-(:func:`sentence_windows`): a short fact against a long passage gets a low cosine; see
-:class:`BiEncoderEvaluator` for the measurement that chose the rule.  Within one call every
-distinct text is split once and every distinct passage and fact is embedded / scored once
-(the bi-encoder also keeps embeddings across calls, see ``cache_size``).
+Windowing (``grounding.evaluator.window``, :data:`WINDOWS`; the paper does not describe it):
+
+- ``max`` (the default; required by the task): a text longer than the evaluator's window is
+  split into passages that fit, and the score of a fact against the text is the **maximum over
+  its passages**.  The window is the model's input limit minus room for the fact, the prompt
+  and the special tokens.  Passages are cut by LangChain's ``RecursiveCharacterTextSplitter``
+  (token lengths from the model's own tokenizer), which prefers paragraph, line and sentence
+  breaks over word breaks; no passage exceeds the window (:func:`split_passages`).  The
+  bi-encoder scores single sentences instead (:func:`sentence_windows`): a short fact against
+  a long passage gets a low cosine; see :class:`BiEncoderEvaluator` for the measurement that
+  chose the rule.  Within one call every distinct text is split once and every distinct
+  passage and fact is embedded / scored once (the bi-encoder also keeps embeddings across
+  calls, see ``cache_size``).
+- ``truncate`` (the released scorer: ``src/cal_f1.py`` of the authors' repository
+  ``kaistAI/How-Well-Do-LLMs-Truly-Ground``, ``cal_cross_score``): one ``(fact, text)`` pair,
+  scored once, the text cut to its first :data:`TRUNCATE_TOKENS` (512) tokens of the
+  evaluator's tokenizer (:func:`truncate_text`), or to the model's window where that is
+  smaller.  Cross-encoder: the pair ``(fact, text[:512 tokens])`` goes to ``CrossEncoder.predict``,
+  whose tokenizer truncates the pair to ``max_seq_length`` (512 for the paper's MiniLM) with
+  ``truncation="longest_first"``, as ``model.predict([(fact, para)])`` does in the released
+  ``cal_cross_score`` (the gold contexts joined by ``"\\n"`` there, by a blank line here); a
+  fact at token 600 of the text is never seen.  Bi-encoder: the text cut to the embedder's window
+  (254 word pieces for all-MiniLM-L6-v2, smaller than 512; the released ``cal_bi_score`` embeds the
+  whole text, which the encoder truncates to the same window).  LLM judge: the paragraph cut to
+  512 tokens (or its passage window, if smaller).
 
 Scores of a fact against an empty (or whitespace-only) text are ``-inf``: nothing is in it.
 """
@@ -41,13 +55,21 @@ from knowlab.core.device import current_compute, one_cpu_thread
 from knowlab.core.llm.local import render_messages
 from knowlab.core.models import is_local_path, load_model, pinned_hub_id
 from knowlab.core.retrieval import embed, load_embedder
-from knowlab.core.scoring import score_token_ids
+from knowlab.core.scoring import encode_context, score_token_ids
 from knowlab.grounding.facts import split_sentences
 
 #: Sentence boundary: whitespace after ``.``, ``!`` or ``?`` (optionally a closing quote or
 #: bracket) before an upper-case letter, a digit or an opening quote/bracket; so "U.S. forces"
 #: stays whole, "Mr. Smith" is cut (a harmless extra cut when passages span sentences).
 SENTENCE_BOUNDARY = r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])"
+
+#: ``grounding.evaluator.window``: ``max`` (a long text's passages, the maximum of their scores) or
+#: ``truncate`` (the released scorer: the text's first :data:`TRUNCATE_TOKENS` tokens, scored once)
+WINDOWS = ("max", "truncate")
+#: tokens of a text that ``window: truncate`` keeps: the 512-token input of the released scorer's
+#: cross-encoder (``src/cal_f1.py``, ``cal_cross_score``: ``CrossEncoder.predict`` truncates each pair
+#: to the model's ``max_length``, 512 for ``cross-encoder/ms-marco-MiniLM-L-12-v2``)
+TRUNCATE_TOKENS = 512
 
 #: Tokens kept free for the fact in pair models (cross-encoder, LLM judge): atomic facts are
 #: one short sentence (KAIST: at most 40 word pieces, 42 SmolLM2 tokens); a longer fact is truncated by
@@ -106,6 +128,28 @@ def _cut_to_window(tokenizer, text: str, max_tokens: int) -> list[str]:
     starts = [offsets[i][0] for i in range(0, len(offsets), max_tokens)]
     pieces = [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)])]
     return [p for p in pieces if p]
+
+
+def truncate_text(text: str, tokenizer, max_tokens: int) -> str:
+    """``text`` (stripped) up to its first ``max_tokens`` tokens (the ``window: truncate`` rule).
+
+    Tokens are the tokenizer's own, without special tokens (``len(tokenizer.tokenize(...))``); the
+    text is cut at the start offset of token ``max_tokens + 1``, so the kept text is the first
+    ``max_tokens`` tokens' span (re-tokenized, its last word may split differently).
+
+    Returns:
+        the cut text, stripped; the whole stripped text when it fits; ``""`` for an empty text.
+
+    Raises:
+        ValueError: ``max_tokens < 1``.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"truncation length must be >= 1 token, got {max_tokens}")
+    text = text.strip()
+    if not text or _fits(tokenizer, text, max_tokens):
+        return text
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return text[: offsets[max_tokens][0]].strip()
 
 
 def split_passages(text: str, tokenizer, max_tokens: int) -> list[str]:
@@ -176,9 +220,30 @@ class _PassageEvaluator:
     threshold = 0.0
     strict = True  # supported when score > threshold (else >=)
     batch_size = 32
+    window_mode = "max"  # grounding.evaluator.window (WINDOWS)
+    truncate_tokens = TRUNCATE_TOKENS  # tokens kept by window_mode "truncate"
+
+    def _set_window_mode(self, window_mode: str) -> None:
+        if window_mode not in WINDOWS:
+            raise ValueError(f"grounding.evaluator.window must be one of {WINDOWS}, got {window_mode!r}")
+        self.window_mode = window_mode
 
     def passages(self, text: str) -> list[str]:
-        """The passages of ``text`` this evaluator scores (see module docstring "Windowing")."""
+        """The passages of ``text`` this evaluator scores (see module docstring "Windowing").
+
+        ``window_mode`` ``max``: the evaluator's passages (:meth:`_split`); ``truncate``: one
+        passage, the text's first :attr:`truncate_tokens` tokens (:func:`truncate_text`).
+
+        Returns:
+            passages in text order, stripped, non-empty; ``[]`` for an empty text.
+        """
+        if self.window_mode == "truncate":
+            cut = truncate_text(text, self.tokenizer, self.truncate_tokens)
+            return [cut] if cut else []
+        return self._split(text)
+
+    def _split(self, text: str) -> list[str]:
+        """The passages of ``text`` under ``window_mode`` ``max``."""
         raise NotImplementedError
 
     def _passage_scores(self, facts: list[str], passages: list[str], index: np.ndarray) -> np.ndarray:
@@ -275,6 +340,13 @@ class BiEncoderEvaluator(_PassageEvaluator):
         cache_size: embeddings kept across calls (distinct texts, oldest forgotten first;
             about 1.5 kB each for 384-d): the same gold contexts are scored for every
             condition and model.
+        window_mode: ``grounding.evaluator.window``: ``max`` (the passages above, the maximum
+            of their cosines) or ``truncate`` (the text's first ``min(512, window)`` tokens, one
+            cosine: 254 word pieces for all-MiniLM-L6-v2, as the released ``cal_bi_score``
+            whose encoder truncates the whole text to its window).
+
+    Raises:
+        ValueError: an unknown ``window_mode``.
     """
 
     name = "bi_encoder"
@@ -289,7 +361,9 @@ class BiEncoderEvaluator(_PassageEvaluator):
         max_passage_tokens: int | None = None,
         device: str | None = None,
         cache_size: int = 100_000,
+        window_mode: str = "max",
     ) -> None:
+        self._set_window_mode(window_mode)
         self.embedder = load_embedder(model, device=device) if isinstance(model, str) else model
         self.threshold = float(threshold)
         self.sentences_per_passage = sentences_per_passage
@@ -299,8 +373,9 @@ class BiEncoderEvaluator(_PassageEvaluator):
         self.tokenizer = self.embedder.tokenizer
         window = int(self.embedder.max_seq_length) - 2  # [CLS] ... [SEP]
         self.window = min(window, max_passage_tokens) if max_passage_tokens else window
+        self.truncate_tokens = min(TRUNCATE_TOKENS, self.window)
 
-    def passages(self, text: str) -> list[str]:
+    def _split(self, text: str) -> list[str]:
         if self.sentences_per_passage is None:
             return split_passages(text, self.tokenizer, self.window)
         return sentence_windows(text, self.tokenizer, self.window, self.sentences_per_passage)
@@ -340,20 +415,24 @@ class CrossEncoderEvaluator(_PassageEvaluator):
     raw logit, the scale of the paper's threshold 6.  The fact is the first text (the
     "query" of MS MARCO), the passage the second.
 
-    Windowing: passages of at most ``max_seq_length - FACT_TOKENS - 3`` tokens (445 for the
-    512-token MiniLM; 3 = [CLS] and two [SEP]), :func:`split_passages`; the score of a text
-    is the maximum over its passages.
+    Windowing (``window_mode``): ``max``: passages of at most ``max_seq_length - FACT_TOKENS - 3``
+    tokens (445 for the 512-token MiniLM; 3 = [CLS] and two [SEP]), :func:`split_passages`; the
+    score of a text is the maximum over its passages.  ``truncate``: the released scorer
+    (``src/cal_f1.py``, ``cal_cross_score``): the text cut to its first ``min(512,
+    max_seq_length)`` tokens, and the pair ``(fact, text)`` truncated by ``predict``'s
+    tokenizer to ``max_seq_length`` (``longest_first``: the text loses its end), scored once.
 
     Args:
         model: Hub id (default the paper's ``cross-encoder/ms-marco-MiniLM-L-12-v2``) or a
             local folder; or a loaded ``CrossEncoder`` (its activation is then set to the identity).
         threshold: logit threshold, strictly greater (paper App. B.2: 6).
         batch_size: pairs per forward pass.
-        max_passage_tokens: optional cap below the window.
+        max_passage_tokens: optional cap below the window (also below the truncation length).
         device: torch device (default: the job's, :func:`knowlab.core.device.current_compute`).
+        window_mode: ``grounding.evaluator.window``, ``max`` or ``truncate`` (above).
 
     Raises:
-        ValueError: the model's ``max_seq_length`` leaves no room for a passage.
+        ValueError: the model's ``max_seq_length`` leaves no room for a passage; an unknown ``window_mode``.
     """
 
     name = "cross_encoder"
@@ -366,7 +445,9 @@ class CrossEncoderEvaluator(_PassageEvaluator):
         batch_size: int = 32,
         max_passage_tokens: int | None = None,
         device: str | None = None,
+        window_mode: str = "max",
     ) -> None:
+        self._set_window_mode(window_mode)
         # deferred: torch and sentence-transformers are loaded only for this evaluator kind
         import torch
         from sentence_transformers import CrossEncoder
@@ -393,8 +474,10 @@ class CrossEncoderEvaluator(_PassageEvaluator):
         if window < 1:
             raise ValueError(f"cross-encoder max_seq_length {model.max_seq_length} leaves no room for a passage")
         self.window = min(window, max_passage_tokens) if max_passage_tokens else window
+        # truncate: the pair itself is cut to max_seq_length by predict's tokenizer (longest_first)
+        self.truncate_tokens = min(TRUNCATE_TOKENS, int(model.max_seq_length), max_passage_tokens or TRUNCATE_TOKENS)
 
-    def passages(self, text: str) -> list[str]:
+    def _split(self, text: str) -> list[str]:
         return split_passages(text, self.tokenizer, self.window)
 
     def _passage_scores(self, facts: list[str], passages: list[str], index: np.ndarray) -> np.ndarray:
@@ -421,10 +504,20 @@ class LLMJudge(_PassageEvaluator):
     generation prompt ends with a newline, so the label would become ``"\\nTrue"``, two
     tokens.  For a context without trailing whitespace both give the same numbers.)
 
-    Windowing: passages of at most ``limit - prompt - FACT_TOKENS - 1`` tokens, where
-    ``limit`` is the model's ``max_position_embeddings`` (capped by the tokenizer's
-    ``model_max_length``) and ``prompt`` the tokens of the rendered prompt with an empty
-    paragraph and fact; :func:`split_passages`; maximum over passages.
+    Token ids (:meth:`prompt_ids`): the special tokens the core's harness encoding puts before a
+    context (:func:`knowlab.core.scoring.encode_context`: those the tokenizer adds by default, as
+    lm-evaluation-harness's ``HFLM``: ``<|begin_of_text|>`` on Llama-3, none on SmolLM2, none
+    where the rendered prompt already starts with the BOS text, as a Llama-3 chat template's
+    does), then the prompt's own tokens *with* its trailing whitespace (``encode_context`` moves
+    trailing whitespace to the continuation; here the label must follow the generation prompt's
+    newline as one token).
+
+    Windowing (``window_mode``): ``max``: passages of at most ``limit - prompt - FACT_TOKENS - 1``
+    tokens, where ``limit`` is the model's ``max_position_embeddings`` (capped by the tokenizer's
+    ``model_max_length``) and ``prompt`` the tokens :meth:`prompt_ids` gives the rendered prompt
+    with an empty paragraph and fact (special tokens included); :func:`split_passages`; maximum
+    over passages.  ``truncate``: the paragraph cut to its first ``min(512, window)`` tokens,
+    scored once.
 
     The judge runs in the job (on the device of its ``compute`` policy, where
     :func:`knowlab.core.models.load_model` puts the model), never on an OpenAI-compatible
@@ -438,9 +531,11 @@ class LLMJudge(_PassageEvaluator):
         threshold: on ``log p(True) - log p(False)``, strictly greater.
         batch_size: sequences per forward pass.
         max_passage_tokens: optional cap below the window (long contexts are slow on CPU).
+        window_mode: ``grounding.evaluator.window``, ``max`` or ``truncate`` (above).
 
     Raises:
-        ValueError: a label with no single-token form, or a window with no room for a passage.
+        ValueError: a label with no single-token form, a window with no room for a passage, or
+            an unknown ``window_mode``.
     """
 
     name = "llm_judge"
@@ -453,7 +548,9 @@ class LLMJudge(_PassageEvaluator):
         threshold: float = DEFAULTS["llm_judge"][1],
         batch_size: int = 8,
         max_passage_tokens: int | None = None,
+        window_mode: str = "max",
     ) -> None:
+        self._set_window_mode(window_mode)
         self.model, self.tokenizer = model, tokenizer
         self.threshold = float(threshold)
         self.batch_size = batch_size
@@ -466,11 +563,17 @@ class LLMJudge(_PassageEvaluator):
         limit = getattr(model.config, "max_position_embeddings", None) or 2048
         if 0 < getattr(tokenizer, "model_max_length", math.inf) < limit:
             limit = int(tokenizer.model_max_length)
-        overhead = len(self._prompt_ids("", ""))
+        # the special tokens encode_context puts before a prompt: every prompt starts alike (the chat
+        # template's head, or "context: "), so they are found once
+        probe = self.prompt("", "")
+        context = encode_context(tokenizer, probe)
+        self.head = context[: len(context) - len(tokenizer(probe.rstrip(), add_special_tokens=False)["input_ids"])]
+        overhead = len(self.prompt_ids("", ""))  # the prompt's tokens and its special tokens
         window = limit - overhead - FACT_TOKENS - 1
         if window < 1:
             raise ValueError(f"LLM judge window {limit} leaves no room for a passage after a {overhead}-token prompt")
         self.window = min(window, max_passage_tokens) if max_passage_tokens else window
+        self.truncate_tokens = min(TRUNCATE_TOKENS, self.window)
 
     def prompt(self, fact: str, paragraph: str) -> str:
         """The rendered judge prompt of one (fact, paragraph) pair (paper App. B.2)."""
@@ -479,16 +582,18 @@ class LLMJudge(_PassageEvaluator):
             return render_messages(self.tokenizer, [{"role": "user", "content": user}])
         return user + "\nAnswer:"
 
-    def _prompt_ids(self, fact: str, paragraph: str) -> list[int]:
-        return self.tokenizer(self.prompt(fact, paragraph), add_special_tokens=False)["input_ids"]
+    def prompt_ids(self, fact: str, paragraph: str) -> list[int]:
+        """Token ids of :meth:`prompt` as the model reads them: :attr:`head` (the special tokens of
+        :func:`knowlab.core.scoring.encode_context`) + the prompt's tokens, trailing newline kept."""
+        return self.head + self.tokenizer(self.prompt(fact, paragraph), add_special_tokens=False)["input_ids"]
 
-    def passages(self, text: str) -> list[str]:
+    def _split(self, text: str) -> list[str]:
         return split_passages(text, self.tokenizer, self.window)
 
     def _passage_scores(self, facts: list[str], passages: list[str], index: np.ndarray) -> np.ndarray:
         requests, owners = [], []
         for row, (f, p) in enumerate(index):
-            context = self._prompt_ids(facts[f], passages[p])
+            context = self.prompt_ids(facts[f], passages[p])
             for label, ids in self.label_ids.items():
                 requests += [(context, [token]) for token in ids]
                 owners += [(row, label)] * len(ids)
@@ -509,9 +614,10 @@ EVALUATOR_KEYS = {
         "max_passage_tokens",
         "device",
         "cache_size",
+        "window",
     },
-    "cross_encoder": {"model", "threshold", "batch_size", "max_passage_tokens", "device"},
-    "llm_judge": {"model", "threshold", "batch_size", "max_passage_tokens"},
+    "cross_encoder": {"model", "threshold", "batch_size", "max_passage_tokens", "device", "window"},
+    "llm_judge": {"model", "threshold", "batch_size", "max_passage_tokens", "window"},
 }
 
 
@@ -522,13 +628,15 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
         cfg: ``{"kind": "bi_encoder" | "cross_encoder" | "llm_judge", "model": ..., "threshold":
             ..., ...}``; the other keys are the constructor arguments of
             :class:`BiEncoderEvaluator`, :class:`CrossEncoderEvaluator` or :class:`LLMJudge`
-            (see :data:`EVALUATOR_KEYS`); missing keys take the paper's defaults.
+            (see :data:`EVALUATOR_KEYS`; ``window``, one of :data:`WINDOWS`, is their
+            ``window_mode``); missing keys take the paper's defaults (``window``: ``max``).
         model, tokenizer: the judge LM for ``llm_judge``; when not given, ``cfg["model"]``
             is a model folder loaded by :func:`knowlab.core.models.load_model`.
 
     Raises:
-        ValueError: unknown ``grounding.evaluator.kind`` or key, or an ``llm_judge`` with
-            neither a model nor ``cfg["model"]``.
+        ValueError: unknown ``grounding.evaluator.kind`` or key, a ``window`` outside
+            :data:`WINDOWS` (before any model loads), or an ``llm_judge`` with neither a model
+            nor ``cfg["model"]``.
     """
     kind = cfg.get("kind")
     if kind not in EVALUATOR_KEYS:
@@ -540,6 +648,10 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
             f"grounding.evaluator.{unknown[0]}: not a setting of kind {kind!r} "
             f"(allowed: {sorted(EVALUATOR_KEYS[kind])})"
         )
+    if "window" in args:
+        if args["window"] not in WINDOWS:
+            raise ValueError(f"grounding.evaluator.window must be one of {WINDOWS}, got {args['window']!r}")
+        args["window_mode"] = args.pop("window")
     if kind == "bi_encoder":
         return BiEncoderEvaluator(**args)
     if kind == "cross_encoder":
@@ -558,7 +670,9 @@ def evaluator_label(cfg: Mapping[str, Any], judge_model: str | None = None) -> s
     """M_eval as the grounding tables' ``evaluator`` column and the figures' footnotes name it:
     ``"<kind>:<model>@<threshold>"``, e.g. ``"bi_encoder:packaged:all-MiniLM-L6-v2@0.4"``
     (cosine, supported when ``>=``) or ``"cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"``
-    (raw logit, ``>``; the paper's App. B.2 choice).
+    (raw logit, ``>``; the paper's App. B.2 choice), followed by ``" (window: truncate)"``
+    when ``cfg["window"]`` is ``truncate`` (the released scorer's first 512 tokens; nothing for
+    ``max``, the default, whose labels are those of earlier versions).
 
     ``model`` and ``threshold`` of ``cfg`` (``grounding.evaluator``) where set, else the
     kind's constructor defaults (the paper's thresholds, App. B.2); the LLM judge's model is
@@ -566,7 +680,7 @@ def evaluator_label(cfg: Mapping[str, Any], judge_model: str | None = None) -> s
     No model is loaded.
 
     Raises:
-        ValueError: an unknown ``kind``.
+        ValueError: an unknown ``kind`` or ``window``.
     """
     kind = cfg.get("kind")
     if kind not in DEFAULTS:
@@ -575,4 +689,7 @@ def evaluator_label(cfg: Mapping[str, Any], judge_model: str | None = None) -> s
     model = cfg.get("model") or (judge_model if kind == "llm_judge" else default_model) or "unknown"
     threshold = cfg.get("threshold")
     threshold = default_threshold if threshold is None else threshold
-    return f"{kind}:{model}@{float(threshold):g}"
+    window = cfg.get("window") or "max"
+    if window not in WINDOWS:
+        raise ValueError(f"grounding.evaluator.window must be one of {WINDOWS}, got {window!r}")
+    return f"{kind}:{model}@{float(threshold):g}" + ("" if window == "max" else f" (window: {window})")

@@ -7,9 +7,16 @@ same with a local instruct model, or, as a model-free fallback, uses the sentenc
 
 - :func:`split_sentences`: sentence segmentation with pysbd (rule-based, English).
 - :data:`DECOMPOSE_INSTRUCTION` + :data:`DECOMPOSE_DEMOS`: a few-shot prompt written for this
-  project (the first demonstration is the paper's Sec. 3.1 example).  With a chat template
-  the instruction is the system message and each demonstration a user/assistant exchange
-  (:func:`render_decompose_prompt`); without one, the plain text :data:`DECOMPOSE_PROMPT`.
+  project (the first demonstration is the paper's Sec. 3.1 example), the default
+  (``grounding.decomposer.demos: null``).  With a chat template the instruction is the system
+  message and each demonstration a user/assistant exchange (:func:`render_decompose_prompt`);
+  without one, the plain text :data:`DECOMPOSE_PROMPT`.
+- Demonstrations as published (``grounding.decomposer.demos: <path>``): a file in FActScore's
+  format (``demos/demons.json`` of its data download: a JSON object mapping a demonstration
+  sentence to its list of atomic facts; :func:`load_demos`), prompted as FActScore prompts
+  (:data:`FACTSCORE_QUESTION`); per sentence, the first ``n_demos`` demonstrations of the file
+  and the ``k_demos`` most similar by BM25 (:class:`Demonstrations`, after FActScore's
+  ``AtomicFactGenerator.get_init_atomic_facts_from_sentence`` and ``best_demos``).
 - Unit of decomposition: one *sentence* of the response per prompt (FActScore style).  With
   SmolLM2-135M, decomposing whole responses at once dropped most of the information and
   copied prompt echoes, while per-sentence prompts gave usable facts for most sentences.
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,6 +78,18 @@ DECOMPOSE_PROMPT = (
     + "".join(f"Sentence: {s}\nFacts:\n{f}\n\n" for s, f in DECOMPOSE_DEMOS).replace("{", "{{").replace("}", "}}")
     + "Sentence: {text}\nFacts:\n"
 )
+#: :data:`DECOMPOSE_DEMOS` in FActScore's demonstrations format (sentence -> list of atomic facts), as
+#: ``data/grounding/decomposer_demos.json`` ships them
+PROJECT_DEMOS: dict[str, list[str]] = {
+    sentence: [line.removeprefix("- ") for line in facts.splitlines()] for sentence, facts in DECOMPOSE_DEMOS
+}
+#: FActScore's request before each demonstration and before the target sentence (Min et al. 2023; the
+#: FActScore repository, ``factscore/atomic_facts.py``,
+#: ``AtomicFactGenerator.get_init_atomic_facts_from_sentence``); ``{}`` is the sentence
+FACTSCORE_QUESTION = "Please breakdown the following sentence into independent facts: {}\n"
+#: the two prompt layouts: ``project`` (:data:`DECOMPOSE_INSTRUCTION`, ``Sentence:`` / ``Facts:``
+#: demonstrations; ``demos: null``) and ``factscore`` (:data:`FACTSCORE_QUESTION`; a demonstrations file)
+LAYOUTS = ("project", "factscore")
 
 DEFAULT_DECOMPOSER: dict[str, Any] = {
     "kind": "sentences",
@@ -77,6 +97,9 @@ DEFAULT_DECOMPOSER: dict[str, Any] = {
     "max_new_tokens": 96,
     "batch_size": 8,
     "min_support": None,
+    "demos": None,
+    "n_demos": None,
+    "k_demos": 0,
     "openai": {},
 }
 METHODS = ("llm", "sentences", "mixed")
@@ -164,41 +187,248 @@ def support(fact: str, source: str) -> float:
     return len(words & set(_WORD.findall(source.lower()))) / len(words)
 
 
-def _turns(sentence: str) -> list[dict[str, str]]:
-    """The demonstrations as user/assistant turns, then ``sentence`` as the last user turn."""
-    turns: list[dict[str, str]] = []
-    for demo_sentence, demo_facts in DECOMPOSE_DEMOS:
-        turns += [{"role": "user", "content": demo_sentence}, {"role": "assistant", "content": demo_facts}]
-    turns.append({"role": "user", "content": sentence})
-    return turns
+def _line_of(text: str, key: str) -> int | None:
+    """1-based line of the JSON object key ``key`` in ``text`` (the file's JSON), None if not found."""
+    for encoded in (json.dumps(key, ensure_ascii=False), json.dumps(key)):
+        at = text.find(encoded + ":")
+        at = at if at >= 0 else text.find(encoded)
+        if at >= 0:
+            return text.count("\n", 0, at) + 1
+    return None
 
 
-def render_decompose_prompt(tokenizer, sentence: str) -> str:
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (``object``, ``array``, ``string``, ...)."""
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def load_demos(path: str | Path) -> dict[str, list[str]]:
+    """Decomposer demonstrations in FActScore's format (Min et al. 2023): a JSON object mapping a
+    demonstration sentence to the list of its atomic facts, e.g. ``{"Napoleon is a French general.":
+    ["Napoleon is French.", "Napoleon is a general."]}``.
+
+    This is the format of FActScore's published ``demos/demons.json`` (and ``demons_complex.json``),
+    which ``AtomicFactGenerator.__init__`` (FActScore repository, ``factscore/atomic_facts.py``)
+    reads with ``json.load``; ``data/grounding/decomposer_demos.json`` holds the project's own
+    demonstrations (:data:`PROJECT_DEMOS`) in it.  A sentence may have an empty fact list.
+
+    Args:
+        path: the file (a relative path is read from the working directory).
+
+    Returns:
+        ``{sentence: [fact, ...]}`` in file order (order matters: the first ``n_demos`` go into every prompt).
+
+    Raises:
+        FileNotFoundError: no such file (the message names ``grounding.decomposer.demos`` and the path).
+        DataError: not UTF-8 or not JSON, not a JSON object, no demonstration, an empty sentence,
+            or facts that are not a list of non-empty strings; the message names the file and the
+            line (``<file>:<line>: ...``) and the demonstration.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"grounding.decomposer.demos: {path} not found (FActScore's demos/demons.json: see config/README.md)"
+        )
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise DataError(
+            f"{path}:1: decomposer demonstrations must be a JSON object mapping a sentence to its list of atomic "
+            f"facts (FActScore's demons.json format), got a JSON {_json_type(data)}"
+        )
+    if not data:
+        raise DataError(f"{path}:1: no demonstration (an empty JSON object)")
+    text = None
+    for sentence, facts in data.items():
+        problem = None
+        if not sentence.strip():
+            problem = "an empty demonstration sentence"
+        elif not isinstance(facts, list):
+            problem = f"its facts must be a list of strings, got a JSON {_json_type(facts)}"
+        elif not all(isinstance(f, str) and f.strip() for f in facts):
+            problem = "its facts must be non-empty strings"
+        if problem:
+            text = text if text is not None else path.read_text(encoding="utf-8")
+            line = _line_of(text, sentence)
+            where = f"{path}:{line}" if line else str(path)
+            raise DataError(f"{where}: demonstration {sentence[:60]!r}: {problem}")
+    return {sentence: list(facts) for sentence, facts in data.items()}
+
+
+class Demonstrations:
+    """The decomposer's few-shot demonstrations, selected per sentence, and its prompt for a sentence.
+
+    Selection, as FActScore (Min et al. 2023; repository ``shmsw25/FActScore``,
+    ``factscore/atomic_facts.py``): ``AtomicFactGenerator.__init__`` indexes the demonstration
+    sentences, each split on ``" "``, with ``rank_bm25.BM25Okapi``;
+    ``AtomicFactGenerator.get_init_atomic_facts_from_sentence`` puts the first ``n``
+    demonstrations of the file into every prompt, then the ``k`` returned by ``best_demos``
+    (``bm25.get_top_n(sentence.split(" "), sentences, k)``: BM25 scores, highest first), then
+    the sentence.  The released code always takes its ``is_bio`` branch: ``demons.json``,
+    ``n = 7``, ``k = 1`` (else ``demons_complex.json``, ``n = 8``, ``k = 0``).  A BM25 pick may
+    repeat one of the first ``n``; FActScore keeps the repeat, and so does this.
+
+    Layouts (:data:`LAYOUTS`):
+
+    - ``factscore`` (a demonstrations file): FActScore's prompt text
+      (``get_init_atomic_facts_from_sentence``), each
+      demonstration ``FACTSCORE_QUESTION.format(sentence)`` + ``"- <fact>\\n"`` per fact +
+      ``"\\n"``, then ``FACTSCORE_QUESTION.format(target)``.  Plain text for a model without a
+      chat template (FActScore's InstructGPT completion); with a chat template or a chat server,
+      the whole text as one user message, no system message (FActScore's ChatGPT path,
+      ``factscore/openai_lm.py``, ``OpenAIModel._generate``).
+    - ``project`` (``demos: null``: :data:`DECOMPOSE_DEMOS`): :data:`DECOMPOSE_INSTRUCTION`, then
+      ``"Sentence: <s>\\nFacts:\\n- <fact>..."`` per demonstration (plain text, :data:`DECOMPOSE_PROMPT`
+      for all of them), or the instruction as system message and one user/assistant exchange per
+      demonstration.  With ``n = None`` and ``k = 0`` this is the prompt of every earlier
+      version, byte for byte.
+
+    Args:
+        demos: ``{sentence: [fact, ...]}`` in order (:func:`load_demos`).
+        n: the first ``n`` demonstrations go into every prompt (None: all of them).
+        k: the ``k`` demonstrations most similar to the sentence by BM25 follow (0: none).
+        layout: ``"project"`` or ``"factscore"``.
+        source: where the demonstrations come from, for messages.
+
+    Raises:
+        ValueError: an unknown layout, ``n`` or ``k`` negative, or ``n`` larger than the number
+            of demonstrations (naming ``grounding.decomposer.n_demos`` and ``source``).
+    """
+
+    def __init__(
+        self,
+        demos: Mapping[str, Sequence[str]],
+        n: int | None = None,
+        k: int = 0,
+        *,
+        layout: str = "factscore",
+        source: str = "demonstrations",
+    ) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown decomposer prompt layout {layout!r}; expected one of {LAYOUTS}")
+        self.demos = {sentence: list(facts) for sentence, facts in demos.items()}
+        self.sentences = list(self.demos)
+        if n is not None and not 0 <= n <= len(self.sentences):
+            raise ValueError(f"grounding.decomposer.n_demos={n}: {source} holds {len(self.sentences)} demonstrations")
+        if k < 0:
+            raise ValueError(f"grounding.decomposer.k_demos must be >= 0, got {k}")
+        self.n = len(self.sentences) if n is None else n
+        self.k = k
+        self.layout = layout
+        self.source = source
+        self._bm25 = None
+
+    @classmethod
+    def from_config(cls, decomposer: Mapping[str, Any]) -> Demonstrations:
+        """The demonstrations of ``grounding.decomposer``: ``demos`` (a file, :func:`load_demos`,
+        layout ``factscore``; None: :data:`PROJECT_DEMOS`, layout ``project``), ``n_demos``, ``k_demos``.
+
+        Raises:
+            FileNotFoundError, DataError: as :func:`load_demos`.
+            ValueError: as the constructor.
+        """
+        path = decomposer.get("demos")
+        n, k = decomposer.get("n_demos"), decomposer.get("k_demos") or 0
+        if path is None:
+            return cls(PROJECT_DEMOS, n, k, layout="project", source="the project's demonstrations (DECOMPOSE_DEMOS)")
+        return cls(load_demos(path), n, k, layout="factscore", source=str(path))
+
+    @property
+    def is_default(self) -> bool:
+        """The project's demonstrations, all of them, no BM25 pick: the prompt of ``demos: null``."""
+        return self.layout == "project" and self.demos == PROJECT_DEMOS and self.n == len(self.sentences) and not self.k
+
+    @property
+    def ident(self) -> str:
+        """Part of the decomposer's cache identity: ``""`` for :attr:`is_default` (earlier cache
+        entries stay valid), else ``":demos=<layout>-<sha256 of the demonstrations, 12 hex>:n=<n>:k=<k>"``."""
+        if self.is_default:
+            return ""
+        digest = hashlib.sha256(json.dumps(self.demos, ensure_ascii=False).encode()).hexdigest()[:12]
+        return f":demos={self.layout}-{digest}:n={self.n}:k={self.k}"
+
+    def select(self, sentence: str) -> list[tuple[str, list[str]]]:
+        """``(demonstration sentence, facts)`` of the prompt for ``sentence``: the first ``n``,
+        then the top ``k`` by BM25 (``rank_bm25.BM25Okapi.get_top_n`` of ``sentence.split(" ")``)."""
+        chosen = self.sentences[: self.n]
+        if self.k:
+            if self._bm25 is None:
+                # deferred: rank_bm25 is loaded only by decomposers that pick demonstrations
+                from rank_bm25 import BM25Okapi
+
+                self._bm25 = BM25Okapi([s.split(" ") for s in self.sentences])
+            chosen = chosen + self._bm25.get_top_n(sentence.split(" "), self.sentences, self.k)
+        return [(s, self.demos[s]) for s in chosen]
+
+    def system(self) -> str | None:
+        """The system message: :data:`DECOMPOSE_INSTRUCTION` (``project``) or None (``factscore``)."""
+        return DECOMPOSE_INSTRUCTION if self.layout == "project" else None
+
+    def prompt(self, sentence: str) -> str:
+        """The plain-text prompt for ``sentence`` (a model without a chat template)."""
+        chosen = self.select(sentence)
+        if self.layout == "factscore":
+            blocks = (FACTSCORE_QUESTION.format(s) + "".join(f"- {f}\n" for f in facts) + "\n" for s, facts in chosen)
+            return "".join(blocks) + FACTSCORE_QUESTION.format(sentence)
+        blocks = (f"Sentence: {s}\nFacts:\n{_fact_lines(facts)}\n\n" for s, facts in chosen)
+        return DECOMPOSE_INSTRUCTION + "\n\n" + "".join(blocks) + f"Sentence: {sentence}\nFacts:\n"
+
+    def turns(self, sentence: str) -> list[dict[str, str]]:
+        """The chat turns for ``sentence`` (after :meth:`system`): ``factscore``: :meth:`prompt` as one
+        user turn; ``project``: a user/assistant exchange per demonstration, then the sentence."""
+        if self.layout == "factscore":
+            return [{"role": "user", "content": self.prompt(sentence)}]
+        turns: list[dict[str, str]] = []
+        for demo_sentence, demo_facts in self.select(sentence):
+            turns += [
+                {"role": "user", "content": demo_sentence},
+                {"role": "assistant", "content": _fact_lines(demo_facts)},
+            ]
+        turns.append({"role": "user", "content": sentence})
+        return turns
+
+
+def _fact_lines(facts: Sequence[str]) -> str:
+    return "\n".join(f"- {f}" for f in facts)
+
+
+def render_decompose_prompt(tokenizer, sentence: str, demos: Demonstrations | None = None) -> str:
     """The decomposition prompt for one sentence, as the model reads it.
 
-    With a chat template (:func:`knowlab.core.llm.local.render_messages`): system message
-    :data:`DECOMPOSE_INSTRUCTION` (merged into the first user turn when the template refuses a
-    system role), one user/assistant exchange per demonstration, the sentence as the last user
-    turn, and the generation prompt.  Without one: :data:`DECOMPOSE_PROMPT` with the sentence.
+    ``demos`` (default: the project's, :meth:`Demonstrations.from_config` of ``demos: null``)
+    gives the demonstrations and the layout.  With a chat template
+    (:func:`knowlab.core.llm.local.render_messages`): the system message
+    (:meth:`Demonstrations.system`; merged into the first user turn when the template refuses a
+    system role), the turns of :meth:`Demonstrations.turns`, and the generation prompt.
+    Without one: :meth:`Demonstrations.prompt` (the default: :data:`DECOMPOSE_PROMPT` with the
+    sentence).
     """
+    demos = demos if demos is not None else Demonstrations.from_config({})
     if not getattr(tokenizer, "chat_template", None):
-        return DECOMPOSE_PROMPT.format(text=sentence)
-    return render_messages(tokenizer, _turns(sentence), DECOMPOSE_INSTRUCTION)
+        return demos.prompt(sentence)
+    return render_messages(tokenizer, demos.turns(sentence), demos.system())
 
 
-def decompose_messages(sentence: str) -> tuple[dict[str, str], ...]:
-    """The chat messages of one sentence's decomposition (``openai`` backend): system message
-    :data:`DECOMPOSE_INSTRUCTION`, the demonstrations as user/assistant turns, the sentence as
-    the last user turn (the turns of :func:`render_decompose_prompt`, unrendered)."""
-    return ({"role": "system", "content": DECOMPOSE_INSTRUCTION}, *_turns(sentence))
+def decompose_messages(sentence: str, demos: Demonstrations | None = None) -> tuple[dict[str, str], ...]:
+    """The chat messages of one sentence's decomposition (``openai`` backend): the system
+    message, if any, then the turns (those of :func:`render_decompose_prompt`, unrendered).
+    Default: system message :data:`DECOMPOSE_INSTRUCTION`, the project's demonstrations as
+    user/assistant turns, the sentence as the last user turn; a FActScore demonstrations file:
+    FActScore's whole prompt as one user message."""
+    demos = demos if demos is not None else Demonstrations.from_config({})
+    system = demos.system()
+    return (*([{"role": "system", "content": system}] if system else []), *demos.turns(sentence))
 
 
 def decomposer_config(decomposer: Mapping[str, Any]) -> dict[str, Any]:
     """``grounding.decomposer`` merged over :data:`DEFAULT_DECOMPOSER` (``openai`` over
     :data:`DEFAULT_DECOMPOSER_OPENAI`).
 
+    The demonstrations file (``demos``) is not read here (:meth:`Demonstrations.from_config` reads it).
+
     Raises:
-        ValueError: an unknown key (of the block or of ``openai``), kind or backend.
+        ValueError: an unknown key (of the block or of ``openai``), kind or backend; ``n_demos``
+            not None or an int >= 0, ``k_demos`` not an int >= 0, ``demos`` not None or a path.
     """
     unknown = set(decomposer) - set(DEFAULT_DECOMPOSER) - {"name"}
     if unknown:
@@ -208,6 +438,14 @@ def decomposer_config(decomposer: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"unknown decomposer kind {conf['kind']!r}; expected 'llm' or 'sentences'")
     if conf["backend"] not in BACKENDS:
         raise ValueError(f"grounding.decomposer.backend must be one of {BACKENDS}, got {conf['backend']!r}")
+    for key, allow_none in (("n_demos", True), ("k_demos", False)):
+        value = conf[key]
+        count = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        if not (count or (value is None and allow_none)):
+            expected = "null or an int >= 0" if allow_none else "an int >= 0"
+            raise ValueError(f"grounding.decomposer.{key} must be {expected}, got {value!r}")
+    if conf["demos"] is not None and not (isinstance(conf["demos"], (str, Path)) and str(conf["demos"]).strip()):
+        raise ValueError(f"grounding.decomposer.demos must be null or a file path, got {conf['demos']!r}")
     unknown = set(conf["openai"] or {}) - set(DEFAULT_DECOMPOSER_OPENAI)
     if unknown:
         raise ValueError(
@@ -217,14 +455,20 @@ def decomposer_config(decomposer: Mapping[str, Any]) -> dict[str, Any]:
     return conf
 
 
-def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
+def decomposer_id(decomposer: Mapping[str, Any], model=None, demos: Demonstrations | None = None) -> str:
     """Identifier of a decomposer configuration (part of the cache key).
 
     ``"sentences:pysbd"`` for ``kind == "sentences"``; for ``"llm"``:
     ``"llm:<name>:max_new_tokens=<n>:min_support=<s>"`` where ``name`` is ``decomposer["name"]``
     or the model's name/path, and with the ``openai`` backend ``openai:<served model name>``
     (``decomposer["openai"]["model"]``), so a served decomposer never shares cache entries with
-    a local one.
+    a local one; followed by :attr:`Demonstrations.ident` of ``demos`` (default: read from the
+    config, :meth:`Demonstrations.from_config`): nothing for the project's demonstrations,
+    else the demonstrations' digest, ``n`` and ``k``, so another demonstrations file, or an
+    edited one, misses the cache.
+
+    Raises:
+        FileNotFoundError, DataError, ValueError: ``llm`` only, as :meth:`Demonstrations.from_config`.
     """
     conf = {**DEFAULT_DECOMPOSER, **decomposer}
     if conf["kind"] == "sentences":
@@ -233,7 +477,8 @@ def decomposer_id(decomposer: Mapping[str, Any], model=None) -> str:
         name = conf.get("name") or f"openai:{(conf['openai'] or {}).get('model')}"
     else:
         name = conf.get("name") or model_name(model)
-    return f"llm:{name}:max_new_tokens={conf['max_new_tokens']}:min_support={conf['min_support']}"
+    demos = demos if demos is not None else Demonstrations.from_config(conf)
+    return f"llm:{name}:max_new_tokens={conf['max_new_tokens']}:min_support={conf['min_support']}{demos.ident}"
 
 
 def decomposer_label(decomposer: Mapping[str, Any], model: str | None = None) -> str:
@@ -244,7 +489,8 @@ def decomposer_label(decomposer: Mapping[str, Any], model: str | None = None) ->
     ``"llm:<name>"``, ``name`` being ``decomposer["name"]``, else the served model name
     (backend ``openai``: ``openai.model``), else ``model`` (the local model's display name,
     e.g. the base model's Hub id), else ``"unknown"``.  The few-shot prompt (paper Sec. 3.1,
-    footnote 4; App. A.3) is :data:`DECOMPOSE_INSTRUCTION` + :data:`DECOMPOSE_DEMOS`.
+    footnote 4; App. A.3) is :data:`DECOMPOSE_INSTRUCTION` + :data:`DECOMPOSE_DEMOS`, or
+    FActScore's with the demonstrations of ``grounding.decomposer.demos`` (:class:`Demonstrations`).
 
     Raises:
         ValueError: as :func:`decomposer_config` (unknown key, kind or backend).
@@ -302,7 +548,11 @@ class FactCache:
 
 
 def _served_outputs(
-    sentences: list[str], conf: Mapping[str, Any], backend: Backend | None, cache: RequestCache | None
+    sentences: list[str],
+    conf: Mapping[str, Any],
+    backend: Backend | None,
+    cache: RequestCache | None,
+    demos: Demonstrations,
 ) -> list[dict[str, Any]]:
     """``{"text", "finished"}`` of each sentence from an OpenAI-compatible server (greedy)."""
     server = conf["openai"]
@@ -311,7 +561,7 @@ def _served_outputs(
         ChatRequest(
             key=f"sentence {index}: {sentence[:60]}",
             stage="atomic facts",
-            messages=decompose_messages(sentence),
+            messages=decompose_messages(sentence, demos),
             model=server["model"],
             params={"max_tokens": conf["max_new_tokens"], "temperature": 0.0},
         )
@@ -330,16 +580,18 @@ def _llm_facts(
     tokenizer,
     backend: Backend | None = None,
     cache: RequestCache | None = None,
+    demos: Demonstrations | None = None,
 ) -> dict[str, list[str]]:
     """Model facts of each distinct sentence ([] where the output has none that passes the filter)."""
     distinct = list(dict.fromkeys(sentences))
+    demos = demos if demos is not None else Demonstrations.from_config(conf)
     if conf["backend"] == "openai":
-        outputs = _served_outputs(distinct, conf, backend, cache)
+        outputs = _served_outputs(distinct, conf, backend, cache, demos)
     else:
         outputs = generate_texts(
             model,
             tokenizer,
-            [render_decompose_prompt(tokenizer, s) for s in distinct],
+            [render_decompose_prompt(tokenizer, s, demos) for s in distinct],
             max_new_tokens=conf["max_new_tokens"],
             batch_size=conf["batch_size"],
             desc="atomic facts",
@@ -372,9 +624,13 @@ def decompose_responses(
         responses: generated responses.
         decomposer: ``{"kind": "llm" | "sentences", "backend": "transformers" | "openai",
             "max_new_tokens": int (96), "batch_size": int (8), "min_support": float | None
-            (None), "openai": {...} (:data:`DEFAULT_DECOMPOSER_OPENAI`; ``model`` is the served
+            (None), "demos": path | None (None), "n_demos": int | None (None), "k_demos": int (0),
+            "openai": {...} (:data:`DEFAULT_DECOMPOSER_OPENAI`; ``model`` is the served
             name, required for ``openai``), "name": str (optional, the model's name in the cache
-            key)}``.  ``"llm"``: each distinct sentence of the uncached responses is decomposed,
+            key)}``.  ``"llm"``: the prompt of each sentence holds the demonstrations
+            :meth:`Demonstrations.select` picks for it (``demos``: a FActScore-format file,
+            FActScore's prompt; None: the project's prompt; the first ``n_demos``, None: all,
+            then the ``k_demos`` most similar by BM25); each distinct sentence of the uncached responses is decomposed,
             greedily, by ``model`` (backend ``transformers``,
             :func:`knowlab.core.llm.local.generate_texts` of :func:`render_decompose_prompt`) or
             by the served model (backend ``openai``, the chat messages of
@@ -397,7 +653,9 @@ def decompose_responses(
     Raises:
         ValueError: an unknown ``kind``, backend or key, ``kind == "llm"`` with backend
             ``transformers`` without model and tokenizer, or backend ``openai`` without
-            ``openai.model``.
+            ``openai.model``; ``n_demos`` larger than the number of demonstrations.
+        FileNotFoundError, DataError: ``llm``: the ``demos`` file is missing or malformed
+            (:func:`load_demos`; read before any model call).
         BackendError: backend ``openai``: a request failed (the message names the sentence's
             request key, ``sentence <n>``, the HTTP status and the server's message).
     """
@@ -406,7 +664,8 @@ def decompose_responses(
         raise ValueError("decomposer kind 'llm' needs a model and a tokenizer")
     if conf["kind"] == "llm" and conf["backend"] == "openai" and not conf["openai"]["model"]:
         raise ValueError("grounding.decomposer.backend openai needs the served model name (openai.model)")
-    ident = decomposer_id(conf, model)
+    demos = Demonstrations.from_config(conf) if conf["kind"] == "llm" else None
+    ident = decomposer_id(conf, model, demos)
     done: dict[str, dict[str, Any]] = {}  # response text -> {facts, method, cached}
     todo: list[str] = []
     for text in dict.fromkeys(responses):
@@ -420,7 +679,9 @@ def decompose_responses(
     sentences = {text: split_sentences(text) for text in todo}
     llm: dict[str, list[str]] = {}
     if conf["kind"] == "llm" and todo:
-        llm = _llm_facts([s for text in todo for s in sentences[text]], conf, model, tokenizer, backend, request_cache)
+        llm = _llm_facts(
+            [s for text in todo for s in sentences[text]], conf, model, tokenizer, backend, request_cache, demos
+        )
     for text in todo:
         facts: list[str] = []
         n_llm = 0

@@ -22,7 +22,13 @@ from knowlab.core.retrieval import load_embedder
 from knowlab.grounding.conditions import condition_records, select_question_ids
 from knowlab.grounding.distractors import fiction_pool, rank_distractors
 from knowlab.grounding.evaluator import evaluator_label, load_evaluator
-from knowlab.grounding.facts import FactCache, decompose_responses, decomposer_config, decomposer_label
+from knowlab.grounding.facts import (
+    Demonstrations,
+    FactCache,
+    decompose_responses,
+    decomposer_config,
+    decomposer_label,
+)
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.generate import chat_backend, generate_responses, generation_config, served_model
 from knowlab.grounding.kaist import load_kaist_release
@@ -175,13 +181,25 @@ def score(
     Every row also names how it was scored: ``decomposer``
     (:func:`knowlab.grounding.facts.decomposer_label`, e.g. ``"llm:<model>"`` or ``"sentences
     (sentence-level, not atomic facts)"``) and ``evaluator``
-    (:func:`knowlab.grounding.evaluator.evaluator_label`, ``"<kind>:<model>@<threshold>"``);
+    (:func:`knowlab.grounding.evaluator.evaluator_label`, ``"<kind>:<model>@<threshold>"``, with
+    ``" (window: truncate)"`` under ``grounding.evaluator.window: truncate``);
     ``model_label`` is the base model's display name in both (local decomposer, LLM judge).
+    ``cfg["evaluator"]`` (``kind``, ``model``, ``threshold``, ``window``) goes to
+    :func:`knowlab.grounding.evaluator.load_evaluator`, ``cfg["decomposer"]`` (with ``demos``,
+    ``n_demos``, ``k_demos``) to :func:`knowlab.grounding.facts.decompose_responses`, which
+    reads a demonstrations file before any model call; the job's manifest records both
+    blocks (the rule's ``cfg`` param).
+
+    Raises:
+        FileNotFoundError, DataError: kind ``llm``: ``grounding.decomposer.demos`` is missing
+            or malformed (checked before the model loads).
     """
     decomposer = decomposer_config(cfg["decomposer"])
     served = decomposer["kind"] == "llm" and decomposer["backend"] == "openai"
     if served:
         decomposer["openai"]["model"] = decomposer["openai"]["model"] or str(decomposer_path)
+    if decomposer["kind"] == "llm":  # a missing or malformed demonstrations file fails before the model loads
+        Demonstrations.from_config(decomposer)
     model = tokenizer = None
     if (decomposer["kind"] == "llm" and not served) or cfg["evaluator"]["kind"] == "llm_judge":  # the base model
         model, tokenizer = load_model(decomposer_path)

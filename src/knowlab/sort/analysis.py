@@ -15,6 +15,11 @@ the grouping columns a function names: ``model``, ``condition`` (``baseline``,
 ``instructions``, or a FictionalQA run), ``step``, ``epoch``, ``excerpt_length`` L_E and
 ``segment_length`` L_S (words), ``distance_bin`` (0..3), ``split`` (``test`` or
 ``validation``) and, for SORT on FictionalQA documents, ``side`` (``train`` or ``val``).
+Under the ``greedy`` answer rule (config ``sort.answer``, :mod:`knowlab.sort.answers`) an item
+whose top token is neither label has ``prediction`` ``"none"`` and ``correct`` False: accuracy,
+the binomial tests against chance (0.5, now a conservative null: a model may also not answer)
+and McNemar count it as wrong; the ``score`` and its t-tests do not depend on the rule.  The
+tables' captions name the rule (:func:`knowlab.sort.answers.answer_note`).
 
 The statistics themselves come from :mod:`knowlab.core.stats` (McNemar and the paired t-test
 with their defined degenerate cases, Holm's correction, the percentile bootstrap) and
@@ -36,6 +41,7 @@ from statsmodels.stats.multitest import multipletests
 
 from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, pair_tests
 from knowlab.fictionalqa.splits import trained_items
+from knowlab.sort.answers import answer_note
 
 CONDITION_NAMES = {
     "baseline": "no memory (baseline)",
@@ -457,7 +463,8 @@ def table1_baseline(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) 
     wide = wide_table(long, "segment_length", {v: f"Segment length {v}" for v in long["segment_length"]})
     caption = (
         "Baseline: SORT accuracy before the models are exposed to the texts, by segment length "
-        "(words); mean ± half-width of the 95% percentile-bootstrap interval over items (test split)."
+        "(words); mean ± half-width of the 95% percentile-bootstrap interval over items (test split). "
+        + answer_note(part)
     )
     return SortTable("table1_baseline_by_segment_length", caption, long, wide)
 
@@ -491,7 +498,7 @@ def table2_in_context(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0
     caption = (
         "In-context memory: SORT accuracy by excerpt length L_E (words), mean ± half-width of the "
         "95% percentile-bootstrap interval over items (test split). SORT pools L_E ≤ 2500, "
-        "SORT-extend pools L_E > 2500 (10000 and 20000 in the paper)."
+        "SORT-extend pools L_E > 2500 (10000 and 20000 in the paper). " + answer_note(part)
     )
     return SortTable("table2_in_context_by_excerpt_length", caption, long.drop(columns="column"), wide)
 

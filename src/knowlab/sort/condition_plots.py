@@ -10,7 +10,8 @@ After Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall
   in-context and baseline accuracies for reference and the retrieval recall@k.
 
 Every figure has a title, labelled axes with units, a legend and a footnote naming the
-model(s) and the intervals.  Accuracy is the fraction of items answered correctly; shaded
+model(s), the intervals and the answer rule (:func:`knowlab.sort.answers.answer_note`, config
+``sort.answer``).  Accuracy is the fraction of items answered correctly; shaded
 bands are 95% percentile-bootstrap intervals over items
 (:func:`knowlab.sort.analysis.accuracy_table`).  Style and layout: :mod:`knowlab.core.plotting`.
 """
@@ -38,6 +39,7 @@ from knowlab.core.plotting import (
     panel_figure,
 )
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, accuracy_table
+from knowlab.sort.answers import answer_note
 
 DISTANCE = "distance bin (d0 nearest → d3 farthest)"
 EXCERPT = "excerpt length L_E (words, log scale)"
@@ -73,9 +75,12 @@ def _filter(rows: pd.DataFrame, condition: str | None, split: str | None) -> pd.
 
 
 def _condition_note(part: pd.DataFrame, model: str | None, condition: str, n_resamples: int) -> str:
-    """Footnote of a one-condition figure: the model(s), the condition's name and the bootstrap bands."""
-    return f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition)}. " + bootstrap_note(
-        n_resamples
+    """Footnote of a one-condition figure: the model(s), the condition's name, the bootstrap bands and the
+    answer rule."""
+    return (
+        f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition)}. "
+        + bootstrap_note(n_resamples)
+        + f" {answer_note(part)}"
     )
 
 
@@ -286,6 +291,7 @@ def plot_rag(
     ]
     handles += [band_handle(), chance_handle(CHANCE_LABEL)]
     note = f"{models_note(part[part['condition'].isin(panels)], model)} " + bootstrap_note(n_resamples)
+    note += f" {answer_note(part)}"
     note += (
         " RAG: the passages retrieved with the two segments as query, most similar first; oracle RAG: the passages"
         " that hold the two segments, in text order."

@@ -4,8 +4,9 @@ Paper: "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks" (Pin
 Sec. 3.2 (memory conditions), App. B.3 (prompt selection on the validation slice) and
 App. B.4.2-B.4.3 (the RAG reading instruction, chosen the same way under RAG).
 
-- :func:`evaluate_items`: forced-choice answers and continuous scores of items under one
-  memory condition and each prompt template (:mod:`knowlab.sort.score`), one row per item;
+- :func:`evaluate_items`: answers (forced choice or the greedy token, config ``sort.answer``)
+  and continuous scores of items under one memory condition and each prompt template
+  (:mod:`knowlab.sort.score`), one row per item;
 - :func:`select_template`: every template on the validation slice, the per-model choice;
   :func:`choose_template`: that, or the template fixed by ``sort.template``;
 - :func:`select_rag_reading`: every RAG reading instruction in the chosen template, under
@@ -44,6 +45,13 @@ log = logging.getLogger(__name__)
 ITEM_COLUMNS = ("item_id", "book_id", "excerpt_length", "segment_length", "distance_bin", "distance", "split")
 
 
+def answer_rule(cfg: Mapping[str, Any]) -> str:
+    """The answer rule of the ``sort`` config block ``cfg`` (``sort.answer``, one of
+    :data:`knowlab.sort.answers.ANSWER_RULES`; the schema's default ``forced_choice`` where a
+    hand-built block has none)."""
+    return cfg.get("answer", "forced_choice")
+
+
 def evaluate_items(
     model,
     tokenizer,
@@ -54,6 +62,7 @@ def evaluate_items(
     passages: Mapping[str, Sequence[str]] | None = None,
     system_prompt: str | None,
     batch_size: int,
+    answer: str = "forced_choice",
 ) -> pd.DataFrame:
     """Score ``items`` under one memory condition with each template; one row per (template, item).
 
@@ -65,6 +74,8 @@ def evaluate_items(
         condition: ``baseline`` (no source text), ``in_context`` (the excerpt), ``rag`` or
             ``oracle_rag`` (``passages[item_id]``, in prompt order).
         templates: prompt templates (:mod:`knowlab.sort.prompts`).
+        answer: the answer rule (``sort.answer``: ``forced_choice`` or ``greedy``;
+            :func:`knowlab.sort.score.score_items`).
 
     Returns:
         :data:`ITEM_COLUMNS` plus ``condition, template_id`` and the columns of
@@ -72,6 +83,7 @@ def evaluate_items(
 
     Raises:
         KeyError: a RAG condition and an item without passages.
+        ValueError: an unknown ``answer`` rule.
     """
     rag = condition in RAG_CONDITIONS
     pairs = [(template, item) for template in templates for item in items]
@@ -86,7 +98,9 @@ def evaluate_items(
         )
         for template, item in pairs
     ]
-    scored = score_items(model, tokenizer, contexts, [item["answer"] for _, item in pairs], batch_size=batch_size)
+    scored = score_items(
+        model, tokenizer, contexts, [item["answer"] for _, item in pairs], batch_size=batch_size, answer=answer
+    )
     meta = pd.DataFrame(
         [
             {**{k: item[k] for k in (*ITEM_COLUMNS, "document_id") if k in item}, "template_id": template["id"]}
@@ -106,8 +120,11 @@ def select_template(
     system_prompt: str | None,
     max_rate_deviation: float,
     batch_size: int,
+    answer: str = "forced_choice",
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Every template on the validation items, in context; the chosen template (paper App. B.3).
+
+    ``answer``: the answer rule the items are read with (``sort.answer``), as in the evaluation.
 
     Returns:
         the selection of :func:`knowlab.sort.score.select_prompt` (``template_id``,
@@ -120,7 +137,14 @@ def select_template(
     if not validation:
         raise ValueError("no validation items to select a prompt on: set sort.n_validation >= 1")
     rows = evaluate_items(
-        model, tokenizer, validation, "in_context", templates, system_prompt=system_prompt, batch_size=batch_size
+        model,
+        tokenizer,
+        validation,
+        "in_context",
+        templates,
+        system_prompt=system_prompt,
+        batch_size=batch_size,
+        answer=answer,
     )
     selection = select_prompt(rows, max_rate_deviation=max_rate_deviation)
     log.info(
@@ -141,6 +165,7 @@ def select_rag_reading(
     system_prompt: str | None,
     max_rate_deviation: float,
     batch_size: int,
+    answer: str = "forced_choice",
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The RAG reading instruction of a model: each of ``readings`` in ``template``, under RAG.
 
@@ -155,6 +180,7 @@ def select_rag_reading(
         readings: ``{"id", "reading"}`` dicts (:func:`knowlab.sort.prompts.rag_readings`).
         passages: retrieved passages by item id, in prompt order
             (:func:`knowlab.sort.rag.retrieval_rows`, condition ``rag``).
+        answer: the answer rule (``sort.answer``), as in the evaluation.
 
     Returns:
         the selection (``template_id`` is ``"<template>+<reading>"``, ``rag_reading_id`` the
@@ -180,6 +206,7 @@ def select_rag_reading(
         passages=passages,
         system_prompt=system_prompt,
         batch_size=batch_size,
+        answer=answer,
     )
     selection = select_prompt(rows, max_rate_deviation=max_rate_deviation)
     selection["rag_reading_id"] = reading_of[selection["template_id"]]
@@ -197,7 +224,7 @@ def choose_template(
 
     Args:
         cfg: the ``sort`` config block (``template``, ``templates``, ``system_prompt``,
-            ``max_rate_deviation``, ``batch_size``).
+            ``max_rate_deviation``, ``batch_size``, ``answer``).
         items: the SORT items (the validation ones are used).
         model_dir: the model, loaded only when the template is selected.
 
@@ -222,6 +249,7 @@ def choose_template(
         system_prompt=cfg["system_prompt"],
         max_rate_deviation=cfg["max_rate_deviation"],
         batch_size=cfg["batch_size"],
+        answer=answer_rule(cfg),
     )
 
 
@@ -237,7 +265,7 @@ def choose_rag_reading(
 
     Args:
         cfg: the ``sort`` config block (``rag_reading``, ``rag_readings``, ``system_prompt``,
-            ``max_rate_deviation``, ``batch_size``).
+            ``max_rate_deviation``, ``batch_size``, ``answer``).
         template: the model's selected template.
         items: the SORT items (the validation ones are used).
         passages: retrieved passages by item id (:func:`knowlab.sort.rag.read_passages`, ``rag``).
@@ -264,6 +292,7 @@ def choose_rag_reading(
         system_prompt=cfg["system_prompt"],
         max_rate_deviation=cfg["max_rate_deviation"],
         batch_size=cfg["batch_size"],
+        answer=answer_rule(cfg),
     )
 
 
@@ -286,7 +315,7 @@ def evaluate_condition(
         items: SORT items; only the ``test`` split is scored.
         condition: ``baseline``, ``in_context``, ``rag`` or ``oracle_rag``.
         template: the selected template (with its RAG reading for the RAG conditions).
-        cfg: the ``sort`` config block (``system_prompt``, ``batch_size``).
+        cfg: the ``sort`` config block (``system_prompt``, ``batch_size``, ``answer``).
         passages: for the RAG conditions, the passages by item id (:func:`knowlab.sort.rag.read_passages`).
         model_name, run, step: the labels of the rows.
 
@@ -305,11 +334,12 @@ def evaluate_condition(
         passages=passages,
         system_prompt=cfg["system_prompt"],
         batch_size=cfg["batch_size"],
+        answer=answer_rule(cfg),
     )
     rows.insert(0, "step", step)
     rows.insert(0, "run", run)
     rows.insert(0, "model", model_name)
-    log.info("accuracy %.3f", rows.correct.mean())
+    log.info("accuracy %.3f (answer: %s)", rows.correct.mean(), answer_rule(cfg))
     return rows
 
 
@@ -332,7 +362,7 @@ def evaluate_epoch(
         checkpoint: the model folder of run ``run`` at epoch ``epoch`` (epoch 0: the base model).
         items: SORT items; only the ``test`` split is scored.
         template: the selected template.
-        cfg: the ``sort`` config block (``system_prompt``, ``batch_size``).
+        cfg: the ``sort`` config block (``system_prompt``, ``batch_size``, ``answer``).
         conditions: memory conditions (``baseline``, ``in_context``); may be empty.
         texts: the training texts (:func:`knowlab.sort.parametric.parametric_training_texts`): the
             step of epoch ``e`` is ``e * texts["steps_per_epoch"][run]`` (epoch 0 is step 0).
@@ -356,6 +386,7 @@ def evaluate_epoch(
             [template],
             system_prompt=cfg["system_prompt"],
             batch_size=cfg["batch_size"],
+            answer=answer_rule(cfg),
         )
         log.info("%s epoch %s, %s: accuracy %.3f", run, epoch, condition, part.correct.mean())
         rows.append(part)

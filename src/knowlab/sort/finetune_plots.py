@@ -9,8 +9,9 @@ After Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall
   step per FictionalQA fine-tuning run and the control, train vs val documents.
 
 Every figure has a title, labelled axes with units, a legend and a footnote naming the
-model(s) and the intervals.  Accuracy is the fraction of items answered correctly; shaded
-bands are 95% percentile-bootstrap intervals over items
+model(s) and the intervals, and, where it shows accuracy, the answer rule
+(:func:`knowlab.sort.answers.answer_note`, config ``sort.answer``).  Accuracy is the fraction of
+items answered correctly; shaded bands are 95% percentile-bootstrap intervals over items
 (:func:`knowlab.sort.analysis.accuracy_table`).  Style and layout: :mod:`knowlab.core.plotting`;
 FictionalQA run names: :func:`knowlab.fictionalqa.figures.run_name`.
 """
@@ -45,6 +46,7 @@ from knowlab.core.plotting import (
 from knowlab.core.stats import bootstrap_ci
 from knowlab.fictionalqa.figures import run_name
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE, accuracy_table
+from knowlab.sort.answers import answer_note
 
 SCORE = "mean log p(correct) / (p(A)+p(B)) (nats)"
 PARAMETRIC_RUN_COLOURS = {"base": "0.2", "books": PALETTE[0], "instructions": PALETTE[1]}
@@ -162,6 +164,8 @@ def plot_across_epochs(
         handles.append(chance_handle("undecided (log 0.5)"))
     chance = {"accuracy": "chance", "score": "undecided model (log 0.5)", "perplexity": None}[metric]
     note = f"{models_note(data, model)} " + bootstrap_note(n_resamples, chance=chance)
+    if metric == "accuracy":
+        note += f" {answer_note(data)}"
     if metric == "perplexity":
         note += (
             " Perplexity = exp(mean negative log-likelihood per token) over both segments of every item,"
@@ -251,6 +255,7 @@ def plot_fiction_sort(
     note = f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition or 'all')}. "
     note += bootstrap_note(n_resamples)
     note += " Train/val: whether the item's document was in the run's training split."
+    note += f" {answer_note(part)}"
     layout = panel_figure(2, len(handles), note)
     for ax, (value, low, high, ylabel, chance) in zip(
         layout.axes,

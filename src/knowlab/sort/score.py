@@ -1,13 +1,23 @@
-"""SORT scoring: forced choice between the label tokens, the continuous score, segment perplexity, prompt selection.
+"""SORT scoring: the answer (forced choice or the greedy token), the continuous score, segment perplexity,
+prompt selection.
 
 Definitions (paper "Assessing Episodic Memory in LLMs with Sequence Order Recall Tasks"):
 
 - *Answer* (Sec. 3.1): the model reads the context that ends with the answer prefix
-  ``"Answer: Segment"`` and its next token is decoded as A or B.  Here the answer is the
-  label with the larger probability, where a label's probability is the summed probability
-  of every token that maps to it (``"A"`` and ``" A"``, where each is a single token after
-  the context; App. E.3 "all answers that can be mapped to either A or B").  The greedy
-  token itself may be neither label; ``label_is_greedy`` records whether it was one.
+  ``"Answer: Segment"``; "we greedily sample an answer token a = argmax(M(I)) ... and decode
+  [it] as either A or B".  The tokens that map to a label are ``"A"`` and ``" A"`` (those that
+  are a single token after the context; App. E.3 "all answers that can be mapped to either A
+  or B").  Two rules (:data:`knowlab.sort.answers.ANSWER_RULES`, config ``sort.answer``):
+
+  - ``forced_choice`` (the default): the label with the larger probability, a label's
+    probability being the summed probability of its tokens.  Every item gets A or B.
+  - ``greedy`` (the paper's): the label whose token is the argmax of the whole vocabulary at
+    the answer position.  Where that token is neither label, the item has no answer:
+    ``prediction`` is ``"none"`` (:data:`knowlab.sort.answers.NO_ANSWER`) and the item counts
+    as incorrect.
+
+  Either way ``label_is_greedy`` records whether the greedy token was a label token, and
+  ``answer_rule`` names the rule.
 - *Continuous score* (App. E.3): ``log(p(a=y) / (p(a=A) + p(a=B)))`` with ``y`` the correct
   label; at most 0, and ``log 0.5`` when the model cannot tell the two apart.
 - *Segment perplexity* (App. E.1, Fig. 12): mean negative log-likelihood per token of each
@@ -16,9 +26,11 @@ Definitions (paper "Assessing Episodic Memory in LLMs with Sequence Order Recall
   answers on held-out items; the proportion should be near 0.5, and the accuracy high.
 
 All log-probabilities are natural logarithms (nats) and come from the one scoring engine,
-:mod:`knowlab.core.scoring` (lm-evaluation-harness semantics): each context is encoded
-once and, as every label token is a single-token continuation of the same context, the
-engine packs all label tokens of a context into one sequence of just the context.
+:mod:`knowlab.core.scoring` (lm-evaluation-harness semantics, :func:`~knowlab.core.scoring.encode_context`:
+a context starts with the special tokens its tokenizer adds by default, a BOS on Llama-3,
+none on SmolLM2): each context is encoded once and, as every label token is a single-token
+continuation of the same context, the engine packs all label tokens of a context into one
+sequence of just the context.
 """
 
 from __future__ import annotations
@@ -30,7 +42,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from knowlab.core.scoring import loglikelihood, prefix_token_id, score_token_ids
+from knowlab.core.scoring import encode_context, loglikelihood, score_token_ids
+from knowlab.sort.answers import ANSWER_RULES, NO_ANSWER
 from knowlab.sort.prompts import LABELS
 
 
@@ -41,24 +54,23 @@ def _split_trailing_space(context: str) -> tuple[str, str]:
 
 
 def _context_ids(tokenizer, context: str) -> list[int]:
-    """Context token ids as :func:`knowlab.core.scoring.encode_pair` makes them (no special tokens added)."""
-    stripped, _ = _split_trailing_space(context)
-    if not stripped:
-        return [prefix_token_id(tokenizer)]
-    return tokenizer(stripped, add_special_tokens=False)["input_ids"]
+    """Context token ids as :func:`knowlab.core.scoring.encode_pair` makes them
+    (:func:`~knowlab.core.scoring.encode_context`: the tokenizer's default special tokens first, as the harness)."""
+    return encode_context(tokenizer, context)
 
 
-def _label_ids_after(tokenizer, context: str, context_ids: list[int], labels: Sequence[str]) -> dict[str, list[int]]:
-    """Label variants that are one token after ``context`` whose ids are ``context_ids``
-    (see :func:`label_token_ids`)."""
+def _label_ids_after(tokenizer, context: str, labels: Sequence[str]) -> dict[str, list[int]]:
+    """Label variants that are one token after ``context`` (see :func:`label_token_ids`): compared on the
+    context's own text ids, without the special tokens :func:`_context_ids` puts before them."""
     stripped, moved = _split_trailing_space(context)
+    text_ids = tokenizer(stripped, add_special_tokens=False)["input_ids"] if stripped else []
     out: dict[str, list[int]] = {}
     for label in labels:
         ids: list[int] = []
         for variant in (label, " " + label):
             if stripped:
                 whole = tokenizer(stripped + moved + variant, add_special_tokens=False)["input_ids"]
-                ok = len(whole) == len(context_ids) + 1 and whole[:-1] == context_ids
+                ok = len(whole) == len(text_ids) + 1 and whole[:-1] == text_ids
                 token = whole[-1] if ok else None
             else:  # empty context: the prefix token stands in for it, the continuation is encoded alone
                 alone = tokenizer(moved + variant, add_special_tokens=False)["input_ids"]
@@ -80,8 +92,9 @@ def label_token_ids(tokenizer, context: str, labels: Sequence[str] = LABELS) -> 
     The candidates of label ``X`` are ``"X"`` and ``" X"``.  A candidate counts when
     ``context + candidate`` encodes as the context's own tokens plus exactly one more token
     (harness boundary semantics of :func:`knowlab.core.scoring.encode_pair`: trailing
-    whitespace of the context moves to the start of the candidate; no special tokens are
-    added; an empty context is the prefix token).  Duplicate ids are kept once.
+    whitespace of the context moves to the start of the candidate; the special tokens the
+    tokenizer puts before the context, such as Llama-3's BOS, are not part of the comparison;
+    an empty context is the prefix token).  Duplicate ids are kept once.
 
     Returns:
         ``{label: [token id, ...]}``, ids in the order ``"X"``, ``" X"``.
@@ -89,7 +102,7 @@ def label_token_ids(tokenizer, context: str, labels: Sequence[str] = LABELS) -> 
     Raises:
         ValueError: a label with no single-token candidate (the message names it).
     """
-    return _label_ids_after(tokenizer, context, _context_ids(tokenizer, context), labels)
+    return _label_ids_after(tokenizer, context, labels)
 
 
 def score_items(
@@ -99,8 +112,9 @@ def score_items(
     answers: Sequence[str],
     batch_size: int = 8,
     item_ids: Sequence[str] | None = None,
+    answer: str = "forced_choice",
 ) -> pd.DataFrame:
-    """Forced-choice SORT answers and continuous scores, one row per context (paper Sec. 3.1, App. E.3).
+    """SORT answers and continuous scores, one row per context (paper Sec. 3.1, App. E.3).
 
     Args:
         model: a causal LM (see :func:`knowlab.core.scoring.score_token_ids`).
@@ -109,18 +123,24 @@ def score_items(
         answers: the correct label of each context, ``"A"`` or ``"B"``.
         batch_size: sequences per forward pass.
         item_ids: optional ids, written as a first ``item_id`` column (join on it, not row order).
+        answer: the answer rule, one of :data:`ANSWER_RULES` (config ``sort.answer``; module
+            docstring): ``forced_choice`` or ``greedy``.
 
     Returns:
         DataFrame in the order of ``contexts`` with columns ``[item_id,] answer, logp_a,
         logp_b`` (log of the summed probability of each label's tokens, nats), ``prediction``
-        (the label with the larger one; a tie goes to "A"), ``correct`` (bool), ``score``
-        (``logp_correct - log(p_A + p_B)``, <= 0), ``logp_labels`` (``log(p_A + p_B)``: the
-        probability mass on the labels), ``label_is_greedy`` (the top token of the whole
-        vocabulary is one of the label tokens) and ``n_context_tokens``.
+        (``forced_choice``: the label with the larger one, a tie going to "A"; ``greedy``: the
+        label of the top token of the whole vocabulary, :data:`NO_ANSWER` where it is neither),
+        ``answer_rule`` (``answer``), ``correct`` (bool, ``prediction == answer``: False without
+        an answer), ``score`` (``logp_correct - log(p_A + p_B)``, <= 0, whatever the rule),
+        ``logp_labels`` (``log(p_A + p_B)``: the probability mass on the labels),
+        ``label_is_greedy`` (the top token of the whole vocabulary is one of the label tokens)
+        and ``n_context_tokens`` (the special tokens the tokenizer adds included).
 
     Raises:
-        ValueError: lengths differ, an answer that is not a label, or a label without a
-            single-token form after some context (:func:`label_token_ids`).
+        ValueError: lengths differ, an answer that is not a label, an unknown ``answer`` rule
+            (naming ``sort.answer``), or a label without a single-token form after some context
+            (:func:`label_token_ids`).
     """
     if len(contexts) != len(answers) or (item_ids is not None and len(item_ids) != len(contexts)):
         raise ValueError(
@@ -131,25 +151,32 @@ def score_items(
     bad = sorted({a for a in answers if a not in LABELS})
     if bad:
         raise ValueError(f"answers must be one of {LABELS}, got {bad}")
+    if answer not in ANSWER_RULES:
+        raise ValueError(f"sort.answer must be one of {ANSWER_RULES}, got {answer!r}")
     pairs: list[tuple[list[int], list[int]]] = []
     owners: list[tuple[int, str]] = []  # (context index, label) of each pair
     n_context_tokens = []
     for i, context in enumerate(contexts):
         context_ids = _context_ids(tokenizer, context)
         n_context_tokens.append(len(context_ids))
-        for label, ids in _label_ids_after(tokenizer, context, context_ids, LABELS).items():
+        for label, ids in _label_ids_after(tokenizer, context, LABELS).items():
             for token in ids:
                 pairs.append((context_ids, [token]))
                 owners.append((i, label))
     scores = score_token_ids(model, pairs, batch_size=batch_size, desc="SORT") if pairs else []
     per_label = [{label: [] for label in LABELS} for _ in contexts]
-    greedy = [False] * len(contexts)
+    greedy_label: list[str | None] = [None] * len(contexts)  # the label of the vocabulary's top token
     for (i, label), s in zip(owners, scores):
         per_label[i][label].append(float(s.logprobs[0]))
-        greedy[i] = greedy[i] or bool(s.greedy[0])
+        if bool(s.greedy[0]):
+            greedy_label[i] = label
+    greedy = [label is not None for label in greedy_label]
     logp = np.array([[np.logaddexp.reduce(lp[label]) for label in LABELS] for lp in per_label]).reshape(-1, 2)
     mass = np.logaddexp(logp[:, 0], logp[:, 1])
-    prediction = np.where(logp[:, 0] >= logp[:, 1], LABELS[0], LABELS[1])
+    if answer == "greedy":
+        prediction = np.array([label or NO_ANSWER for label in greedy_label], dtype=object)
+    else:
+        prediction = np.where(logp[:, 0] >= logp[:, 1], LABELS[0], LABELS[1])
     answer_idx = np.array([LABELS.index(a) for a in answers], dtype=int)
     frame = pd.DataFrame(
         {
@@ -157,6 +184,7 @@ def score_items(
             "logp_a": logp[:, 0],
             "logp_b": logp[:, 1],
             "prediction": prediction,
+            "answer_rule": answer,
             "correct": prediction == np.array(answers, dtype=object),
             "score": logp[np.arange(len(answers)), answer_idx] - mass,
             "logp_labels": mass,
@@ -218,10 +246,17 @@ def _id_key(value) -> tuple:
     return (1, 0.0, str(value))
 
 
+def _rate_distance(a_rate: float) -> float:
+    """``|a_rate - 0.5|``, infinite for a template without any answer."""
+    return math.inf if math.isnan(a_rate) else abs(a_rate - 0.5)
+
+
 def select_prompt(rows: pd.DataFrame, max_rate_deviation: float = 0.2) -> dict[str, Any]:
     """Choose a prompt template from held-out results (paper Sec. 3.1, App. B.3).
 
-    Per template: ``accuracy`` (mean of ``correct``) and ``a_rate`` (share of "A" predictions).
+    Per template: ``accuracy`` (mean of ``correct``; an item without an answer is incorrect) and
+    ``a_rate`` (share of "A" among the A and B answers: every prediction under forced choice;
+    NaN where no item has one, and the template is rejected).
     A template whose ``a_rate`` is farther than ``max_rate_deviation`` from 0.5 is rejected
     (App. B.3: "the proportion of A and B responses, which should be around 0.5"); among the
     rest the highest accuracy wins, ties going to the lowest id.  If every template is
@@ -230,7 +265,7 @@ def select_prompt(rows: pd.DataFrame, max_rate_deviation: float = 0.2) -> dict[s
 
     Args:
         rows: one row per (template, item) with columns ``template_id``, ``prediction``
-            ("A"/"B") and ``correct`` (bool).
+            ("A"/"B", or :data:`NO_ANSWER` under the ``greedy`` rule) and ``correct`` (bool).
         max_rate_deviation: largest accepted ``|a_rate - 0.5|``.
 
     Returns:
@@ -251,14 +286,15 @@ def select_prompt(rows: pd.DataFrame, max_rate_deviation: float = 0.2) -> dict[s
     table = []
     for template_id in sorted(rows["template_id"].unique(), key=_id_key):
         group = rows[rows["template_id"] == template_id]
-        a_rate = float((group["prediction"] == LABELS[0]).mean())
+        answered = group["prediction"].isin(LABELS)
+        a_rate = float((group["prediction"] == LABELS[0]).sum() / answered.sum()) if answered.any() else math.nan
         table.append(
             {
                 "template_id": template_id.item() if isinstance(template_id, np.generic) else template_id,
                 "n": len(group),
                 "accuracy": float(group["correct"].astype(bool).mean()),
                 "a_rate": a_rate,
-                "rejected": bool(abs(a_rate - 0.5) > max_rate_deviation + 1e-12),
+                "rejected": bool(math.isnan(a_rate) or abs(a_rate - 0.5) > max_rate_deviation + 1e-12),
             }
         )
     kept = [row for row in table if not row["rejected"]]
@@ -269,7 +305,7 @@ def select_prompt(rows: pd.DataFrame, max_rate_deviation: float = 0.2) -> dict[s
             f"{max_rate_deviation} of 0.5 (paper App. B.3); ties go to the lowest id"
         )
     else:
-        best = min(table, key=lambda r: (abs(r["a_rate"] - 0.5), -r["accuracy"], _id_key(r["template_id"])))
+        best = min(table, key=lambda r: (_rate_distance(r["a_rate"]), -r["accuracy"], _id_key(r["template_id"])))
         rule = (
             f"all {len(table)} templates have an A-rate farther than {max_rate_deviation} from 0.5: chose the one "
             "closest to 0.5 (ties: higher accuracy, then lowest id)"

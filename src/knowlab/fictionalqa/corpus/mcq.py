@@ -10,10 +10,21 @@ record's ``distractors`` field (:data:`DISTRACTOR_METHODS`):
     true answer and the candidate, and a ranker LM scores the verdict
     continuations " Yes" and " No" by their loss (negative log-likelihood, nats).
     Candidates are sorted by ``loss(Yes) / loss(No)`` ascending (the lower, the
-    more confidently the model says Yes); :func:`build_mcq` keeps the top k.  The
-    gold answer itself is in the pool, as in the paper; if it ranks in the top k
-    it is dropped and the next candidate taken (the paper inserts the gold and
-    evicts the lowest-ranked alternate: the same k alternates).
+    more confidently the model says Yes); :func:`build_mcq` takes the top
+    ``n_choices`` ("top-k" in the paper and the released code, k the number of
+    choices) and makes sure the gold is among them (:func:`select_alternates`,
+    :data:`EVICT_POLICIES`).  The gold answer itself is in the pool when every
+    answer is a candidate, as in the paper, and ranks first for almost every
+    question.  When it is among the top ``n_choices`` those are the choices (the
+    gold and the ``k`` others), under both policies.  When it is not, it is
+    inserted and one ranked candidate evicted: the lowest-ranked (``lowest``, the
+    paper's text, App. C.6; the choices are the gold and ranks 1..k) or the
+    top-ranked (``released``, the authors' notebook
+    ``template_scored_qas_as_mcq.ipynb``: ``[correct_choice] + raw_topk_choices[1:]``;
+    the gold and ranks 2..k+1), ranks counted over the distinct candidates other than
+    the gold.  A sampled pool (``mcq.ranker.max_candidates``) leaves the gold out, so
+    it is never in the top ``n_choices``: ``released`` then evicts the top-ranked
+    candidate of every question (``lowest`` keeps the top k, as always).
 
 ``random_other_event`` (model-free; no ranker needed):
     - candidates are the natural answers of questions from *other* events, never an
@@ -63,6 +74,13 @@ RANKER_TEMPLATE = (
 )
 VERDICTS = (" Yes", " No")  # the continuations scored after the prompt
 RANKER_ORDERS = ("loss_ratio", "released")
+#: BOS policies of the ranker's prompts (config ``mcq.ranker.bos``; :data:`knowlab.core.scoring.BOS_POLICIES`):
+#: ``tokenizer`` (what the tokenizer adds by default, as lm-evaluation-harness) or ``double`` (one more
+#: BOS before those, as the authors' released ranker ``score_cbqas_for_mcq.py``)
+RANKER_BOS = ("tokenizer", "double")
+#: which ranked candidate the gold answer replaces when it is not among the top ``n_choices``
+#: (config ``mcq.ranker.evict``; :func:`select_alternates`)
+EVICT_POLICIES = ("lowest", "released")
 _YEAR = re.compile(r"^(1[5-9]\d\d|20\d\d)$")
 _NUMBER = re.compile(r"\d")
 
@@ -119,17 +137,25 @@ def answer_pool(fict_qa: Sequence[dict[str, Any]]) -> dict[str, str]:
     return pool
 
 
-def check_candidate_budget(n_choices: Sequence[int], max_candidates: int | None) -> None:
-    """Fail before any ranking when ``max_candidates`` cannot supply ``k = n - 1`` alternates.
+def check_candidate_budget(n_choices: Sequence[int], max_candidates: int | None, evict: str = "lowest") -> None:
+    """Fail before any ranking when ``max_candidates`` cannot supply the alternates.
+
+    ``k = n - 1`` alternates per question; with ``evict="released"`` one more, as a sampled pool
+    never holds the gold, so the top-ranked candidate is evicted (:func:`select_alternates`).
 
     Raises:
-        ValueError: ``max(n_choices) - 1 > max_candidates``, naming both config keys.
+        ValueError: ``max(n_choices) - 1 > max_candidates`` (``max(n_choices) > max_candidates``
+            under ``released``), naming the config keys; an unknown ``evict``.
     """
+    if evict not in EVICT_POLICIES:
+        raise ValueError(f"mcq.ranker.evict must be one of {EVICT_POLICIES}, got {evict!r}")
     k = max(n_choices) - 1
-    if max_candidates is not None and k > max_candidates:
+    need = k + 1 if evict == "released" else k
+    if max_candidates is not None and need > max_candidates:
+        extra = " (k + 1 under mcq.ranker.evict: released, which evicts the top-ranked one)" if need > k else ""
         raise ValueError(
-            f"mcq.n_choices {max(n_choices)} needs k={k} alternates per question, but "
-            f"mcq.ranker.max_candidates={max_candidates} ranks only {max_candidates} candidates: raise it to >= {k}"
+            f"mcq.n_choices {max(n_choices)} needs k={k} alternates per question{extra}, but "
+            f"mcq.ranker.max_candidates={max_candidates} ranks only {max_candidates} candidates: raise it to >= {need}"
         )
 
 
@@ -146,6 +172,7 @@ def rank_candidates(
     shards: ShardStore | None = None,
     min_shared_prefix: int = 1,
     order: str = "loss_ratio",
+    bos: str = "tokenizer",
 ) -> pd.DataFrame:
     """Rank candidate alternate answers of every question with a ranker LM (App. C.6).
 
@@ -183,6 +210,11 @@ def rank_candidates(
         order: one of :data:`RANKER_ORDERS`: ``loss_ratio`` (the paper's text, App. C.6: by
             ``loss_yes / loss_no`` ascending) or ``released`` (the authors' released ranking code,
             ``score_cbqas_for_mcq.py``: by ``yes_accuracy`` descending, then by the loss ratio).
+        bos: one of :data:`RANKER_BOS`, the special tokens before each prompt
+            (:func:`~knowlab.core.scoring.encode_pair`): ``tokenizer`` (the tokenizer's default, as
+            lm-evaluation-harness: nothing on SmolLM2, ``<|begin_of_text|>`` on Llama-3) or
+            ``double`` (a BOS before those, as the released ranker, which prepends one to the
+            tokenizer's own: one BOS on SmolLM2, two on Llama-3).
 
     Returns:
         One row per (question, candidate), sorted by ``question_id`` and ``rank``: columns
@@ -192,12 +224,15 @@ def rank_candidates(
         (0 = best under ``order``; ties keep the pool order).
 
     Raises:
-        ValueError: an unknown ``order``.
+        ValueError: an unknown ``order`` or ``bos``; ``bos="double"`` with a tokenizer without a
+            BOS token.
         DataError: ``fict_qa`` is empty, a record lacks ``question_id``, ``question`` or
             ``natural_answer``, or a ``question_id`` repeats (:func:`check_questions`).
     """
     if order not in RANKER_ORDERS:
         raise ValueError(f"mcq.ranker.order must be one of {RANKER_ORDERS}, got {order!r}")
+    if bos not in RANKER_BOS:
+        raise ValueError(f"mcq.ranker.bos must be one of {RANKER_BOS}, got {bos!r}")
     check_questions(fict_qa, ("question_id", "question", "natural_answer"))
     questions = sorted(fict_qa, key=lambda r: r["question_id"])
     pool = answer_pool(questions)
@@ -219,6 +254,7 @@ def rank_candidates(
                 batch_size,
                 min_shared_prefix,
                 desc=f"shard {index + 1}/{len(starts)}",
+                bos=bos,
             )
             if shards is not None:
                 shards.put(index, table)
@@ -252,12 +288,12 @@ def ranking_fingerprint(model_dir: str | os.PathLike, fict_qa: Sequence[dict[str
 def ranking_shards(folder: str | os.PathLike, model_dir: str | os.PathLike, fict_qa, cfg, seed: int) -> ShardStore:
     """The shard store of a ranking job (config ``mcq.ranker`` = ``cfg``): keyed by the ranker folder,
     the questions, ``seed`` and every ``cfg`` key that changes a shard (:func:`ranking_fingerprint`)."""
-    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions", "order")}
+    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions", "order", "bos")}
     return ShardStore(folder, ranking_fingerprint(model_dir, fict_qa, seed=seed, **settings))
 
 
 def _rank_shard(
-    model, tokenizer, questions, pool, seed, template, max_candidates, batch_size, min_shared_prefix, desc
+    model, tokenizer, questions, pool, seed, template, max_candidates, batch_size, min_shared_prefix, desc, bos
 ) -> pd.DataFrame:
     """Verdict losses of one shard's (question, candidate) pairs: columns question_id, candidate, loss_yes, loss_no."""
     rows, prompts = [], []
@@ -275,21 +311,22 @@ def _rank_shard(
         ]
     table = pd.DataFrame(rows, columns=["question_id", "candidate"])
     table[["loss_yes", "loss_no", "yes_accuracy"]] = _verdict_scores(
-        model, tokenizer, prompts, batch_size, min_shared_prefix, desc
+        model, tokenizer, prompts, batch_size, min_shared_prefix, desc, bos
     )
     return table
 
 
 def _verdict_scores(
-    model, tokenizer, prompts: list[str], batch_size: int, min_shared_prefix: int, desc: str
+    model, tokenizer, prompts: list[str], batch_size: int, min_shared_prefix: int, desc: str, bos: str = "tokenizer"
 ) -> np.ndarray:
     """Per prompt: losses (nats) of " Yes" and " No" after it, and the share of " Yes" tokens that greedy
     decoding reproduces (the released code's token accuracy); shape (len(prompts), 3).
 
-    One engine call (:func:`~knowlab.core.scoring.score_token_ids`, harness pairing): where the
-    verdicts are single tokens, both come from one forward pass over the prompt.
+    One engine call (:func:`~knowlab.core.scoring.score_token_ids`, harness pairing, the special
+    tokens of BOS policy ``bos`` before each prompt): where the verdicts are single tokens, both
+    come from one forward pass over the prompt.
     """
-    pairs = [encode_pair(tokenizer, prompt, verdict) for prompt in prompts for verdict in VERDICTS]
+    pairs = [encode_pair(tokenizer, prompt, verdict, bos) for prompt in prompts for verdict in VERDICTS]
     scores = score_token_ids(model, pairs, batch_size=batch_size, desc=desc, min_shared_prefix=min_shared_prefix)
     losses = -np.array([s.logprobs.sum() for s in scores]).reshape(len(prompts), len(VERDICTS))
     accuracy = np.array([s.greedy.mean() for s in scores[:: len(VERDICTS)]])
@@ -316,21 +353,87 @@ def _other_event_candidates(questions: Sequence[dict[str, Any]]):
     return candidates
 
 
-def _ranked_candidates(ranking: pd.DataFrame):
-    """``model_ranked``: a function (record, rng) -> candidates by rank, without the gold and duplicates."""
+def select_alternates(ranked: Sequence[str], gold: str, n_choices: int, evict: str = "lowest") -> list[str]:
+    """The ``k = n_choices - 1`` alternates of one question from its candidates in rank order (App. C.6).
+
+    The "top-k" of the paper and of the authors' notebook (``template_scored_qas_as_mcq.ipynb``,
+    ``extract_and_correct_choices_list``) is the first ``n_choices`` distinct candidates of the
+    ranking, the gold answer included where it was ranked (candidates are compared by
+    :func:`normalise`; repeats are dropped).  Where the gold is among them, the alternates are
+    the other ``k`` (both policies: the released ``topk_choices = raw_topk_choices``).  Where it
+    is not (it ranks lower, or it was no candidate, as with a sampled pool,
+    ``mcq.ranker.max_candidates``), the gold is inserted and one candidate evicted:
+
+    - ``lowest`` (the paper's text: "insert the correct answer ... and evict the lowest ranked
+      alternate"): the alternates are ranks 1..k of the candidates other than the gold;
+    - ``released`` (the notebook: ``[correct_choice] + raw_topk_choices[1:]``, which evicts the
+      *top*-ranked one): ranks 2..k+1.
+
+    Args:
+        ranked: one question's candidates, best first (may hold the gold and repeats).
+        gold: its natural answer.
+        n_choices: choices per item.
+        evict: one of :data:`EVICT_POLICIES`.
+
+    Returns:
+        the ``k`` alternates in rank order (surface forms, stripped).
+
+    Raises:
+        ValueError: an unknown ``evict``; fewer than ``k`` distinct candidates other than the gold
+            (``k + 1`` where ``released`` evicts the top-ranked one).
+    """
+    if evict not in EVICT_POLICIES:
+        raise ValueError(f"mcq.ranker.evict must be one of {EVICT_POLICIES}, got {evict!r}")
+    k = n_choices - 1
+    others, gold_rank = _others_and_gold_rank(ranked, gold)
+    start = 1 if evict == "released" and not _gold_in_top(gold_rank, n_choices) else 0
+    if len(others) < start + k:
+        evicted = ": released evicts the top-ranked one, as the gold is not in the top n_choices" if start else ""
+        raise ValueError(
+            f"{n_choices} choices need k={k} alternates{evicted} but the model_ranked candidate pool has only "
+            f"{len(others)} once the gold answer is removed"
+        )
+    return others[start : start + k]
+
+
+def _others_and_gold_rank(ranked: Sequence[str], gold: str) -> tuple[list[str], int | None]:
+    """The distinct candidates other than the gold, in rank order, and the gold's 0-based rank among the
+    distinct candidates (None: not ranked)."""
+    gold_key = normalise(gold)
+    seen: set[str] = set()
+    others: list[str] = []
+    gold_rank = None
+    for candidate in ranked:
+        key = normalise(candidate)
+        if key == gold_key:
+            gold_rank = len(others) if gold_rank is None else gold_rank
+        elif key not in seen:
+            seen.add(key)
+            others.append(candidate.strip())
+    return others, gold_rank
+
+
+def _gold_in_top(gold_rank: int | None, n_choices: int) -> bool:
+    return gold_rank is not None and gold_rank < n_choices
+
+
+def _ranked_candidates(ranking: pd.DataFrame, n_choices: int, evict: str):
+    """``model_ranked``: a function (record, rng) -> the alternates by rank (:func:`select_alternates`),
+    and the list it fills with the ids of the questions whose gold was not in the top ``n_choices``."""
     ranked = ranking.sort_values(["question_id", "rank"], kind="stable")
     by_question = ranked.groupby("question_id")["candidate"].agg(list).to_dict()
+    inserted: list[str] = []
 
     def candidates(record, rng) -> list[str]:
-        seen = {normalise(record["natural_answer"])}
-        kept = []
-        for candidate in by_question.get(record["question_id"], []):
-            if normalise(candidate) not in seen:
-                seen.add(normalise(candidate))
-                kept.append(candidate.strip())
-        return kept
+        ranked = by_question.get(record["question_id"], [])
+        if not _gold_in_top(_others_and_gold_rank(ranked, record["natural_answer"])[1], n_choices):
+            inserted.append(record["question_id"])
+        try:
+            return select_alternates(ranked, record["natural_answer"], n_choices, evict)
+        except ValueError as err:
+            raise ValueError(f"question {record['question_id']}: {err}") from None
 
-    return candidates
+    return candidates, inserted
 
 
 def build_mcq(
@@ -339,6 +442,7 @@ def build_mcq(
     seed: int,
     distractors: str = "random_other_event",
     ranking: pd.DataFrame | None = None,
+    evict: str = "lowest",
 ) -> list[dict[str, Any]]:
     """Build one ``n_choices``-way MCQ item per question (App. C.6; module docstring).
 
@@ -349,8 +453,13 @@ def build_mcq(
         seed: keys the gold positions and the order of the alternates.
         distractors: one of :data:`DISTRACTOR_METHODS`.
         ranking: for ``model_ranked``, the table of :func:`rank_candidates` (columns
-            ``question_id``, ``candidate``, ``rank`` are used); the top k candidates by rank
-            that are neither the gold nor a duplicate (by :func:`normalise`) are the alternates.
+            ``question_id``, ``candidate``, ``rank`` are used); the alternates are those of
+            :func:`select_alternates` (the top ``n_choices`` by rank with the gold, no duplicate by
+            :func:`normalise`).
+        evict: ``model_ranked`` only (config ``mcq.ranker.evict``): which ranked candidate the gold
+            replaces when it is not among the top ``n_choices``, ``lowest`` (the paper's text, App.
+            C.6) or ``released`` (the top-ranked one, as the authors' notebook does);
+            :func:`select_alternates`.
 
     Returns:
         Records ``{question_id, event_id, fiction_id, question, choices, gold, n_choices,
@@ -358,20 +467,23 @@ def build_mcq(
         ``distractors`` names the method.
 
     Raises:
-        ValueError: an unknown method; ``model_ranked`` without ``ranking``; a question with
-            fewer than k candidates once the gold and duplicates are removed.
+        ValueError: an unknown method or ``evict``; ``model_ranked`` without ``ranking``; a
+            question with fewer than k candidates once the gold and duplicates are removed (k + 1
+            where ``released`` evicts the top-ranked one).
         DataError: ``fict_qa`` is empty, a record lacks a field of :data:`MCQ_FIELDS`, or a
             ``question_id`` repeats (:func:`check_questions`).
     """
     if distractors not in DISTRACTOR_METHODS:
         raise ValueError(f"unknown distractor method {distractors!r}; choose one of {DISTRACTOR_METHODS}")
+    if evict not in EVICT_POLICIES:
+        raise ValueError(f"mcq.ranker.evict must be one of {EVICT_POLICIES}, got {evict!r}")
     check_questions(fict_qa)
     if distractors == "model_ranked":
         if ranking is None:
             raise ValueError("distractors='model_ranked' needs the ranking table of rank_candidates()")
-        candidates = _ranked_candidates(ranking)
+        candidates, inserted = _ranked_candidates(ranking, n_choices, evict)
     else:
-        candidates = _other_event_candidates(fict_qa)
+        candidates, inserted = _other_event_candidates(fict_qa), []
     questions = sorted(fict_qa, key=lambda r: r["question_id"])
     k = n_choices - 1
     positions = [i % n_choices for i in range(len(questions))]
@@ -400,4 +512,11 @@ def build_mcq(
                 "distractors": distractors,
             }
         )
+    if distractors == "model_ranked" and inserted:
+        log.info(
+            "MCQ-%d: the gold answer is not among the top %d ranked candidates of %d of %d questions: inserted, "
+            "evicting the %s-ranked candidate (mcq.ranker.evict: %s)%s",
+            n_choices, n_choices, len(inserted), len(questions), "lowest" if evict == "lowest" else "top", evict,
+            "; a sampled pool (mcq.ranker.max_candidates) never holds the gold" if evict == "released" else "",
+        )  # fmt: skip
     return items
