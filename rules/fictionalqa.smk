@@ -68,7 +68,11 @@ rule rank_distractors:
     params:
         compute=config["compute"],
         # evict is read by rule mcq (the choices from the ranking): changing it re-ranks nothing
-        cfg={key: value for key, value in config["mcq"]["ranker"].items() if key != "evict"},
+        cfg={
+            key: value
+            for key, value in config["mcq"]["ranker"].items()
+            if key != "evict"
+        },
         seed=config["seed"],
         shards="results/corpus/mcq/ranking_shards",  # kept by a killed job, read by its re-run
     script:
