@@ -487,10 +487,11 @@ def test_the_packing_check_rejects_a_wrong_later_block_and_a_padding_bug(broken,
     assert "scoring every request alone" in caplog.text
 
 
-def test_a_16_bit_model_is_checked_on_a_float32_copy_of_its_first_layers(caplog):
-    """bfloat16: the check runs on a float32 model of two of its four layers, with its own weights; its
-    verdict is the float32 one (the 16-bit paths alone differ by far more than 1e-4 nats)."""
-    model = _llama(num_hidden_layers=4).to(torch.bfloat16)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_the_check_runs_on_a_float32_copy_of_the_first_layers(dtype, caplog):
+    """A 4-layer model: the check runs on a float32 model of two of its layers, with its own weights; in
+    bfloat16 its verdict is the float32 one (the 16-bit paths alone differ by far more than 1e-4 nats)."""
+    model = _llama(num_hidden_layers=4).to(dtype)
     probe, what = scoring._float32_probe(model)
     assert probe.dtype == torch.float32 and probe.config.num_hidden_layers == 2 and model.config.num_hidden_layers == 4
     assert what == "float32 copy of layers [0, 1] of 4"
@@ -500,6 +501,23 @@ def test_a_16_bit_model_is_checked_on_a_float32_copy_of_its_first_layers(caplog)
     with caplog.at_level("INFO", logger="knowlab.core.scoring"):
         assert scoring.packing_is_exact(model, pairs, scoring._plan_rows(pairs, range(4), 200, 1, math.inf), 200)
     assert "float32 copy of layers [0, 1] of 4" in caplog.text
+
+
+def test_requests_with_one_input_sequence_share_a_forward_pass(tiny, monkeypatch):
+    """Alone, the single-token continuations of one context are one sequence: one row is run for them, and
+    each gets the score it gets on its own."""
+    model, _ = tiny
+    context = list(range(5, 40))
+    pairs = [(context, [60 + i]) for i in range(4)] + [(context[:-3], [70, 71])]
+    rows = _record_input_rows(model, monkeypatch)
+    with torch.inference_mode():
+        together = scoring._score_alone(model, pairs, 8, 400, "alone")
+    assert len(rows) == 2
+    for pair, got in zip(pairs, together):
+        with torch.inference_mode():
+            (alone,) = scoring._score_alone(model, [pair], 1, 400, "alone")
+        np.testing.assert_allclose(got.logprobs, alone.logprobs, atol=1e-5)
+        assert got.greedy.tolist() == alone.greedy.tolist()
 
 
 # the greedy flag and EM@k against the model's own argmax

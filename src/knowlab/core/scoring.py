@@ -44,9 +44,10 @@ How requests are run (:func:`score_token_ids`):
   long different parts get a sequence per longer prefix rather than one wide sequence; long
   continuations of one short context (documents after the prefix token) run alone.
 - *Only where exact*: before a model's first packed batch, :func:`packing_is_exact` scores
-  several of its packed rows (every block, a padded batch, the widest row) both ways in
-  float32 and packs only if they agree within 1e-4 nats per token; a family whose positions
-  come from the attention mask (ALiBi: Bloom, MPT, Falcon-ALiBi) fails the check and has every request scored alone, with the reason logged.
+  several of its packed rows (every block, a padded batch, the widest row) both ways on a
+  float32 copy of its first layers and packs only if they agree within 1e-4 nats per token; a
+  family whose positions come from the attention mask (ALiBi: Bloom, MPT, Falcon-ALiBi) fails
+  the check and has every request scored alone, with the reason logged.
 - *Per request*: every other request (a unique context, an empty one, one that the window
   cuts) runs as its own right-padded sequence, as the harness runs every request
   (re-encoding a shared context for each choice).
@@ -270,8 +271,8 @@ def packing_is_exact(
     the most requests, and others of different widths) are scored together in one padded batch,
     and every request in them alone: every block of a row, whatever its place, and every row
     of a padded batch is compared.  The comparison runs in float32, where the two paths agree to
-    rounding, on :func:`_float32_probe` (the model itself when it is float32, else a float32 copy
-    of a few of its layers: the masks and positions are the architecture's, not the depth's).
+    rounding, on :func:`_float32_probe` (a float32 copy of a few of the model's layers, with its
+    weights: the masks and positions are the architecture's, not the depth's).
     Packing is used only if every token's log-probability agrees within
     :data:`PACKING_TOLERANCE` nats; otherwise (or if the packed forward pass fails) every request
     runs alone, and the reason is logged.
@@ -326,11 +327,14 @@ def _check_rows(pairs: Sequence[tuple[list[int], list[int]]], rows: Sequence[_Ro
 def _float32_probe(model):
     """``(model, description)`` on which :func:`packing_is_exact` compares the two paths in float32.
 
-    A float32 model is its own probe.  Otherwise: a float32 model of the same class and config
-    but only a few layers (the first of each layer type the config lists, e.g. Gemma-3's sliding
-    and global layers, and at least two), with the model's own weights for the embeddings, the
-    kept layers and the head, on the model's device: the same masks and positions at a small
-    fraction of the memory of a float32 copy.
+    A float32 model of the same class and config but only a few layers (the first of each layer
+    type the config lists, e.g. Gemma-3's sliding and global layers, and at least two), with the
+    model's own weights for the embeddings, the kept layers and the head, on the model's device:
+    the masks and positions are the architecture's, the same in every layer, so a few layers show
+    what packing does to them, at a fraction of the time (SmolLM2-135M: 2 of 30 layers) and of
+    the memory of a float32 copy.  A float32 model with no more layers than that, or a model
+    that is not a ``transformers`` ``PreTrainedModel`` (a wrapper whose own forward pass is what
+    must be checked), is its own probe.
 
     Raises:
         whatever the class's construction or ``load_state_dict`` raises (the caller counts it a
@@ -341,17 +345,19 @@ def _float32_probe(model):
     import re
 
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, PreTrainedModel
 
-    if model.dtype == torch.float32:
-        return model, "float32"
-    config = copy.deepcopy(model.config)
-    n_layers = config.num_hidden_layers
-    types = getattr(config, "layer_types", None)
+    if not isinstance(model, PreTrainedModel):
+        return model, str(model.dtype).removeprefix("torch.")
+    n_layers = model.config.num_hidden_layers
+    types = getattr(model.config, "layer_types", None)
     first_of_type: dict[str, int] = {}
     for i, layer_type in enumerate(types or ()):
         first_of_type.setdefault(layer_type, i)
     keep = sorted({0, min(1, n_layers - 1), *first_of_type.values()})
+    if model.dtype == torch.float32 and len(keep) == n_layers:
+        return model, "float32"
+    config = copy.deepcopy(model.config)
     config.num_hidden_layers = len(keep)
     if types:
         config.layer_types = [types[i] for i in keep]
@@ -581,35 +587,43 @@ def _score_packed(
 def _score_alone(
     model, pairs: Sequence[tuple[list[int], list[int]]], batch_size: int, max_length: int, desc: str
 ) -> list[TokenScores]:
-    """Scores of each pair from its own sequence ``(context + continuation)[:-1]``, cut to the window."""
+    """Scores of each pair from its own sequence ``(context + continuation)[:-1]``, cut to the window.
+
+    Pairs whose sequences are identical (one context's single-token continuations: SORT's labels,
+    the ranker's verdicts) share one forward pass: the same sequence gives the same logits.
+    """
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
-    inputs = []
-    for context_ids, continuation_ids in pairs:
+    sequences: dict[tuple[int, ...], list[int]] = {}  # input sequence -> the pairs it scores
+    targets, n_scored = [], []
+    for i, (context_ids, continuation_ids) in enumerate(pairs):
         full = (list(context_ids) + list(continuation_ids))[-(max_length + 1) :]
-        inputs.append((full[:-1], full[1:], len(continuation_ids)))
-    order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i][0]))
-    results: list[TokenScores | None] = [None] * len(inputs)
-    widths = [len(inputs[i][0]) for i in order]
+        sequences.setdefault(tuple(full[:-1]), []).append(i)
+        targets.append(full[1:])
+        n_scored.append(min(len(continuation_ids), len(full) - 1))
+    inputs = list(sequences)
+    order = sorted(range(len(inputs)), key=lambda u: -len(inputs[u]))
+    results: list[TokenScores | None] = [None] * len(pairs)
+    widths = [len(inputs[u]) for u in order]
     for batch in tqdm(cut_batches(order, widths, batch_size), desc=desc, leave=False, mininterval=5):
-        width = max(len(inputs[i][0]) for i in batch)
+        width = len(inputs[batch[0]])
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, i in enumerate(batch):
-            seq = inputs[i][0]
-            ids[row, : len(seq)] = torch.tensor(seq)
-            mask[row, : len(seq)] = 1
+        for row, u in enumerate(batch):
+            ids[row, : len(inputs[u])] = torch.tensor(inputs[u])
+            mask[row, : len(inputs[u])] = 1
         # logits only from the first scored position of the batch on (logits_to_keep),
         # and log-probabilities only at scored positions: no full-vocabulary log_softmax
-        starts = [len(inputs[i][0]) - min(inputs[i][2], len(inputs[i][1])) for i in batch]
-        first = min(starts)
+        first = min(len(inputs[u]) - n_scored[i] for u in batch for i in sequences[inputs[u]])
         logits = model(
             input_ids=place(ids, model), attention_mask=place(mask, model), logits_to_keep=width - first
         ).logits
-        for row, i in enumerate(batch):
-            _, targets, _ = inputs[i]
-            results[i] = _token_scores(logits[row, starts[row] - first : len(targets) - first], targets[starts[row] :])
+        for row, u in enumerate(batch):
+            end = len(inputs[u])
+            for i in sequences[inputs[u]]:
+                start = end - n_scored[i]
+                results[i] = _token_scores(logits[row, start - first : end - first], targets[i][start:])
     return results  # type: ignore[return-value]
 
 
