@@ -206,21 +206,36 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
     return out
 
 
+#: shape of the tests' tiny random Llama (knowlab.core.models.build_tiny_model)
+TINY_ARCH = {
+    "vocab_size": 400,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 512,
+}
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, corpus):
     """A 2-layer random Llama with a BPE tokenizer trained on the shipped fiction (built once per session)."""
     from knowlab.core.models import build_tiny_model
 
-    arch = {
-        "vocab_size": 400,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "max_position_embeddings": 512,
-    }
     texts = [r["fiction"] for r in corpus["fictions"]]
-    return built_once(tmp_path_factory, "tiny", lambda out: build_tiny_model(texts, out, arch, seed=0))
+    return built_once(tmp_path_factory, "tiny", lambda out: build_tiny_model(texts, out, TINY_ARCH, seed=0))
+
+
+@pytest.fixture(scope="session")
+def tiny_bos_model(tmp_path_factory, corpus):
+    """(model, tokenizer): the tiny Llama's shape, float32, with a tokenizer that puts ``<|begin_of_text|>``
+    before every text as Llama-3's does (built once per session; read-only)."""
+    from knowlab.core.models import build_tiny_model, load_model
+
+    texts = [r["fiction"] for r in corpus["fictions"]]
+    out = built_once(tmp_path_factory, "tiny_bos", lambda out: build_tiny_model(texts, out, TINY_ARCH, 3, add_bos=True))
+    model, tokenizer = load_model(out)
+    return model.float().eval(), tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -10,26 +10,10 @@ from knowlab.fictionalqa.corpus.mcq import build_mcq
 from knowlab.fictionalqa.suites import MCQ_TEMPLATE, mcq_rows
 
 
-@pytest.fixture(scope="module")
-def bos_model(tmp_path_factory, corpus):
-    """(model, tokenizer): a 2-layer random Llama in float32, its BPE tokenizer putting ``<|begin_of_text|>`` first."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from knowlab.core.models import build_tiny_model
-
-    arch = {
-        "vocab_size": 400,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "max_position_embeddings": 512,
-    }
-    out = tmp_path_factory.mktemp("bos") / "model"
-    build_tiny_model([r["fiction"] for r in corpus["fictions"]], out, arch, seed=3, add_bos=True)
-    tokenizer = AutoTokenizer.from_pretrained(out)
-    model = AutoModelForCausalLM.from_pretrained(out, torch_dtype="float32", attn_implementation="sdpa").eval()
-    return model, tokenizer
+@pytest.fixture
+def bos_model(tiny_bos_model, one_thread):
+    """The session's tiny Llama whose tokenizer adds a BOS (model, tokenizer), torch on one thread."""
+    return tiny_bos_model
 
 
 def _harness(model, tokenizer):

@@ -201,29 +201,10 @@ def test_smollm2_puts_most_probability_on_the_labels(smollm2, items):
 # --- a tokenizer that puts a BOS first (Llama-3's way): harness context encoding ------------------------
 
 
-@pytest.fixture(scope="module")
-def bos_tiny(tmp_path_factory, corpus):
-    """(model, tokenizer): a 2-layer random Llama whose tokenizer puts ``<|begin_of_text|>`` before every text."""
-    from knowlab.core.models import build_tiny_model, load_model
-
-    arch = {
-        "vocab_size": 400,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "max_position_embeddings": 512,
-    }
-    out = tmp_path_factory.mktemp("sort_bos") / "model"
-    build_tiny_model([r["fiction"] for r in corpus["fictions"]], out, arch, seed=5, add_bos=True)
-    model, tokenizer = load_model(out)
-    return model.float().eval(), tokenizer
-
-
-def test_a_context_starts_with_the_tokenizers_bos_and_labels_are_still_found(bos_tiny, items, one_thread, monkeypatch):
+def test_a_context_starts_with_the_tokenizers_bos_and_labels_are_still_found(tiny_bos_model, items, one_thread, monkeypatch):
     from knowlab.sort import score as score_module
 
-    model, tok = bos_tiny
+    model, tok = tiny_bos_model
     bos = tok.bos_token_id
     assert tok("Answer:")["input_ids"][0] == bos  # the tokenizer's default adds a BOS
     contexts = [render_prompt(tok, DEFAULT_TEMPLATES[0], item, "in_context") for item in items]

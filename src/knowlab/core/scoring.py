@@ -291,7 +291,7 @@ def packing_is_exact(
             packed = _score_packed(probe, pairs, chosen, len(chosen), "packing check")
             alone = dict(zip(sample, _score_alone(probe, [pairs[i] for i in sample], 8, max_length, "packing check")))
         difference = max(float(np.abs(packed[i].logprobs - alone[i].logprobs).max()) for i in sample)
-        widest = max(sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in chosen)
+        widest = max(_row_width(pairs, row) for row in chosen)
         verdict = difference <= PACKING_TOLERANCE
         reason = (
             f"largest difference {difference:.1e} nats per token over {len(sample)} requests in {len(chosen)} "
@@ -313,7 +313,7 @@ def packing_is_exact(
 def _check_rows(pairs: Sequence[tuple[list[int], list[int]]], rows: Sequence[_Row]) -> list[int]:
     """Indices of the rows :func:`packing_is_exact` checks: the widest, the one with the most requests, then
     rows of widths not yet taken (so the batch is padded), up to :data:`PACKING_CHECK_ROWS`."""
-    widths = [sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in rows]
+    widths = [_row_width(pairs, row) for row in rows]
     n_requests = [sum(len(owners) for _, owners in units) for _, units in rows]
     chosen = list(dict.fromkeys([int(np.argmax(widths)), int(np.argmax(n_requests))]))
     for r in range(len(rows)):
@@ -511,6 +511,11 @@ def _row_layout(
     return segments, scored
 
 
+def _row_width(pairs: Sequence[tuple[list[int], list[int]]], row: _Row) -> int:
+    """Tokens of one packed row (:func:`_row_layout`)."""
+    return sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0])
+
+
 def _score_packed(
     model,
     pairs: Sequence[tuple[list[int], list[int]]],
@@ -533,7 +538,7 @@ def _score_packed(
     # deferred: torch and transformers load only in jobs that run a model (seconds and GBs)
     import torch
 
-    width_of = [sum(len(tokens) for tokens, *_ in _row_layout(pairs, *row)[0]) for row in rows]
+    width_of = [_row_width(pairs, row) for row in rows]
     order = sorted(range(len(rows)), key=lambda r: -width_of[r])
     results = {}
     for batch in tqdm(

@@ -53,15 +53,9 @@ def _split_trailing_space(context: str) -> tuple[str, str]:
     return stripped, context[len(stripped) :]
 
 
-def _context_ids(tokenizer, context: str) -> list[int]:
-    """Context token ids as :func:`knowlab.core.scoring.encode_pair` makes them
-    (:func:`~knowlab.core.scoring.encode_context`: the tokenizer's default special tokens first, as the harness)."""
-    return encode_context(tokenizer, context)
-
-
 def _label_ids_after(tokenizer, context: str, labels: Sequence[str]) -> dict[str, list[int]]:
     """Label variants that are one token after ``context`` (see :func:`label_token_ids`): compared on the
-    context's own text ids, without the special tokens :func:`_context_ids` puts before them."""
+    context's own text ids, without the special tokens :func:`~knowlab.core.scoring.encode_context` puts before them."""
     stripped, moved = _split_trailing_space(context)
     text_ids = tokenizer(stripped, add_special_tokens=False)["input_ids"] if stripped else []
     out: dict[str, list[int]] = {}
@@ -157,7 +151,7 @@ def score_items(
     owners: list[tuple[int, str]] = []  # (context index, label) of each pair
     n_context_tokens = []
     for i, context in enumerate(contexts):
-        context_ids = _context_ids(tokenizer, context)
+        context_ids = encode_context(tokenizer, context)
         n_context_tokens.append(len(context_ids))
         for label, ids in _label_ids_after(tokenizer, context, LABELS).items():
             for token in ids:
