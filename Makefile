@@ -47,7 +47,7 @@ test-fast: $(STAMP)
 # Before citing a result: config/test.yaml at 1 and 2 threads per job in two fresh copies must agree
 # byte for byte, and a third copy killed (SIGKILL) in every kind of job must end the same (~15 min).
 verify: $(STAMP)
-	$(BIN)/python -m knowlab.core.verify
+	$(BIN)/python -m knowlab.tooling.verify
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
@@ -59,7 +59,7 @@ dryrun-slurm: $(STAMP)
 # Every envs/*.yaml installed as --use-conda does (plain pip install -r of its pip list, in a fresh
 # python3.11 venv) and every module its rules reach imported there; minutes, network; not in CI.
 check-envs: $(STAMP)
-	$(BIN)/python -m knowlab.core.envs check
+	$(BIN)/python -m knowlab.tooling.envs check
 
 clean:
 	rm -rf results resources .snakemake

@@ -1,4 +1,4 @@
-"""The paper-scale capacity plan (``knowlab.core.capacity``), with the throughput it is scaled from.
+"""The paper-scale capacity plan (``knowlab.tooling.capacity``), with the throughput it is scaled from.
 
 Prints, in Markdown:
 
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from knowlab.config import load_config
-from knowlab.core import capacity
+from knowlab.tooling import capacity
 
 SEQ_LEN, SCORE_ROWS = 512, 8
 

@@ -7,7 +7,7 @@ bfloat16 and in float32 on one CPU, or the same config on two CPUs:
 
 It prints a Markdown table, one row per finding: its status in each run (the same word once when
 every run agrees) and the range of its effect, interval and p across the runs; then the claims
-whose status differs; given results folders that hold ``summary/fictionalqa.csv``, the README's
+whose status differs; given results folders that hold ``summary/fictionalqa.csv``, docs/default.md's
 FictionalQA table with each cell's range across the runs (``benchmarks/make_run.py``).  The last line is
 ``findings spread: runs=<n> findings=<m> equal_status=<k>/<m> supported=<s1>,<s2>,...``.
 """

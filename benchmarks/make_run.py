@@ -81,7 +81,7 @@ def job_times(benchmarks: Path, logs: Path) -> list[tuple[str, str, float, float
 
 
 def fictionalqa_table(*summary_csvs: Path) -> list[str]:
-    """The README's FictionalQA table: per split, step 0 -> last step; the control's last step.
+    """The FictionalQA table of docs/default.md: per split, step 0 -> last step; the control's last step.
 
     Several summaries (runs of one config in another dtype, thread count or CPU) give each cell as
     the range of the runs, ``low-high`` (one value when they agree to two decimals).

@@ -49,7 +49,7 @@ def main() -> None:
     import yaml
 
     from knowlab.core.io import read_jsonl
-    from knowlab.core.models import CheckpointError, check_model_dir, load_model, prepare_base_model
+    from knowlab.core.models import BaseModelSettings, CheckpointError, check_model_dir, load_model, prepare_base_model
     from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, _rank_shard, answer_pool
 
     torch.set_num_threads(1)
@@ -57,7 +57,8 @@ def main() -> None:
         model_dir = check_model_dir(args.model)
     except CheckpointError:
         model_dir = Path(tempfile.mkdtemp()) / "base_model"
-        prepare_base_model(yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["model"], model_dir, seed=0)
+        config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        prepare_base_model(BaseModelSettings.from_config(config), model_dir, seed=0)
     model, tokenizer = load_model(model_dir)
     qa = sorted(read_jsonl(ROOT / "data" / "fiction" / "fict_qa.jsonl"), key=lambda r: r["question_id"])
     pool = answer_pool(qa)

@@ -101,7 +101,7 @@ class _StepTimes(logging.Handler):
 
 def run_ours(args, texts: list[str], out_dir: str) -> list[float]:
     """Our ``finetune``; returns the end time of every optimizer step (s, from its start)."""
-    from knowlab.core.train import finetune
+    from knowlab.core.train import TrainSettings, finetune
 
     cfg = {
         **CFG,
@@ -117,7 +117,13 @@ def run_ours(args, texts: list[str], out_dir: str) -> list[float]:
     trainer_log.setLevel(logging.INFO)
     trainer_log.propagate = False
     train_log = finetune(
-        base_model=args.model, out_dir=out_dir, run="benchmark", fiction_texts=[], webtext_texts=texts, cfg=cfg, seed=0
+        base_model=args.model,
+        out_dir=out_dir,
+        run="benchmark",
+        fiction_texts=[],
+        webtext_texts=texts,
+        settings=TrainSettings.from_block(cfg),
+        seed=0,
     )
     assert (train_log["tokens"] == args.micro_batch_size * args.grad_accum * args.seq_len).all()
     return [t - times.times[0] for t in times.times[1:]]

@@ -7,12 +7,23 @@ from snakemake.settings.types import DeploymentMethod
 
 from knowlab.config import base_eval_model, base_model_name, settings_note
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
+from knowlab.core.device import ComputeSettings
+from knowlab.core.models import BaseModelSettings
 from knowlab.core.train import launch_command, launch_resources
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
-from knowlab.fictionalqa.splits import document_suites
+from knowlab.fictionalqa.settings import (
+    EvaluateSettings,
+    FictionCorpusSettings,
+    McqSettings,
+    PairedTestSettings,
+    RankerSettings,
+    RealQASettings,
+    SplitSettings,
+    WebtextSettings,
+)
 from knowlab.fictionalqa.corpus.schema import TABLES
-from knowlab.finetune_job import TRACKING_ENV, job_spec
-from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names
+from knowlab.findings import FindingsSettings
+from knowlab.finetune_job import TRACKING_ENV, job_spec, recipe_settings
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
 
@@ -21,6 +32,8 @@ BASE_MODEL = "resources/base_model"
 # the model's name in item rows and figures, and the settings line under every figure
 MODEL_NAME = base_model_name(config)
 FIGURE_NOTE = settings_note(config)
+# the param `compute` of the jobs that run a model (the compute keys that can change a result)
+COMPUTE = ComputeSettings.from_config(config).param()
 
 # FictionalQA (Kirchenbauer et al. 2026)
 FICTION = "results/corpus/fiction"
@@ -60,8 +73,6 @@ SORT_EPOCHS = config["sort"]["parametric"]["epochs"]
 # Grounding (Lee et al. 2024)
 GROUNDING = "results/grounding"
 GROUNDING_DATASETS = config["grounding"]["datasets"]
-GROUNDING_CONDITIONS = condition_names(config["grounding"])
-GROUNDING_FINETUNE_CONDITIONS = list(FINETUNE_CONDITIONS)
 GROUNDING_FINETUNE = (
     config["grounding"]["finetune"]["enabled"]
     and bool(FICTION_RUNS)
@@ -252,6 +263,16 @@ FINETUNE_RESOURCES = launch_resources(config["finetune"]["distributed"])
 # job inherits (the launchers pass it on to every process), not in a param, so that changing it
 # retrains nothing
 os.environ[TRACKING_ENV] = json.dumps(config["tracking"], sort_keys=True)
+
+
+def finetune_settings(wildcards):
+    """What the job's recipe reads from the config (knowlab.finetune_job.recipe_settings)."""
+    return recipe_settings(
+        finetune_recipe(wildcards),
+        config["finetune"],
+        config["sort"]["parametric"],
+        config["seed"],
+    )
 
 
 def finetune_spec(wildcards, input, output):

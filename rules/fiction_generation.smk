@@ -2,6 +2,25 @@
 # seeds -> fictsheets -> fictions -> fict_qa -> answer attempts -> grades -> annotation.
 # Every LLM call goes through the request cache (fiction.generate.cache_dir), which is no
 # rule's output: a failed or killed stage keeps its answers and its re-run sends the rest.
+from knowlab.fiction_generation.settings import (
+    FictionGenerationAnnotateSettings,
+    FictionGenerationAttemptsSettings,
+    FictionGenerationFictionsSettings,
+    FictionGenerationFictQaSettings,
+    FictionGenerationFictsheetsSettings,
+    FictionGenerationGradesSettings,
+    FictionGenerationSeedsSettings,
+)
+
+# each step's settings (knowlab.fiction_generation.settings): the config keys it reads, its rule's
+# param `settings`, so that a changed key re-runs the stages that read it (config/README.md)
+GENERATE_SEEDS = FictionGenerationSeedsSettings.from_config(config).param()
+GENERATE_FICTSHEETS = FictionGenerationFictsheetsSettings.from_config(config).param()
+GENERATE_FICTIONS = FictionGenerationFictionsSettings.from_config(config).param()
+GENERATE_FICT_QA = FictionGenerationFictQaSettings.from_config(config).param()
+GENERATE_ATTEMPTS = FictionGenerationAttemptsSettings.from_config(config).param()
+GENERATE_GRADES = FictionGenerationGradesSettings.from_config(config).param()
+GENERATE_ANNOTATE = FictionGenerationAnnotateSettings.from_config(config).param()
 
 
 rule generate_seeds:
@@ -18,9 +37,9 @@ rule generate_seeds:
         "../envs/generate.yaml"
     threads: config["threads"]
     params:
-        compute=config["compute"],
+        compute=COMPUTE,
         stage="seeds",
-        cfg=config["fiction"]["generate"],
+        settings=GENERATE_SEEDS,
         seed=config["seed"],
         basedir=BASEDIR,
     script:
@@ -39,9 +58,9 @@ use rule generate_seeds as generate_fictsheets with:
     benchmark:
         "results/benchmarks/generate/fictsheets.tsv"
     params:
-        compute=config["compute"],
+        compute=COMPUTE,
         stage="fictsheets",
-        cfg=config["fiction"]["generate"],
+        settings=GENERATE_FICTSHEETS,
         seed=config["seed"],
         basedir=BASEDIR,
 
@@ -59,9 +78,9 @@ use rule generate_seeds as generate_fictions with:
     benchmark:
         "results/benchmarks/generate/fictions.tsv"
     params:
-        compute=config["compute"],
+        compute=COMPUTE,
         stage="fictions",
-        cfg=config["fiction"]["generate"],
+        settings=GENERATE_FICTIONS,
         seed=config["seed"],
         basedir=BASEDIR,
 
@@ -80,9 +99,9 @@ use rule generate_seeds as generate_fict_qa with:
     benchmark:
         "results/benchmarks/generate/fict_qa.tsv"
     params:
-        compute=config["compute"],
+        compute=COMPUTE,
         stage="fict_qa",
-        cfg=config["fiction"]["generate"],
+        settings=GENERATE_FICT_QA,
         seed=config["seed"],
         basedir=BASEDIR,
 
@@ -100,9 +119,9 @@ use rule generate_seeds as generate_attempts with:
     benchmark:
         "results/benchmarks/generate/attempts_{kind}.tsv"
     params:
-        compute=config["compute"],
+        compute=COMPUTE,
         stage="attempts",
-        cfg=config["fiction"]["generate"],
+        settings=GENERATE_ATTEMPTS,
         seed=config["seed"],
         basedir=BASEDIR,
 
@@ -121,9 +140,9 @@ use rule generate_seeds as generate_grades with:
     benchmark:
         "results/benchmarks/generate/grades_{kind}.tsv"
     params:
-        compute=config["compute"],
+        compute=COMPUTE,
         stage="grades",
-        cfg=config["fiction"]["generate"],
+        settings=GENERATE_GRADES,
         seed=config["seed"],
         basedir=BASEDIR,
 
@@ -154,7 +173,7 @@ rule generate_annotate:
         "../envs/generate.yaml"
     threads: config["threads"]
     params:
-        compute=config["compute"],
-        cfg=config["fiction"]["generate"]["near_duplicates"],
+        compute=COMPUTE,
+        settings=GENERATE_ANNOTATE,
     script:
         "../scripts/generate_annotate.py"

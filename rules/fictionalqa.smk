@@ -20,7 +20,7 @@ rule webtext:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["webtext"],
+        settings=WebtextSettings.from_config(config).param(),
         seed=config["seed"],
     script:
         "../scripts/webtext.py"
@@ -42,7 +42,7 @@ rule fiction_corpus:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["fiction"],
+        settings=FictionCorpusSettings.from_config(config).param(),
         basedir=BASEDIR,
         outdir=lambda wildcards, output: Path(output.seeds).parent,
     script:
@@ -66,13 +66,10 @@ rule rank_distractors:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        # evict is read by rule mcq (the choices from the ranking): changing it re-ranks nothing
-        cfg={
-            key: value
-            for key, value in config["mcq"]["ranker"].items()
-            if key != "evict"
-        },
+        compute=COMPUTE,
+        # evict is read by rule mcq (the choices from the ranking), batch_size by the script (not a
+        # result key): changing either re-ranks nothing
+        settings=RankerSettings.from_config(config).param(),
         seed=config["seed"],
         shards="results/corpus/mcq/ranking_shards",  # kept by a killed job, read by its re-run
     script:
@@ -92,8 +89,7 @@ rule mcq:
     conda:
         "../envs/data.yaml"
     params:
-        distractors=config["mcq"]["distractors"],
-        evict=config["mcq"]["ranker"]["evict"],  # model_ranked: the gold outside the ranked top n
+        settings=McqSettings.from_config(config).param(),
         seed=config["seed"],
     script:
         "../scripts/mcq.py"
@@ -136,7 +132,7 @@ rule real_qa:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["real_qa"],
+        settings=RealQASettings.from_config(config).param(),
         basedir=BASEDIR,
         seed=config["seed"],
     script:
@@ -157,7 +153,7 @@ rule split:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["splits"],
+        settings=SplitSettings.from_config(config).param(),
         seed=config["seed"],
     script:
         "../scripts/split.py"
@@ -183,14 +179,14 @@ rule evaluate:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["evaluate"],
+        compute=COMPUTE,
+        # evaluate.batch_size is read by the script (not a result key)
+        settings=lambda wildcards: EvaluateSettings.from_config(
+            config, wildcards.run
+        ).param(),
         checkpoint=checkpoint_path,
         run=lambda wildcards: wildcards.run,
         step=lambda wildcards: int(wildcards.step),
-        documents=lambda wildcards: document_suites(
-            wildcards.run, config["evaluate"]["other_documents"]
-        ),
     script:
         "../scripts/evaluate.py"
 
@@ -209,7 +205,7 @@ rule paired_tests:
     conda:
         "../envs/stats.yaml"
     params:
-        cfg=config["stats"],
+        settings=PairedTestSettings.from_config(config).param(),
         control=CONTROL_RUN,
         runs=compared_runs,
     script:

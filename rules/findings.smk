@@ -44,18 +44,7 @@ rule findings:
     conda:
         "../envs/stats.yaml"
     params:
-        cfg={
-            section: config[section]
-            for section in (
-                "seed",
-                "findings",
-                "finetune",
-                "stats",
-                "eval_models",
-                "sort",
-                "grounding",
-            )
-        },
+        settings=FindingsSettings.from_config(config).param(),
         model=MODEL_NAME,
         report="results/report.html",
     script:

@@ -2,8 +2,27 @@
 # -> tables and figures; and the fiction set at every FictionalQA checkpoint (step 0 is
 # the base model, run `base_model`).
 
+from knowlab.grounding.settings import (
+    GroundingCheckpointGenerateSettings,
+    GroundingDistractorsSettings,
+    GroundingGenerateSettings,
+    GroundingItemsSettings,
+    GroundingScoreSettings,
+    GroundingTablesSettings,
+)
+
 # figures of rule grounding_tables (knowlab.grounding.plots), the keys of its outputs
 GROUNDING_FIGURES = ("fig3c", "fig4", "fig5", "fig15_16", "position")
+
+# each step's settings (knowlab.grounding.settings): the config keys it reads, its rules' param
+# `settings`, so that a changed key re-runs the jobs that read it (config/README.md)
+# (items: per dataset, for_dataset; generation: per model, for_served)
+GROUNDING_ITEMS = GroundingItemsSettings.from_config(config)
+GROUNDING_DISTRACTORS = GroundingDistractorsSettings.from_config(config).param()
+GROUNDING_GENERATE = GroundingGenerateSettings.from_config(config)
+GROUNDING_CHECKPOINT_GENERATE = GroundingCheckpointGenerateSettings.from_config(config)
+GROUNDING_SCORE = GroundingScoreSettings.from_config(config).param()
+GROUNDING_TABLES = GroundingTablesSettings.from_config(config).param()
 
 
 rule grounding_items:
@@ -20,8 +39,13 @@ rule grounding_items:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["grounding"],
-        seed=config["seed"],
+        # the KAIST release's keys for dataset kaist; the fiction set reads the seed
+        settings=lambda wildcards: GROUNDING_ITEMS.for_dataset(
+            wildcards.dataset
+        ).param(),
+        seed=lambda wildcards: (
+            config["seed"] if wildcards.dataset == "fiction" else None
+        ),
     script:
         "../scripts/grounding_items.py"
 
@@ -41,9 +65,8 @@ rule grounding_distractors:
         "../envs/grounding.yaml"
     threads: config["threads"]
     params:
-        compute=config["compute"],
-        cfg=config["grounding"],
-        seed=config["seed"],
+        compute=COMPUTE,
+        settings=GROUNDING_DISTRACTORS,
     script:
         "../scripts/grounding_distractors.py"
 
@@ -67,10 +90,11 @@ rule grounding_generate:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["grounding"],
-        conditions=GROUNDING_CONDITIONS,
-        max_items=config["grounding"]["max_items"],
+        compute=COMPUTE,
+        # backend openai: only this model's entry of grounding.generation.openai.models
+        settings=lambda wildcards: GROUNDING_GENERATE.for_served(
+            wildcards.model
+        ).param(),
         seed=config["seed"],
         model=lambda wildcards: eval_model_label(wildcards.model),
         run="base",
@@ -100,8 +124,8 @@ rule grounding_score:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["grounding"],
+        compute=COMPUTE,
+        settings=GROUNDING_SCORE,
         cache=lambda wildcards: f"{GROUNDING}/cache/facts/{wildcards.dataset}/{wildcards.model}.json",
         request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
         model_label=MODEL_NAME,  # the base model in the rows' decomposer / evaluator columns
@@ -157,10 +181,8 @@ rule grounding_tables:
     conda:
         "../envs/plot.yaml"
     params:
-        cfg=config["grounding"],
-        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
+        settings=GROUNDING_TABLES,
         seed=config["seed"],
-        models=[eval_model_label(name) for name in EVAL_MODELS],
     script:
         "../scripts/grounding_tables.py"
 
@@ -186,10 +208,10 @@ rule grounding_checkpoint_generate:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["grounding"],
-        conditions=GROUNDING_FINETUNE_CONDITIONS,
-        max_items=config["grounding"]["finetune"]["max_items"],
+        compute=COMPUTE,
+        settings=lambda wildcards: GROUNDING_CHECKPOINT_GENERATE.for_served(
+            f"{wildcards.run}/step-{wildcards.step}"
+        ).param(),
         seed=config["seed"],
         model=MODEL_NAME,
         run=lambda wildcards: wildcards.run,
@@ -221,8 +243,8 @@ rule grounding_checkpoint_score:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["grounding"],
+        compute=COMPUTE,
+        settings=GROUNDING_SCORE,
         cache=lambda wildcards: f"{GROUNDING}/cache/facts/finetune/{wildcards.run}/step-{wildcards.step}.json",
         request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
         model_label=MODEL_NAME,  # the base model in the rows' decomposer / evaluator columns

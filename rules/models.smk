@@ -19,7 +19,7 @@ rule base_model:
     conda:
         "../envs/train.yaml"
     params:
-        cfg=config["model"],
+        settings=BaseModelSettings.from_config(config).param(),
         seed=config["seed"],
     script:
         "../scripts/base_model.py"
@@ -37,7 +37,7 @@ rule eval_model:
     conda:
         "../envs/train.yaml"
     params:
-        compute=config["compute"],
+        compute=COMPUTE,
         spec=lambda wildcards: config["eval_models"][wildcards.model],
     script:
         "../scripts/eval_model.py"
@@ -70,6 +70,9 @@ rule finetune:
         **FINETUNE_RESOURCES,
     params:
         launch=FINETUNE_LAUNCH,
+        # what the recipe reads: the spec below holds it too, but it is derived from the job's
+        # paths, and Snakemake checks only params that are not for a change
+        settings=finetune_settings,
         spec=finetune_spec,
     # the log, and every attempt appended beside it (knowlab.core.provenance.attempts_path);
     # where the live curves go comes from KNOWLAB_TRACKING (rules/common.smk): not a param, so

@@ -3,6 +3,29 @@
 # at every checkpoint; parametric memory: training texts -> (fine-tuning, rules/models.smk)
 # -> SORT per epoch -> tests and figures.  Step 0 (epoch 0) is the base model.
 
+from knowlab.sort.settings import (
+    SortEvaluateSettings,
+    SortFictionItemsSettings,
+    SortItemsSettings,
+    SortParametricTextsSettings,
+    SortPromptSettings,
+    SortRagPromptSettings,
+    SortRetrievalSettings,
+    SortSourcesSettings,
+    evaluate_settings,
+)
+
+# the param `settings` of each SORT rule: the config keys its step reads (knowlab.sort.settings);
+# sort.batch_size, which cannot change a score, is read by the scripts from the config
+SORT_SOURCES_SETTINGS = SortSourcesSettings.from_config(config).param()
+SORT_ITEMS_SETTINGS = SortItemsSettings.from_config(config).param()
+SORT_RETRIEVAL_SETTINGS = SortRetrievalSettings.from_config(config).param()
+SORT_PROMPT_SETTINGS = SortPromptSettings.from_config(config).param()
+SORT_RAG_PROMPT_SETTINGS = SortRagPromptSettings.from_config(config).param()
+SORT_EVALUATE_SETTINGS = SortEvaluateSettings.from_config(config).param()
+SORT_FICTION_ITEMS_SETTINGS = SortFictionItemsSettings.from_config(config).param()
+SORT_PARAMETRIC_TEXTS_SETTINGS = SortParametricTextsSettings.from_config(config).param()
+
 # figures of the base model (knowlab.sort.condition_plots, matrix_plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
 # figures across parametric fine-tuning, the keys of rule sort_parametric_stats' outputs
@@ -20,7 +43,7 @@ rule sort_sources:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["sort"],
+        settings=SORT_SOURCES_SETTINGS,
     script:
         "../scripts/sort_sources.py"
 
@@ -39,7 +62,7 @@ rule sort_items:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["sort"],
+        settings=SORT_ITEMS_SETTINGS,
         seed=config["seed"],
     script:
         "../scripts/sort_items.py"
@@ -60,8 +83,8 @@ rule sort_retrieval:
         "../envs/sort.yaml"
     threads: config["threads"]
     params:
-        compute=config["compute"],
-        cfg=config["sort"]["rag"],
+        compute=COMPUTE,
+        settings=SORT_RETRIEVAL_SETTINGS,
     script:
         "../scripts/sort_retrieval.py"
 
@@ -84,8 +107,8 @@ rule sort_prompt:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["sort"],
+        compute=COMPUTE,
+        settings=SORT_PROMPT_SETTINGS,
     script:
         "../scripts/sort_prompt.py"
 
@@ -110,8 +133,8 @@ rule sort_rag_prompt:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["sort"],
+        compute=COMPUTE,
+        settings=SORT_RAG_PROMPT_SETTINGS,
     script:
         "../scripts/sort_rag_prompt.py"
 
@@ -133,8 +156,11 @@ rule sort_evaluate_base:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["sort"],
+        compute=COMPUTE,
+        # the RAG reading instructions only under rag and oracle_rag
+        settings=lambda wildcards: evaluate_settings(
+            config, wildcards.condition
+        ).param(),
         checkpoint=lambda wildcards, input: input.model,
         condition=lambda wildcards: wildcards.condition,
         model=lambda wildcards: eval_model_label(wildcards.model),
@@ -241,7 +267,7 @@ rule sort_fiction_items:
     conda:
         "../envs/data.yaml"
     params:
-        cfg=config["sort"]["fiction"],
+        settings=SORT_FICTION_ITEMS_SETTINGS,
         seed=config["seed"],
     script:
         "../scripts/sort_fiction_items.py"
@@ -267,8 +293,8 @@ rule sort_fiction_evaluate:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["sort"],
+        compute=COMPUTE,
+        settings=SORT_EVALUATE_SETTINGS,
         checkpoint=checkpoint_path,
         condition="baseline",
         model=MODEL_NAME,
@@ -334,7 +360,7 @@ rule sort_parametric_texts:
     conda:
         "../envs/train.yaml"
     params:
-        cfg=config["sort"],
+        settings=SORT_PARAMETRIC_TEXTS_SETTINGS,
         seed=config["seed"],
     script:
         "../scripts/sort_parametric_texts.py"
@@ -362,8 +388,8 @@ rule sort_parametric_evaluate:
     resources:
         gpu=1,
     params:
-        compute=config["compute"],
-        cfg=config["sort"],
+        compute=COMPUTE,
+        settings=SORT_EVALUATE_SETTINGS,
         checkpoint=checkpoint_path,
         # no-context SORT at every epoch; in context (App. E.4) after the last one; at epoch 0
         # only segment perplexity (the base model's SORT rows are those of sort_evaluate_base)

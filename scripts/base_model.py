@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_jsonl
-from knowlab.core.models import prepare_base_model
+from knowlab.core.models import BaseModelSettings, prepare_base_model
 from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake):
@@ -14,4 +14,5 @@ with rule_step(snakemake):
     if "fictions" in snakemake.input.keys():  # tiny_random: tokenizer trained on the run's text
         texts = [r["fiction"] for r in read_jsonl(snakemake.input.fictions)]
         texts += [r["text"] for r in read_jsonl(snakemake.input.webtext)]
-    prepare_base_model(snakemake.params.cfg, snakemake.output.model, snakemake.params.seed, texts)
+    settings = BaseModelSettings.from_param(snakemake.params.settings)
+    prepare_base_model(settings, snakemake.output.model, snakemake.params.seed, texts)

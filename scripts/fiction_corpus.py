@@ -8,9 +8,11 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.corpus.fiction import load_fiction
 from knowlab.fictionalqa.corpus.schema import write_corpus
+from knowlab.fictionalqa.settings import FictionCorpusSettings
 
 with rule_step(snakemake) as log:
-    generated = Path(snakemake.input[0]).parent if snakemake.params.cfg["source"] == "generate" else None
-    tables = load_fiction(snakemake.params.cfg, snakemake.params.basedir, generated)
+    settings = FictionCorpusSettings.from_param(snakemake.params.settings)
+    generated = Path(snakemake.input[0]).parent if settings.source == "generate" else None
+    tables = load_fiction(settings, snakemake.params.basedir, generated)
     write_corpus(snakemake.params.outdir, tables)
     log.info("fiction corpus: %s", {k: len(v) for k, v in tables.items()})

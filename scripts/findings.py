@@ -11,7 +11,8 @@ from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake) as log:
     params = snakemake.params
-    checked = findings.collect(Path(snakemake.output.json).parent, params.cfg, model=params.model)
+    settings = findings.FindingsSettings.from_param(params.settings)
+    checked = findings.collect(Path(snakemake.output.json).parent, settings, model=params.model)
     text = findings.render(checked, params.report)
     write_json(snakemake.output.json, findings.to_records(checked))
     with atomic_path(snakemake.output.txt) as tmp:

@@ -9,12 +9,13 @@ import torch
 
 from knowlab.core.provenance import rule_step
 from knowlab.fiction_generation.pipeline import run_annotation
+from knowlab.fiction_generation.settings import FictionGenerationAnnotateSettings
 
 torch.set_num_threads(snakemake.threads)
 
 with rule_step(snakemake) as log:
-    cfg = snakemake.params.cfg
-    counts = run_annotation(snakemake.input.fict_qa_raw, list(snakemake.input.grades), cfg["embedder"],
-                            cfg["distance_threshold"], snakemake.output.annotated, snakemake.output.fict_qa,
+    settings = FictionGenerationAnnotateSettings.from_param(snakemake.params.settings)
+    counts = run_annotation(snakemake.input.fict_qa_raw, list(snakemake.input.grades), settings.embedder,
+                            settings.distance_threshold, snakemake.output.annotated, snakemake.output.fict_qa,
                             snakemake.output.summary, list(snakemake.input.stages))
     log.info("kept %(kept)d of %(questions)d question(s)", counts)

@@ -8,12 +8,31 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 import torch
 
 from knowlab.core.provenance import rule_step
-from knowlab.fiction_generation.pipeline import make_generator, run_stage
+from knowlab.fiction_generation.pipeline import ClientOptions, make_generator, run_stage
+from knowlab.fiction_generation.settings import STAGE_SETTINGS
 
 torch.set_num_threads(snakemake.threads)
 
 with rule_step(snakemake):
     params = snakemake.params
+    settings = STAGE_SETTINGS[params.stage].from_param(params.settings)
     inputs = dict(snakemake.input.items())
-    generator = make_generator(params.cfg, params.seed, params.basedir, model_path=inputs.get("model"))
-    run_stage(params.stage, generator, inputs, snakemake.output.table, kind=snakemake.wildcards.get("kind"))
+    # the request cache's folder and the client's keys: no answer depends on them (in no settings)
+    generate = snakemake.config["fiction"]["generate"]
+    server = generate["openai"]
+    client = ClientOptions(
+        server["api_key_env"],
+        server["max_retries"],
+        server["timeout_s"],
+        server["concurrency"],
+        server["poll_interval_s"],
+    )
+    generator = make_generator(
+        settings,
+        params.seed,
+        params.basedir,
+        model_path=inputs.get("model"),
+        cache_dir=generate["cache_dir"],
+        client=client,
+    )
+    run_stage(settings, generator, inputs, snakemake.output.table, kind=snakemake.wildcards.get("kind"))

@@ -10,12 +10,13 @@ import torch
 from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.grounding.pipeline import distractor_table
+from knowlab.grounding.settings import GroundingDistractorsSettings
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     table = distractor_table(
         read_jsonl(snakemake.input.grounding_items),
         read_jsonl(snakemake.input.pool),
-        snakemake.params.cfg,
+        GroundingDistractorsSettings.from_param(snakemake.params.settings),
     )
     write_parquet(snakemake.output.table, table)

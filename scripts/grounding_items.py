@@ -8,14 +8,16 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.grounding.pipeline import make_items
+from knowlab.grounding.settings import GroundingItemsSettings
 
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     items, pool = make_items(
         snakemake.wildcards.dataset,
-        snakemake.params.cfg,
+        GroundingItemsSettings.from_param(snakemake.params.settings),
         dict(snakemake.input.items()),
         snakemake.params.seed,
         cache_dir=Path(snakemake.output.pool).parent / "download",
+        timeout=snakemake.config["grounding"]["kaist"]["timeout_s"],  # no result depends on it: in no settings
     )
     write_jsonl(snakemake.output.grounding_items, items)
     write_jsonl(snakemake.output.pool, pool)

@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.grounding.report import tables_and_figures
+from knowlab.grounding.settings import GroundingTablesSettings
 
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     rows = read_parquets(snakemake.input.scores)
@@ -17,7 +18,6 @@ with rule_step(snakemake, seed=snakemake.params.seed) as log:
         rows,
         snakemake.output.tables,
         figures,
-        snakemake.params.cfg,
-        n_resamples=snakemake.params.bootstrap_resamples,
+        GroundingTablesSettings.from_param(snakemake.params.settings),
         seed=snakemake.params.seed,
     )

@@ -10,19 +10,21 @@ import pandas as pd
 from knowlab.core.io import read_jsonl, write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.corpus.mcq import build_mcq
+from knowlab.fictionalqa.settings import McqSettings
 
 with rule_step(snakemake) as log:
+    settings = McqSettings.from_param(snakemake.params.settings)
     ranking = pd.read_parquet(snakemake.input.ranking) if snakemake.input.get("ranking") else None
     items = build_mcq(
         read_jsonl(snakemake.input.fict_qa),
         int(snakemake.wildcards.n),
         snakemake.params.seed,
-        distractors=snakemake.params.distractors,
+        distractors=settings.distractors,
         ranking=ranking,
-        evict=snakemake.params.evict,
+        evict=settings.evict,
     )
     write_jsonl(snakemake.output.mcq, items)
     log.info(
         "MCQ-%s: %d items, %s distractors (gold outside the ranked top n: evict %s)",
-        snakemake.wildcards.n, len(items), snakemake.params.distractors, snakemake.params.evict,
+        snakemake.wildcards.n, len(items), settings.distractors, settings.evict,
     )  # fmt: skip

@@ -15,30 +15,32 @@ from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.models import load_model
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates, ranking_shards
+from knowlab.fictionalqa.settings import RankerSettings
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
-    cfg = snakemake.params.cfg
-    model_path = snakemake.input.get("model") or cfg["model"]
+    settings = RankerSettings.from_param(snakemake.params.settings)
+    batch_size = snakemake.config["mcq"]["ranker"]["batch_size"]  # not a result key: not a param
+    model_path = snakemake.input.get("model") or settings.model
     log.info(
-        "ranker model %s, candidates per question: %s, BOS policy: %s",
-        model_path, cfg["max_candidates"] or "every answer", cfg["bos"],
+        "ranker model %s, candidates per question: %s, BOS policy: %s, batch size %d",
+        model_path, settings.max_candidates or "every answer", settings.bos, batch_size,
     )  # fmt: skip
     fict_qa = read_jsonl(snakemake.input.fict_qa)
-    shards = ranking_shards(snakemake.params.shards, model_path, fict_qa, cfg, snakemake.params.seed)
+    shards = ranking_shards(snakemake.params.shards, model_path, fict_qa, settings, snakemake.params.seed)
     model, tokenizer = load_model(model_path)
     ranking = rank_candidates(
         model,
         tokenizer,
         fict_qa,
         seed=snakemake.params.seed,
-        template=cfg["template"] or RANKER_TEMPLATE,
-        max_candidates=cfg["max_candidates"],
-        batch_size=cfg["batch_size"],
-        shard_questions=cfg["shard_questions"],
+        template=settings.template or RANKER_TEMPLATE,
+        max_candidates=settings.max_candidates,
+        batch_size=batch_size,
+        shard_questions=settings.shard_questions,
         shards=shards,
-        order=cfg["order"],
-        bos=cfg["bos"],
+        order=settings.order,
+        bos=settings.bos,
     )
     write_parquet(snakemake.output.ranking, ranking)
     shards.remove()

@@ -9,8 +9,10 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.sort.pipeline import books_and_items
+from knowlab.sort.settings import SortItemsSettings
 
 with rule_step(snakemake):
-    books, items = books_and_items(snakemake.params.cfg, snakemake.input.texts, snakemake.params.seed)
+    settings = SortItemsSettings.from_param(snakemake.params.settings)
+    books, items = books_and_items(settings, snakemake.input.texts, snakemake.params.seed)
     write_jsonl(snakemake.output.books, books)
     write_jsonl(snakemake.output.sort_items, items)

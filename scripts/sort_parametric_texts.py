@@ -12,15 +12,16 @@ from knowlab.core.provenance import rule_step
 from knowlab.sort.parametric import parametric_texts
 from knowlab.sort.pipeline import books_from_records
 from knowlab.sort.prompts import selected_template
+from knowlab.sort.settings import SortParametricTextsSettings
 
 with rule_step(snakemake):
-    cfg = snakemake.params.cfg
+    settings = SortParametricTextsSettings.from_param(snakemake.params.settings)
     texts = parametric_texts(
         AutoTokenizer.from_pretrained(snakemake.input.model),
         books_from_records(read_jsonl(snakemake.input.books)),
         read_jsonl(snakemake.input.sort_items),
-        selected_template(cfg, snakemake.input.selection),
-        {**cfg["parametric"], "system_prompt": cfg["system_prompt"]},
+        selected_template(settings.templates, snakemake.input.selection),
+        settings,
         snakemake.params.seed,
     )
     write_json(snakemake.output.texts, texts)

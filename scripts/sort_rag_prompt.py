@@ -12,12 +12,14 @@ from knowlab.core.provenance import rule_step
 from knowlab.sort.evaluate import choose_rag_reading
 from knowlab.sort.prompts import selected_template
 from knowlab.sort.rag import read_passages
+from knowlab.sort.settings import SortRagPromptSettings
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake):
-    cfg, inputs = snakemake.params.cfg, snakemake.input
-    template = selected_template(cfg, inputs.selection)
+    settings, inputs = SortRagPromptSettings.from_param(snakemake.params.settings), snakemake.input
+    batch_size = snakemake.config["sort"]["batch_size"]  # cannot change a score: not a param
+    template = selected_template(settings.templates, inputs.selection)
     items, passages = read_jsonl(inputs.sort_items), read_passages(inputs.retrieval, "rag")
-    selection, rows = choose_rag_reading(cfg, template, items, passages, inputs.model)
+    selection, rows = choose_rag_reading(settings, template, items, passages, inputs.model, batch_size=batch_size)
     write_parquet(snakemake.output.rows, rows)
     write_json(snakemake.output.selection, selection)

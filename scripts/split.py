@@ -7,6 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_jsonl, write_json
 from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.settings import SplitSettings
 from knowlab.fictionalqa.splits import make_split
 
 with rule_step(snakemake) as log:
@@ -15,7 +16,7 @@ with rule_step(snakemake) as log:
         read_jsonl(snakemake.input.fictions),
         read_jsonl(snakemake.input.fict_qa),
         snakemake.params.seed,
-        snakemake.params.cfg["event_train_fraction"],
+        SplitSettings.from_param(snakemake.params.settings).event_train_fraction,
     )
     write_json(snakemake.output.split, split)
     log.info(

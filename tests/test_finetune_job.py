@@ -83,3 +83,26 @@ def test_two_processes_train_as_one_and_resume_under_zero3(tmp_path, tiny_model_
     manifest = json.loads((two / "m4.json").read_text())
     assert manifest["rule"] == "finetune" and manifest["wildcards"] == {"run": "control", "checkpoint": "step-4"}
     assert not any("state" in entry["path"] for entry in manifest["inputs"])
+
+
+def test_a_spec_holds_only_what_its_recipe_reads(finetune_cfg):
+    """The SORT recipe sets the schedule keys per epoch and lays ``sort.parametric.finetune`` over the
+    rest, so a change to FictionalQA's schedule, or to a key SORT overrides, leaves its spec (and so
+    its jobs) unchanged; the FictionalQA recipe never reads ``sort.parametric``."""
+    paths = ({"model": "m"}, {"checkpoint": "c"})
+    parametric = {"epochs": 2, "finetune": {"lr": 1e-3, "seq_len": 64}, "instructions": {"n": 4}}
+
+    def spec(recipe, finetune, parametric):
+        return job_spec(recipe, "books", "epoch-1", *paths, finetune, parametric, 4)
+
+    sort = spec("sort_parametric", finetune_cfg, parametric)
+    assert sort["finetune"]["lr"] == 1e-3 and sort["finetune"]["seq_len"] == 64
+    assert sort["parametric"] == {"epochs": 2} and "max_steps" not in sort["finetune"]
+    for key, value in (("lr", 5e-2), ("max_steps", 99), ("fiction_rate", 0.5), ("runs", ["doc"])):
+        assert spec("sort_parametric", finetune_cfg | {key: value}, parametric) == sort, key
+    assert spec("sort_parametric", finetune_cfg | {"weight_decay": 0.5}, parametric) != sort
+    assert spec("sort_parametric", finetune_cfg, parametric | {"epochs": 3}) != sort
+    fictionalqa = spec("fictionalqa", finetune_cfg, None)
+    assert fictionalqa["parametric"] is None and fictionalqa["finetune"]["max_steps"] == finetune_cfg["max_steps"]
+    assert spec("fictionalqa", finetune_cfg, parametric) == fictionalqa
+    assert spec("fictionalqa", finetune_cfg | {"runs": ["doc"], "control": False}, None) == fictionalqa

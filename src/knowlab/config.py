@@ -134,16 +134,16 @@ def _check_sort(config: Mapping[str, Any]) -> None:
             )
     if sort["template"] is not None:
         try:
-            get_template(templates(sort), sort["template"])
+            get_template(templates(sort["templates"]), sort["template"])
         except ValueError as err:
             raise ValueError(f"sort.template: {err}") from None
     try:
-        rag_readings(sort)
+        rag_readings(sort["rag_readings"])
     except ValueError as err:
         raise ValueError(f"sort.rag_readings: {err}") from None
     if sort["rag_reading"] is not None:
         try:
-            get_rag_reading(sort, sort["rag_reading"])
+            get_rag_reading(sort["rag_readings"], sort["rag_reading"])
         except ValueError as err:
             raise ValueError(f"sort.rag_reading: {err}") from None
     if sort["source"] == "release" and set(sort["conditions"]) & set(RAG_CONDITIONS):

@@ -82,6 +82,7 @@ from statsmodels.stats.weightstats import ttost_paired
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
 from knowlab.core.rng import keyed_rng
+from knowlab.core.settings import StepSettings, as_tuple
 from knowlab.core.stats import bootstrap_difference, mcnemar_pair, minimum_detectable_effect, paired_items
 
 SUPPORTED = "supported"
@@ -127,15 +128,64 @@ def decide_equivalence(
 
 
 @dataclass(frozen=True)
-class Settings:
-    """``alpha``, ``power`` (for the minimum detectable effect), ``margin`` (no-difference claims,
-    in the effect's unit), ``resamples`` (bootstrap), ``seed`` (bootstrap streams, keyed per line)."""
+class FindingsSettings(StepSettings):
+    """Rule ``findings``: how the claims are decided, and which runs, conditions and datasets the
+    config asks for (a claim whose run or study is off is ``not tested``)."""
 
     alpha: float
+    """Level of every test (config ``findings.alpha``)."""
     power: float
+    """Power of the minimum detectable effect (``findings.power``)."""
     margin: float
+    """Equivalence margin of a no-difference claim, in the effect's unit (``findings.equivalence_margin``)."""
     resamples: int
+    """Bootstrap resamples of every interval (``stats.bootstrap_resamples``)."""
     seed: int
+    """Seed of the bootstrap streams, keyed per line (``seed``)."""
+    runs: tuple[str, ...]
+    """The FictionalQA fiction runs (``finetune.runs``)."""
+    control: bool
+    """Whether the webtext-only control ran (``finetune.control``)."""
+    steps: tuple[int, ...]
+    """The checkpoint steps, 0 first (``finetune.max_steps``, ``finetune.checkpoint_every``)."""
+    mcnemar_exact_below: int
+    """McNemar is exact below this many discordant pairs (``stats.mcnemar_exact_below``)."""
+    base_eval: str | None
+    """The ``eval_models`` key of the base model (``None``: none is)."""
+    sort_conditions: tuple[str, ...]
+    """The SORT conditions evaluated (``sort.conditions``)."""
+    parametric_epochs: int
+    """Epochs of SORT parametric fine-tuning; 0 when it is off (``sort.parametric``)."""
+    grounding_datasets: tuple[str, ...]
+    """The grounding datasets (``grounding.datasets``)."""
+
+    def __post_init__(self) -> None:
+        for name in ("runs", "steps", "sort_conditions", "grounding_datasets"):
+            object.__setattr__(self, name, as_tuple(getattr(self, name)))
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"findings.alpha must be in (0, 1), got {self.alpha}")
+        if not 0 < self.power < 1:
+            raise ValueError(f"findings.power must be in (0, 1), got {self.power}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> FindingsSettings:
+        finetune, parametric = config["finetune"], config["sort"]["parametric"]
+        base = next((name for name, spec in config["eval_models"].items() if spec == "base"), None)
+        return cls(
+            alpha=float(config["findings"]["alpha"]),
+            power=float(config["findings"]["power"]),
+            margin=float(config["findings"]["equivalence_margin"]),
+            resamples=int(config["stats"]["bootstrap_resamples"]),
+            seed=int(config["seed"]),
+            runs=finetune["runs"],
+            control=bool(finetune["control"]),
+            steps=checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"]),
+            mcnemar_exact_below=int(config["stats"]["mcnemar_exact_below"]),
+            base_eval=base,
+            sort_conditions=config["sort"]["conditions"],
+            parametric_epochs=int(parametric["epochs"]) if parametric["enabled"] else 0,
+            grounding_datasets=config["grounding"]["datasets"],
+        )
 
 
 @dataclass(frozen=True)
@@ -200,15 +250,13 @@ class Comparison:
 class Results:
     """The tables of a results folder, read once each; an absent one raises :class:`Skip`."""
 
-    def __init__(self, root: str | Path, cfg: Mapping[str, Any], model: str | None = None):
-        self.root, self.cfg, self.model = Path(root), cfg, model
-        finetune = cfg["finetune"]
-        self.runs = list(finetune["runs"])
-        self.control = bool(finetune["control"])
-        self.steps = checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"])
+    def __init__(self, root: str | Path, settings: FindingsSettings, model: str | None = None):
+        self.root, self.settings, self.model = Path(root), settings, model
+        self.runs = list(settings.runs)
+        self.control = settings.control
+        self.steps = list(settings.steps)
         self.last = self.steps[-1]
-        self.exact_below = int(cfg["stats"]["mcnemar_exact_below"])
-        self.settings = settings(cfg)
+        self.exact_below = settings.mcnemar_exact_below
         self._cache: dict[str, Any] = {}
 
     def read(self, relative: str) -> Any:
@@ -245,10 +293,9 @@ class Results:
 
     def base_eval(self) -> str:
         """The ``eval_models`` key of the base model."""
-        name = next((n for n, spec in self.cfg["eval_models"].items() if spec == "base"), None)
-        if name is None:
+        if self.settings.base_eval is None:
             raise Skip("no eval_models entry is the base model")
-        return name
+        return self.settings.base_eval
 
 
 # -------------------------------------------------------------------------------- the tests
@@ -307,7 +354,12 @@ def tost(a: np.ndarray, b: np.ndarray, margin: float) -> float:
 
 
 def _judge(
-    study: str, claim: str, source: str, comparisons: Sequence[Comparison], s: Settings, equivalence: bool = False
+    study: str,
+    claim: str,
+    source: str,
+    comparisons: Sequence[Comparison],
+    s: FindingsSettings,
+    equivalence: bool = False,
 ) -> list[Finding]:
     """The findings of one claim's comparisons: bootstrap, Holm over the family, status."""
     m = len(comparisons)
@@ -494,7 +546,7 @@ def event_generalises_least(r: Results) -> list[Comparison]:
 
 def _sort_correct(r: Results, condition: str) -> pd.Series:
     """Per-item 0/1 correctness of the base model in a SORT memory condition."""
-    if condition not in r.cfg["sort"]["conditions"]:
+    if condition not in r.settings.sort_conditions:
         raise Skip(f"no {condition} condition in the config (sort.conditions)")
     rows = r.read(f"sort/evaluate/{r.base_eval()}/{condition}.parquet")
     return rows.set_index("item_id")["correct"].astype(float)
@@ -527,10 +579,9 @@ def sort_rag_below_in_context(r: Results) -> list[Comparison]:
 
 
 def _parametric_epochs(r: Results) -> int:
-    parametric = r.cfg["sort"]["parametric"]
-    if not parametric["enabled"]:
+    if not r.settings.parametric_epochs:
         raise Skip("parametric fine-tuning is off in the config (sort.parametric.enabled)")
-    return int(parametric["epochs"])
+    return r.settings.parametric_epochs
 
 
 def sort_books_lower_segment_nll(r: Results) -> list[Comparison]:
@@ -695,18 +746,6 @@ CLAIMS: tuple[tuple[str, str, str, Check, bool], ...] = (
 GROUNDING_CLAIM = "{version}-Dist F1 below {version}-Gold"
 
 
-def settings(cfg: Mapping[str, Any]) -> Settings:
-    """The :class:`Settings` of a workflow config (``findings``, ``stats.bootstrap_resamples``, ``seed``)."""
-    block = cfg["findings"]
-    return Settings(
-        alpha=float(block["alpha"]),
-        power=float(block["power"]),
-        margin=float(block["equivalence_margin"]),
-        resamples=int(cfg["stats"]["bootstrap_resamples"]),
-        seed=int(cfg["seed"]),
-    )
-
-
 def _check(study: str, claim: str, source: str, check: Check, r: Results, equivalence: bool) -> list[Finding]:
     s = r.settings
     try:
@@ -716,15 +755,13 @@ def _check(study: str, claim: str, source: str, check: Check, r: Results, equiva
     return _judge(study, claim, source, comparisons, s, equivalence)
 
 
-def collect(results: str | Path, cfg: Mapping[str, Any], model: str | None = None) -> list[Finding]:
+def collect(results: str | Path, settings: FindingsSettings, model: str | None = None) -> list[Finding]:
     """Every finding of the module docstring, decided on the tables under ``results``.
 
     Args:
         results: the workflow's ``results`` folder.
-        cfg: the workflow config (``seed``; ``findings``; ``finetune``: ``runs``, ``control``,
-            ``max_steps``, ``checkpoint_every``; ``stats``: ``mcnemar_exact_below``,
-            ``bootstrap_resamples``; ``eval_models``; ``sort``: ``conditions``, ``parametric``;
-            ``grounding.datasets``).
+        settings: what the claims are decided with and which runs and studies the config asks for
+            (:meth:`FindingsSettings.from_config`).
         model: the base model's name in the grounding rows (the workflow's model name); None
             takes the only model there.
 
@@ -736,9 +773,9 @@ def collect(results: str | Path, cfg: Mapping[str, Any], model: str | None = Non
     Raises:
         ValueError: ``model`` is None and the grounding rows hold more than one model.
     """
-    r = Results(results, cfg, model)
+    r = Results(results, settings, model)
     found = [f for study, claim, source, check, eq in CLAIMS for f in _check(study, claim, source, check, r, eq)]
-    for dataset in cfg["grounding"]["datasets"]:
+    for dataset in settings.grounding_datasets:
         for version in ("original", "conflict"):
             check = partial(grounding_distractors, dataset=dataset, version=version)
             claim = GROUNDING_CLAIM.format(version=version.title())
@@ -763,7 +800,7 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
     lines = [
         f"Headline findings of the three papers on this run: {counts[SUPPORTED]} of {len(findings)} supported"
         + (f" ({rest})" if rest else "")
-        + f"; status rules in README 'Findings'; full report: {report_path}"
+        + f"; status rules in docs/findings.md; full report: {report_path}"
     ]
     for f in findings:
         line = f"[{f.status}] {f.study}: {f.claim} — "

@@ -44,9 +44,32 @@ log = logging.getLogger("knowlab")
 # keys of the ``finetune`` block that say which runs exist, not how one trains: left out of the
 # spec, so that adding a run does not retrain the others
 RUN_LIST_KEYS = ("runs", "control")
+# keys of the ``finetune`` block the SORT recipe sets itself per epoch (knowlab.sort.finetune):
+# left out of its spec, so that changing FictionalQA's schedule retrains no SORT run
+PARAMETRIC_SETS = ("fiction_rate", "fiction_warmup_steps", "max_steps", "checkpoint_every")
+# keys of the ``sort.parametric`` block the SORT recipe reads (the others build its texts)
+PARAMETRIC_READS = ("epochs",)
 
 #: the environment variable holding the ``tracking`` block as JSON (the default of ``--tracking``)
 TRACKING_ENV = "KNOWLAB_TRACKING"
+
+
+def recipe_settings(
+    recipe: str, finetune_cfg: Mapping[str, Any], parametric_cfg: Mapping[str, Any] | None, seed: int
+) -> dict[str, Any]:
+    """What a recipe's jobs read from the config, and only that: the ``finetune`` rule's param
+    ``settings``, so that a job re-runs exactly when one of them changes (its ``spec`` param, which
+    holds the paths too, is derived from the job's input and output, and Snakemake leaves derived
+    params out of its check).  FictionalQA: ``finetune_cfg`` without the run list.  SORT:
+    ``finetune_cfg`` without the run list and the keys the recipe sets per epoch, with
+    ``parametric_cfg["finetune"]`` laid over it, and of ``parametric_cfg`` its ``epochs``."""
+    finetune = {key: value for key, value in finetune_cfg.items() if key not in RUN_LIST_KEYS}
+    parametric = None
+    if recipe == "sort_parametric":
+        overrides = dict(parametric_cfg.get("finetune") or {})
+        finetune = {key: value for key, value in finetune.items() if key not in PARAMETRIC_SETS} | overrides
+        parametric = {key: parametric_cfg[key] for key in PARAMETRIC_READS}
+    return {"finetune": finetune, "parametric": parametric, "seed": seed}
 
 
 def job_spec(
@@ -59,17 +82,15 @@ def job_spec(
     parametric_cfg: Mapping[str, Any] | None,
     seed: int,
 ) -> dict[str, Any]:
-    """The job's spec (module docstring): paths as strings, ``finetune_cfg`` without the run list,
-    ``parametric_cfg`` only for the SORT recipe (so FictionalQA runs do not rerun on its change)."""
+    """The job's spec (module docstring): paths as strings and the recipe's settings
+    (:func:`recipe_settings`)."""
     return {
         "recipe": recipe,
         "run": run,
         "checkpoint": checkpoint,
         "inputs": {key: str(path) for key, path in inputs.items()},
         "outputs": {key: str(path) for key, path in outputs.items()},
-        "finetune": {key: value for key, value in finetune_cfg.items() if key not in RUN_LIST_KEYS},
-        "parametric": parametric_cfg if recipe == "sort_parametric" else None,
-        "seed": seed,
+        **recipe_settings(recipe, finetune_cfg, parametric_cfg, seed),
     }
 
 

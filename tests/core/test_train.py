@@ -1,15 +1,19 @@
 """DeepSpeed fine-tuning on CPU (gloo): full weights and LoRA adapters, checkpoints that transformers loads."""
 
+import dataclasses
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 
+from knowlab.config import load_config
 from knowlab.core.io import read_json
 from knowlab.core.models import CheckpointError, load_model
 from knowlab.core.train import (
     CHECKPOINT_META,
     TrainingDiverged,
+    TrainSettings,
     accumulation_steps,
     deepspeed_config,
     finetune,
@@ -19,13 +23,15 @@ from knowlab.core.train import (
 
 pytestmark = pytest.mark.usefixtures("restore_environment")
 
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+
 
 def _texts(corpus):
     return [r["fiction"] for r in corpus["fictions"][:6]], [r["fiction"][:200] for r in corpus["fictions"][30:50]]
 
 
 def _finetune(corpus, base_model, out_dir, cfg, seed=0):
-    """Train run ``doc`` on the texts of :func:`_texts`; its log."""
+    """Train run ``doc`` on the texts of :func:`_texts` with the ``finetune`` block ``cfg``; its log."""
     fiction, webtext = _texts(corpus)
     return finetune(
         base_model=base_model,
@@ -33,7 +39,7 @@ def _finetune(corpus, base_model, out_dir, cfg, seed=0):
         run="doc",
         fiction_texts=fiction,
         webtext_texts=webtext,
-        cfg=cfg,
+        settings=TrainSettings.from_block(cfg),
         seed=seed,
     )
 
@@ -98,7 +104,7 @@ def test_control_run_sees_no_fiction(tiny_model_dir, corpus, tmp_path, finetune_
         run="control",
         fiction_texts=[],
         webtext_texts=webtext,
-        cfg=finetune_cfg,
+        settings=TrainSettings.from_block(finetune_cfg),
         seed=0,
     )
     assert (log["fiction_samples_seen"] == 0).all() and (log["fiction_in_step"] == 0).all()
@@ -138,7 +144,7 @@ def test_a_diverged_run_stops_and_saves_nothing(tiny_model_dir, corpus, tmp_path
             run="doc",
             fiction_texts=fiction,
             webtext_texts=webtext,
-            cfg=cfg,
+            settings=TrainSettings.from_block(cfg),
             seed=0,
             end_step=4,
             checkpoint_out=tmp_path / "step-4",
@@ -149,7 +155,8 @@ def test_a_diverged_run_stops_and_saves_nothing(tiny_model_dir, corpus, tmp_path
 
 def test_a_state_resumes_only_its_own_run(tiny_model_dir, corpus, tmp_path, finetune_cfg):
     fiction, webtext = _texts(corpus)
-    common = dict(base_model=tiny_model_dir, fiction_texts=fiction, webtext_texts=webtext, cfg=finetune_cfg, seed=0)
+    settings = TrainSettings.from_block(finetune_cfg)
+    common = dict(base_model=tiny_model_dir, fiction_texts=fiction, webtext_texts=webtext, settings=settings, seed=0)
     train_segment(run="doc", end_step=2, checkpoint_out=tmp_path / "step-2", state_out=tmp_path / "state", **common)
     with pytest.raises(ValueError, match="state of run 'doc' at world size 1 cannot resume run 'event'"):
         train_segment(run="event", end_step=4, checkpoint_out=tmp_path / "x", resume_state=tmp_path / "state", **common)
@@ -164,10 +171,11 @@ def test_the_global_batch_is_shared_among_ranks(finetune_cfg):
     ):
         accumulation_steps(6, 2, 2)
     cfg = finetune_cfg | {"zero_stage": 3, "offload": {"optimizer": True, "parameters": True}}
-    zero = deepspeed_config(cfg, world_size=2, bf16=True)["zero_optimization"]
+    zero = deepspeed_config(TrainSettings.from_block(cfg), world_size=2, bf16=True)["zero_optimization"]
     assert zero["stage"] == 3 and zero["stage3_gather_16bit_weights_on_model_save"]
     assert zero["offload_optimizer"]["device"] == zero["offload_param"]["device"] == "cpu"
-    assert "offload_param" not in deepspeed_config(finetune_cfg, 1, False)["zero_optimization"]
+    plain = deepspeed_config(TrainSettings.from_block(finetune_cfg), 1, False)
+    assert "offload_param" not in plain["zero_optimization"]
 
 
 def test_launch_commands():
@@ -179,3 +187,54 @@ def test_launch_commands():
     assert srun.endswith("srun --nodes 2 --ntasks 8 --ntasks-per-node 4 py") and "MASTER_ADDR=$(scontrol" in srun
     with pytest.raises(ValueError, match="use srun for nodes > 1"):
         launch_command({"launcher": "torchrun", "nodes": 2, "processes_per_node": 1}, "py")
+
+
+@pytest.mark.parametrize("name", ["config", "test", "paper", "cpu-full"])
+def test_train_settings_build_from_every_config_and_round_trip(name):
+    config = load_config(*([CONFIG / f"{name}.yaml"] if name != "config" else []))
+    settings = TrainSettings.from_config(config)
+    param = settings.param()
+    assert TrainSettings.from_param(param) == settings
+    scalars = (bool, int, float, str)
+    nested = [*param["offload"].values(), *param["lora"].values(), *param["lora"]["target_modules"]]
+    assert all(isinstance(v, (*scalars, tuple, dict)) for v in param.values())  # what Snakemake records
+    assert all(isinstance(v, (*scalars, tuple)) for v in nested)
+    assert {f.name for f in dataclasses.fields(TrainSettings)} == set(config["finetune"]) - {
+        "runs",
+        "control",
+        "distributed",
+    }
+    assert settings.max_steps == config["finetune"]["max_steps"] and settings.lr == config["finetune"]["lr"]
+    assert settings.lora.target_modules == tuple(config["finetune"]["lora"]["target_modules"])
+    assert settings.offload.optimizer is config["finetune"]["offload"]["optimizer"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.lr = 1.0
+
+
+def test_train_settings_are_the_block_less_what_training_does_not_read(finetune_cfg):
+    settings = TrainSettings.from_block(finetune_cfg)
+    lora = finetune_cfg["lora"] | {"target_modules": tuple(finetune_cfg["lora"]["target_modules"])}
+    assert settings.param() == finetune_cfg | {"lora": lora}
+    distributed = {"launcher": "srun", "nodes": 2, "processes_per_node": 4}
+    launch = {"runs": ["doc"], "control": True, "distributed": distributed}
+    assert TrainSettings.from_block(finetune_cfg | launch) == settings
+    assert TrainSettings.from_block(finetune_cfg | {"lora": {"enabled": False}}).lora.r == 16  # the schema's default
+    with pytest.raises(TypeError, match=r"finetune has no key\(s\) \['learning_rate'\]"):
+        TrainSettings.from_block(finetune_cfg | {"learning_rate": 1e-3})
+
+
+def test_train_settings_checks_name_the_key(finetune_cfg):
+    with pytest.raises(ValueError, match=r"finetune.lr must be above 0, got 0"):
+        TrainSettings.from_block(finetune_cfg | {"lr": 0})
+    with pytest.raises(ValueError, match=r"finetune.max_steps must be at least 1, got 0"):
+        TrainSettings.from_block(finetune_cfg | {"max_steps": 0})
+    with pytest.raises(ValueError, match=r"finetune.fiction_rate must be in \[0, 1\], got 1.5"):
+        TrainSettings.from_block(finetune_cfg | {"fiction_rate": 1.5})
+    with pytest.raises(
+        ValueError, match=r"finetune.global_batch_size \(5\) must be a multiple of finetune.micro_batch_size \(2\)"
+    ):
+        TrainSettings.from_block(finetune_cfg | {"global_batch_size": 5})
+    with pytest.raises(ValueError, match="finetune.offload.parameters needs finetune.zero_stage: 3"):
+        TrainSettings.from_block(finetune_cfg | {"zero_stage": 2, "offload": {"optimizer": True, "parameters": True}})
+    with pytest.raises(ValueError, match="finetune.lora.dropout must be in"):
+        TrainSettings.from_block(finetune_cfg | {"lora": finetune_cfg["lora"] | {"dropout": 2.0}})

@@ -9,22 +9,23 @@ import pandas as pd
 import pytest
 import yaml
 
+from knowlab.config import load_config
 from knowlab.core.io import DataError, read_jsonl
 from knowlab.core.llm.cache import RequestCache
 from knowlab.core.llm.requests import BackendError, Completion
 from knowlab.fiction_generation import stages
 from knowlab.fiction_generation.parse import parse_grade
 from knowlab.fiction_generation.pipeline import load_prompts, make_generator, run_annotation, run_chain, run_stage
+from knowlab.fiction_generation.settings import stage_settings
 from knowlab.fictionalqa.corpus.schema import validate_record
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER_STYLES = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
 
 
-def generate_cfg(**overrides):
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["generate"]
-    cfg.update(overrides)
-    return cfg
+def generate_settings(**overrides):
+    """Every stage's settings of config.yaml's ``fiction.generate`` with ``overrides`` merged over it."""
+    return stage_settings(load_config({"fiction": {"generate": overrides}}))
 
 
 # ----------------------------------------------------------------------------- prompts
@@ -51,8 +52,8 @@ def test_prompts_are_checked_before_any_request(tmp_path):
 def test_replay_chain_reproduces_the_authors_sample(tmp_path, monkeypatch, sample, recorded):
     """Seeds to annotation on the authors' recorded gpt-4o responses (served by request key)."""
     monkeypatch.chdir(tmp_path)
-    cfg = generate_cfg(backend="replay", replay={"path": str(sample)}, styles=PAPER_STYLES, cache_dir="cache")
-    run_chain(make_generator(cfg, 1234, ROOT), ".")
+    settings = generate_settings(backend="replay", replay={"path": str(sample)}, styles=PAPER_STYLES)
+    run_chain(make_generator(settings["seeds"], 1234, ROOT, cache_dir="cache"), settings, ".")
 
     fictions = read_jsonl("fictions.jsonl")
     assert [f["fiction_id"] for f in fictions] == sorted(recorded("fictions"), key=[f["fiction_id"] for f in fictions].index)
@@ -141,26 +142,28 @@ class CountingBackend:
             yield request, Completion(content=content, model="m", backend=self.name)
 
 
-def counting_generator(backend, tmp_path, **cfg):
+def counting_generator(backend, tmp_path, **overrides):
+    """A generator of seed 7 on ``backend`` and every stage's settings (``overrides`` of ``fiction.generate``)."""
     prompts = load_prompts(ROOT / "config" / "fiction_prompts.yaml")
-    cfg = generate_cfg(**{"n_seeds": 2, "styles": {**dict.fromkeys(PAPER_STYLES, 0), "news": 2, "blog": 1}, **cfg})
-    return stages.Generator(cfg={**cfg, "seed": 7}, prompts=prompts, backend=backend, cache=RequestCache(tmp_path / "cache"))
+    styles = {**dict.fromkeys(PAPER_STYLES, 0), "news": 2, "blog": 1}
+    settings = generate_settings(**{"n_seeds": 2, "styles": styles, **overrides})
+    return stages.Generator(seed=7, prompts=prompts, backend=backend, cache=RequestCache(tmp_path / "cache")), settings
 
 
 def test_a_killed_stage_resumes_without_sending_any_request_twice(tmp_path):
     (tmp_path / "full").mkdir()
     reference = CountingBackend()
-    run_chain(counting_generator(reference, tmp_path / "ref"), tmp_path / "full")
+    run_chain(*counting_generator(reference, tmp_path / "ref"), tmp_path / "full")
     total = len(reference.sent)
     assert total == 2 + 2 + 6 + 6 + 12 + 12 + 12  # seeds, sheets, fictions, fict_qa, 2x attempts, informed grades
 
     (tmp_path / "run").mkdir()
     killed = CountingBackend(stop_after=13)  # dies inside the fict_qa stage
     with pytest.raises(KeyboardInterrupt, match="^killed$"):  # the backend's own interrupt, passed through
-        run_chain(counting_generator(killed, tmp_path), tmp_path / "run")
+        run_chain(*counting_generator(killed, tmp_path), tmp_path / "run")
     assert not (tmp_path / "run" / "fict_qa_raw.jsonl").exists()  # the stage wrote nothing
     resumed = CountingBackend()
-    run_chain(counting_generator(resumed, tmp_path), tmp_path / "run")
+    run_chain(*counting_generator(resumed, tmp_path), tmp_path / "run")
     sent = killed.sent + resumed.sent
     assert len(sent) == len(set(sent)) == total
     for name in ("fictions", "fict_qa_raw", "grades_informed"):
@@ -173,9 +176,9 @@ def test_a_killed_stage_resumes_without_sending_any_request_twice(tmp_path):
 
 def test_yaml_that_never_parses_is_retried_then_dropped_with_a_count(tmp_path, caplog):
     backend = CountingBackend({**GOOD, "fict_qa": "- fict: [unclosed"})
-    gen = counting_generator(backend, tmp_path, max_parse_retries=2)
+    gen, settings = counting_generator(backend, tmp_path, max_parse_retries=2)
     with caplog.at_level(logging.INFO, logger="knowlab"):
-        run_chain(gen, tmp_path)
+        run_chain(gen, settings, tmp_path)
     assert read_jsonl(tmp_path / "fict_qa_raw.jsonl") == []
     assert len(backend.sent) == len(set(backend.sent)) == 2 + 2 + 6 + 3 * 6  # each retry is a new request (new seed)
     assert "fict_qa: 0 of 6 item(s) parsed, 6 dropped as malformed" in caplog.text
@@ -184,9 +187,9 @@ def test_yaml_that_never_parses_is_retried_then_dropped_with_a_count(tmp_path, c
 
 def test_an_unparseable_grade_is_dropped_and_named(tmp_path, caplog):
     backend = CountingBackend({**GOOD, "grades": "Reasoning: hm.\n\nGrade: MAYBE"})
-    gen = counting_generator(backend, tmp_path, max_parse_retries=0)
+    gen, settings = counting_generator(backend, tmp_path, max_parse_retries=0)
     with caplog.at_level(logging.INFO, logger="knowlab"):
-        run_chain(gen, tmp_path)
+        run_chain(gen, settings, tmp_path)
     assert read_jsonl(tmp_path / "grades_informed.jsonl") == []
     assert "grades: 0 of 12 item(s) parsed, 12 dropped as malformed" in caplog.text
     assert "grade line 'Grade: MAYBE' matches neither" in caplog.text
@@ -202,9 +205,9 @@ class FailingBackend:
 
 
 def test_a_hard_backend_error_stops_the_stage_and_keeps_what_it_had(tmp_path):
-    gen = counting_generator(FailingBackend(), tmp_path)
+    gen, settings = counting_generator(FailingBackend(), tmp_path)
     with pytest.raises(BackendError, match="event_001.*HTTP 400"):
-        run_stage("seeds", gen, {}, str(tmp_path / "seeds.jsonl"))
+        run_stage(settings["seeds"], gen, {}, str(tmp_path / "seeds.jsonl"))
     assert not (tmp_path / "seeds.jsonl").exists()
     assert len(list((tmp_path / "cache").glob("*/*.json"))) == 1
 
@@ -218,12 +221,14 @@ def test_draws_extend_when_more_seeds_are_asked_for():
 def test_a_generated_corpus_without_questions_stops_the_corpus_rule(tmp_path):
     from knowlab.fictionalqa.corpus.fiction import load_fiction
     from knowlab.fictionalqa.corpus.schema import read_corpus, write_corpus
+    from knowlab.fictionalqa.settings import FictionCorpusSettings
 
+    generate = FictionCorpusSettings(source="generate")
     tables = read_corpus(ROOT / "data" / "fiction")
     write_corpus(tmp_path, tables)
-    assert load_fiction({"source": "generate"}, ROOT, tmp_path)["fict_qa"] == tables["fict_qa"]
+    assert load_fiction(generate, ROOT, tmp_path)["fict_qa"] == tables["fict_qa"]
     write_corpus(tmp_path, {**tables, "fict_qa": []})
     with pytest.raises(DataError, match="fict_qa.jsonl: the generated corpus kept no question"):
-        load_fiction({"source": "generate"}, ROOT, tmp_path)
+        load_fiction(generate, ROOT, tmp_path)
 
 

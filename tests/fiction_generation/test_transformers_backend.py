@@ -7,11 +7,11 @@ what it gets wrong must be dropped with a count, never written malformed.
 
 from pathlib import Path
 
-import yaml
-
+from knowlab.config import load_config
 from knowlab.core.io import read_jsonl
 from knowlab.fiction_generation import stages
 from knowlab.fiction_generation.pipeline import make_generator, run_annotation, run_chain
+from knowlab.fiction_generation.settings import stage_settings
 from knowlab.fictionalqa.corpus.schema import validate_corpus, validate_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,13 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(smollm2_dir, tmp_path, monkeypatch, one_thread):
     monkeypatch.chdir(tmp_path)  # torch on one thread: the suite runs on both cores already (make test)
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["generate"]
-    cfg.update(
-        cache_dir="cache", n_seeds=1, max_parse_retries=0,  # retries: tests/test_generation.py
+    generate = dict(
+        n_seeds=1, max_parse_retries=0,  # retries: tests/test_generation.py
         styles={"news": 1, "social": 0, "encyclopedia": 1, "corporate": 0, "blog": 0},
         max_tokens={"seeds": 64, "fictsheets": 128, "fictions": 80, "fict_qa": 160, "attempts": 24, "grades": 48},
     )
-    run_chain(make_generator(cfg, 1234, ROOT, model_path=str(smollm2_dir)), ".")
+    settings = stage_settings(load_config({"fiction": {"generate": generate}}))
+    generator = make_generator(settings["seeds"], 1234, ROOT, model_path=str(smollm2_dir), cache_dir="cache")
+    run_chain(generator, settings, ".")
     run_annotation("fict_qa_raw.jsonl", ["grades_blind.jsonl", "grades_informed.jsonl"],
                    "packaged:all-MiniLM-L6-v2", 0.15, "annotated.jsonl", "fict_qa.jsonl")
 

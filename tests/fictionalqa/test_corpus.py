@@ -13,6 +13,7 @@ import yaml
 from knowlab.core.io import DataError, HashMismatchError
 from knowlab.fictionalqa.corpus.fiction import load_fiction
 from knowlab.fictionalqa.corpus.schema import STYLES, TABLES, read_corpus
+from knowlab.fictionalqa.settings import FictionCorpusSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -38,7 +39,7 @@ def test_shipped_corpus_meets_the_design(corpus):
 
 
 def test_shipped_corpus_hashes_are_pinned():
-    assert load_fiction(CONFIG["fiction"], ROOT)["fictions"]
+    assert load_fiction(FictionCorpusSettings.from_config(CONFIG), ROOT)["fictions"]
 
 
 def _copy_corpus(tmp_path):
@@ -55,7 +56,9 @@ def test_tampered_shipped_file_fails_naming_it(tmp_path):
     folder = _copy_corpus(tmp_path)
     with open(folder / "fict_qa.jsonl", "a") as handle:
         handle.write("\n")
-    cfg = {**CONFIG["fiction"], "shipped": {"dir": str(folder), "sha256": CONFIG["fiction"]["shipped"]["sha256"]}}
+    cfg = FictionCorpusSettings(
+        "shipped", shipped={"dir": str(folder), "sha256": CONFIG["fiction"]["shipped"]["sha256"]}
+    )
     with pytest.raises(HashMismatchError, match="fict_qa.jsonl"):
         load_fiction(cfg, ROOT)
 
@@ -75,7 +78,7 @@ def test_malformed_line_in_corpus(tmp_path):
     folder = _copy_corpus(tmp_path)
     with open(folder / "seeds.jsonl", "a") as handle:
         handle.write('{"event_id": "event_009", \n')
-    cfg = {"source": "shipped", "shipped": {"dir": str(folder), "sha256": _pins(folder)}}
+    cfg = FictionCorpusSettings("shipped", shipped={"dir": str(folder), "sha256": _pins(folder)})
     with pytest.raises(DataError, match=r"seeds\.jsonl:7: malformed JSON"):
         load_fiction(cfg, ROOT)
 
@@ -98,8 +101,8 @@ def test_orphan_question_is_rejected(tmp_path):
 
 
 def _shipped_cfg(folder):
-    """The shipped-corpus config for ``folder``, its files pinned as they are now."""
-    return {"source": "shipped", "shipped": {"dir": str(folder), "sha256": _pins(folder)}}
+    """The shipped-corpus settings for ``folder``, its files pinned as they are now."""
+    return FictionCorpusSettings("shipped", shipped={"dir": str(folder), "sha256": _pins(folder)})
 
 
 def test_duplicate_fiction_id_is_rejected_by_the_loader(tmp_path):
@@ -136,6 +139,6 @@ def test_release_source_switch_reads_the_authors_sample():
     sample = ROOT.parent / "shared" / "data" / "fictionalqa_pipeline_sample"
     if not sample.is_dir():
         pytest.skip(f"FictionalQA pipeline sample not found at {sample}")
-    tables = load_fiction({"source": "release", "release": {"path": str(sample), "hub_id": None}}, ROOT)
+    tables = load_fiction(FictionCorpusSettings("release", release={"path": str(sample), "hub_id": None}), ROOT)
     assert len(tables["fictions"]) == 15 and len(tables["fict_qa"]) == 75
     assert {r["style"] for r in tables["fictions"]} == set(STYLES)

@@ -1,6 +1,7 @@
 """MCQ construction (App. C.6): model-ranked and random-other-event distractors; next-token scoring."""
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from knowlab.core.io import DataError
 from knowlab.core.scoring import encode_pair, loglikelihood, next_token_logprobs
 from knowlab.core.shards import ShardStore
 from knowlab.fictionalqa.corpus import mcq
+from knowlab.fictionalqa.settings import RankerSettings
 from knowlab.fictionalqa.corpus.mcq import (
     DISTRACTOR_METHODS,
     RANKER_TEMPLATE,
@@ -405,9 +407,9 @@ def test_ranker_bos_and_evict_are_config_keys_and_in_the_shard_fingerprint(tmp_p
             load_config({"mcq": {"ranker": {key: value}}})
     with pytest.raises(ValueError, match=r"mcq.ranker.evict: released.*max_candidates=9"):  # MCQ-10 needs 10
         check_config(load_config({"mcq": {"ranker": {"evict": "released", "max_candidates": 9}}}))
-    qa, ranker = corpus["fict_qa"][:3], cfg["mcq"]["ranker"]
+    qa, ranker = corpus["fict_qa"][:3], RankerSettings.from_config(cfg)
     stamps = {}
     for bos in mcq.RANKER_BOS:
-        store = mcq.ranking_shards(tmp_path / bos, tiny_model_dir, qa, {**ranker, "bos": bos}, 0)
+        store = mcq.ranking_shards(tmp_path / bos, tiny_model_dir, qa, replace(ranker, bos=bos), 0)
         stamps[bos] = (store.folder / "fingerprint.json").read_text()
     assert stamps["tokenizer"] != stamps["double"]

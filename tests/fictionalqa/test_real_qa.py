@@ -7,6 +7,7 @@ import pytest
 
 from knowlab.core.io import DataError
 from knowlab.fictionalqa.corpus.real_qa import load_real_qa, load_shipped, subsample, triviaqa_records
+from knowlab.fictionalqa.settings import RealQASettings
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "data" / "real_qa" / "real_qa.jsonl"
@@ -106,10 +107,10 @@ def test_subsample_is_seeded_and_in_question_id_order():
 
 
 def test_load_real_qa_dispatches_on_source():
-    shipped = load_real_qa({"source": "shipped", "shipped": "data/real_qa/real_qa.jsonl"}, ROOT)
+    shipped = load_real_qa(RealQASettings(source="shipped", shipped="data/real_qa/real_qa.jsonl"), ROOT)
     assert shipped == load_shipped(SHIPPED)
     with pytest.raises(ValueError, match="real_qa.source must be one of"):
-        load_real_qa({"source": "wikipedia"}, ROOT)
+        RealQASettings(source="wikipedia")
 
 
 def test_triviaqa_source_calls_load_dataset_and_subsamples(monkeypatch):
@@ -121,16 +122,16 @@ def test_triviaqa_source_calls_load_dataset_and_subsamples(monkeypatch):
         return _triviaqa_dataset()
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    cfg = {
-        "source": "triviaqa",
-        "triviaqa": {
+    cfg = RealQASettings(
+        source="triviaqa",
+        triviaqa={
             "hub_id": "mandarjoshi/trivia_qa",
             "config": "rc.nocontext",
             "split": "validation",
             "n": 2,
             "revision": "abc",
         },
-    }
+    )
     records = load_real_qa(cfg, ROOT, seed=3)
     assert calls == [(("mandarjoshi/trivia_qa", "rc.nocontext"), {"split": "validation", "revision": "abc"})]
     assert records == load_real_qa(cfg, ROOT, seed=3) and len(records) == 2

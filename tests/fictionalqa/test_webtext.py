@@ -9,23 +9,28 @@ import yaml
 
 from knowlab.core.io import DataError, HashMismatchError
 from knowlab.fictionalqa import webtext
+from knowlab.fictionalqa.settings import WebtextSettings
 from knowlab.fictionalqa.webtext import build_webtext, lee_documents, wiki_paragraphs
 
 CFG = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "config.yaml").read_text())["webtext"]
+
+
+def _settings(files=CFG["files"], min_words=CFG["min_words"], heldout_size=32):
+    return WebtextSettings(files=files, min_words=min_words, heldout_size=heldout_size)
 
 
 def test_real_paragraphs_split_deterministically(monkeypatch):
     # parse each pinned file once (~2 s for the wiki dump): the second build checks the split, on the same paragraphs
     for name in ("wiki_paragraphs", "lee_documents"):
         monkeypatch.setattr(webtext, name, functools.cache(getattr(webtext, name)))
-    train, heldout = build_webtext(CFG["files"], CFG["min_words"], 32, seed=5)
+    train, heldout = build_webtext(_settings(), seed=5)
     assert len(heldout) == 32 and len(train) > 3000
     ids = [r["webtext_id"] for r in train + heldout]
     assert len(ids) == len(set(ids))
     assert {r["source"] for r in train} == {"wiki", "lee"}
     assert all(len(r["text"].split()) >= CFG["min_words"] and "'''" not in r["text"] for r in train)
-    assert (train, heldout) == build_webtext(CFG["files"], CFG["min_words"], 32, seed=5)
-    other_train, other_heldout = build_webtext(CFG["files"], CFG["min_words"], 32, seed=6)
+    assert (train, heldout) == build_webtext(_settings(), seed=5)
+    other_train, other_heldout = build_webtext(_settings(), seed=6)
     assert other_heldout != heldout and sorted(map(str, other_train + other_heldout)) == sorted(
         map(str, train + heldout)
     )
@@ -34,7 +39,7 @@ def test_real_paragraphs_split_deterministically(monkeypatch):
 def test_pin_mismatch_names_the_file():
     files = {**CFG["files"], "lee": {**CFG["files"]["lee"], "sha256": "1" * 64}}
     with pytest.raises(HashMismatchError, match="lee_background.cor"):
-        build_webtext(files, 40, 10, seed=0)
+        build_webtext(_settings(files, 40, 10), seed=0)
 
 
 def test_lee_file_not_utf8_or_empty_names_the_file(tmp_path):

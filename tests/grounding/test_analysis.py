@@ -8,11 +8,11 @@ from statsmodels.stats.multitest import multipletests
 from knowlab.core.stats import direct_pvalue, recompute_pvalue
 from knowlab.grounding import analysis
 from knowlab.grounding.conditions import condition_names, condition_spec, select_question_ids
+from knowlab.grounding.settings import GroundingConditionSettings
 
-CFG = {
-    "distractors": {"budget": 1024, "position": "random"},
-    "sweep": {"budgets": [512, 1024], "positions": ["start", "random"]},
-}
+CFG = GroundingConditionSettings(
+    budget=1024, position="random", sweep_budgets=(512, 1024), sweep_positions=("start", "random")
+)
 
 
 def rows_for(model, condition, f1s, accuracy, popularity):
@@ -57,11 +57,24 @@ def test_conditions_named_once_and_specified():
         "length_512",
         "position_start",
     ]
-    assert condition_spec("conflict_dist", CFG) == {"version": "conflict", "budget": 1024, "position": "random"}
-    assert condition_spec("position_start", CFG) == {"version": "original", "budget": 1024, "position": "start"}
-    assert condition_spec("no_context", CFG)["version"] is None
+    budget, position = CFG.budget, CFG.position
+    assert condition_spec("conflict_dist", budget, position) == {
+        "version": "conflict",
+        "budget": 1024,
+        "position": "random",
+    }
+    assert condition_spec("position_start", budget, position) == {
+        "version": "original",
+        "budget": 1024,
+        "position": "start",
+    }
+    assert condition_spec("no_context", budget, position)["version"] is None
     with pytest.raises(ValueError, match="unknown grounding condition"):
-        condition_spec("length_x", CFG)
+        condition_spec("length_x", budget, position)
+    # the Gold conditions read no distractor setting; the others name the one they lack
+    assert condition_spec("original_gold", None, None) == {"version": "original", "budget": None, "position": None}
+    with pytest.raises(ValueError, match=r"'original_dist' needs grounding\.distractors\.budget"):
+        condition_spec("original_dist", None, None)
 
 
 def test_question_sample_is_seeded_and_order_free():

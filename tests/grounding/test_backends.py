@@ -4,6 +4,7 @@ tests/conftest.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -15,13 +16,21 @@ from knowlab.config import load_config
 from knowlab.core.llm.cache import RequestCache
 from knowlab.core.llm.local import count_tokens, render_chat
 from knowlab.core.llm.requests import BackendError
-from knowlab.grounding.facts import decompose_messages, decompose_responses, decomposer_id
+from knowlab.grounding.facts import DECOMPOSER_CLIENT, decompose_messages, decompose_responses, decomposer_id
 from knowlab.grounding.generate import (
+    ClientOptions,
     build_prompt,
     fit_contexts,
     generate_responses,
     response_id,
     served_model,
+)
+from knowlab.grounding.settings import (
+    GroundingDecomposerSettings,
+    GroundingEvaluatorSettings,
+    GroundingGenerateSettings,
+    GroundingGenerationSettings,
+    GroundingScoreSettings,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,22 +51,25 @@ def _records(*questions: str) -> list[dict]:
     ]
 
 
-def _served_cfg(url: str, **overrides) -> dict:
-    cfg = {
-        "backend": "openai",
-        "max_new_tokens": 8,
-        "max_input_tokens": 450,
-        "openai": {"base_url": url, "max_retries": 0, "timeout_s": 5, "concurrency": 2},
-    }
-    return {**cfg, **overrides}
+def _served_cfg(url: str, **overrides) -> GroundingGenerationSettings:
+    cfg = {"backend": "openai", "max_new_tokens": 8, "max_input_tokens": 450, "openai_base_url": url}
+    return GroundingGenerationSettings(**{**cfg, **overrides})
+
+
+#: the stub server's client: no retries, short timeouts (grounding.generation.openai's client keys)
+CLIENT = ClientOptions(max_retries=0, timeout_s=5, concurrency=2)
 
 
 def test_transformers_path_unchanged_by_the_new_keys(tiny):
     """The config's new keys (backend, openai) leave the local path and its ids as they were."""
     model, tokenizer = tiny
     records = _records("Who built the bridge?", "When was it built?")
-    plain = generate_responses(model, tokenizer, records, {"max_new_tokens": 8, "max_input_tokens": 450})
-    cfg = {"max_new_tokens": 8, "max_input_tokens": 450, "backend": "transformers", "openai": {"base_url": "x"}}
+    plain = generate_responses(
+        model, tokenizer, records, GroundingGenerationSettings(max_new_tokens=8, max_input_tokens=450)
+    )
+    cfg = GroundingGenerationSettings(
+        max_new_tokens=8, max_input_tokens=450, backend="transformers", openai_base_url="x"
+    )
     assert generate_responses(model, tokenizer, records, cfg) == plain
     for record, out in zip(records, plain, strict=True):
         assert out["prompt"] == render_chat(tokenizer, build_prompt(record["question"], record["contexts"]))
@@ -69,9 +81,9 @@ def test_transformers_path_unchanged_by_the_new_keys(tiny):
         ValueError,
         match=re.escape("grounding.generation.backend must be one of ('transformers', 'openai'), got 'vllm'"),
     ):
-        generate_responses(model, tokenizer, records, {"backend": "vllm"})
-    with pytest.raises(ValueError, match=re.escape("unknown grounding.generation.openai keys ['url']")):
-        generate_responses(model, tokenizer, records, {"openai": {"url": "x"}})
+        generate_responses(model, tokenizer, records, GroundingGenerationSettings(backend="vllm"))
+    with pytest.raises(TypeError, match=re.escape("unexpected keyword argument 'openai_url'")):
+        generate_responses(model, tokenizer, records, GroundingGenerationSettings(openai_url="x"))
 
 
 def test_served_generation_records_and_requests(openai_stub, tiny):
@@ -79,7 +91,7 @@ def test_served_generation_records_and_requests(openai_stub, tiny):
     _, tokenizer = tiny
     records = _records("Who built the bridge?", "When was it built?")
     cfg = _served_cfg(url, system_prompt="Answer briefly.")
-    out = generate_responses(None, tokenizer, records, cfg, served="resources/models/m1")
+    out = generate_responses(None, tokenizer, records, cfg, served="resources/models/m1", client=CLIENT)
     assert len(fake.bodies) == 2
     for record, got in zip(records, out, strict=True):
         user = build_prompt(record["question"], record["contexts"])
@@ -104,7 +116,9 @@ def test_served_prompts_are_fitted_with_the_local_tokenizer(openai_stub, tiny):
     records = [{"item_id": "q0", "condition": "original_dist", "question": "Who?", "contexts": [CONTEXT] * 8}]
     full = count_tokens(tokenizer, render_chat(tokenizer, build_prompt("Who?", records[0]["contexts"])))
     limit = full - 40
-    (got,) = generate_responses(None, tokenizer, records, _served_cfg(url, max_input_tokens=limit), served="m")
+    (got,) = generate_responses(
+        None, tokenizer, records, _served_cfg(url, max_input_tokens=limit), served="m", client=CLIENT
+    )
     kept, dropped = fit_contexts(tokenizer, "Who?", records[0]["contexts"], limit)
     assert got["n_truncated_tokens"] == dropped > 0
     assert got["prompt"] == build_prompt("Who?", kept) == fake.bodies[0]["messages"][-1]["content"]
@@ -115,7 +129,7 @@ def test_served_sampling_parameters(openai_stub, tiny):
     fake, url = openai_stub
     _, tokenizer = tiny
     cfg = _served_cfg(url, do_sample=True, temperature=0.6, top_k=10, top_p=0.9, seed=3)
-    generate_responses(None, tokenizer, _records("Who?"), cfg, served="m")
+    generate_responses(None, tokenizer, _records("Who?"), cfg, served="m", client=CLIENT)
     body = fake.bodies[0]
     assert (body["temperature"], body["top_k"], body["top_p"], body["seed"], body["max_tokens"]) == (0.6, 10, 0.9, 3, 8)
     assert body["messages"][0]["role"] == "user"  # no system prompt configured: no system message
@@ -125,11 +139,13 @@ def test_served_error_names_the_request(openai_stub, tiny):
     _, url = openai_stub
     _, tokenizer = tiny
     with pytest.raises(BackendError, match=r"request 'q1/original_gold': HTTP 400: .*max_tokens is too large"):
-        generate_responses(None, tokenizer, _records("Who?", "A bad question?"), _served_cfg(url), served="m")
+        generate_responses(
+            None, tokenizer, _records("Who?", "A bad question?"), _served_cfg(url), served="m", client=CLIENT
+        )
     with pytest.raises(ValueError, match="grounding.generation.backend openai needs the served model name"):
-        generate_responses(None, tokenizer, _records("Who?"), _served_cfg(url))
+        generate_responses(None, tokenizer, _records("Who?"), _served_cfg(url), client=CLIENT)
     with pytest.raises(ValueError, match="grounding generation needs the model's tokenizer"):
-        generate_responses(None, None, _records("Who?"), _served_cfg(url), served="m")
+        generate_responses(None, None, _records("Who?"), _served_cfg(url), served="m", client=CLIENT)
 
 
 def test_served_empty_answer_is_a_result_and_the_cache_resumes(openai_stub, tiny, tmp_path):
@@ -137,29 +153,32 @@ def test_served_empty_answer_is_a_result_and_the_cache_resumes(openai_stub, tiny
     _, tokenizer = tiny
     records = _records("Who?", "null answer please?")
     cache = RequestCache(tmp_path / "requests")
-    first = generate_responses(None, tokenizer, records, _served_cfg(url), served="m", cache=cache)
+    first = generate_responses(None, tokenizer, records, _served_cfg(url), served="m", cache=cache, client=CLIENT)
     assert first[1]["response"] == "" and first[1]["finished"] is True
     assert len(list((tmp_path / "requests").glob("*/*.json"))) == 2
-    again = generate_responses(None, tokenizer, records, _served_cfg(url), served="m", cache=cache)
+    again = generate_responses(None, tokenizer, records, _served_cfg(url), served="m", cache=cache, client=CLIENT)
     assert again == first and len(fake.bodies) == 2  # answered from the cache
     # the same question twice in one condition: distinct request keys
-    twice = generate_responses(None, tokenizer, _records("Who?") * 2, _served_cfg(url), served="m", cache=cache)
+    twice = generate_responses(
+        None, tokenizer, _records("Who?") * 2, _served_cfg(url), served="m", cache=cache, client=CLIENT
+    )
     assert [r["response_id"] for r in twice] == [first[0]["response_id"]] * 2
 
 
 def test_served_model_names():
-    server = {"base_url": "http://a/v1", "models": {"llama": "meta/llama", "doc/step-6": {"base_url": "http://b/v1"}}}
+    models = {"llama": "meta/llama", "doc/step-6": {"base_url": "http://b/v1"}}
+    server = GroundingGenerationSettings(backend="openai", openai_base_url="http://a/v1", openai_models=models)
     assert served_model(server, "llama", "resources/models/llama") == ("meta/llama", "http://a/v1")
     assert served_model(server, "doc/step-6", "results/x/step-6") == ("results/x/step-6", "http://b/v1")
     assert served_model(server, "other", "resources/models/other") == ("resources/models/other", "http://a/v1")
-    assert served_model({"base_url": None}, None, "p") == ("p", None)
+    assert served_model(GroundingGenerationSettings(backend="openai"), None, "p") == ("p", None)
     with pytest.raises(
         ValueError,
         match=re.escape(
             "grounding.generation.openai.models.bad: expected a served model name or {model, base_url}, got ['x']"
         ),
     ):
-        served_model({"models": {"bad": ["x"]}}, "bad", "p")
+        served_model(GroundingGenerationSettings(backend="openai", openai_models={"bad": ["x"]}), "bad", "p")
 
 
 def _score_inputs() -> list[dict]:
@@ -187,11 +206,18 @@ def _score_inputs() -> list[dict]:
 def test_served_decomposer(openai_stub, tmp_path):
     fake, url = openai_stub
     fake.reply = lambda sentence: f"- Fact of: {sentence}\n- Another."
-    decomposer = {"kind": "llm", "backend": "openai", "max_new_tokens": 20, "min_support": None}
-    decomposer["openai"] = {"base_url": url, "model": "decomposer-lm", "max_retries": 0, "timeout_s": 5}
+    decomposer = GroundingDecomposerSettings(
+        kind="llm",
+        backend="openai",
+        max_new_tokens=20,
+        min_support=None,
+        openai_base_url=url,
+        openai_model="decomposer-lm",
+    )
+    client = ClientOptions(max_retries=0, timeout_s=5)
     cache = RequestCache(tmp_path / "requests")
     responses = ["Ada built the bridge. It spans the Tolle.", "It spans the Tolle.", ""]
-    out = decompose_responses(responses, decomposer, request_cache=cache)
+    out = decompose_responses(responses, decomposer, request_cache=cache, client=client)
     assert out[0] == {
         "facts": ["Fact of: Ada built the bridge.", "Another.", "Fact of: It spans the Tolle."],
         "method": "llm",
@@ -203,13 +229,14 @@ def test_served_decomposer(openai_stub, tmp_path):
     assert body["model"] == "decomposer-lm" and body["max_tokens"] == 20 and body["temperature"] == 0.0
     assert body["messages"] in ([*decompose_messages(s)] for s in ("Ada built the bridge.", "It spans the Tolle."))
     assert decomposer_id(decomposer) == "llm:openai:decomposer-lm:max_new_tokens=20:min_support=None"
-    assert decompose_responses(responses, decomposer, request_cache=cache) == out and len(fake.bodies) == 2
+    assert decompose_responses(responses, decomposer, request_cache=cache, client=client) == out
+    assert len(fake.bodies) == 2
     with pytest.raises(BackendError, match="'sentence 0: A bad sentence.'.*HTTP 400"):
-        decompose_responses(["A bad sentence."], decomposer)
+        decompose_responses(["A bad sentence."], decomposer, client=client)
     with pytest.raises(
         ValueError, match=re.escape("grounding.decomposer.backend openai needs the served model name (openai.model)")
     ):
-        decompose_responses(["x"], {**decomposer, "openai": {"base_url": url}})
+        decompose_responses(["x"], dataclasses.replace(decomposer, openai_model=None), client=client)
 
 
 def test_score_with_a_served_decomposer_loads_no_model(openai_stub, tmp_path, monkeypatch):
@@ -227,14 +254,20 @@ def test_score_with_a_served_decomposer_loads_no_model(openai_stub, tmp_path, mo
             return [fact in text for fact, text in pairs]
 
     monkeypatch.setattr(pipeline, "load_model", no_model)
-    monkeypatch.setattr(pipeline, "load_evaluator", lambda cfg, model, tokenizer: Exact())
+    monkeypatch.setattr(pipeline, "load_evaluator", lambda settings, model, tokenizer: Exact())
     monkeypatch.setattr(pipeline, "score_responses", lambda gold, facts, evaluator: pd.DataFrame({"n_facts": [2]}))
-    cfg = {
-        "decomposer": {"kind": "llm", "backend": "openai", "openai": {"base_url": url, "max_retries": 0}},
-        "evaluator": {"kind": "bi_encoder"},
-    }
+    settings = GroundingScoreSettings(
+        decomposer=GroundingDecomposerSettings(kind="llm", backend="openai", openai_base_url=url),
+        evaluator=GroundingEvaluatorSettings(kind="bi_encoder"),
+    )
     rows = pipeline.score(
-        _score_inputs(), cfg, "resources/base_model", tmp_path / "facts.json", tmp_path / "cache.json", tmp_path / "req"
+        _score_inputs(),
+        settings,
+        "resources/base_model",
+        tmp_path / "facts.json",
+        tmp_path / "cache.json",
+        tmp_path / "req",
+        client=dataclasses.replace(DECOMPOSER_CLIENT, max_retries=0),
     )
     assert list(rows["n_facts"]) == [2] and rows["response_id"].tolist() == ["r1"]
     assert {b["model"] for b in fake.bodies} == {"resources/base_model"}
@@ -265,19 +298,24 @@ def test_respond_over_a_server_loads_only_the_tokenizer(openai_stub, tiny_model_
     ]
     pool = [{"doc_id": "d0", "title": "t", "text": "A distractor about rivers."}]
     distractors = pd.DataFrame({"item_id": ["q1"], "rank": [0], "doc_id": ["d0"]})
-    cfg = {
-        "distractors": {"budget": 200, "position": "random"},
-        "sweep": {"budgets": [], "positions": []},
-        "generation": _served_cfg(url, openai={"base_url": url, "max_retries": 0, "models": {"m1": "served-m1"}}),
-    }
+    settings = GroundingGenerateSettings(
+        conditions=("original_gold", "conflict_gold"),
+        max_items=None,
+        budget=200,
+        position="random",
+        generation=_served_cfg(url, openai_models={"m1": "served-m1"}),
+    )
     tags = {"model": "m1", "run": "base", "step": 0, "checkpoint": str(tiny_model_dir)}
-    args = (items, pool, distractors, ["original_gold", "conflict_gold"], cfg, None, 0, tags)
-    out = pipeline.respond(str(tiny_model_dir), *args, served_key="m1", request_cache=str(tmp_path / "req"))
+    args = (items, pool, distractors, settings, 0, tags)
+    client = ClientOptions(max_retries=0)
+    out = pipeline.respond(
+        str(tiny_model_dir), *args, served_key="m1", request_cache=str(tmp_path / "req"), client=client
+    )
     assert [r["condition"] for r in out] == ["original_gold", "conflict_gold"]
     assert all(r["served_model"] == "served-m1" and r["model"] == "m1" for r in out)
     assert "Bea" in out[1]["prompt"] and out[1]["response"].startswith("echo: ")
     assert {b["model"] for b in fake.bodies} == {"served-m1"}
-    default = pipeline.respond(str(tiny_model_dir), *args, served_key="other")  # default: the folder
+    default = pipeline.respond(str(tiny_model_dir), *args, served_key="other", client=client)  # default: the folder
     assert {r["served_model"] for r in default} == {str(tiny_model_dir)}
 
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 
 from knowlab.grounding.conditions import condition_names, condition_records
+from knowlab.grounding.settings import GroundingConditionSettings, GroundingGenerateSettings
 
-CFG = {
-    "distractors": {"budget": 12, "position": "random"},
-    "sweep": {"budgets": [6, 12], "positions": ["start", "random"]},
-}
+CFG = GroundingConditionSettings(
+    budget=12, position="random", sweep_budgets=(6, 12), sweep_positions=("start", "random")
+)
+SETTINGS = GroundingGenerateSettings(conditions=condition_names(CFG), budget=12, position="random")
 
 
 def _item(version: str, gold: str) -> dict:
@@ -34,7 +36,7 @@ def test_condition_records_contexts_per_condition():
     pool = {f"d{i}": {"doc_id": f"d{i}", "title": f"t{i}", "text": f"distractor {i} text"} for i in range(4)}
     ranked = {"q1": ["d2", "d0", "d3", "d1"]}
     words = lambda text: len(text.split())
-    records = condition_records(items, ["q1"], condition_names(CFG), ranked, pool, CFG, words, seed=5)
+    records = condition_records(items, ["q1"], ranked, pool, SETTINGS, words, seed=5)
     by = {r["condition"]: r for r in records}
     assert (
         list(by)
@@ -68,4 +70,5 @@ def test_condition_records_contexts_per_condition():
     ]
     # q1 has no conflict-version item: the KeyError names the (question, version) missing
     with pytest.raises(KeyError, match=re.escape("('q1', 'conflict')")):
-        condition_records(items[:1], ["q1"], ["conflict_gold"], ranked, pool, CFG, words, seed=5)
+        only_conflict = dataclasses.replace(SETTINGS, conditions=["conflict_gold"])
+        condition_records(items[:1], ["q1"], ranked, pool, only_conflict, words, seed=5)

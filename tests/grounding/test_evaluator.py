@@ -173,8 +173,11 @@ def test_cross_encoder_scores_are_raw_logits(tiny_cross_encoder_dir, long_text):
     from transformers import AutoTokenizer, BertForSequenceClassification
 
     from knowlab.grounding.evaluator import CrossEncoderEvaluator, load_evaluator
+    from knowlab.grounding.settings import GroundingEvaluatorSettings
 
-    evaluator = load_evaluator({"kind": "cross_encoder", "model": str(tiny_cross_encoder_dir), "threshold": 6})
+    evaluator = load_evaluator(
+        GroundingEvaluatorSettings(kind="cross_encoder", model=str(tiny_cross_encoder_dir), threshold=6)
+    )
     assert isinstance(evaluator, CrossEncoderEvaluator) and evaluator.threshold == 6.0
     assert evaluator.window == 128 - 64 - 3
     tok = AutoTokenizer.from_pretrained(tiny_cross_encoder_dir)
@@ -205,9 +208,11 @@ def test_llm_judge_score_is_log_odds_of_true(smollm2):
     import torch
 
     from knowlab.grounding.evaluator import LLMJudge, load_evaluator
+    from knowlab.grounding.settings import GroundingEvaluatorSettings
 
     model, tokenizer = smollm2
-    judge = load_evaluator({"kind": "llm_judge", "threshold": 0.0}, model=model, tokenizer=tokenizer)
+    settings = GroundingEvaluatorSettings(kind="llm_judge", threshold=0.0)
+    judge = load_evaluator(settings, model=model, tokenizer=tokenizer)
     assert isinstance(judge, LLMJudge) and judge.window > 7000  # 8192-token window, minus prompt and fact room
     context = "Lady Xian died during a tour of Hainan."
     prompt = judge.prompt("Lady Xian died in Hainan.", context)
@@ -235,14 +240,15 @@ def test_llm_judge_score_is_log_odds_of_true(smollm2):
 
 def test_load_evaluator_rejects_unknown_settings(bi_encoder):
     from knowlab.grounding.evaluator import BiEncoderEvaluator, load_evaluator
+    from knowlab.grounding.settings import GroundingEvaluatorSettings as Settings
 
     with pytest.raises(ValueError, match=r"grounding\.evaluator\.kind"):
-        load_evaluator({"kind": "nli"})
+        load_evaluator(Settings(kind="nli"))
     with pytest.raises(ValueError, match=r"grounding\.evaluator\.window"):
-        load_evaluator({"kind": "bi_encoder", "window": 3})
+        load_evaluator(Settings(kind="bi_encoder", window=3))
     with pytest.raises(ValueError, match=r"grounding\.evaluator\.model"):
-        load_evaluator({"kind": "llm_judge"})
-    evaluator = load_evaluator({"kind": "bi_encoder", "model": bi_encoder.embedder, "threshold": 0.5})
+        load_evaluator(Settings(kind="llm_judge"))
+    evaluator = load_evaluator(Settings(kind="bi_encoder", model=bi_encoder.embedder, threshold=0.5))
     assert isinstance(evaluator, BiEncoderEvaluator) and evaluator.threshold == 0.5
     assert evaluator.sentences_per_passage == 1 and evaluator.window == 254
 
@@ -251,12 +257,13 @@ def test_truncate_window_misses_a_fact_after_token_512(bi_encoder, long_text):
     """``window: max`` scores a long text's passages and finds a fact at its end; ``truncate`` (the released
     scorer) keeps the text's first tokens only: the same fact after token 512 is not seen."""
     from knowlab.grounding.evaluator import BiEncoderEvaluator, load_evaluator, truncate_text
+    from knowlab.grounding.settings import GroundingEvaluatorSettings as Settings
 
     text = long_text + "\n\n" + NEEDLE
     tok = bi_encoder.tokenizer
     assert len(tok.tokenize(long_text)) > 512  # the needle's sentence starts after token 512
-    found = load_evaluator({"kind": "bi_encoder", "model": bi_encoder.embedder, "window": "max"})
-    cut = load_evaluator({"kind": "bi_encoder", "model": bi_encoder.embedder, "window": "truncate"})
+    found = load_evaluator(Settings(kind="bi_encoder", model=bi_encoder.embedder, window="max"))
+    cut = load_evaluator(Settings(kind="bi_encoder", model=bi_encoder.embedder, window="truncate"))
     assert isinstance(cut, BiEncoderEvaluator) and cut.window_mode == "truncate" and found.window_mode == "max"
     assert cut.truncate_tokens == 254  # the embedder's window is below 512
     (passage,) = cut.passages(text)
@@ -286,8 +293,9 @@ def test_cross_encoder_truncate_is_the_released_scorer(tiny_cross_encoder_dir, l
     from transformers import AutoTokenizer, BertForSequenceClassification
 
     from knowlab.grounding.evaluator import load_evaluator
+    from knowlab.grounding.settings import GroundingEvaluatorSettings as Settings
 
-    evaluator = load_evaluator({"kind": "cross_encoder", "model": str(tiny_cross_encoder_dir), "window": "truncate"})
+    evaluator = load_evaluator(Settings(kind="cross_encoder", model=str(tiny_cross_encoder_dir), window="truncate"))
     assert evaluator.truncate_tokens == 128  # min(512, the tiny model's 128-token window)
     tok = AutoTokenizer.from_pretrained(tiny_cross_encoder_dir)
     model = BertForSequenceClassification.from_pretrained(tiny_cross_encoder_dir).eval()
@@ -298,7 +306,7 @@ def test_cross_encoder_truncate_is_the_released_scorer(tiny_cross_encoder_dir, l
     scores = evaluator.scores([(fact, long_text), (fact, text)])
     np.testing.assert_allclose(scores, [released, released], atol=1e-4)
     assert len(evaluator.passages(text)) == 1
-    windowed = load_evaluator({"kind": "cross_encoder", "model": evaluator.model})
+    windowed = load_evaluator(Settings(kind="cross_encoder", model=evaluator.model))
     assert windowed.window_mode == "max" and len(windowed.passages(text)) > 3
 
 

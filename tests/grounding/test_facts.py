@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -20,6 +21,7 @@ from knowlab.grounding.facts import (
     split_sentences,
     support,
 )
+from knowlab.grounding.settings import GroundingDecomposerSettings as Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 KAIST = Path(__file__).resolve().parents[3] / "shared" / "data" / "grounding_kaist"
@@ -100,7 +102,7 @@ def test_cache_and_duplicates(monkeypatch, tmp_path):
     fake = FakeGenerate(lambda p: f"- Fact about: {sentence_of(p)}")
     monkeypatch.setattr("knowlab.grounding.facts.generate_texts", fake)
     responses = ["Ada was born in London. She wrote notes.", "Ada was born in London. She wrote notes.", "Rome is old."]
-    decomposer = {"kind": "llm", "name": "fake-lm"}
+    decomposer = Settings(kind="llm", name="fake-lm")
     cache = FactCache(tmp_path / "facts.json")
     first = decompose_responses(responses, decomposer, model=object(), tokenizer=PlainTokenizer(), cache=cache)
     assert len(fake.prompts) == 3  # three distinct sentences, the duplicate response once
@@ -120,7 +122,9 @@ def test_cache_and_duplicates(monkeypatch, tmp_path):
     key = FactCache.key(decomposer_id(decomposer), responses[2])
     assert reread.get(key)["decomposer"] == "llm:fake-lm:max_new_tokens=96:min_support=None"
     # another decomposer (or prompt version) does not hit these entries
-    other = decompose_responses(["Rome is old."], {"kind": "llm", "name": "other"}, object(), PlainTokenizer(), reread)
+    other = decompose_responses(
+        ["Rome is old."], Settings(kind="llm", name="other"), object(), PlainTokenizer(), reread
+    )
     assert other[0]["cached"] is False and len(fake.prompts) == 4
 
 
@@ -129,7 +133,7 @@ def test_fallback_to_sentences(monkeypatch):
     monkeypatch.setattr("knowlab.grounding.facts.generate_texts", fake)
     out = decompose_responses(
         ["Ada wrote notes. Rome is old.", "Ada wrote notes.", "   ", ""],
-        {"kind": "llm", "name": "fake"},
+        Settings(kind="llm", name="fake"),
         model=object(),
         tokenizer=PlainTokenizer(),
     )
@@ -144,22 +148,22 @@ def test_support_filter(monkeypatch):
     monkeypatch.setattr("knowlab.grounding.facts.generate_texts", FakeGenerate(lambda p: reply))
     sentence = "Lady Xian was born in 512 to the chieftain of the Xian clan."
     assert support("Lady Xian is a Chinese person.", sentence) == pytest.approx(0.5)
-    out = decompose_responses([sentence], {"kind": "llm", "name": "f", "min_support": 1.0}, object(), PlainTokenizer())
+    out = decompose_responses([sentence], Settings(kind="llm", name="f", min_support=1.0), object(), PlainTokenizer())
     assert out[0]["facts"] == ["Lady Xian was born in 512."] and out[0]["method"] == "llm"
 
 
 def test_sentences_kind_and_errors():
-    out = decompose_responses(["Ada wrote notes. Rome is old.", ""], {"kind": "sentences"})
+    out = decompose_responses(["Ada wrote notes. Rome is old.", ""], Settings(kind="sentences"))
     assert out == [
         {"facts": ["Ada wrote notes.", "Rome is old."], "method": "sentences", "cached": False},
         {"facts": [], "method": "sentences", "cached": False},
     ]
     with pytest.raises(ValueError, match="decomposer kind 'llm' needs a model and a tokenizer"):
-        decompose_responses(["x"], {"kind": "llm"})
+        decompose_responses(["x"], Settings(kind="llm"))
     with pytest.raises(ValueError, match="unknown decomposer kind 'gpt'; expected 'llm' or 'sentences'"):
-        decompose_responses(["x"], {"kind": "gpt"})
-    with pytest.raises(ValueError, match=re.escape("unknown decomposer keys ['max_tokens']")):
-        decompose_responses(["x"], {"kind": "sentences", "max_tokens": 3})
+        decompose_responses(["x"], Settings(kind="gpt"))
+    with pytest.raises(TypeError, match=re.escape("unexpected keyword argument 'max_tokens'")):
+        decompose_responses(["x"], Settings(kind="sentences", max_tokens=3))
 
 
 def test_real_decomposer_smollm2(smollm2):
@@ -168,7 +172,7 @@ def test_real_decomposer_smollm2(smollm2):
         "Germany has the largest economy in Europe.",
         "Lady Xian was a noblewoman of the Li people who died during a tour of Hainan.",
     ]
-    out = decompose_responses(responses, {"kind": "llm", "max_new_tokens": 40}, model, tokenizer)
+    out = decompose_responses(responses, Settings(kind="llm", max_new_tokens=40), model, tokenizer)
     for record in out:
         assert record["facts"] and all(isinstance(f, str) and f for f in record["facts"])
         assert record["method"] in ("llm", "sentences", "mixed")
@@ -224,7 +228,7 @@ def test_factscore_demonstrations_prompt(demons_file):
 
     demos = load_demos(demons_file)
     assert list(demos)[3] == "The Danube flows through ten countries before reaching the Black Sea."
-    chosen = Demonstrations.from_config({"demos": str(demons_file), "n_demos": 2, "k_demos": 1})
+    chosen = Demonstrations.from_settings(Settings(demos=str(demons_file), n_demos=2, k_demos=1))
     sentence = "The Danube is the second-longest river in Europe."
     question = f"Please breakdown the following sentence into independent facts: {sentence}\n"
     # plain text (a model without a chat template): FActScore's prompt, byte for byte
@@ -243,7 +247,7 @@ def test_factscore_demonstrations_prompt(demons_file):
 def test_decompose_with_a_demonstrations_file(monkeypatch, demons_file, tmp_path):
     fake = FakeGenerate(lambda p: "- " + p.rsplit("independent facts: ", 1)[1].strip())
     monkeypatch.setattr("knowlab.grounding.facts.generate_texts", fake)
-    decomposer = {"kind": "llm", "name": "fake", "demos": str(demons_file), "n_demos": 2, "k_demos": 1}
+    decomposer = Settings(kind="llm", name="fake", demos=str(demons_file), n_demos=2, k_demos=1)
     out = decompose_responses(["Beethoven wrote an opera."], decomposer, object(), PlainTokenizer())
     assert out[0]["facts"] == ["Beethoven wrote an opera."] and out[0]["method"] == "llm"
     assert fake.prompts == [
@@ -254,14 +258,14 @@ def test_decompose_with_a_demonstrations_file(monkeypatch, demons_file, tmp_path
         + "Please breakdown the following sentence into independent facts: Beethoven wrote an opera.\n"
     ]
     # the cache identity: the project's prompt keeps the earlier key; a file, n and k are part of it
-    default = decomposer_id({"kind": "llm", "name": "fake"})
+    default = decomposer_id(Settings(kind="llm", name="fake"))
     assert default == "llm:fake:max_new_tokens=96:min_support=None"
     ident = decomposer_id(decomposer)
     assert ident.startswith(default + ":demos=factscore-") and ident.endswith(":n=2:k=1")
     edited = tmp_path / "edited.json"
     edited.write_text(FACTSCORE_DEMONS.replace('nine symphonies."]', '9 symphonies."]'), encoding="utf-8")
-    assert decomposer_id({**decomposer, "demos": str(edited)}) != ident
-    assert decomposer_id({**decomposer, "k_demos": 0}) != ident
+    assert decomposer_id(dataclasses.replace(decomposer, demos=str(edited))) != ident
+    assert decomposer_id(dataclasses.replace(decomposer, k_demos=0)) != ident
 
 
 def test_project_demonstrations_as_shipped():
@@ -271,16 +275,16 @@ def test_project_demonstrations_as_shipped():
     assert load_demos(ROOT / "data" / "grounding" / "decomposer_demos.json") == PROJECT_DEMOS
     assert list(PROJECT_DEMOS) == [s for s, _ in DECOMPOSE_DEMOS]
     sentence = "Rome is an old city."
-    assert Demonstrations.from_config({}).is_default
-    assert Demonstrations.from_config({"n_demos": None, "k_demos": 0}).prompt(sentence) == DECOMPOSE_PROMPT.format(
+    assert Demonstrations.from_settings(Settings()).is_default
+    assert Demonstrations.from_settings(Settings(n_demos=None, k_demos=0)).prompt(sentence) == DECOMPOSE_PROMPT.format(
         text=sentence
     )
-    one = Demonstrations.from_config({"n_demos": 1})
+    one = Demonstrations.from_settings(Settings(n_demos=1))
     assert one.prompt(sentence) == (
         f"{DECOMPOSE_INSTRUCTION}\n\nSentence: Napoleon is a French general.\nFacts:\n- Napoleon is French.\n"
         f"- Napoleon is a general.\n\nSentence: {sentence}\nFacts:\n"
     )
-    shipped = Demonstrations.from_config({"demos": str(ROOT / "data" / "grounding" / "decomposer_demos.json")})
+    shipped = Demonstrations.from_settings(Settings(demos=str(ROOT / "data" / "grounding" / "decomposer_demos.json")))
     assert shipped.prompt(sentence).startswith(
         "Please breakdown the following sentence into independent facts: Napoleon is a French general.\n"
         "- Napoleon is French.\n- Napoleon is a general.\n\n"
@@ -311,15 +315,16 @@ def test_malformed_demonstrations_file(tmp_path, text, message):
         load_demos(path)
     # decomposing reads the file before any model call
     with pytest.raises(DataError, match=message):
-        decompose_responses(["Ada wrote notes."], {"kind": "llm", "demos": str(path)}, object(), PlainTokenizer())
+        decompose_responses(["Ada wrote notes."], Settings(kind="llm", demos=str(path)), object(), PlainTokenizer())
 
 
 def test_demonstration_settings_errors(demons_file, tmp_path):
     with pytest.raises(FileNotFoundError, match=r"grounding\.decomposer\.demos: .*missing\.json not found"):
-        decompose_responses(["x"], {"kind": "llm", "demos": str(tmp_path / "missing.json")}, object(), PlainTokenizer())
+        missing = Settings(kind="llm", demos=str(tmp_path / "missing.json"))
+        decompose_responses(["x"], missing, object(), PlainTokenizer())
     with pytest.raises(ValueError, match=r"grounding\.decomposer\.n_demos=7: .*demons\.json holds 4 demonstrations"):
-        decompose_responses(["x"], {"kind": "llm", "demos": str(demons_file), "n_demos": 7}, object(), PlainTokenizer())
+        decompose_responses(["x"], Settings(kind="llm", demos=str(demons_file), n_demos=7), object(), PlainTokenizer())
     with pytest.raises(ValueError, match=r"grounding\.decomposer\.k_demos must be an int >= 0, got -1"):
-        decompose_responses(["x"], {"kind": "llm", "k_demos": -1}, object(), PlainTokenizer())
+        decompose_responses(["x"], Settings(kind="llm", k_demos=-1), object(), PlainTokenizer())
     # the sentence decomposer never reads the file
-    assert decompose_responses(["Ada wrote notes."], {"kind": "sentences", "demos": str(tmp_path / "missing.json")})
+    assert decompose_responses(["Ada wrote notes."], Settings(kind="sentences", demos=str(tmp_path / "missing.json")))

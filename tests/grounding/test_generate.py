@@ -19,6 +19,7 @@ from knowlab.grounding.generate import (
     generate_responses,
     response_id,
 )
+from knowlab.grounding.settings import GroundingGenerationSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 KAIST = Path(__file__).resolve().parents[3] / "shared" / "data" / "grounding_kaist"
@@ -66,13 +67,13 @@ def test_fit_prompt_cuts_contexts_only(smollm2, kaist_item):
 def test_generate_responses_records(smollm2):
     model, tokenizer = smollm2
     records = [{"item_id": "x1", "question": "What colour is the sky?", "contexts": ["The sky is green here."]}]
-    cfg = {"max_new_tokens": 8, "max_input_tokens": 300, "batch_size": 2}
-    (out,) = generate_responses(model, tokenizer, records, cfg)
+    settings = GroundingGenerationSettings(max_new_tokens=8, max_input_tokens=300, batch_size=2)
+    (out,) = generate_responses(model, tokenizer, records, settings)
     assert out["item_id"] == "x1" and out["response"] and out["n_truncated_tokens"] == 0
     assert out["prompt"] == render_chat(tokenizer, build_prompt(records[0]["question"], records[0]["contexts"]))
     assert out["n_input_tokens"] == count_tokens(tokenizer, out["prompt"])
     params = {"max_new_tokens": 8, "do_sample": False, "temperature": 1.0, "top_k": None, "top_p": None, "seed": 0}
     assert out["response_id"] == response_id(model.name_or_path, out["prompt"], params)
     assert len(out["response_id"]) == 16
-    with pytest.raises(ValueError, match="unknown generation config"):
-        generate_responses(model, tokenizer, records, {"max_tokens": 3})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_tokens'"):
+        generate_responses(model, tokenizer, records, GroundingGenerationSettings(max_tokens=3))

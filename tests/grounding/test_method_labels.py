@@ -11,44 +11,49 @@ from knowlab.grounding import analysis, plots, report
 from knowlab.grounding.conditions import condition_names
 from knowlab.grounding.evaluator import evaluator_label
 from knowlab.grounding.facts import SENTENCE_LEVEL, decomposer_label
+from knowlab.grounding.settings import (
+    GroundingConditionSettings,
+    GroundingDecomposerSettings,
+    GroundingEvaluatorSettings,
+    GroundingTablesSettings,
+)
 
-CFG = {
-    "distractors": {"budget": 1024, "position": "random"},
-    "sweep": {"budgets": [512, 1024], "positions": ["start", "random"]},
-    "decomposer": {"kind": "sentences"},
-    "evaluator": {"kind": "bi_encoder", "model": None, "threshold": None},
-}
+CFG = GroundingConditionSettings(
+    budget=1024, position="random", sweep_budgets=(512, 1024), sweep_positions=("start", "random")
+)
 SENTENCES = "sentences (sentence-level, not atomic facts)"
 BI_ENCODER = "bi_encoder:packaged:all-MiniLM-L6-v2@0.4"
 
 
 def test_decomposer_label():
     assert SENTENCE_LEVEL == "sentence-level, not atomic facts"
-    assert decomposer_label({"kind": "sentences"}) == decomposer_label({}) == SENTENCES
-    assert decomposer_label({"kind": "llm"}, "HuggingFaceTB/SmolLM2-135M") == "llm:HuggingFaceTB/SmolLM2-135M"
-    assert decomposer_label({"kind": "llm", "name": "mine"}, "base") == "llm:mine"
-    served = {"kind": "llm", "backend": "openai", "openai": {"model": "resources/models/llama3-8b-instruct"}}
+    Dec = GroundingDecomposerSettings
+    assert decomposer_label(Dec(kind="sentences")) == decomposer_label(Dec()) == SENTENCES
+    assert decomposer_label(Dec(kind="llm"), "HuggingFaceTB/SmolLM2-135M") == "llm:HuggingFaceTB/SmolLM2-135M"
+    assert decomposer_label(Dec(kind="llm", name="mine"), "base") == "llm:mine"
+    served = Dec(kind="llm", backend="openai", openai_model="resources/models/llama3-8b-instruct")
     assert decomposer_label(served, "base") == "llm:resources/models/llama3-8b-instruct"
-    assert decomposer_label({"kind": "llm"}) == "llm:unknown"
+    assert decomposer_label(Dec(kind="llm")) == "llm:unknown"
     with pytest.raises(ValueError, match="kind"):
-        decomposer_label({"kind": "words"})
+        decomposer_label(Dec(kind="words"))
 
 
 def test_evaluator_label_defaults_are_the_papers_thresholds():
-    assert evaluator_label({"kind": "bi_encoder", "model": None, "threshold": None}) == BI_ENCODER
-    assert evaluator_label({"kind": "cross_encoder"}) == "cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"
-    assert evaluator_label({"kind": "cross_encoder", "model": "m", "threshold": 5.5}) == "cross_encoder:m@5.5"
-    assert evaluator_label({"kind": "llm_judge"}, "SmolLM2") == "llm_judge:SmolLM2@0"
+    Ev = GroundingEvaluatorSettings
+    assert evaluator_label(Ev(kind="bi_encoder", model=None, threshold=None)) == BI_ENCODER
+    assert evaluator_label(Ev(kind="cross_encoder")) == "cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"
+    assert evaluator_label(Ev(kind="cross_encoder", model="m", threshold=5.5)) == "cross_encoder:m@5.5"
+    assert evaluator_label(Ev(kind="llm_judge"), "SmolLM2") == "llm_judge:SmolLM2@0"
     with pytest.raises(ValueError, match="evaluator.kind"):
-        evaluator_label({"kind": "nli"})
+        evaluator_label(Ev(kind="nli"))
     # grounding.evaluator.window: max (the default) keeps the label; truncate (the released scorer) says so
-    assert evaluator_label({"kind": "bi_encoder", "window": "max"}) == BI_ENCODER
+    assert evaluator_label(Ev(kind="bi_encoder", window="max")) == BI_ENCODER
     assert (
-        evaluator_label({"kind": "cross_encoder", "window": "truncate"})
+        evaluator_label(Ev(kind="cross_encoder", window="truncate"))
         == "cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6 (window: truncate)"
     )
     with pytest.raises(ValueError, match=r"grounding\.evaluator\.window"):
-        evaluator_label({"kind": "cross_encoder", "window": "mean"})
+        evaluator_label(Ev(kind="cross_encoder", window="mean"))
 
 
 def scored_rows(**columns):
@@ -104,7 +109,14 @@ def test_every_table_and_figure_names_decomposer_and_evaluator(tmp_path, notes, 
     rows = scored_rows(**columns)
     names = ("fig3c", "fig4", "fig5", "fig15_16", "position")
     figures = {f"{n}_{ext}": str(tmp_path / f"{n}.{ext}") for n in names for ext in ("pdf", "png")}
-    report.tables_and_figures(rows, str(tmp_path / "tables"), figures, CFG, n_resamples=50, seed=0)
+    # the config's labels: those of grounding.decomposer kind sentences and the paper's bi-encoder
+    settings = GroundingTablesSettings(
+        position=CFG.position,
+        decomposer_label=decomposer_label(GroundingDecomposerSettings(kind="sentences")),
+        evaluator_label=evaluator_label(GroundingEvaluatorSettings(kind="bi_encoder", model=None, threshold=None)),
+        bootstrap_resamples=50,
+    )
+    report.tables_and_figures(rows, str(tmp_path / "tables"), figures, settings, seed=0)
     csvs = sorted((tmp_path / "tables").glob("*.csv"))
     assert len(csvs) == 12
     for path in csvs:

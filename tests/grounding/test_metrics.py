@@ -198,9 +198,10 @@ def _kaist_records(every: int = 8):
 @pytest.fixture(scope="module")
 def bi_encoder():
     from knowlab.grounding.evaluator import load_evaluator
+    from knowlab.grounding.settings import GroundingEvaluatorSettings
 
     try:
-        return load_evaluator({"kind": "bi_encoder"})
+        return load_evaluator(GroundingEvaluatorSettings(kind="bi_encoder"))
     except ModuleNotFoundError as err:
         pytest.skip(f"packaged all-MiniLM-L6-v2 not installed: {err}")
 

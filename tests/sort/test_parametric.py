@@ -175,7 +175,7 @@ def test_parametric_training_texts_and_the_sampler_mapping(tiny_tokenizer):
         [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}] for i in range(17)
     ]
     cfg = {"global_batch_size": 4, "chunk_words": 1000, "seq_len": 600}
-    out = parametric_training_texts(tiny_tokenizer, books, cfg, seed=0, instructions=instructions)
+    out = parametric_training_texts(tiny_tokenizer, books, seed=0, instructions=instructions, **cfg)
     assert [c["n_words"] for c in out["chunks"]] == [1000, 1400, 900]  # a: tail 400 merged; b: one short chunk
     assert len(out["books"]) == 3 and len(out["instructions"]) == 17
     assert out["books"][0].startswith(SYSTEM_PROMPT) and "Book A" in out["books"][0]
@@ -186,11 +186,11 @@ def test_parametric_training_texts_and_the_sampler_mapping(tiny_tokenizer):
     assert out["steps_per_epoch"] == {"books": 5, "instructions": 5}
     assert out["over_seq_len"]["books"] == 3 and out["over_seq_len"]["instructions"] == 0
     cfg2 = {**cfg, "global_batch_size": 12, "template": "t02"}
-    out2 = parametric_training_texts(tiny_tokenizer, books, cfg2, seed=0, instructions=instructions)
+    out2 = parametric_training_texts(tiny_tokenizer, books, seed=0, instructions=instructions, **cfg2)
     assert out2["steps_per_epoch"] == {"books": 2, "instructions": 2}  # 12 sequences per step
     assert out2["books"] == out["books"]  # t01 and t02 share the reading instruction
     with pytest.raises(ValueError, match="no instruction samples: the control run needs at least one"):
-        parametric_training_texts(tiny_tokenizer, books, cfg, seed=0, instructions=[])
+        parametric_training_texts(tiny_tokenizer, books, seed=0, instructions=[], **cfg)
 
     # the "books" run: one coin per sequence at fiction_rate, no warmup, epochs * steps_per_epoch steps
     epochs, per_step = 5, out["sequences_per_step"]

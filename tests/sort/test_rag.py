@@ -26,6 +26,7 @@ from knowlab.sort.rag import (
     with_char_spans,
     word_char_offsets,
 )
+from knowlab.sort.settings import SortRetrievalSettings
 
 
 def _opening(text: str, n_chars: int = 900) -> str:
@@ -179,8 +180,8 @@ def test_retrieval_rows_hold_rag_and_oracle_passages_with_recall(embedder, tmp_p
         {"item_id": "it1", "book_id": "bk", "first_start": 41, "second_start": 52, "segment_length": 3,
          "segment_a": "w52 w53 w54", "segment_b": "w41 w42 w43"},
     ]  # fmt: skip
-    cfg = {"embedder": PACKAGED_MINILM, "chunk_size": 40, "k": 2, "batch_size": 4}
-    table = retrieval_rows(items, [book], cfg)
+    settings = SortRetrievalSettings(embedder=PACKAGED_MINILM, chunk_size=40, k=2, batch_size=4)
+    table = retrieval_rows(items, [book], settings)
     assert list(table.columns) == ["item_id", "condition", "passage_ids", "passages", "scores", "recall"]
     assert list(zip(table.item_id, table.condition)) == [
         ("it0", "rag"), ("it0", "oracle_rag"), ("it1", "rag"), ("it1", "oracle_rag")
@@ -269,8 +270,8 @@ def test_retrieval_scope_searches_all_books_or_the_items_own(embedder, scope):
     books = [Book("sea", "The Sea", SEA.split(), SEA), Book("mountain", "The Mountain", MOUNTAIN.split(), MOUNTAIN)]
     items = [_item(books[0], "sea0", 2, 40, 5), _item(books[1], "mountain0", 1, 35, 5)]
     # 200-character passages: two paragraphs each, joined by their paragraph break; k = 3 > 2 passages a book
-    cfg = {"embedder": PACKAGED_MINILM, "chunk_size": 200, "k": 3, "batch_size": 8, "scope": scope}
-    table = retrieval_rows(items, books, cfg)
+    settings = SortRetrievalSettings(embedder=PACKAGED_MINILM, chunk_size=200, k=3, batch_size=8, scope=scope)
+    table = retrieval_rows(items, books, settings)
     rag = table[table.condition == "rag"].set_index("item_id")
     for item in items:
         found = list(rag.loc[item["item_id"], "passage_ids"])
@@ -282,5 +283,5 @@ def test_retrieval_scope_searches_all_books_or_the_items_own(embedder, scope):
             assert len(found) == 2 and from_books == {item["book_id"]}
         assert rag.loc[item["item_id"], "recall"] == 1.0  # both passages of the own book are retrieved
     assert all("\n\n" in text for texts in table.passages for text in texts)
-    with pytest.raises(ValueError, match="scope"):
-        retrieval_rows(items, books, {**cfg, "scope": "nearby"})
+    with pytest.raises(ValueError, match="sort.rag.scope"):
+        SortRetrievalSettings(embedder=PACKAGED_MINILM, chunk_size=200, k=3, batch_size=8, scope="nearby")

@@ -13,6 +13,7 @@ import pytest
 from knowlab.core import provenance
 from knowlab.core.io import DataError
 from knowlab.sort import sources as sources_mod
+from knowlab.sort.settings import SortSourcesSettings
 from knowlab.sort.sources import ChecksumError, fetch_gutenberg, fetch_pypi_sdist, fetch_sources
 
 
@@ -94,12 +95,12 @@ def test_fetch_sources_gutenberg_writes_sha256sums_and_checks_them_later(tmp_pat
     monkeypatch.setattr(sources_mod, "GUTENBERG_URL_TEMPLATE", f"file://{src}/pg{{id}}.txt")
     monkeypatch.setattr(provenance, "_NOTES", {})
     out = tmp_path / "out"
-    cfg = {"source": "gutenberg", "gutenberg": {"ids": [7], "sha256": {}}}
-    (path,) = fetch_sources(cfg, out)
+    settings = SortSourcesSettings(source="gutenberg", gutenberg_ids=[7], gutenberg_sha256={})
+    (path,) = fetch_sources(settings, out)
     digest = hashlib.sha256(b"Seven.\n").hexdigest()
     assert (out / "SHA256SUMS").read_text() == f"{digest} 7\n"
     (src / "pg7.txt").write_bytes(b"Seven, re-issued.\n")
     path.unlink()
     with pytest.raises(ChecksumError, match=f"pg7.txt .*expected {digest}"):
-        fetch_sources(cfg, out)
+        fetch_sources(settings, out)
     assert not (out / "pg7.txt").exists()

@@ -33,7 +33,7 @@ def snakemake():
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory):
     """The workflow run once on config/test.yaml (2 cores); read-only for tests (a test that changes
-    it takes ``workdir_copy``).  Only tests/workflow/test_pipeline.py reads it: that module is one
+    it takes ``workdir_copy``).  Only tests/workflow/test_pipeline.py and test_rerun.py read it: they are one
     unit of work for pytest-xdist (tests/conftest.py), so the run is made once per session."""
     work = tmp_path_factory.mktemp("pipeline")
     run_snakemake(work, "--cores", "2")

@@ -1,5 +1,5 @@
 """Conda env files parse, their pins agree with the venv's requirements, and each provides every
-module its rules' code reaches (statically, knowlab.core.envs; `make check-envs` installs them)."""
+module its rules' code reaches (statically, knowlab.tooling.envs; `make check-envs` installs them)."""
 
 import importlib.metadata
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from knowlab.core import envs
+from knowlab.tooling import envs
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVS = sorted((ROOT / "envs").glob("*.yaml"))

@@ -215,10 +215,7 @@ def test_grounding_items_responses_scores_and_tables(workdir):
         json.loads(line) for line in (grounding / "fiction" / "responses" / "base_model.jsonl").read_text().splitlines()
     ]
     conditions = condition_names(
-        {
-            "distractors": {"budget": 192, "position": "random"},
-            "sweep": {"budgets": [96, 192], "positions": ["start", "random"]},
-        }
+        GroundingConditionSettings(budget=192, position="random", sweep_budgets=(96, 192), sweep_positions=("start", "random"))
     )
     assert conditions == [
         "original_gold",
@@ -411,7 +408,7 @@ def test_second_run_does_nothing(workdir, snakemake):
 
 
 def test_audit_flags_a_changed_result(workdir_copy):
-    from knowlab.core.audit import audit
+    from knowlab.tooling.audit import audit
 
     work = workdir_copy
     assert audit(work / "results", work / "resources", base=work).empty

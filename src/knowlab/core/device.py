@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from knowlab.core.settings import StepSettings
+
 log = logging.getLogger(__name__)
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -58,6 +60,58 @@ class Compute:
 
 
 _current = Compute()
+
+
+# The config keys that only say how many rows share a forward pass.  In float32 the scoring engine's
+# packed batches give the scores of one request at a time (knowlab.core.scoring.packing_is_exact),
+# so they cannot change a result and are in no param; in a lower precision they can move a score
+# past a tie, and :class:`ComputeSettings` carries them.
+BATCH_KEYS = (
+    "compute.max_batch_tokens",
+    "evaluate.batch_size",
+    "mcq.ranker.batch_size",
+    "sort.batch_size",
+)
+
+
+def _lookup(config: Mapping[str, Any], key: str) -> Any:
+    """``config["a"]["b"]`` for ``key`` ``a.b``; None where a level is absent."""
+    value: Any = config
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+@dataclass(frozen=True)
+class ComputeSettings(StepSettings):
+    """What of the config's compute policy can change a result: the rule param ``compute`` of every
+    rule that runs a model.  ``compute.max_batch_tokens`` and the batch sizes (:data:`BATCH_KEYS`)
+    are in it only when ``dtype`` is not ``float32`` (config/README.md, "What re-runs when a key
+    changes"); a job reads ``max_batch_tokens`` from its config when it starts
+    (:func:`knowlab.core.provenance.rule_step`)."""
+
+    device: str = "auto"
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (see the module docstring)."""
+    dtype: str = "auto"
+    """``auto``, ``float32``, ``bfloat16`` or ``float16`` (see the module docstring)."""
+    batching: dict[str, Any] | None = None
+    """``dtype`` other than ``float32`` only: the value of every key of :data:`BATCH_KEYS`."""
+
+    def __post_init__(self) -> None:
+        kind = self.device.split(":")[0]
+        if kind not in DEVICES or (":" in self.device and kind != "cuda"):
+            raise ValueError(f"compute.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"compute.dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "ComputeSettings":
+        compute = config.get("compute") or {}
+        dtype = str(compute.get("dtype") or "auto")
+        batching = None if dtype == "float32" else {key: _lookup(config, key) for key in BATCH_KEYS}
+        return cls(device=str(compute.get("device") or "auto"), dtype=dtype, batching=batching)
 
 
 def resolve_compute(cfg: Mapping[str, Any] | None) -> Compute:

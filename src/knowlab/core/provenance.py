@@ -194,8 +194,9 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
     to ``smk.output.manifest`` after the body succeeds; the other outputs are the
     manifest's ``outputs``.  A failure is logged with its traceback and re-raised,
     so Snakemake removes the job's outputs.  ``params`` are recorded as the config slice; a
-    ``seed`` param (or the ``seed`` argument) is recorded as the seed; a ``compute`` param (config
-    ``compute``) sets the job's device and precision (:func:`knowlab.core.device.use_compute`)
+    ``seed`` param (or the ``seed`` argument) is recorded as the seed; a ``compute`` param
+    (:class:`knowlab.core.device.ComputeSettings`) sets the job's device and precision, with
+    ``compute.max_batch_tokens`` read from the job's config (:func:`knowlab.core.device.use_compute`)
     before the body runs, so a GPU that is not there fails the job at once, in its log.
     """
     log_file = smk.log[0] if len(smk.log) else None
@@ -207,8 +208,10 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
         "rule %s %s started on %s (pid %d)", smk.rule, dict(smk.wildcards.items()), socket.gethostname(), os.getpid()
     )
     try:
-        if "compute" in params:  # a rule that runs a model: its device and dtype
-            use_compute(params["compute"])
+        if "compute" in params:  # a rule that runs a model: its device and dtype, and the batch budget
+            budget = ((getattr(smk, "config", None) or {}).get("compute") or {}).get("max_batch_tokens")
+            compute = params["compute"]
+            use_compute({"device": compute.get("device"), "dtype": compute.get("dtype"), "max_batch_tokens": budget})
         yield log
         manifest = build_manifest(  # hashing the outputs can fail too (e.g. one not written)
             rule=smk.rule,

@@ -51,6 +51,7 @@ import shutil
 import socket
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ from knowlab.core.io import read_json, write_json
 from knowlab.core.mixture import MixtureSampler
 from knowlab.core.models import check_model_dir
 from knowlab.core.provenance import portable
+from knowlab.core.settings import StepSettings, as_tuple
 from knowlab.core.tracking import open_tracker
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,160 @@ CHECKPOINT_META = "knowlab_checkpoint.json"
 
 class TrainingDiverged(FloatingPointError):
     """The training loss became NaN or infinite; the message names the run and the step."""
+
+
+#: keys of the ``finetune`` block that training does not read: which runs exist (``runs``,
+#: ``control``: the workflow's run list) and how the job's processes are started
+#: (``distributed``: the rule's launch prefix, :func:`launch_command`; a job takes its world
+#: size from the launcher's environment, :func:`init_distributed`)
+NOT_TRAINING_KEYS = ("runs", "control", "distributed")
+PRECISIONS = ("auto", "bf16", "fp32")
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class OffloadSettings(StepSettings):
+    """ZeRO-Offload to CPU memory (config ``finetune.offload``)."""
+
+    optimizer: bool
+    """Keep the optimizer state in CPU memory and step it there (DeepSpeed's CPU Adam; ZeRO stage >= 1)."""
+    parameters: bool
+    """Keep the parameters in CPU memory (ZeRO stage 3 only)."""
+
+
+@dataclass(frozen=True)
+class LoraSettings(StepSettings):
+    """LoRA adapters through peft (config ``finetune.lora``); the other fields matter only when ``enabled``.
+
+    Their defaults are the schema's, for blocks that name ``enabled`` alone."""
+
+    enabled: bool
+    """Train LoRA adapters on the frozen base model (checkpoints are PEFT adapters) instead of all weights."""
+    r: int = 16
+    """Rank of each adapter's update matrices."""
+    alpha: float = 32
+    """LoRA scaling numerator: the update is scaled by ``alpha / r``."""
+    dropout: float = 0.0
+    """Dropout probability on an adapter's input, in [0, 1] (its draws come from the run's RNG)."""
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    """Names of the modules wrapped in adapters (a YAML list, here a tuple)."""
+
+    def __post_init__(self) -> None:
+        if self.r < 1:
+            raise ValueError(f"finetune.lora.r must be at least 1, got {self.r}")
+        if not 0 <= self.dropout <= 1:
+            raise ValueError(f"finetune.lora.dropout must be in [0, 1], got {self.dropout}")
+
+
+@dataclass(frozen=True)
+class TrainSettings(StepSettings):
+    """What a fine-tuning job reads (config ``finetune`` without :data:`NOT_TRAINING_KEYS`; for the
+    SORT runs, ``sort.parametric.finetune`` laid over it and the schedule keys set per epoch by
+    :func:`knowlab.sort.finetune.finetune_parametric_run`).  The paper's values are those of the
+    FictionalQA paper, App. D (``config/paper.yaml``).
+
+    Values are kept as the config gives them (numbers are not converted), so that the optimizer,
+    schedule, sampler and adapter config see exactly what they saw from the block."""
+
+    max_steps: int
+    """Optimizer steps of the run: the length of the cosine schedule (paper: up to 500)."""
+    checkpoint_every: int
+    """Checkpoint interval in optimizer steps (the last step always gets one; one job per interval)."""
+    fiction_rate: float
+    """Probability ``p`` that a sequence of a step is fiction after the warmup, in [0, 1] (paper: 0.05)."""
+    fiction_warmup_steps: int
+    """Fiction-free optimizer steps ``W`` at the start of a run (paper: 50)."""
+    micro_batch_size: int
+    """Sequences per forward pass per process."""
+    global_batch_size: int
+    """Sequences per optimizer step, all processes together (paper: 128); a multiple of
+    ``micro_batch_size`` x processes (:func:`accumulation_steps`)."""
+    seq_len: int
+    """Tokens per training sequence: one document or paragraph each, cut (paper: 2048)."""
+    lr: float
+    """Peak learning rate, after the warmup; the cosine schedule decays it to ``min_lr`` (paper: 5e-5)."""
+    min_lr: float
+    """Learning rate at ``max_steps``, the end of the cosine schedule (paper: 5e-6)."""
+    lr_warmup_steps: int
+    """Optimizer steps of linear learning-rate warmup from 0 to ``lr`` (paper: 0)."""
+    weight_decay: float
+    """AdamW's decoupled weight decay."""
+    gradient_clipping: float
+    """Maximum global gradient norm (DeepSpeed's ``gradient_clipping``; 0 clips nothing)."""
+    precision: str
+    """``auto`` (bf16 where the GPU supports it, else fp32), ``bf16`` or ``fp32`` (:func:`use_bf16`)."""
+    zero_stage: int
+    """DeepSpeed ZeRO stage: 0 (data parallel), 1 (optimizer state sharded), 2 (+ gradients),
+    3 (+ parameters)."""
+    offload: OffloadSettings
+    """ZeRO-Offload of the optimizer state and the parameters to CPU memory."""
+    gradient_checkpointing: bool
+    """Recompute activations in the backward pass (less memory, about a third more compute)."""
+    lora: LoraSettings
+    """LoRA adapters instead of full fine-tuning."""
+
+    def __post_init__(self) -> None:
+        at_least = {
+            "max_steps": 1,
+            "checkpoint_every": 1,
+            "fiction_warmup_steps": 0,
+            "micro_batch_size": 1,
+            "global_batch_size": 1,
+            "seq_len": 8,
+            "min_lr": 0,
+            "lr_warmup_steps": 0,
+            "weight_decay": 0,
+            "gradient_clipping": 0,
+        }
+        for key, least in at_least.items():
+            if getattr(self, key) < least:
+                raise ValueError(f"finetune.{key} must be at least {least}, got {getattr(self, key)}")
+        if not self.lr > 0:
+            raise ValueError(f"finetune.lr must be above 0, got {self.lr}")
+        if not 0 <= self.fiction_rate <= 1:
+            raise ValueError(f"finetune.fiction_rate must be in [0, 1], got {self.fiction_rate}")
+        if self.global_batch_size % self.micro_batch_size:
+            raise ValueError(
+                f"finetune.global_batch_size ({self.global_batch_size}) must be a multiple of "
+                f"finetune.micro_batch_size ({self.micro_batch_size})"
+            )
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"finetune.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.zero_stage not in ZERO_STAGES:
+            raise ValueError(f"finetune.zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
+        if self.offload.parameters and self.zero_stage != 3:
+            raise ValueError(
+                "finetune.offload.parameters needs finetune.zero_stage: 3 (only stage 3 partitions parameters)"
+            )
+        if self.offload.optimizer and self.zero_stage == 0:
+            raise ValueError("finetune.offload.optimizer needs finetune.zero_stage 1, 2 or 3 (ZeRO-Offload)")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> TrainSettings:
+        """The record of the validated config's ``finetune`` block (:meth:`from_block`)."""
+        return cls.from_block(config["finetune"])
+
+    @classmethod
+    def from_block(cls, block: Mapping[str, Any]) -> TrainSettings:
+        """The record of a ``finetune`` block (as the config, or a job's spec, holds it): its keys
+        of :data:`NOT_TRAINING_KEYS` are ignored, the others are the fields.
+
+        Raises:
+            TypeError: the block lacks a field, or has a key that is neither a field nor ignored.
+        """
+        names = {field.name for field in fields(cls)}
+        unknown = set(block) - names - set(NOT_TRAINING_KEYS)
+        if unknown:
+            raise TypeError(f"finetune has no key(s) {sorted(unknown)} that training reads")
+        values = {key: value for key, value in block.items() if key in names}
+        if "offload" in values:
+            values["offload"] = OffloadSettings(**values["offload"])
+        if "lora" in values:
+            lora = dict(values["lora"])
+            if "target_modules" in lora:
+                lora["target_modules"] = as_tuple(lora["target_modules"])
+            values["lora"] = LoraSettings(**lora)
+        return cls(**values)
 
 
 def _free_port() -> int:
@@ -204,22 +360,21 @@ def accumulation_steps(global_batch_size: int, micro_batch_size: int, world_size
     return global_batch_size // per_step
 
 
-def deepspeed_config(cfg: Mapping[str, Any], world_size: int, bf16: bool) -> dict[str, Any]:
-    """The DeepSpeed config of a ``finetune`` block at a world size (ZeRO stage, offload, bf16)."""
-    zero: dict[str, Any] = {"stage": cfg["zero_stage"]}
-    if cfg["zero_stage"] == 3:
+def deepspeed_config(settings: TrainSettings, world_size: int, bf16: bool) -> dict[str, Any]:
+    """The DeepSpeed config of the training settings at a world size (ZeRO stage, offload, bf16)."""
+    zero: dict[str, Any] = {"stage": settings.zero_stage}
+    if settings.zero_stage == 3:
         zero["stage3_gather_16bit_weights_on_model_save"] = True  # a loadable checkpoint on rank 0
-    offload = cfg["offload"]
-    if offload["optimizer"]:
+    if settings.offload.optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-    if offload["parameters"]:
+    if settings.offload.parameters:
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     return {
-        "train_micro_batch_size_per_gpu": cfg["micro_batch_size"],
+        "train_micro_batch_size_per_gpu": settings.micro_batch_size,
         "gradient_accumulation_steps": accumulation_steps(
-            cfg["global_batch_size"], cfg["micro_batch_size"], world_size
+            settings.global_batch_size, settings.micro_batch_size, world_size
         ),
-        "gradient_clipping": cfg["gradient_clipping"],
+        "gradient_clipping": settings.gradient_clipping,
         "bf16": {"enabled": bf16},
         "zero_optimization": zero,
         "zero_allow_untested_optimizer": True,
@@ -267,7 +422,7 @@ def base_reference(base_model: str | os.PathLike) -> str:
     return path if os.path.isabs(path) else os.path.join(".", path)
 
 
-def _build_engine(base_model: Path, reference: str, cfg: Mapping[str, Any], ds_config: dict[str, Any], bf16: bool):
+def _build_engine(base_model: Path, reference: str, settings: TrainSettings, ds_config: dict[str, Any], bf16: bool):
     """The base model (LoRA-wrapped if configured) with its optimizer and schedule, in a DeepSpeed engine."""
     # deferred: deepspeed, peft and transformers load only in fine-tuning jobs (the train env)
     import deepspeed
@@ -276,12 +431,12 @@ def _build_engine(base_model: Path, reference: str, cfg: Mapping[str, Any], ds_c
     from transformers.integrations import HfDeepSpeedConfig
 
     # kept alive while loading: under ZeRO-3, from_pretrained partitions the weights as it reads them
-    zero3 = HfDeepSpeedConfig(ds_config) if cfg["zero_stage"] == 3 else None
+    zero3 = HfDeepSpeedConfig(ds_config) if settings.zero_stage == 3 else None
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.bfloat16 if bf16 else torch.float32)
-    if cfg["gradient_checkpointing"]:
+    if settings.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    lora = cfg["lora"]
-    if lora["enabled"]:
+    lora = settings.lora
+    if lora.enabled:
         from peft import LoraConfig, get_peft_model
 
         # what the adapter's config and model card name as its base: not this machine's path
@@ -289,26 +444,26 @@ def _build_engine(base_model: Path, reference: str, cfg: Mapping[str, Any], ds_c
         model = get_peft_model(
             model,
             LoraConfig(
-                r=lora["r"],
-                lora_alpha=lora["alpha"],
-                lora_dropout=lora["dropout"],
-                target_modules=lora["target_modules"],
+                r=lora.r,
+                lora_alpha=lora.alpha,
+                lora_dropout=lora.dropout,
+                target_modules=list(lora.target_modules),  # a list, as from the config: peft makes it a set
                 task_type="CAUSAL_LM",
             ),
         )
     params = [p for p in model.parameters() if p.requires_grad]
-    if cfg["offload"]["optimizer"]:
+    if settings.offload.optimizer:
         from deepspeed.ops.adam import DeepSpeedCPUAdam
 
-        optimizer = DeepSpeedCPUAdam(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"], adamw_mode=True)
+        optimizer = DeepSpeedCPUAdam(params, lr=settings.lr, weight_decay=settings.weight_decay, adamw_mode=True)
     else:
         # the fused kernel: one pass over the parameters per step (7x faster than foreach on CPU)
-        optimizer = torch.optim.AdamW(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"], fused=True)
+        optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay, fused=True)
     scheduler = get_cosine_with_min_lr_schedule_with_warmup(
         optimizer,
-        num_warmup_steps=cfg["lr_warmup_steps"],
-        num_training_steps=cfg["max_steps"],
-        min_lr=cfg["min_lr"],
+        num_warmup_steps=settings.lr_warmup_steps,
+        num_training_steps=settings.max_steps,
+        min_lr=settings.min_lr,
     )
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config)
     del zero3
@@ -321,7 +476,7 @@ def train_segment(
     run: str,
     fiction_texts: list[str],
     webtext_texts: list[str],
-    cfg: Mapping[str, Any],
+    settings: TrainSettings,
     seed: int,
     end_step: int,
     checkpoint_out: str | os.PathLike,
@@ -337,9 +492,9 @@ def train_segment(
         base_model: the base model folder (architecture, tokenizer; the weights at step 0).
         run: the run's name, in the log and the checkpoint metadata.
         fiction_texts: the run's fiction sequences' texts (empty for the webtext-only control,
-            whose ``cfg["fiction_rate"]`` is then ignored).
+            whose ``settings.fiction_rate`` is then ignored).
         webtext_texts: the webtext (or instruction) texts the rest of every batch is drawn from.
-        cfg: a ``finetune`` block (``max_steps`` sets the schedule's length, whatever ``end_step``).
+        settings: the training settings (``max_steps`` sets the schedule's length, whatever ``end_step``).
         seed: drives the sampler, LoRA initialisation and dropout.
         end_step: the optimizer step at which the segment ends and saves its checkpoint.
         checkpoint_out: the checkpoint folder written (rank 0, whole or not at all).
@@ -371,36 +526,38 @@ def train_segment(
     reference = base_reference(check_model_dir(base_model))
     base_model = Path(base_model).resolve()
     tokenizer = AutoTokenizer.from_pretrained(base_model)
-    bf16 = use_bf16(cfg["precision"], device)
-    ds_config = deepspeed_config(cfg, world, bf16)
-    engine, scheduler = _build_engine(base_model, reference, cfg, ds_config, bf16)
-    if world == 1 and cfg["zero_stage"] == 0:
+    bf16 = use_bf16(settings.precision, device)
+    ds_config = deepspeed_config(settings, world, bf16)
+    engine, scheduler = _build_engine(base_model, reference, settings, ds_config, bf16)
+    if world == 1 and settings.zero_stage == 0:
         # averaging gradients over one process is the identity: skip the flatten/all-reduce/copy-back
         # (ZeRO's optimizers collect their gradients in that pass: kept for them)
         engine.enable_backward_allreduce = False
 
-    fiction = tokenize_sequences(tokenizer, fiction_texts, cfg["seq_len"]) if fiction_texts else []
-    webtext = tokenize_sequences(tokenizer, webtext_texts, cfg["seq_len"])
+    fiction = tokenize_sequences(tokenizer, fiction_texts, settings.seq_len) if fiction_texts else []
+    webtext = tokenize_sequences(tokenizer, webtext_texts, settings.seq_len)
     pools = {"fiction": fiction, "webtext": webtext}
-    rate = cfg["fiction_rate"] if fiction else 0.0
+    rate = settings.fiction_rate if fiction else 0.0
     sampler = MixtureSampler(
-        len(fiction), len(webtext), rate, cfg["fiction_warmup_steps"], cfg["global_batch_size"], seed
+        len(fiction), len(webtext), rate, settings.fiction_warmup_steps, settings.global_batch_size, seed
     )
     start = _load_state(engine, sampler, Path(resume_state), run, world, rank) if resume_state else 0
-    if not start < end_step <= cfg["max_steps"]:
-        raise ValueError(f"run {run}: a segment from step {start} cannot end at step {end_step} of {cfg['max_steps']}")
-    micro = cfg["micro_batch_size"]
+    if not start < end_step <= settings.max_steps:
+        raise ValueError(
+            f"run {run}: a segment from step {start} cannot end at step {end_step} of {settings.max_steps}"
+        )
+    micro = settings.micro_batch_size
     accum = ds_config["gradient_accumulation_steps"]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     log.info(
         "run %s: steps %d-%d of %d; %d fiction and %d webtext sequences, p=%.3f after %d fiction-free steps; "
         "%d sequences per step = %d ranks x %d micro-batches x %d; device=%s bf16=%s zero=%d lora=%s",
-        run, start, end_step, cfg["max_steps"], len(fiction), len(webtext), rate, cfg["fiction_warmup_steps"],
-        cfg["global_batch_size"], world, accum, micro, device, bf16, cfg["zero_stage"], cfg["lora"]["enabled"],
+        run, start, end_step, settings.max_steps, len(fiction), len(webtext), rate, settings.fiction_warmup_steps,
+        settings.global_batch_size, world, accum, micro, device, bf16, settings.zero_stage, settings.lora.enabled,
     )  # fmt: skip
 
     rows: list[dict[str, Any]] = []
-    tracker = open_tracker(tracking if rank == 0 else None, start + 1, cfg)
+    tracker = open_tracker(tracking if rank == 0 else None, start + 1, settings.param())
     began = time.time()
     engine.train()
     try:
@@ -436,7 +593,7 @@ def train_segment(
             log.info(
                 "step %d/%d loss %.4f lr %.2e fiction %d/%d seen %d (%.2f epochs) webtext seen %d (%.2f epochs) "
                 "%.0f tokens/s",
-                row["step"], cfg["max_steps"], row["loss"], row["lr"], row["fiction_in_step"], len(picks),
+                row["step"], settings.max_steps, row["loss"], row["lr"], row["fiction_in_step"], len(picks),
                 row["fiction_samples_seen"], row["fiction_epochs"], row["webtext_samples_seen"], row["webtext_epochs"],
                 sum(r["tokens"] for r in rows) / max(time.time() - began, 1e-9),
             )  # fmt: skip
@@ -445,7 +602,7 @@ def train_segment(
     meta = {"run": run, "step": end_step, "seed": seed, "base_model": reference, **sampler.counters()}
     _save_checkpoint(engine, tokenizer, Path(checkpoint_out), meta, rank)
     if state_out:
-        _save_state(engine, sampler, Path(state_out), meta, world, rank, cfg["lora"]["enabled"])
+        _save_state(engine, sampler, Path(state_out), meta, world, rank, settings.lora.enabled)
     return pd.DataFrame(rows)
 
 
@@ -456,7 +613,7 @@ def finetune(
     run: str,
     fiction_texts: list[str],
     webtext_texts: list[str],
-    cfg: Mapping[str, Any],
+    settings: TrainSettings,
     seed: int,
     tracking: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
@@ -467,7 +624,7 @@ def finetune(
     as :func:`train_segment`; returns the whole training log.
     """
     out_dir = Path(out_dir)
-    steps = checkpoint_steps(cfg["max_steps"], cfg["checkpoint_every"])
+    steps = checkpoint_steps(settings.max_steps, settings.checkpoint_every)
     logs, state = [], None
     for end in steps[1:]:
         state_out = out_dir / ".state" / f"step-{end}" if end != steps[-1] else None
@@ -477,7 +634,7 @@ def finetune(
                 run=run,
                 fiction_texts=fiction_texts,
                 webtext_texts=webtext_texts,
-                cfg=cfg,
+                settings=settings,
                 seed=seed,
                 end_step=end,
                 checkpoint_out=checkpoint_dir(out_dir, end),

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
@@ -29,6 +30,9 @@ from knowlab.core.retrieval import embed, load_embedder
 from knowlab.fiction_generation import stages
 from knowlab.fiction_generation.annotate import annotate_questions, generation_summary
 from knowlab.fictionalqa.corpus.schema import REQUIRED
+
+if TYPE_CHECKING:
+    from knowlab.fiction_generation.settings import FictionGenerationStageSettings
 
 log = logging.getLogger(__name__)
 
@@ -62,67 +66,121 @@ def load_prompts(path: str | os.PathLike) -> dict[str, Any]:
     return prompts
 
 
-def make_generator(cfg: Mapping[str, Any], seed: int, basedir: str | os.PathLike,
-                   model_path: str | None = None) -> stages.Generator:
-    """The :class:`~knowlab.fiction_generation.stages.Generator` of config ``fiction.generate``.
+@dataclass(frozen=True)
+class ClientOptions:
+    """How the ``openai`` and ``openai_batch`` backends reach their server: ``api_key_env``,
+    ``max_retries``, ``timeout_s``, ``concurrency`` and ``poll_interval_s`` of config
+    ``fiction.generate.openai`` (defaults: the schema's).
+
+    No result depends on them (the variable the API key is read from, retries of transient
+    errors, seconds per request, requests in flight, seconds between Batch API polls: the
+    answers are those of the server and the request), so they are in no step's settings
+    (:mod:`knowlab.fiction_generation.settings`): the scripts read them from the job's config."""
+
+    api_key_env: str = "OPENAI_API_KEY"
+    max_retries: int = 5
+    timeout_s: float = 120
+    concurrency: int = 4
+    poll_interval_s: float = 30
+
+
+def backend_block(settings: FictionGenerationStageSettings, client: ClientOptions) -> dict[str, Any]:
+    """The ``fiction.generate`` block that :func:`knowlab.core.llm.backends.make_backend` reads (a
+    function of the shared core, which takes the config block): the backend keys of ``settings``
+    and the client's."""
+    return {
+        "backend": settings.backend,
+        "model": settings.model,
+        "openai": {
+            "base_url": settings.openai_base_url,
+            "api_key_env": client.api_key_env,
+            "max_retries": client.max_retries,
+            "timeout_s": client.timeout_s,
+            "concurrency": client.concurrency,
+            "poll_interval_s": client.poll_interval_s,
+        },
+        "transformers": {"path": settings.transformers_path, "batch_size": settings.transformers_batch_size},
+        "replay": {"path": settings.replay_path},
+    }
+
+
+def make_generator(settings: FictionGenerationStageSettings, seed: int, basedir: str | os.PathLike,
+                   model_path: str | None = None, *, cache_dir: str | os.PathLike,
+                   client: ClientOptions | None = None) -> stages.Generator:
+    """The :class:`~knowlab.fiction_generation.stages.Generator` of the generation settings ``settings``
+    (any stage's: they share the backend, model and prompts keys of ``fiction.generate``).
 
     ``seed`` is the run's seed (config ``seed``); ``model_path`` the base model folder used
-    by the transformers backend when the config names none.  The prompts path is taken
-    from ``basedir`` when relative; the cache directory from the working directory.
+    by the transformers backend when the settings name none.  The prompts path is taken
+    from ``basedir`` when relative.  ``cache_dir`` is the request cache's folder
+    (``fiction.generate.cache_dir``, taken from the working directory; Batch API state under
+    ``batches/``) and ``client`` how the client reaches an ``openai`` server (default
+    :class:`ClientOptions`): neither can change an answer, so neither is in the settings.
     """
-    prompts = load_prompts(Path(basedir) / cfg["prompts"])
-    cache_dir = Path(cfg["cache_dir"])
-    backend = make_backend(cfg, basedir, model_path, state_dir=cache_dir / "batches")
-    log.info("backend %r, model %s, request cache %s", backend, cfg["model"], cache_dir)
-    return stages.Generator(cfg={**cfg, "seed": seed}, prompts=prompts, backend=backend, cache=RequestCache(cache_dir))
+    prompts = load_prompts(Path(basedir) / settings.prompts)
+    cache_dir = Path(cache_dir)
+    block = backend_block(settings, client if client is not None else ClientOptions())
+    backend = make_backend(block, basedir, model_path, state_dir=cache_dir / "batches")
+    log.info("backend %r, model %s, request cache %s", backend, settings.model, cache_dir)
+    return stages.Generator(seed=seed, prompts=prompts, backend=backend, cache=RequestCache(cache_dir))
 
 
 def run_stage(
-    stage: str, gen: stages.Generator, inputs: Mapping[str, str], output: str, kind: str | None = None
+    settings: FictionGenerationStageSettings,
+    gen: stages.Generator,
+    inputs: Mapping[str, str],
+    output: str,
+    kind: str | None = None,
 ) -> int:
     """Run one generation stage from its input files to ``output``; returns the record count.
 
     Args:
-        stage: a key of :data:`STAGE_INPUTS`.
+        settings: the stage's settings (:mod:`knowlab.fiction_generation.settings`); the stage is
+            their ``STAGE``, a key of :data:`STAGE_INPUTS`.
         inputs: table name -> JSONL path, for the tables of ``STAGE_INPUTS[stage]``.
         kind: ``blind`` or ``informed`` for the attempts and grades stages.
 
     Raises:
         ValueError: unknown stage; BackendError / DataError from the stage.
     """
+    stage = settings.STAGE
     if stage not in STAGE_INPUTS:
         raise ValueError(f"unknown generation stage {stage!r}; stages: {list(STAGE_INPUTS)}")
     tables = {name: read_jsonl(inputs[name]) for name in STAGE_INPUTS[stage]}
     if stage == "seeds":
-        records = stages.make_seeds(gen)
+        records = stages.make_seeds(gen, settings)
     elif stage == "fictsheets":
-        records = stages.make_fictsheets(gen, tables["seeds"])
+        records = stages.make_fictsheets(gen, settings, tables["seeds"])
     elif stage == "fictions":
-        records = stages.make_fictions(gen, tables["seeds"], tables["fictsheets"])
+        records = stages.make_fictions(gen, settings, tables["seeds"], tables["fictsheets"])
     elif stage == "fict_qa":
-        records = stages.make_fict_qa(gen, tables["seeds"], tables["fictsheets"], tables["fictions"])
+        records = stages.make_fict_qa(gen, settings, tables["seeds"], tables["fictsheets"], tables["fictions"])
     elif stage == "attempts":
-        records = stages.make_attempts(gen, kind, tables["fictions"], tables["fict_qa_raw"])
+        records = stages.make_attempts(gen, settings, kind, tables["fictions"], tables["fict_qa_raw"])
     else:
-        records = stages.make_grades(gen, kind, tables["fictions"], tables["fict_qa_raw"], tables["attempts"])
+        records = stages.make_grades(gen, settings, kind, tables["fictions"], tables["fict_qa_raw"], tables["attempts"])
     write_jsonl(output, records)
     log.info("%s%s: wrote %d record(s) to %s", stage, f" ({kind})" if kind else "", len(records), output)
     return len(records)
 
 
-def run_chain(gen: stages.Generator, folder: str | os.PathLike) -> None:
-    """Every generation stage in order, the tables written under ``folder`` with the names
-    the rules use (``seeds.jsonl`` ... ``grades_informed.jsonl``); annotation is separate
-    (:func:`run_annotation`).  For notebooks and tests: the workflow runs one rule per stage."""
+def run_chain(
+    gen: stages.Generator, settings: Mapping[str, FictionGenerationStageSettings], folder: str | os.PathLike
+) -> None:
+    """Every generation stage in order, each with its settings ``settings[stage]``
+    (:func:`knowlab.fiction_generation.settings.stage_settings`), the tables written under ``folder``
+    with the names the rules use (``seeds.jsonl`` ... ``grades_informed.jsonl``); annotation is
+    separate (:func:`run_annotation`).  For notebooks and tests: the workflow runs one rule per stage."""
     folder = Path(folder)
     files = {name: str(folder / f"{name}.jsonl") for name in ("seeds", "fictsheets", "fictions", "fict_qa_raw")}
     for stage, output in (("seeds", "seeds"), ("fictsheets", "fictsheets"), ("fictions", "fictions"),
                           ("fict_qa", "fict_qa_raw")):
-        run_stage(stage, gen, files, files[output])
+        run_stage(settings[stage], gen, files, files[output])
     for kind in stages.ATTEMPT_KINDS:
         attempts = str(folder / f"attempts_{kind}.jsonl")
-        run_stage("attempts", gen, files, attempts, kind=kind)
-        run_stage("grades", gen, {**files, "attempts": attempts}, str(folder / f"grades_{kind}.jsonl"), kind=kind)
+        run_stage(settings["attempts"], gen, files, attempts, kind=kind)
+        grades = str(folder / f"grades_{kind}.jsonl")
+        run_stage(settings["grades"], gen, {**files, "attempts": attempts}, grades, kind=kind)
 
 
 def run_annotation(fict_qa_raw: str, grade_files: list[str], embedder_name: str, distance_threshold: float,

@@ -23,7 +23,7 @@ import re
 import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowlab.core.io import DataError
 from knowlab.core.llm.cache import RequestCache, run_requests
@@ -31,6 +31,17 @@ from knowlab.core.llm.requests import Backend, ChatRequest
 from knowlab.fiction_generation.parse import parse_attempt, parse_grade, parse_seed
 from knowlab.fictionalqa.corpus.release import parse_fict_qa_yaml, parse_fictsheet
 from knowlab.fictionalqa.corpus.schema import STYLES, validate_record
+
+if TYPE_CHECKING:
+    from knowlab.fiction_generation.settings import (
+        FictionGenerationAttemptsSettings,
+        FictionGenerationFictionsSettings,
+        FictionGenerationFictQaSettings,
+        FictionGenerationFictsheetsSettings,
+        FictionGenerationGradesSettings,
+        FictionGenerationSeedsSettings,
+        FictionGenerationStageSettings,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -78,45 +89,49 @@ def check_prompts(prompts: Mapping[str, Any]) -> None:
 
 @dataclass
 class Generator:
-    """What every stage shares: the config ``fiction.generate``, the prompts, the backend and cache.
+    """What every stage shares: the run's seed (config ``seed``), the prompts, the backend and cache.
 
-    ``cfg`` keys used: ``model``, ``temperature`` and ``max_tokens`` (per stage: seeds,
-    fictsheets, fictions, fict_qa, attempts, grades), ``max_parse_retries``, ``seed``.
+    Each stage's settings (:mod:`knowlab.fiction_generation.settings`) give its requests' model,
+    temperature and max_tokens, and the parse retries (:meth:`run`).
     """
 
-    cfg: Mapping[str, Any]
+    seed: int
     prompts: Mapping[str, Any]
     backend: Backend
     cache: RequestCache
 
-    def request(self, key: str, stage: str, prompt: str, fields: Mapping[str, Any], retry: int = 0) -> ChatRequest:
-        """The request for one item: prompt ``prompt`` filled with ``fields``, the stage's
-        temperature and max_tokens, and the item's sampling seed (:func:`item_seed`).
+    def request(self, settings: FictionGenerationStageSettings, key: str, prompt: str, fields: Mapping[str, Any],
+                retry: int = 0) -> ChatRequest:
+        """The request for one item of stage ``settings.STAGE``: prompt ``prompt`` filled with
+        ``fields``, the stage's temperature and max_tokens (``settings``), the model
+        (``settings.model``), and the item's sampling seed (:func:`item_seed` of :attr:`seed`).
 
         The seed is part of the request's content address, so two items that share a prompt
         (e.g. two news documents of one event asked to use the same words) are two requests
         with two samples, and each retry is a new request."""
         template = self.prompts[prompt]
         messages = tuple({"role": role, "content": template[role].format_map(fields)} for role in ("system", "user"))
-        params = {"temperature": self.cfg["temperature"][stage], "max_tokens": self.cfg["max_tokens"][stage],
-                  "seed": item_seed(self.cfg["seed"], key, retry)}
-        return ChatRequest(key=key, stage=stage, messages=messages, model=self.cfg["model"], params=params)
+        params = {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
+                  "seed": item_seed(self.seed, key, retry)}
+        return ChatRequest(key=key, stage=settings.STAGE, messages=messages, model=settings.model, params=params)
 
-    def run(self, stage: str, items: Sequence[tuple[str, str, Mapping[str, Any]]],
+    def run(self, settings: FictionGenerationStageSettings, items: Sequence[tuple[str, str, Mapping[str, Any]]],
             parse: Callable[[str, str], Any]) -> dict[str, Any]:
-        """Request, parse and retry: ``items`` are ``(key, prompt name, fields)``.
+        """Request, parse and retry (``settings.max_parse_retries`` times) the items of stage
+        ``settings.STAGE``: ``items`` are ``(key, prompt name, fields)``.
 
         Returns:
             ``{key: parsed}`` for the items whose answer parsed; the others are logged
             (each error once) and counted as dropped.
         """
+        stage = settings.STAGE
         parsed: dict[str, Any] = {}
         pending = list(items)
         errors: dict[str, str] = {}
-        for retry in range(int(self.cfg["max_parse_retries"]) + 1):
+        for retry in range(int(settings.max_parse_retries) + 1):
             if not pending:
                 break
-            requests = [self.request(key, stage, prompt, fields, retry) for key, prompt, fields in pending]
+            requests = [self.request(settings, key, prompt, fields, retry) for key, prompt, fields in pending]
             desc = stage if retry == 0 else f"{stage} (retry {retry})"
             answers = run_requests(self.backend, self.cache, requests, desc)
             failed = []
@@ -132,7 +147,7 @@ class Generator:
                     failed.append(item)
             pending = failed
         for key in sorted(errors):
-            log.warning("%s: dropped after %d attempt(s): %s", stage, int(self.cfg["max_parse_retries"]) + 1,
+            log.warning("%s: dropped after %d attempt(s): %s", stage, int(settings.max_parse_retries) + 1,
                         errors[key])
         unanswered = len(items) - len(parsed) - len(errors)
         log.info("%s: %d of %d item(s) parsed, %d dropped as malformed, %d without a response",
@@ -157,23 +172,25 @@ def inspiration_draws(n_seeds: int, years: Sequence[int], n_words: int, seed: in
     return draws
 
 
-def make_seeds(gen: Generator) -> list[dict[str, Any]]:
-    """Seed events ``{"event_id", "seed", "year", "inspiration"}`` (Kirchenbauer et al. 2026 App. C.2)."""
-    cfg = gen.cfg
-    draws = inspiration_draws(cfg["n_seeds"], cfg["years"], cfg["inspiration_words"], cfg["seed"])
+def make_seeds(gen: Generator, settings: FictionGenerationSeedsSettings) -> list[dict[str, Any]]:
+    """Seed events ``{"event_id", "seed", "year", "inspiration"}`` (Kirchenbauer et al. 2026 App. C.2):
+    ``settings.n_seeds`` draws (:func:`inspiration_draws` of ``settings.years``,
+    ``settings.inspiration_words`` and the run's seed)."""
+    draws = inspiration_draws(settings.n_seeds, settings.years, settings.inspiration_words, gen.seed)
     items = [(f"event_{i:03d}", "seeds", {"year": year, "inspiration": ", ".join(words)})
              for i, (year, words) in enumerate(draws)]
-    parsed = gen.run("seeds", items, parse_seed)
+    parsed = gen.run(settings, items, parse_seed)
     return [{"event_id": key, "seed": parsed[key], "year": fields["year"], "inspiration": fields["inspiration"]}
             for key, _, fields in items if key in parsed]
 
 
-def make_fictsheets(gen: Generator, seeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def make_fictsheets(gen: Generator, settings: FictionGenerationFictsheetsSettings,
+                    seeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Fictsheets in the release schema: the text and its five lists
     (:func:`~knowlab.fictionalqa.corpus.release.parse_fictsheet`; Kirchenbauer et al. 2026 App. C.3).  A sheet whose
     lists do not parse is kept with empty lists and counted in a warning."""
     items = [(s["event_id"], "fictsheets", {"seed": s["seed"]}) for s in seeds]
-    parsed = gen.run("fictsheets", items, _nonempty)
+    parsed = gen.run(settings, items, _nonempty)
     records = [{"event_id": key, "fictsheet": parsed[key], **parse_fictsheet(parsed[key])}
                for key, _, _ in items if key in parsed]
     unstructured = [r["event_id"] for r in records if not (r["entities"] and r["events"])]
@@ -190,26 +207,25 @@ def fictsheet_words(fictsheet: str, n: int, rng: random.Random) -> list[str]:
     return sorted(rng.sample(vocab, min(n, len(vocab))), key=vocab.index)
 
 
-def make_fictions(gen: Generator, seeds: Sequence[Mapping[str, Any]],
+def make_fictions(gen: Generator, settings: FictionGenerationFictionsSettings, seeds: Sequence[Mapping[str, Any]],
                   fictsheets: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Documents per event and style, ``cfg.styles[style]`` of each (paper: news 5, social 3,
-    corporate 3, encyclopedia 2, blog 2; Kirchenbauer et al. 2026 App. C.4), each asked to use a few words
-    of its fictsheet."""
-    cfg = gen.cfg
+    """Documents per event and style, ``settings.styles[style]`` of each (paper: news 5, social 3,
+    corporate 3, encyclopedia 2, blog 2; Kirchenbauer et al. 2026 App. C.4), each asked to use
+    ``settings.fiction_words`` words of its fictsheet (drawn with the run's seed)."""
     seed_text = {s["event_id"]: s["seed"] for s in seeds}
     items = []
     for sheet in fictsheets:
         event = sheet["event_id"]
-        for style, count in cfg["styles"].items():
+        for style, count in settings.styles.items():
             for num in range(int(count)):
                 fiction_id = f"{event}_style_{style}_num_{num:03d}"
-                rng = random.Random(f"{cfg['seed']}/{fiction_id}")
-                words = fictsheet_words(sheet["fictsheet"], cfg["fiction_words"], rng)
+                rng = random.Random(f"{gen.seed}/{fiction_id}")
+                words = fictsheet_words(sheet["fictsheet"], settings.fiction_words, rng)
                 fields = {"seed": seed_text[event], "fictsheet": sheet["fictsheet"], "style": style,
                           "style_description": gen.prompts["styles"][style], "n_documents": count,
                           "words": ", ".join(words)}
                 items.append((fiction_id, "fictions", fields))
-    parsed = gen.run("fictions", items, _nonempty)
+    parsed = gen.run(settings, items, _nonempty)
     return [{"event_id": key.split("_style_")[0], "fiction_id": key, "style": fields["style"], "fiction": parsed[key]}
             for key, _, fields in items if key in parsed]
 
@@ -221,7 +237,8 @@ def _nonempty(text: str, key: str) -> str:
     return text
 
 
-def make_fict_qa(gen: Generator, seeds: Sequence[Mapping[str, Any]], fictsheets: Sequence[Mapping[str, Any]],
+def make_fict_qa(gen: Generator, settings: FictionGenerationFictQaSettings, seeds: Sequence[Mapping[str, Any]],
+                 fictsheets: Sequence[Mapping[str, Any]],
                  fictions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Fictional Q&A per document from the YAML answer (Kirchenbauer et al. 2026 App. C.5): records in the
     release schema with ids ``<fiction_id>_question_<k>``; malformed YAML is retried, then dropped."""
@@ -229,7 +246,7 @@ def make_fict_qa(gen: Generator, seeds: Sequence[Mapping[str, Any]], fictsheets:
     sheet_text = {s["event_id"]: s["fictsheet"] for s in fictsheets}
     items = [(f["fiction_id"], "fict_qa", {"seed": seed_text[f["event_id"]], "fictsheet": sheet_text[f["event_id"]],
                                            "fiction": f["fiction"]}) for f in fictions]
-    parsed = gen.run("fict_qa", items, lambda text, key: parse_fict_qa_yaml(text, where=key))
+    parsed = gen.run(settings, items, lambda text, key: parse_fict_qa_yaml(text, where=key))
     records = []
     for fiction in fictions:
         key = fiction["fiction_id"]
@@ -241,8 +258,8 @@ def make_fict_qa(gen: Generator, seeds: Sequence[Mapping[str, Any]], fictsheets:
     return records
 
 
-def make_attempts(gen: Generator, kind: str, fictions: Sequence[Mapping[str, Any]],
-                  fict_qa: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def make_attempts(gen: Generator, settings: FictionGenerationAttemptsSettings, kind: str,
+                  fictions: Sequence[Mapping[str, Any]], fict_qa: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Answer attempts ``{"question_id", "kind", "attempt", "unknown"}`` (Kirchenbauer et al. 2026 Sec. 3):
     ``blind`` sees the question only, ``informed`` also the document it was written from;
     the prompt asks for ``UNKNOWN_ANSWER`` when the model does not know."""
@@ -252,12 +269,13 @@ def make_attempts(gen: Generator, kind: str, fictions: Sequence[Mapping[str, Any
     items = [(f"{q['question_id']}_{_ATTEMPT_SUFFIX[kind]}", f"attempt_{kind}",
               {"question": q["question"], "fiction": text[q["fiction_id"]]} if kind == "informed"
               else {"question": q["question"]}) for q in fict_qa]
-    parsed = gen.run("attempts", items, lambda text, key: parse_attempt(_nonempty(text, key)))
+    parsed = gen.run(settings, items, lambda text, key: parse_attempt(_nonempty(text, key)))
     return [{"question_id": q["question_id"], "kind": kind, "attempt": parsed[key][0], "unknown": parsed[key][1]}
             for q, (key, _, _) in zip(fict_qa, items) if key in parsed]
 
 
-def make_grades(gen: Generator, kind: str, fictions: Sequence[Mapping[str, Any]], fict_qa: Sequence[Mapping[str, Any]],
+def make_grades(gen: Generator, settings: FictionGenerationGradesSettings, kind: str,
+                fictions: Sequence[Mapping[str, Any]], fict_qa: Sequence[Mapping[str, Any]],
                 attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Grades ``{"question_id", "kind", "correct", "reasoning", "graded_by"}`` (Kirchenbauer et al. 2026 Sec. 3).
 
@@ -281,7 +299,7 @@ def make_grades(gen: Generator, kind: str, fictions: Sequence[Mapping[str, Any]]
         fields = {"fiction": text[q["fiction_id"]], "question": q["question"], "span_answer": q["span_answer"],
                   "natural_answer": q["natural_answer"], "attempt": attempt["attempt"]}
         items.append((f"{q['question_id']}_{_GRADE_SUFFIX[kind]}", "grade", fields))
-    parsed = gen.run("grades", items, parse_grade)
+    parsed = gen.run(settings, items, parse_grade)
     suffix = f"_{_GRADE_SUFFIX[kind]}"
     for key, _, _ in items:
         if key in parsed:

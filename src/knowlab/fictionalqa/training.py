@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.io import read_json, read_jsonl
-from knowlab.core.train import train_segment
+from knowlab.core.train import TrainSettings, train_segment
 from knowlab.fictionalqa.splits import training_texts
 
 
@@ -43,7 +43,7 @@ def finetune_run(
             ``fictsheets`` jsonl); ``state`` (the previous checkpoint's training state) unless
             the segment starts at step 0.  No ``split`` means the webtext-only control.
         outputs: paths ``checkpoint`` and, unless this is the run's last checkpoint, ``state``.
-        cfg: the ``finetune`` config block.
+        cfg: the ``finetune`` config block, as the job's spec holds it (:meth:`TrainSettings.from_block`).
         parametric_cfg: unused.
         seed: the project seed.
         tracking: where the live training curves go (:func:`knowlab.core.train.train_segment`).
@@ -54,6 +54,7 @@ def finetune_run(
     Raises:
         knowlab.fictionalqa.splits.SplitError: the split names a document the corpus lacks.
     """
+    settings = TrainSettings.from_block(cfg)
     fiction = []
     if inputs.get("split"):
         split = read_json(inputs["split"])
@@ -64,7 +65,7 @@ def finetune_run(
         run=run,
         fiction_texts=fiction,
         webtext_texts=[r["text"] for r in read_jsonl(inputs["webtext"])],
-        cfg=cfg,
+        settings=settings,
         seed=seed,
         end_step=int(checkpoint.removeprefix("step-")),
         checkpoint_out=outputs["checkpoint"],

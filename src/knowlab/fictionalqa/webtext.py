@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.io import DataError, read_text, verify_sha256
+from knowlab.fictionalqa.settings import WebtextSettings
 
 log = logging.getLogger(__name__)
 
@@ -96,16 +97,18 @@ def gensim_test_data() -> Path:
     return Path(gensim.__file__).parent / "test" / "test_data"
 
 
-def build_webtext(files: dict[str, dict[str, str]], min_words: int, heldout_size: int, seed: int):
+def build_webtext(settings: WebtextSettings, seed: int):
     """Verify the pinned gensim files and split their paragraphs into train and held-out.
 
-    ``files`` maps ``wiki`` and ``lee`` to ``{"name": <file in gensim test_data>, "sha256": ...}``.
-    Returns ``(train, heldout)`` lists of records; the held-out slice is the first
-    ``heldout_size`` records of a ``random.Random(seed)`` shuffle.
+    ``settings.files`` maps ``wiki`` and ``lee`` to ``{"name": <file in gensim test_data>, "sha256": ...}``;
+    paragraphs under ``settings.min_words`` words are dropped.  Returns ``(train, heldout)`` lists of
+    records; the held-out slice is the first ``settings.heldout_size`` records of a
+    ``random.Random(seed)`` shuffle.
 
     Raises:
         HashMismatchError: a file differs from its pin.
     """
+    files, min_words, heldout_size = settings.files, settings.min_words, settings.heldout_size
     folder = gensim_test_data()
     records: list[dict[str, Any]] = []
     for kind, reader in (("wiki", wiki_paragraphs), ("lee", lee_documents)):

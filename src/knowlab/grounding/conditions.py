@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowlab.core.rng import keyed_rng
 from knowlab.grounding.distractors import document_text, pack_contexts
+
+if TYPE_CHECKING:  # the settings module imports this one
+    from knowlab.grounding.settings import GroundingConditionSettings, GroundingGenerateSettings
 
 GOLD_CONDITIONS = ("original_gold", "original_dist", "conflict_gold", "conflict_dist")
 NO_CONTEXT = "no_context"
@@ -32,34 +35,46 @@ NO_CONTEXT = "no_context"
 FINETUNE_CONDITIONS = ("original_gold", "conflict_gold")
 
 
-def condition_names(cfg: Mapping[str, Any]) -> list[str]:
-    """Every condition the ``grounding`` config asks for, in table order (see the module docstring)."""
-    budget, position = cfg["distractors"]["budget"], cfg["distractors"]["position"]
+def condition_names(settings: GroundingConditionSettings) -> list[str]:
+    """Every condition the ``grounding`` config asks for (``settings``: ``grounding.distractors.budget``
+    and ``position``, ``grounding.sweep.budgets`` and ``positions``), in table order (see the module docstring)."""
+    budget, position = settings.budget, settings.position
     names = [*GOLD_CONDITIONS, NO_CONTEXT]
-    names += [f"length_{n}" for n in sorted(cfg["sweep"]["budgets"]) if n != budget]
-    names += [f"position_{p}" for p in cfg["sweep"]["positions"] if p != position]
+    names += [f"length_{n}" for n in sorted(settings.sweep_budgets) if n != budget]
+    names += [f"position_{p}" for p in settings.sweep_positions if p != position]
     return names
 
 
-def condition_spec(condition: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
+def condition_spec(condition: str, budget: int | None, position: str | None) -> dict[str, Any]:
     """``{"version", "budget", "position"}`` of a condition; ``budget`` None means gold contexts only,
     and ``version`` None the question alone.
 
+    ``budget`` and ``position`` are ``grounding.distractors.budget`` and ``position`` (the
+    ``*_dist`` contexts); None where the caller reads no distractor setting (the Gold conditions
+    of the fine-tuning checkpoints), which only the Gold and no-context conditions allow.
+
     Raises:
-        ValueError: an unknown condition name.
+        ValueError: an unknown condition name, or a condition that needs ``budget`` or
+            ``position`` given None.
     """
-    budget, position = cfg["distractors"]["budget"], cfg["distractors"]["position"]
     if condition == NO_CONTEXT:
         return {"version": None, "budget": None, "position": None}
     if condition in GOLD_CONDITIONS:
         version, kind = condition.split("_")
-        return {"version": version, "budget": budget if kind == "dist" else None, "position": position}
-    kind, _, value = condition.partition("_")
-    if kind == "length" and value.isdigit():
-        return {"version": "original", "budget": int(value), "position": position}
-    if kind == "position" and value in ("start", "middle", "end", "random"):
-        return {"version": "original", "budget": budget, "position": value}
-    raise ValueError(f"unknown grounding condition {condition!r}")
+        spec = {"version": version, "budget": budget if kind == "dist" else None, "position": position}
+        needs = ("budget", "position") if kind == "dist" else ()
+    else:
+        kind, _, value = condition.partition("_")
+        if kind == "length" and value.isdigit():
+            spec, needs = {"version": "original", "budget": int(value), "position": position}, ("position",)
+        elif kind == "position" and value in ("start", "middle", "end", "random"):
+            spec, needs = {"version": "original", "budget": budget, "position": value}, ("budget",)
+        else:
+            raise ValueError(f"unknown grounding condition {condition!r}")
+    given = {"budget": budget, "position": position}
+    if missing := [key for key in needs if given[key] is None]:
+        raise ValueError(f"grounding condition {condition!r} needs grounding.distractors.{missing[0]}")
+    return spec
 
 
 def _rank(seed: int, item_id: str) -> str:
@@ -80,10 +95,9 @@ def select_question_ids(items: Sequence[Mapping[str, Any]], max_items: int | Non
 def condition_records(
     items: Sequence[Mapping[str, Any]],
     question_ids: Sequence[str],
-    conditions: Sequence[str],
     ranked: Mapping[str, Sequence[str]],
     pool: Mapping[str, Mapping[str, Any]],
-    cfg: Mapping[str, Any],
+    settings: GroundingGenerateSettings,
     count_tokens: Callable[[str], int],
     seed: int,
 ) -> list[dict[str, Any]]:
@@ -94,6 +108,9 @@ def condition_records(
         question_ids: which questions (:func:`select_question_ids`).
         ranked: item id -> distractor doc ids, best first (:func:`knowlab.grounding.distractors.rank_distractors`).
         pool: doc id -> pool document (``doc_id``, ``title``, ``text``).
+        settings: the conditions (``settings.conditions``, in that order for each question) and
+            the packing of their distractor contexts (``settings.budget``, ``settings.position``;
+            :func:`condition_spec`).
         count_tokens: token count of a context in the answering model's tokenizer.
 
     Returns:
@@ -107,8 +124,8 @@ def condition_records(
     by_key = {(item["item_id"], item["version"]): item for item in items}
     records = []
     for qid in question_ids:
-        for condition in conditions:
-            spec = condition_spec(condition, cfg)
+        for condition in settings.conditions:
+            spec = condition_spec(condition, settings.budget, settings.position)
             item = by_key[(qid, spec["version"] or "original")]
             gold = list(item["contexts"])
             if spec["version"] is None:

@@ -45,8 +45,8 @@ Scores of a fact against an empty (or whitespace-only) text are ``-inf``: nothin
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -57,6 +57,9 @@ from knowlab.core.models import is_local_path, load_model, pinned_hub_id
 from knowlab.core.retrieval import embed, load_embedder
 from knowlab.core.scoring import encode_context, score_token_ids
 from knowlab.grounding.facts import split_sentences
+
+if TYPE_CHECKING:  # the settings module imports this one
+    from knowlab.grounding.settings import GroundingEvaluatorSettings
 
 #: Sentence boundary: whitespace after ``.``, ``!`` or ``?`` (optionally a closing quote or
 #: bracket) before an upper-case letter, a digit or an opening quote/bracket; so "U.S. forces"
@@ -621,36 +624,27 @@ EVALUATOR_KEYS = {
 }
 
 
-def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evaluator:
-    """Build M_eval from the config block ``grounding.evaluator``.
+def load_evaluator(settings: GroundingEvaluatorSettings, model=None, tokenizer=None) -> Evaluator:
+    """Build M_eval from ``grounding.evaluator``.
 
     Args:
-        cfg: ``{"kind": "bi_encoder" | "cross_encoder" | "llm_judge", "model": ..., "threshold":
-            ..., ...}``; the other keys are the constructor arguments of
-            :class:`BiEncoderEvaluator`, :class:`CrossEncoderEvaluator` or :class:`LLMJudge`
-            (see :data:`EVALUATOR_KEYS`; ``window``, one of :data:`WINDOWS`, is their
-            ``window_mode``); missing keys take the paper's defaults (``window``: ``max``).
-        model, tokenizer: the judge LM for ``llm_judge``; when not given, ``cfg["model"]``
+        settings: :class:`~knowlab.grounding.settings.GroundingEvaluatorSettings`: ``kind``
+            (``bi_encoder``, ``cross_encoder`` or ``llm_judge``: :class:`BiEncoderEvaluator`,
+            :class:`CrossEncoderEvaluator` or :class:`LLMJudge`), and their constructor arguments
+            ``model``, ``threshold`` (None: the kind's default, the paper's) and ``window`` (one of
+            :data:`WINDOWS`, their ``window_mode``).  The constructors' other arguments
+            (:data:`EVALUATOR_KEYS`: batch sizes, device, cache) keep their defaults.
+        model, tokenizer: the judge LM for ``llm_judge``; when not given, ``settings.model``
             is a model folder loaded by :func:`knowlab.core.models.load_model`.
 
     Raises:
-        ValueError: unknown ``grounding.evaluator.kind`` or key, a ``window`` outside
-            :data:`WINDOWS` (before any model loads), or an ``llm_judge`` with neither a model
-            nor ``cfg["model"]``.
+        ValueError: an ``llm_judge`` with neither a model nor ``settings.model`` (an unknown kind
+            or window fails when the settings are made).
     """
-    kind = cfg.get("kind")
-    if kind not in EVALUATOR_KEYS:
-        raise ValueError(f"grounding.evaluator.kind must be one of {sorted(EVALUATOR_KEYS)}, got {kind!r}")
-    args = {k: v for k, v in cfg.items() if k != "kind" and v is not None}  # None: the kind's default
-    unknown = sorted(set(args) - EVALUATOR_KEYS[kind])
-    if unknown:
-        raise ValueError(
-            f"grounding.evaluator.{unknown[0]}: not a setting of kind {kind!r} "
-            f"(allowed: {sorted(EVALUATOR_KEYS[kind])})"
-        )
+    kind = settings.kind
+    chosen = {"model": settings.model, "threshold": settings.threshold, "window": settings.window}
+    args = {k: v for k, v in chosen.items() if v is not None}  # None: the kind's default
     if "window" in args:
-        if args["window"] not in WINDOWS:
-            raise ValueError(f"grounding.evaluator.window must be one of {WINDOWS}, got {args['window']!r}")
         args["window_mode"] = args.pop("window")
     if kind == "bi_encoder":
         return BiEncoderEvaluator(**args)
@@ -666,30 +660,23 @@ def load_evaluator(cfg: Mapping[str, Any], model=None, tokenizer=None) -> Evalua
     return LLMJudge(model, tokenizer, **args)
 
 
-def evaluator_label(cfg: Mapping[str, Any], judge_model: str | None = None) -> str:
+def evaluator_label(settings: GroundingEvaluatorSettings, judge_model: str | None = None) -> str:
     """M_eval as the grounding tables' ``evaluator`` column and the figures' footnotes name it:
     ``"<kind>:<model>@<threshold>"``, e.g. ``"bi_encoder:packaged:all-MiniLM-L6-v2@0.4"``
     (cosine, supported when ``>=``) or ``"cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"``
     (raw logit, ``>``; the paper's App. B.2 choice), followed by ``" (window: truncate)"``
-    when ``cfg["window"]`` is ``truncate`` (the released scorer's first 512 tokens; nothing for
+    when ``settings.window`` is ``truncate`` (the released scorer's first 512 tokens; nothing for
     ``max``, the default, whose labels are those of earlier versions).
 
-    ``model`` and ``threshold`` of ``cfg`` (``grounding.evaluator``) where set, else the
+    ``model`` and ``threshold`` of ``settings`` (``grounding.evaluator``) where set, else the
     kind's constructor defaults (the paper's thresholds, App. B.2); the LLM judge's model is
-    ``cfg["model"]``, else ``judge_model`` (the base model's display name), else ``"unknown"``.
+    ``settings.model``, else ``judge_model`` (the base model's display name), else ``"unknown"``.
     No model is loaded.
-
-    Raises:
-        ValueError: an unknown ``kind`` or ``window``.
     """
-    kind = cfg.get("kind")
-    if kind not in DEFAULTS:
-        raise ValueError(f"grounding.evaluator.kind must be one of {sorted(EVALUATOR_KEYS)}, got {kind!r}")
+    kind = settings.kind
     default_model, default_threshold = DEFAULTS[kind]
-    model = cfg.get("model") or (judge_model if kind == "llm_judge" else default_model) or "unknown"
-    threshold = cfg.get("threshold")
+    model = settings.model or (judge_model if kind == "llm_judge" else default_model) or "unknown"
+    threshold = settings.threshold
     threshold = default_threshold if threshold is None else threshold
-    window = cfg.get("window") or "max"
-    if window not in WINDOWS:
-        raise ValueError(f"grounding.evaluator.window must be one of {WINDOWS}, got {window!r}")
+    window = settings.window or "max"
     return f"{kind}:{model}@{float(threshold):g}" + ("" if window == "max" else f" (window: {window})")

@@ -44,13 +44,16 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowlab.core.io import DataError, read_json, write_json
 from knowlab.core.llm.cache import RequestCache
 from knowlab.core.llm.local import generate_texts, model_name, render_messages
 from knowlab.core.llm.requests import Backend, ChatRequest
-from knowlab.grounding.generate import DEFAULT_OPENAI, answer_requests, chat_backend
+from knowlab.grounding.generate import ClientOptions, answer_requests, chat_backend
+
+if TYPE_CHECKING:  # the settings module imports this one
+    from knowlab.grounding.settings import GroundingDecomposerSettings
 
 #: bump when the prompt, the parsing or the fallback changes: cached decompositions then miss
 PROMPT_VERSION = "facts-v1"
@@ -91,29 +94,13 @@ FACTSCORE_QUESTION = "Please breakdown the following sentence into independent f
 #: demonstrations; ``demos: null``) and ``factscore`` (:data:`FACTSCORE_QUESTION`; a demonstrations file)
 LAYOUTS = ("project", "factscore")
 
-DEFAULT_DECOMPOSER: dict[str, Any] = {
-    "kind": "sentences",
-    "backend": "transformers",
-    "max_new_tokens": 96,
-    "batch_size": 8,
-    "min_support": None,
-    "demos": None,
-    "n_demos": None,
-    "k_demos": 0,
-    "openai": {},
-}
 METHODS = ("llm", "sentences", "mixed")
 #: said wherever numbers of the sentence decomposer appear (tables, figure footnotes, README):
 #: its "facts" are whole sentences, so precision and F1 are not the paper's atomic-fact ones
 SENTENCE_LEVEL = "sentence-level, not atomic facts"
 BACKENDS = ("transformers", "openai")
-#: defaults of ``grounding.decomposer.openai``: the server and the served model name (``model``;
-#: None: the caller's default, the base model folder)
-DEFAULT_DECOMPOSER_OPENAI: dict[str, Any] = {
-    **{k: v for k, v in DEFAULT_OPENAI.items() if k != "models"},
-    "timeout_s": 120.0,
-    "model": None,
-}
+#: the client of a served decomposer by default (``grounding.decomposer.openai``: 120 s per request)
+DECOMPOSER_CLIENT = ClientOptions(timeout_s=120.0)
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])(?:\s+(.*))?$")
 _WORD = re.compile(r"\w+")
@@ -319,16 +306,18 @@ class Demonstrations:
         self._bm25 = None
 
     @classmethod
-    def from_config(cls, decomposer: Mapping[str, Any]) -> Demonstrations:
-        """The demonstrations of ``grounding.decomposer``: ``demos`` (a file, :func:`load_demos`,
-        layout ``factscore``; None: :data:`PROJECT_DEMOS`, layout ``project``), ``n_demos``, ``k_demos``.
+    def from_settings(cls, settings: GroundingDecomposerSettings | None = None) -> Demonstrations:
+        """The demonstrations of ``grounding.decomposer`` (``settings``): ``demos`` (a file,
+        :func:`load_demos`, layout ``factscore``; None: :data:`PROJECT_DEMOS`, layout ``project``),
+        ``n_demos``, ``k_demos``; no settings: the project's, all of them, no BM25 pick.
 
         Raises:
             FileNotFoundError, DataError: as :func:`load_demos`.
             ValueError: as the constructor.
         """
-        path = decomposer.get("demos")
-        n, k = decomposer.get("n_demos"), decomposer.get("k_demos") or 0
+        path = settings.demos if settings is not None else None
+        n = settings.n_demos if settings is not None else None
+        k = (settings.k_demos or 0) if settings is not None else 0
         if path is None:
             return cls(PROJECT_DEMOS, n, k, layout="project", source="the project's demonstrations (DECOMPOSE_DEMOS)")
         return cls(load_demos(path), n, k, layout="factscore", source=str(path))
@@ -395,7 +384,7 @@ def _fact_lines(facts: Sequence[str]) -> str:
 def render_decompose_prompt(tokenizer, sentence: str, demos: Demonstrations | None = None) -> str:
     """The decomposition prompt for one sentence, as the model reads it.
 
-    ``demos`` (default: the project's, :meth:`Demonstrations.from_config` of ``demos: null``)
+    ``demos`` (default: the project's, :meth:`Demonstrations.from_settings` of ``demos: null``)
     gives the demonstrations and the layout.  With a chat template
     (:func:`knowlab.core.llm.local.render_messages`): the system message
     (:meth:`Demonstrations.system`; merged into the first user turn when the template refuses a
@@ -403,7 +392,7 @@ def render_decompose_prompt(tokenizer, sentence: str, demos: Demonstrations | No
     Without one: :meth:`Demonstrations.prompt` (the default: :data:`DECOMPOSE_PROMPT` with the
     sentence).
     """
-    demos = demos if demos is not None else Demonstrations.from_config({})
+    demos = demos if demos is not None else Demonstrations.from_settings()
     if not getattr(tokenizer, "chat_template", None):
         return demos.prompt(sentence)
     return render_messages(tokenizer, demos.turns(sentence), demos.system())
@@ -415,91 +404,51 @@ def decompose_messages(sentence: str, demos: Demonstrations | None = None) -> tu
     Default: system message :data:`DECOMPOSE_INSTRUCTION`, the project's demonstrations as
     user/assistant turns, the sentence as the last user turn; a FActScore demonstrations file:
     FActScore's whole prompt as one user message."""
-    demos = demos if demos is not None else Demonstrations.from_config({})
+    demos = demos if demos is not None else Demonstrations.from_settings()
     system = demos.system()
     return (*([{"role": "system", "content": system}] if system else []), *demos.turns(sentence))
 
 
-def decomposer_config(decomposer: Mapping[str, Any]) -> dict[str, Any]:
-    """``grounding.decomposer`` merged over :data:`DEFAULT_DECOMPOSER` (``openai`` over
-    :data:`DEFAULT_DECOMPOSER_OPENAI`).
-
-    The demonstrations file (``demos``) is not read here (:meth:`Demonstrations.from_config` reads it).
-
-    Raises:
-        ValueError: an unknown key (of the block or of ``openai``), kind or backend; ``n_demos``
-            not None or an int >= 0, ``k_demos`` not an int >= 0, ``demos`` not None or a path.
-    """
-    unknown = set(decomposer) - set(DEFAULT_DECOMPOSER) - {"name"}
-    if unknown:
-        raise ValueError(f"unknown decomposer keys {sorted(unknown)}; known: {sorted(DEFAULT_DECOMPOSER)} and 'name'")
-    conf = {**DEFAULT_DECOMPOSER, **decomposer}
-    if conf["kind"] not in ("llm", "sentences"):
-        raise ValueError(f"unknown decomposer kind {conf['kind']!r}; expected 'llm' or 'sentences'")
-    if conf["backend"] not in BACKENDS:
-        raise ValueError(f"grounding.decomposer.backend must be one of {BACKENDS}, got {conf['backend']!r}")
-    for key, allow_none in (("n_demos", True), ("k_demos", False)):
-        value = conf[key]
-        count = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        if not (count or (value is None and allow_none)):
-            expected = "null or an int >= 0" if allow_none else "an int >= 0"
-            raise ValueError(f"grounding.decomposer.{key} must be {expected}, got {value!r}")
-    if conf["demos"] is not None and not (isinstance(conf["demos"], (str, Path)) and str(conf["demos"]).strip()):
-        raise ValueError(f"grounding.decomposer.demos must be null or a file path, got {conf['demos']!r}")
-    unknown = set(conf["openai"] or {}) - set(DEFAULT_DECOMPOSER_OPENAI)
-    if unknown:
-        raise ValueError(
-            f"unknown grounding.decomposer.openai keys {sorted(unknown)}; known: {sorted(DEFAULT_DECOMPOSER_OPENAI)}"
-        )
-    conf["openai"] = {**DEFAULT_DECOMPOSER_OPENAI, **(conf["openai"] or {})}
-    return conf
-
-
-def decomposer_id(decomposer: Mapping[str, Any], model=None, demos: Demonstrations | None = None) -> str:
+def decomposer_id(settings: GroundingDecomposerSettings, model=None, demos: Demonstrations | None = None) -> str:
     """Identifier of a decomposer configuration (part of the cache key).
 
     ``"sentences:pysbd"`` for ``kind == "sentences"``; for ``"llm"``:
-    ``"llm:<name>:max_new_tokens=<n>:min_support=<s>"`` where ``name`` is ``decomposer["name"]``
+    ``"llm:<name>:max_new_tokens=<n>:min_support=<s>"`` where ``name`` is ``settings.name``
     or the model's name/path, and with the ``openai`` backend ``openai:<served model name>``
-    (``decomposer["openai"]["model"]``), so a served decomposer never shares cache entries with
-    a local one; followed by :attr:`Demonstrations.ident` of ``demos`` (default: read from the
-    config, :meth:`Demonstrations.from_config`): nothing for the project's demonstrations,
-    else the demonstrations' digest, ``n`` and ``k``, so another demonstrations file, or an
-    edited one, misses the cache.
+    (``settings.openai_model``, ``grounding.decomposer.openai.model``), so a served decomposer
+    never shares cache entries with a local one; followed by :attr:`Demonstrations.ident` of
+    ``demos`` (default: read as the settings say, :meth:`Demonstrations.from_settings`): nothing
+    for the project's demonstrations, else the demonstrations' digest, ``n`` and ``k``, so
+    another demonstrations file, or an edited one, misses the cache.
 
     Raises:
-        FileNotFoundError, DataError, ValueError: ``llm`` only, as :meth:`Demonstrations.from_config`.
+        FileNotFoundError, DataError, ValueError: ``llm`` only, as :meth:`Demonstrations.from_settings`.
     """
-    conf = {**DEFAULT_DECOMPOSER, **decomposer}
-    if conf["kind"] == "sentences":
+    if settings.kind == "sentences":
         return "sentences:pysbd"
-    if conf["backend"] == "openai":
-        name = conf.get("name") or f"openai:{(conf['openai'] or {}).get('model')}"
+    if settings.backend == "openai":
+        name = settings.name or f"openai:{settings.openai_model}"
     else:
-        name = conf.get("name") or model_name(model)
-    demos = demos if demos is not None else Demonstrations.from_config(conf)
-    return f"llm:{name}:max_new_tokens={conf['max_new_tokens']}:min_support={conf['min_support']}{demos.ident}"
+        name = settings.name or model_name(model)
+    demos = demos if demos is not None else Demonstrations.from_settings(settings)
+    return f"llm:{name}:max_new_tokens={settings.max_new_tokens}:min_support={settings.min_support}{demos.ident}"
 
 
-def decomposer_label(decomposer: Mapping[str, Any], model: str | None = None) -> str:
+def decomposer_label(settings: GroundingDecomposerSettings, model: str | None = None) -> str:
     """The decomposer as the grounding tables' ``decomposer`` column and the figures' footnotes name it.
 
     ``"sentences (sentence-level, not atomic facts)"`` for ``kind == "sentences"`` (pysbd
     sentences stand in for atomic facts, :data:`SENTENCE_LEVEL`); for ``kind == "llm"``
-    ``"llm:<name>"``, ``name`` being ``decomposer["name"]``, else the served model name
-    (backend ``openai``: ``openai.model``), else ``model`` (the local model's display name,
-    e.g. the base model's Hub id), else ``"unknown"``.  The few-shot prompt (paper Sec. 3.1,
+    ``"llm:<name>"``, ``name`` being ``settings.name``, else the served model name
+    (backend ``openai``: ``settings.openai_model``), else ``model`` (the local model's display
+    name, e.g. the base model's Hub id), else ``"unknown"``.  The few-shot prompt (paper Sec. 3.1,
     footnote 4; App. A.3) is :data:`DECOMPOSE_INSTRUCTION` + :data:`DECOMPOSE_DEMOS`, or
     FActScore's with the demonstrations of ``grounding.decomposer.demos`` (:class:`Demonstrations`).
-
-    Raises:
-        ValueError: as :func:`decomposer_config` (unknown key, kind or backend).
     """
-    conf = decomposer_config(decomposer)
-    if conf["kind"] == "sentences":
+    if settings.kind == "sentences":
         return f"sentences ({SENTENCE_LEVEL})"
-    served = conf["openai"]["model"] if conf["backend"] == "openai" else None
-    return f"llm:{conf.get('name') or served or model or 'unknown'}"
+    served = settings.openai_model if settings.backend == "openai" else None
+    return f"llm:{settings.name or served or model or 'unknown'}"
 
 
 class FactCache:
@@ -549,25 +498,27 @@ class FactCache:
 
 def _served_outputs(
     sentences: list[str],
-    conf: Mapping[str, Any],
+    settings: GroundingDecomposerSettings,
     backend: Backend | None,
     cache: RequestCache | None,
     demos: Demonstrations,
+    client: ClientOptions | None = None,
 ) -> list[dict[str, Any]]:
     """``{"text", "finished"}`` of each sentence from an OpenAI-compatible server (greedy)."""
-    server = conf["openai"]
-    backend = backend if backend is not None else chat_backend(server, server["model"])
+    served = settings.openai_model
+    if backend is None:
+        backend = chat_backend(served, settings.openai_base_url, client if client is not None else DECOMPOSER_CLIENT)
     requests = [
         ChatRequest(
             key=f"sentence {index}: {sentence[:60]}",
             stage="atomic facts",
             messages=decompose_messages(sentence, demos),
-            model=server["model"],
-            params={"max_tokens": conf["max_new_tokens"], "temperature": 0.0},
+            model=served,
+            params={"max_tokens": settings.max_new_tokens, "temperature": 0.0},
         )
         for index, sentence in enumerate(sentences)
     ]
-    answers = answer_requests(backend, requests, cache, f"atomic facts ({server['model']})")
+    answers = answer_requests(backend, requests, cache, f"atomic facts ({served})")
     return [
         {"text": answers[r.key].content.strip(), "finished": answers[r.key].finish_reason == "stop"} for r in requests
     ]
@@ -575,25 +526,26 @@ def _served_outputs(
 
 def _llm_facts(
     sentences: Sequence[str],
-    conf: Mapping[str, Any],
+    settings: GroundingDecomposerSettings,
     model,
     tokenizer,
     backend: Backend | None = None,
     cache: RequestCache | None = None,
     demos: Demonstrations | None = None,
+    client: ClientOptions | None = None,
 ) -> dict[str, list[str]]:
     """Model facts of each distinct sentence ([] where the output has none that passes the filter)."""
     distinct = list(dict.fromkeys(sentences))
-    demos = demos if demos is not None else Demonstrations.from_config(conf)
-    if conf["backend"] == "openai":
-        outputs = _served_outputs(distinct, conf, backend, cache, demos)
+    demos = demos if demos is not None else Demonstrations.from_settings(settings)
+    if settings.backend == "openai":
+        outputs = _served_outputs(distinct, settings, backend, cache, demos, client)
     else:
         outputs = generate_texts(
             model,
             tokenizer,
             [render_decompose_prompt(tokenizer, s, demos) for s in distinct],
-            max_new_tokens=conf["max_new_tokens"],
-            batch_size=conf["batch_size"],
+            max_new_tokens=settings.max_new_tokens,
+            batch_size=settings.batch_size,
             desc="atomic facts",
         )
     found = {}
@@ -602,32 +554,34 @@ def _llm_facts(
         if not out["finished"]:  # cut at max_new_tokens: the last line may be a truncated fact
             text = text.rsplit("\n", 1)[0] if "\n" in text else ""
         facts = parse_facts(text)
-        if conf["min_support"] is not None:
-            facts = [f for f in facts if support(f, sentence) >= conf["min_support"]]
+        if settings.min_support is not None:
+            facts = [f for f in facts if support(f, sentence) >= settings.min_support]
         found[sentence] = facts
     return found
 
 
 def decompose_responses(
     responses: Sequence[str],
-    decomposer: Mapping[str, Any],
+    settings: GroundingDecomposerSettings,
     model=None,
     tokenizer=None,
     cache: FactCache | None = None,
     *,
     backend: Backend | None = None,
     request_cache: RequestCache | None = None,
+    client: ClientOptions | None = None,
 ) -> list[dict[str, Any]]:
     """Atomic facts of each response (paper Sec. 3.1, footnote 4; FActScore-style, per sentence).
 
     Args:
         responses: generated responses.
-        decomposer: ``{"kind": "llm" | "sentences", "backend": "transformers" | "openai",
-            "max_new_tokens": int (96), "batch_size": int (8), "min_support": float | None
-            (None), "demos": path | None (None), "n_demos": int | None (None), "k_demos": int (0),
-            "openai": {...} (:data:`DEFAULT_DECOMPOSER_OPENAI`; ``model`` is the served
-            name, required for ``openai``), "name": str (optional, the model's name in the cache
-            key)}``.  ``"llm"``: the prompt of each sentence holds the demonstrations
+        settings: ``grounding.decomposer``
+            (:class:`~knowlab.grounding.settings.GroundingDecomposerSettings`): ``kind`` (``"llm"`` or
+            ``"sentences"``), ``backend`` (``"transformers"`` or ``"openai"``), ``max_new_tokens``,
+            ``batch_size``, ``min_support``, ``demos``, ``n_demos``, ``k_demos``,
+            ``openai_base_url`` and ``openai_model`` (the served name, required for ``openai``),
+            ``name`` (optional, the model's name in the cache key).  ``"llm"``: the prompt of
+            each sentence holds the demonstrations
             :meth:`Demonstrations.select` picks for it (``demos``: a FActScore-format file,
             FActScore's prompt; None: the project's prompt; the first ``n_demos``, None: all,
             then the ``k_demos`` most similar by BM25); each distinct sentence of the uncached responses is decomposed,
@@ -641,9 +595,12 @@ def decompose_responses(
         model, tokenizer: the local decomposer (``llm`` with backend ``transformers``).
         cache: looked up before and filled after decomposing (saving it is the caller's call).
         backend: ``openai`` only: the chat backend (default
-            :func:`knowlab.grounding.generate.chat_backend` of ``decomposer["openai"]``).
+            :func:`knowlab.grounding.generate.chat_backend` of ``settings.openai_model``,
+            ``settings.openai_base_url`` and ``client``).
         request_cache: ``openai`` only: a per-sentence request cache; a re-run of a killed
             job sends only the sentences it lacks.
+        client: ``openai`` only, without ``backend``: how the client reaches the server
+            (``grounding.decomposer.openai``'s client keys; default :data:`DECOMPOSER_CLIENT`).
 
     Returns:
         per response, in order, ``{"facts": list[str], "method": "llm" | "sentences" | "mixed",
@@ -651,21 +608,20 @@ def decompose_responses(
         ``"sentences"``, no model call); identical responses are decomposed once.
 
     Raises:
-        ValueError: an unknown ``kind``, backend or key, ``kind == "llm"`` with backend
-            ``transformers`` without model and tokenizer, or backend ``openai`` without
-            ``openai.model``; ``n_demos`` larger than the number of demonstrations.
+        ValueError: ``kind == "llm"`` with backend ``transformers`` without model and tokenizer,
+            or backend ``openai`` without ``openai_model``; ``n_demos`` larger than the number of
+            demonstrations.
         FileNotFoundError, DataError: ``llm``: the ``demos`` file is missing or malformed
             (:func:`load_demos`; read before any model call).
         BackendError: backend ``openai``: a request failed (the message names the sentence's
             request key, ``sentence <n>``, the HTTP status and the server's message).
     """
-    conf = decomposer_config(decomposer)
-    if conf["kind"] == "llm" and conf["backend"] == "transformers" and (model is None or tokenizer is None):
+    if settings.kind == "llm" and settings.backend == "transformers" and (model is None or tokenizer is None):
         raise ValueError("decomposer kind 'llm' needs a model and a tokenizer")
-    if conf["kind"] == "llm" and conf["backend"] == "openai" and not conf["openai"]["model"]:
+    if settings.kind == "llm" and settings.backend == "openai" and not settings.openai_model:
         raise ValueError("grounding.decomposer.backend openai needs the served model name (openai.model)")
-    demos = Demonstrations.from_config(conf) if conf["kind"] == "llm" else None
-    ident = decomposer_id(conf, model, demos)
+    demos = Demonstrations.from_settings(settings) if settings.kind == "llm" else None
+    ident = decomposer_id(settings, model, demos)
     done: dict[str, dict[str, Any]] = {}  # response text -> {facts, method, cached}
     todo: list[str] = []
     for text in dict.fromkeys(responses):
@@ -678,9 +634,16 @@ def decompose_responses(
             todo.append(text)
     sentences = {text: split_sentences(text) for text in todo}
     llm: dict[str, list[str]] = {}
-    if conf["kind"] == "llm" and todo:
+    if settings.kind == "llm" and todo:
         llm = _llm_facts(
-            [s for text in todo for s in sentences[text]], conf, model, tokenizer, backend, request_cache, demos
+            [s for text in todo for s in sentences[text]],
+            settings,
+            model,
+            tokenizer,
+            backend,
+            request_cache,
+            demos,
+            client,
         )
     for text in todo:
         facts: list[str] = []

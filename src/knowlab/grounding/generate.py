@@ -47,13 +47,17 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from knowlab.core.io import DataError
 from knowlab.core.llm.cache import RequestCache, run_requests
 from knowlab.core.llm.local import count_tokens, generate_texts, model_name, render_chat
 from knowlab.core.llm.openai_backend import OpenAIChatBackend
 from knowlab.core.llm.requests import Backend, BackendError, ChatRequest, Completion
+
+if TYPE_CHECKING:  # the settings module imports this one
+    from knowlab.grounding.settings import GroundingGenerationSettings
 
 log = logging.getLogger(__name__)
 
@@ -75,32 +79,26 @@ SEPARATOR = "\n\n"  # between the parts of the prompt and between contexts (Fig.
 
 #: the backends of ``grounding.generation.backend`` (see the module docstring)
 BACKENDS = ("transformers", "openai")
-#: defaults of ``grounding.generation.openai`` (and ``grounding.decomposer.openai``, which has
-#: ``model`` instead of ``models``): the server and the served model name of each model
-DEFAULT_OPENAI: dict[str, Any] = {
-    "base_url": None,
-    "api_key_env": "OPENAI_API_KEY",
-    "max_retries": 5,
-    "timeout_s": 600.0,
-    "concurrency": 16,
-    "models": {},
-}
-#: defaults of :func:`generate_responses` (paper App. C.3: 2048-token inputs; greedy decoding here)
-DEFAULT_CONFIG: dict[str, Any] = {
-    "backend": "transformers",
-    "max_new_tokens": 256,
-    "max_input_tokens": 2048,
-    "do_sample": False,
-    "temperature": 1.0,
-    "top_k": None,
-    "top_p": None,
-    "seed": 0,
-    "batch_size": 8,
-    "system_prompt": None,
-    "openai": {},
-}
 #: the generation parameters of :func:`response_id`
 GENERATION_PARAMS = ("max_new_tokens", "do_sample", "temperature", "top_k", "top_p", "seed")
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """How an ``openai`` backend's client reaches its server: ``api_key_env``, ``max_retries``,
+    ``timeout_s`` and ``concurrency`` of config ``grounding.generation.openai`` (defaults here) or
+    ``grounding.decomposer.openai`` (:data:`knowlab.grounding.facts.DECOMPOSER_CLIENT`).
+
+    No result depends on them (the variable the API key is read from, retries of transient
+    errors, seconds per request, requests in flight: the answers are those of the server and
+    the request), so they are in no step's settings
+    (:class:`knowlab.grounding.settings.GroundingGenerationSettings`): the scripts read them
+    from the job's config."""
+
+    api_key_env: str = "OPENAI_API_KEY"
+    max_retries: int = 5
+    timeout_s: float = 600.0
+    concurrency: int = 16
 
 
 def build_prompt(question: str, contexts: Sequence[str]) -> str:
@@ -224,36 +222,18 @@ def response_id(model: str, prompt: str, params: Mapping[str, Any]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
-def generation_config(cfg: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``grounding.generation`` merged over :data:`DEFAULT_CONFIG` (``openai`` over :data:`DEFAULT_OPENAI`).
-
-    Raises:
-        ValueError: an unknown key (of the block or of ``openai``) or backend.
-    """
-    unknown = set(cfg or {}) - set(DEFAULT_CONFIG)
-    if unknown:
-        raise ValueError(f"unknown generation config keys {sorted(unknown)}; known: {sorted(DEFAULT_CONFIG)}")
-    conf = {**DEFAULT_CONFIG, **(cfg or {})}
-    unknown = set(conf["openai"] or {}) - set(DEFAULT_OPENAI)
-    if unknown:
-        raise ValueError(f"unknown grounding.generation.openai keys {sorted(unknown)}; known: {sorted(DEFAULT_OPENAI)}")
-    conf["openai"] = {**DEFAULT_OPENAI, **(conf["openai"] or {})}
-    if conf["backend"] not in BACKENDS:
-        raise ValueError(f"grounding.generation.backend must be one of {BACKENDS}, got {conf['backend']!r}")
-    return conf
-
-
-def served_model(server: Mapping[str, Any], key: str | None, path: str) -> tuple[str, str | None]:
+def served_model(settings: GroundingGenerationSettings, key: str | None, path: str) -> tuple[str, str | None]:
     """The served model name and server of one evaluated model or checkpoint (``openai`` backend).
 
-    ``server`` is ``grounding.generation.openai``; its ``models`` maps a model's key (the
+    ``settings.openai_models`` (``grounding.generation.openai.models``) maps a model's key (the
     ``eval_models`` name, e.g. ``llama2-7b-chat``, or ``<run>/step-<step>`` of a fine-tuning
     checkpoint, e.g. ``doc/step-100``; step 0 is ``base_model/step-0``) to the served name
     (a string) or to ``{"model": name, "base_url": url}`` (either may be left out), for a model
     on a server of its own.  Default name: ``path``, the model folder the job reads, as given
     (relative to the working directory: ``resources/models/<name>``, ``resources/base_model``,
     ``results/finetune/<run>/checkpoints/step-<n>``), the name under which ``vllm serve <path>``
-    started in the working directory serves it.  Default server: ``server["base_url"]``.
+    started in the working directory serves it.  Default server: ``settings.openai_base_url``
+    (``grounding.generation.openai.base_url``).
 
     Returns:
         ``(name, base_url)``.
@@ -261,35 +241,35 @@ def served_model(server: Mapping[str, Any], key: str | None, path: str) -> tuple
     Raises:
         ValueError: an entry that is neither a non-empty string nor such a mapping.
     """
-    entry = (server.get("models") or {}).get(key) if key is not None else None
+    base_url = settings.openai_base_url
+    entry = (settings.openai_models or {}).get(key) if key is not None else None
     if entry is None:
-        return str(path), server.get("base_url")
+        return str(path), base_url
     if isinstance(entry, str) and entry:
-        return entry, server.get("base_url")
+        return entry, base_url
     if isinstance(entry, Mapping) and set(entry) <= {"model", "base_url"}:
-        return str(entry.get("model") or path), entry.get("base_url") or server.get("base_url")
+        return str(entry.get("model") or path), entry.get("base_url") or base_url
     raise ValueError(
         f"grounding.generation.openai.models.{key}: expected a served model name or {{model, base_url}}, got {entry!r}"
     )
 
 
-def chat_backend(server: Mapping[str, Any], model: str, base_url: str | None = None) -> OpenAIChatBackend:
-    """:class:`~knowlab.core.llm.openai_backend.OpenAIChatBackend` of a grounding ``openai`` block.
-
-    ``server``: ``base_url`` (overridden by ``base_url`` when given), ``api_key_env``,
-    ``max_retries``, ``timeout_s``, ``concurrency``; empty answers are results
-    (``allow_empty``), not errors.
+def chat_backend(model: str, base_url: str | None, client: ClientOptions | None = None) -> OpenAIChatBackend:
+    """:class:`~knowlab.core.llm.openai_backend.OpenAIChatBackend` for the served ``model`` at ``base_url``
+    (None: api.openai.com), the client as ``client`` says (default :class:`ClientOptions`); empty
+    answers are results (``allow_empty``), not errors.
 
     Raises:
         BackendError: no ``base_url`` and ``$api_key_env`` unset.
     """
+    client = client if client is not None else ClientOptions()
     return OpenAIChatBackend(
         model,
-        base_url or server.get("base_url"),
-        api_key_env=server.get("api_key_env") or DEFAULT_OPENAI["api_key_env"],
-        max_retries=int(server.get("max_retries", DEFAULT_OPENAI["max_retries"])),
-        timeout_s=float(server.get("timeout_s", DEFAULT_OPENAI["timeout_s"])),
-        concurrency=int(server.get("concurrency", DEFAULT_OPENAI["concurrency"])),
+        base_url,
+        api_key_env=client.api_key_env or ClientOptions.api_key_env,
+        max_retries=int(client.max_retries),
+        timeout_s=float(client.timeout_s),
+        concurrency=int(client.concurrency),
         allow_empty=True,
     )
 
@@ -318,13 +298,13 @@ def answer_requests(
     return done
 
 
-def chat_params(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """The chat request parameters of a generation config: ``max_tokens``; greedy decoding is
+def chat_params(settings: GroundingGenerationSettings) -> dict[str, Any]:
+    """The chat request parameters of the generation settings: ``max_tokens``; greedy decoding is
     ``temperature`` 0, sampling sends ``temperature``, ``top_p`` and ``top_k`` (when set) and ``seed``."""
-    if not conf["do_sample"]:
-        return {"max_tokens": conf["max_new_tokens"], "temperature": 0.0}
-    params = {"max_tokens": conf["max_new_tokens"], "temperature": conf["temperature"], "seed": conf["seed"]}
-    params.update({k: conf[k] for k in ("top_p", "top_k") if conf[k] is not None})
+    if not settings.do_sample:
+        return {"max_tokens": settings.max_new_tokens, "temperature": 0.0}
+    params = {"max_tokens": settings.max_new_tokens, "temperature": settings.temperature, "seed": settings.seed}
+    params.update({k: getattr(settings, k) for k in ("top_p", "top_k") if getattr(settings, k) is not None})
     return params
 
 
@@ -343,11 +323,12 @@ def generate_responses(
     model,
     tokenizer,
     items_with_contexts: Sequence[Mapping[str, Any]],
-    cfg: Mapping[str, Any] | None = None,
+    settings: GroundingGenerationSettings,
     *,
     backend: Backend | None = None,
     served: str | None = None,
     cache: RequestCache | None = None,
+    client: ClientOptions | None = None,
 ) -> list[dict[str, Any]]:
     """Generate a response for every record (paper Sec. 4 / App. C.2-C.3).
 
@@ -357,16 +338,18 @@ def generate_responses(
         items_with_contexts: records with ``question`` (str) and ``contexts`` (list[str],
             already packed: gold contexts, with distractors where the condition has them);
             other fields are copied to the output.
-        cfg: keys of :data:`DEFAULT_CONFIG` (missing keys take the defaults): ``backend``,
-            ``max_new_tokens``, ``max_input_tokens``, ``do_sample``, ``temperature``,
-            ``top_k``, ``top_p``, ``seed``, ``batch_size``, ``system_prompt``, ``openai``.
-        backend: ``openai`` only: the chat backend (default :func:`chat_backend` of
-            ``cfg["openai"]`` and ``served``).
+        settings: ``grounding.generation`` (:class:`~knowlab.grounding.settings.GroundingGenerationSettings`):
+            ``backend``, ``max_new_tokens``, ``max_input_tokens``, ``do_sample``, ``temperature``,
+            ``top_k``, ``top_p``, ``seed``, ``batch_size``, ``system_prompt``, ``openai_base_url``.
+        backend: ``openai`` only: the chat backend (default :func:`chat_backend` of ``served``,
+            ``settings.openai_base_url`` and ``client``).
         served: ``openai`` only: the served model name sent with every request (required).
         cache: ``openai`` only: a request cache; a re-run sends only the requests it lacks.
+        client: ``openai`` only, without ``backend``: how the client reaches the server
+            (default :class:`ClientOptions`).
 
     Decoding: ``transformers``: :func:`knowlab.core.llm.local.generate_texts` with the
-    config's parameters.  ``openai``: one chat request per record (key
+    settings' parameters.  ``openai``: one chat request per record (key
     ``<item_id>/<condition>``, stage ``grounding``; messages: the system prompt when set, then
     the fitted prompt as the user turn; parameters :func:`chat_params`).
 
@@ -385,21 +368,19 @@ def generate_responses(
     Raises:
         DataError: a record without a string ``question`` or a list ``contexts`` (the message
             names its ``item_id`` or index).
-        ValueError: an unknown cfg key or backend, a template + question longer than
-            ``max_input_tokens``, no tokenizer, no model (``transformers``) or no served name
-            (``openai``).
+        ValueError: a template + question longer than ``max_input_tokens``, no tokenizer, no
+            model (``transformers``) or no served name (``openai``).
         BackendError: ``openai``: a request failed (the message names its key, the HTTP
             status and the server's message).
     """
-    conf = generation_config(cfg)
     if tokenizer is None:
         raise ValueError("grounding generation needs the model's tokenizer (it fits the prompts)")
-    openai_backend = conf["backend"] == "openai"
+    openai_backend = settings.backend == "openai"
     if openai_backend and not served:
         raise ValueError("grounding.generation.backend openai needs the served model name")
     if not openai_backend and model is None:
         raise ValueError("grounding.generation.backend transformers needs the model")
-    render = lambda prompt: render_chat(tokenizer, prompt, conf["system_prompt"])
+    render = lambda prompt: render_chat(tokenizer, prompt, settings.system_prompt)
     prompts, dropped = [], []
     for index, record in enumerate(items_with_contexts):
         name = record.get("item_id", f"record {index}")
@@ -407,24 +388,26 @@ def generate_responses(
             raise DataError(f"{name}: a generation record needs a string 'question' and a list 'contexts'")
         if openai_backend:
             kept, n_dropped = fit_contexts(
-                tokenizer, record["question"], record["contexts"], conf["max_input_tokens"], render
+                tokenizer, record["question"], record["contexts"], settings.max_input_tokens, render
             )
             text = build_prompt(record["question"], kept)
         else:
             text, n_dropped = fit_prompt(
-                tokenizer, record["question"], record["contexts"], conf["max_input_tokens"], render
+                tokenizer, record["question"], record["contexts"], settings.max_input_tokens, render
             )
         prompts.append(text)
         dropped.append(n_dropped)
-    params = {key: conf[key] for key in GENERATION_PARAMS}
+    params = {key: getattr(settings, key) for key in GENERATION_PARAMS}
     if openai_backend:
-        return _served_responses(items_with_contexts, prompts, dropped, conf, params, tokenizer, backend, served, cache)
+        return _served_responses(
+            items_with_contexts, prompts, dropped, settings, params, tokenizer, backend, served, cache, client
+        )
     outputs = generate_texts(
         model,
         tokenizer,
         prompts,
-        max_input_tokens=conf["max_input_tokens"],
-        batch_size=conf["batch_size"],
+        max_input_tokens=settings.max_input_tokens,
+        batch_size=settings.batch_size,
         **params,
     )
     name = model_name(model)
@@ -443,17 +426,17 @@ def generate_responses(
     ]
 
 
-def _served_responses(records, prompts, dropped, conf, params, tokenizer, backend, served, cache):
+def _served_responses(records, prompts, dropped, settings, params, tokenizer, backend, served, cache, client):
     """The ``openai`` half of :func:`generate_responses` (prompts are the fitted user turns)."""
-    backend = backend if backend is not None else chat_backend(conf["openai"], served)
-    system = conf["system_prompt"]
+    backend = backend if backend is not None else chat_backend(served, settings.openai_base_url, client)
+    system = settings.system_prompt
     requests = [
         ChatRequest(
             key=key,
             stage="grounding",
             messages=(*([{"role": "system", "content": system}] if system else []), {"role": "user", "content": p}),
             model=served,
-            params=chat_params(conf),
+            params=chat_params(settings),
         )
         for key, p in zip(_request_keys(records), prompts, strict=True)
     ]
@@ -466,7 +449,7 @@ def _served_responses(records, prompts, dropped, conf, params, tokenizer, backen
         n_input = usage.get("prompt_tokens")
         if n_input is None:
             n_input = count_tokens(tokenizer, render_chat(tokenizer, prompt, system))
-        over += n_input > conf["max_input_tokens"]
+        over += n_input > settings.max_input_tokens
         messages = json.dumps([dict(m) for m in request.messages], ensure_ascii=False)
         out.append(
             {
@@ -488,7 +471,7 @@ def _served_responses(records, prompts, dropped, conf, params, tokenizer, backen
             "or tokenizer differs from the local one of %s",
             over,
             len(out),
-            conf["max_input_tokens"],
+            settings.max_input_tokens,
             served,
         )
     return out

@@ -8,9 +8,10 @@ C.2-C.3; conditions in :mod:`knowlab.grounding.conditions`) and their atomic-fac
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,35 +23,45 @@ from knowlab.core.retrieval import load_embedder
 from knowlab.grounding.conditions import condition_records, select_question_ids
 from knowlab.grounding.distractors import fiction_pool, rank_distractors
 from knowlab.grounding.evaluator import evaluator_label, load_evaluator
-from knowlab.grounding.facts import (
-    Demonstrations,
-    FactCache,
-    decompose_responses,
-    decomposer_config,
-    decomposer_label,
-)
+from knowlab.grounding.facts import Demonstrations, FactCache, decompose_responses, decomposer_label
 from knowlab.grounding.fiction import fiction_grounding_items
-from knowlab.grounding.generate import chat_backend, generate_responses, generation_config, served_model
+from knowlab.grounding.generate import ClientOptions, chat_backend, generate_responses, served_model
 from knowlab.grounding.kaist import load_kaist_release
 from knowlab.grounding.metrics import score_responses
 from knowlab.grounding.schema import check_items
+
+if TYPE_CHECKING:
+    from knowlab.grounding.settings import (
+        GroundingDistractorsSettings,
+        GroundingGenerateSettings,
+        GroundingItemsSettings,
+        GroundingScoreSettings,
+    )
 
 log = logging.getLogger(__name__)
 
 
 def make_items(
-    dataset: str, cfg: Mapping[str, Any], inputs: Mapping[str, str], seed: int, cache_dir: str | None = None
+    dataset: str,
+    settings: GroundingItemsSettings,
+    inputs: Mapping[str, str],
+    seed: int | None,
+    cache_dir: str | None = None,
+    timeout: float = 60.0,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Items of both versions and the document pool of ``dataset`` (``fiction`` or ``kaist``).
 
     ``fiction``: :func:`knowlab.grounding.fiction.fiction_grounding_items` on ``inputs["fictions"]``
-    and ``inputs["fict_qa"]``; the pool is every fiction document (distractor ranking leaves
-    out the question's own event).  ``kaist``: :func:`knowlab.grounding.kaist.load_kaist_release`
-    from ``grounding.kaist.path``, or from ``grounding.kaist.url`` into ``cache_dir``.  Items
-    are checked with :func:`knowlab.grounding.schema.check_items`.
+    and ``inputs["fict_qa"]`` with ``seed`` (config ``seed``); the pool is every fiction
+    document (distractor ranking leaves out the question's own event).  ``kaist``:
+    :func:`knowlab.grounding.kaist.load_kaist_release` from ``settings.kaist_path``
+    (``grounding.kaist.path``), or from ``settings.kaist_url`` into ``cache_dir``, checked
+    against ``settings.kaist_sha256``; ``timeout``: seconds per download request
+    (``grounding.kaist.timeout_s``, no result depends on it).  Items are checked with
+    :func:`knowlab.grounding.schema.check_items`.
 
     Raises:
-        ValueError: an unknown dataset; as the loaders.
+        ValueError: an unknown dataset, or ``kaist`` without a path or URL; as the loaders.
     """
     if dataset == "fiction":
         fictions = read_jsonl(inputs["fictions"])
@@ -58,10 +69,10 @@ def make_items(
         pool = fiction_pool(fictions)
         log.info("fiction grounding set: %d questions kept; left out by reason: %s", len(original), report)
     elif dataset == "kaist":
-        root = cfg["kaist"]["path"] or cfg["kaist"]["url"]
-        original, conflict, pool = load_kaist_release(
-            root, cache_dir, sha256s=cfg["kaist"]["sha256"], timeout=cfg["kaist"]["timeout_s"]
-        )
+        root = settings.kaist_path or settings.kaist_url
+        if not root:
+            raise ValueError("grounding dataset kaist needs grounding.kaist.path or grounding.kaist.url")
+        original, conflict, pool = load_kaist_release(root, cache_dir, sha256s=settings.kaist_sha256, timeout=timeout)
     else:
         raise ValueError(f"unknown grounding dataset {dataset!r}")
     items = [*original, *conflict]
@@ -72,11 +83,14 @@ def make_items(
     return items, pool
 
 
-def distractor_table(items: Sequence[Mapping[str, Any]], pool: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]):
+def distractor_table(
+    items: Sequence[Mapping[str, Any]], pool: Sequence[Mapping[str, Any]], settings: GroundingDistractorsSettings
+):
     """Ranked distractors of every question: a frame ``item_id, rank, doc_id`` (rank 0 = most similar),
-    enough per question to fill the largest token budget (``grounding.distractors.k``)."""
+    ``settings.k`` per question (``grounding.distractors.k``: enough to fill the largest token
+    budget), ranked by the embedder ``settings.retriever`` (``grounding.retriever``)."""
     questions = [item for item in items if item["version"] == "original"]
-    ranked = rank_distractors(questions, pool, load_embedder(cfg["retriever"]), cfg["distractors"]["k"])
+    ranked = rank_distractors(questions, pool, load_embedder(settings.retriever), settings.k)
     rows = [{"item_id": i, "rank": r, "doc_id": d} for i, docs in ranked.items() for r, d in enumerate(docs)]
     return pd.DataFrame(rows, columns=["item_id", "rank", "doc_id"])
 
@@ -98,26 +112,28 @@ def respond(
     items: Sequence[Mapping[str, Any]],
     pool: Sequence[Mapping[str, Any]],
     distractors: pd.DataFrame,
-    conditions: Sequence[str],
-    cfg: Mapping[str, Any],
-    max_items: int | None,
+    settings: GroundingGenerateSettings,
     seed: int,
     tags: Mapping[str, Any],
     served_key: str | None = None,
     request_cache: str | None = None,
+    client: ClientOptions | None = None,
 ) -> list[dict[str, Any]]:
     """Generate every (question, condition) response of one model or checkpoint.
 
-    Backend ``grounding.generation.backend``: ``transformers`` loads the model from
-    ``model_path`` (:func:`knowlab.core.models.load_model`, on the job's device);
-    ``openai`` loads only its tokenizer (prompt fitting) and sends the requests to the served
-    model :func:`knowlab.grounding.generate.served_model` names for ``served_key`` (the
+    Backend ``settings.generation.backend`` (``grounding.generation.backend``): ``transformers``
+    loads the model from ``model_path`` (:func:`knowlab.core.models.load_model`, on the job's
+    device); ``openai`` loads only its tokenizer (prompt fitting) and sends the requests to the
+    served model :func:`knowlab.grounding.generate.served_model` names for ``served_key`` (the
     ``eval_models`` name, or ``<run>/step-<step>``), through a request cache in folder
-    ``request_cache`` when given (a re-run sends only the requests it lacks).
-    Questions: :func:`knowlab.grounding.conditions.select_question_ids` (``max_items``, ``seed``);
-    contexts: :func:`knowlab.grounding.conditions.condition_records` with token counts of the
-    model's tokenizer, distractors from ``distractors`` (:func:`distractor_table`); generation:
-    :func:`knowlab.grounding.generate.generate_responses` with ``grounding.generation``.
+    ``request_cache`` when given (a re-run sends only the requests it lacks), the client as
+    ``client`` says (``grounding.generation.openai``'s client keys; default
+    :class:`~knowlab.grounding.generate.ClientOptions`).
+    Questions: :func:`knowlab.grounding.conditions.select_question_ids` (``settings.max_items``,
+    ``seed``); contexts: :func:`knowlab.grounding.conditions.condition_records` of
+    ``settings.conditions`` with token counts of the model's tokenizer, distractors from
+    ``distractors`` (:func:`distractor_table`); generation:
+    :func:`knowlab.grounding.generate.generate_responses` with ``settings.generation``.
 
     Returns:
         the response records, each followed by the fields of ``tags`` (model, run, step,
@@ -126,37 +142,34 @@ def respond(
     Raises:
         ValueError: an unknown generation setting; BackendError: a failed request (``openai``).
     """
-    gen = generation_config(cfg["generation"])
+    gen = settings.generation
     served = backend = cache = None
-    if gen["backend"] == "openai":
+    if gen.backend == "openai":
         model, tokenizer = None, load_tokenizer(model_path)
-        served, base_url = served_model(gen["openai"], served_key, model_path)
-        backend = chat_backend(gen["openai"], served, base_url)
+        served, base_url = served_model(gen, served_key, model_path)
+        backend = chat_backend(served, base_url, client)
         cache = RequestCache(request_cache) if request_cache else None
         log.info("generating with %r, served model %r; request cache %s", backend, served, request_cache)
     else:
         model, tokenizer = load_model(model_path)
     ranked = {i: list(g.sort_values("rank").doc_id) for i, g in distractors.groupby("item_id")}
     by_id = {doc["doc_id"]: doc for doc in pool}
-    qids = select_question_ids(items, max_items, seed)
-    records = condition_records(
-        items, qids, conditions, ranked, by_id, cfg, lambda text: count_tokens(tokenizer, text), seed
-    )
-    log.info("%d questions x %d conditions = %d responses", len(qids), len(conditions), len(records))
-    responses = generate_responses(
-        model, tokenizer, records, cfg["generation"], backend=backend, served=served, cache=cache
-    )
+    qids = select_question_ids(items, settings.max_items, seed)
+    records = condition_records(items, qids, ranked, by_id, settings, lambda text: count_tokens(tokenizer, text), seed)
+    log.info("%d questions x %d conditions = %d responses", len(qids), len(settings.conditions), len(records))
+    responses = generate_responses(model, tokenizer, records, gen, backend=backend, served=served, cache=cache)
     return [{**r, **tags} for r in responses]
 
 
 def score(
     records: Sequence[Mapping[str, Any]],
-    cfg: Mapping[str, Any],
+    settings: GroundingScoreSettings,
     decomposer_path: str,
     facts_path: str,
     cache_path: str,
     request_cache: str | None = None,
     model_label: str | None = None,
+    client: ClientOptions | None = None,
 ):
     """Atomic facts of every response (:mod:`knowlab.grounding.facts`) and their metrics
     (:func:`knowlab.grounding.metrics.score_responses`) against the *gold* contexts and facts.
@@ -165,7 +178,9 @@ def score(
     ``decomposer_path`` (backend ``transformers``, loaded on the job's device) or a served
     model (backend ``openai``: ``grounding.decomposer.openai.model``, by default
     ``decomposer_path`` as given, the name ``vllm serve`` gives that folder; its requests go
-    through a request cache in folder ``request_cache`` when given).  The LLM judge
+    through a request cache in folder ``request_cache`` when given, the client as ``client``
+    says: ``grounding.decomposer.openai``'s client keys, default
+    :data:`knowlab.grounding.facts.DECOMPOSER_CLIENT`).  The LLM judge
     (``grounding.evaluator`` kind ``llm_judge``) always runs locally on the base model: it
     needs the exact log-probabilities of both labels, which a chat-completions server does
     not give (at most the top-20 of the tokens it generates).
@@ -184,24 +199,25 @@ def score(
     (:func:`knowlab.grounding.evaluator.evaluator_label`, ``"<kind>:<model>@<threshold>"``, with
     ``" (window: truncate)"`` under ``grounding.evaluator.window: truncate``);
     ``model_label`` is the base model's display name in both (local decomposer, LLM judge).
-    ``cfg["evaluator"]`` (``kind``, ``model``, ``threshold``, ``window``) goes to
-    :func:`knowlab.grounding.evaluator.load_evaluator`, ``cfg["decomposer"]`` (with ``demos``,
-    ``n_demos``, ``k_demos``) to :func:`knowlab.grounding.facts.decompose_responses`, which
-    reads a demonstrations file before any model call; the job's manifest records both
-    blocks (the rule's ``cfg`` param).
+    ``settings.evaluator`` (``grounding.evaluator``: ``kind``, ``model``, ``threshold``,
+    ``window``) goes to :func:`knowlab.grounding.evaluator.load_evaluator`,
+    ``settings.decomposer`` (``grounding.decomposer``, with ``demos``, ``n_demos``,
+    ``k_demos``) to :func:`knowlab.grounding.facts.decompose_responses`, which reads a
+    demonstrations file before any model call; the job's manifest records both (the rule's
+    ``settings`` param).
 
     Raises:
         FileNotFoundError, DataError: kind ``llm``: ``grounding.decomposer.demos`` is missing
             or malformed (checked before the model loads).
     """
-    decomposer = decomposer_config(cfg["decomposer"])
-    served = decomposer["kind"] == "llm" and decomposer["backend"] == "openai"
+    decomposer = settings.decomposer
+    served = decomposer.served
     if served:
-        decomposer["openai"]["model"] = decomposer["openai"]["model"] or str(decomposer_path)
-    if decomposer["kind"] == "llm":  # a missing or malformed demonstrations file fails before the model loads
-        Demonstrations.from_config(decomposer)
+        decomposer = dataclasses.replace(decomposer, openai_model=decomposer.openai_model or str(decomposer_path))
+    if decomposer.kind == "llm":  # a missing or malformed demonstrations file fails before the model loads
+        Demonstrations.from_settings(decomposer)
     model = tokenizer = None
-    if (decomposer["kind"] == "llm" and not served) or cfg["evaluator"]["kind"] == "llm_judge":  # the base model
+    if (decomposer.kind == "llm" and not served) or settings.evaluator.kind == "llm_judge":  # the base model
         model, tokenizer = load_model(decomposer_path)
     cache = FactCache(cache_path)
     decomposed = decompose_responses(
@@ -211,11 +227,12 @@ def score(
         tokenizer,
         cache,
         request_cache=RequestCache(request_cache) if served and request_cache else None,
+        client=client,
     )
     cache.save()
     facts = {r["response_id"]: d["facts"] for r, d in zip(records, decomposed, strict=True)}
     write_json(facts_path, {r["response_id"]: d for r, d in zip(records, decomposed, strict=True)})
-    evaluator = load_evaluator(cfg["evaluator"], model, tokenizer)
+    evaluator = load_evaluator(settings.evaluator, model, tokenizer)
     gold = [{**r, "contexts": r["gold_contexts"]} for r in records]
     rows = score_responses(gold, facts, evaluator)
     extra = [
@@ -237,6 +254,6 @@ def score(
     ]
     base = model_label or (str(decomposer_path) if decomposer_path else None)
     extra = pd.DataFrame(extra).assign(
-        decomposer=decomposer_label(decomposer, base), evaluator=evaluator_label(cfg["evaluator"], base)
+        decomposer=decomposer_label(decomposer, base), evaluator=evaluator_label(settings.evaluator, base)
     )
     return pd.concat([rows.drop(columns=[c for c in extra.columns if c in rows.columns]), extra], axis=1)

@@ -9,14 +9,15 @@ figures from the scored rows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from knowlab.core.io import atomic_dir
 from knowlab.core.tables import write_table
 from knowlab.grounding import analysis, plots
 from knowlab.grounding.conditions import GOLD_CONDITIONS
-from knowlab.grounding.evaluator import evaluator_label
-from knowlab.grounding.facts import decomposer_label
+
+if TYPE_CHECKING:
+    from knowlab.grounding.settings import GroundingTablesSettings
 
 CAPTIONS = {
     "summary": "Grounding metrics (x 100, macro averages, 95% bootstrap intervals) per dataset, model and condition.",
@@ -31,14 +32,15 @@ CAPTIONS = {
 }
 
 
-def config_labels(cfg: Mapping[str, Any]) -> dict[str, str]:
+def config_labels(settings: GroundingTablesSettings) -> dict[str, str]:
     """``{"decomposer", "evaluator"}`` labels made from the ``grounding`` config alone (rows scored
-    before the rows named them; an LLM's model unknown unless the config names it)."""
-    return {"decomposer": decomposer_label(cfg["decomposer"]), "evaluator": evaluator_label(cfg["evaluator"])}
+    before the rows named them; an LLM's model unknown unless the config names it): those of
+    ``settings`` (:meth:`~knowlab.grounding.settings.GroundingTablesSettings.from_config`)."""
+    return {"decomposer": settings.decomposer_label, "evaluator": settings.evaluator_label}
 
 
 def tables_and_figures(
-    rows, out_dir: str, figures: Mapping[str, str], cfg: Mapping[str, Any], *, n_resamples: int = 2000, seed: int = 0
+    rows, out_dir: str, figures: Mapping[str, str], settings: GroundingTablesSettings, *, seed: int = 0
 ) -> None:
     """Write the grounding tables (CSV + LaTeX) into ``out_dir`` and draw the figures.
 
@@ -49,8 +51,8 @@ def tables_and_figures(
     ``<name>_pdf`` / ``<name>_png`` to paths for the names fig3c, fig4, fig5, fig15_16, position.
 
     Every table ends with the columns ``decomposer`` and ``evaluator``
-    (:func:`knowlab.grounding.analysis.method_labels` of the rows, or of ``cfg`` for rows
-    that do not name them), e.g. ``"sentences (sentence-level, not atomic facts)"`` /
+    (:func:`knowlab.grounding.analysis.method_labels` of the rows, or those of ``settings`` for
+    rows that do not name them), e.g. ``"sentences (sentence-level, not atomic facts)"`` /
     ``"llm:<model>"`` and ``"bi_encoder:packaged:all-MiniLM-L6-v2@0.4"``; every figure's
     footnote says them (:func:`knowlab.grounding.analysis.method_note`).  The metric values
     do not depend on them.
@@ -58,10 +60,13 @@ def tables_and_figures(
     Args:
         rows: the scored rows of every dataset and model (frames of
             :func:`knowlab.grounding.pipeline.score`, concatenated).
-        cfg: the ``grounding`` config (``distractors.position``; ``decomposer`` and
-            ``evaluator`` name the method when the rows do not).
-        n_resamples, seed: of the bootstrap intervals (:func:`knowlab.grounding.analysis.summarize`).
+        settings: ``position`` (``grounding.distractors.position``), the decomposer's and
+            evaluator's labels (they name the method when the rows do not), and
+            ``bootstrap_resamples`` (``stats.bootstrap_resamples``), the resamples of the
+            bootstrap intervals (:func:`knowlab.grounding.analysis.summarize`).
+        seed: of the bootstrap intervals (config ``seed``).
     """
+    n_resamples = settings.bootstrap_resamples
     summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=n_resamples, seed=seed)
     tables = {
         "summary": summary.set_index(["dataset", "model", "condition"]),
@@ -71,11 +76,13 @@ def tables_and_figures(
         "table12": analysis.answer_accuracy_table(summary),
         "reduction_rates": analysis.reduction_rates(summary).set_index(["dataset", "model", "version"]),
         "length_curve": analysis.length_curve(rows, summary).set_index(["dataset", "model", "condition"]),
-        "position": analysis.position_table(summary, cfg["distractors"]["position"]),
+        "position": analysis.position_table(summary, settings.position),
     }
     for condition in GOLD_CONDITIONS:
         tables[f"factors_{condition}"] = analysis.factor_table(rows, condition)
-    labels = analysis.method_labels(rows, None if set(analysis.METHOD_COLUMNS) <= set(rows) else config_labels(cfg))
+    labels = analysis.method_labels(
+        rows, None if set(analysis.METHOD_COLUMNS) <= set(rows) else config_labels(settings)
+    )
     with atomic_dir(out_dir) as folder:
         for name, table in tables.items():
             setting = analysis.SETTING_LABELS.get(name.removeprefix("factors_"))

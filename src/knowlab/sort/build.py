@@ -41,6 +41,7 @@ import numpy as np
 from knowlab.core.io import DataError
 from knowlab.core.rng import keyed_rng
 from knowlab.sort.books import Book
+from knowlab.sort.settings import BIN_RULES
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,6 @@ ITEM_KEYS = (
 DOCUMENT_KEYS = (*ITEM_KEYS, "document_id")
 LABELS = ("A", "B")
 SPLITS = ("validation", "test")
-BIN_RULES = ("release", "table")
 N_BINS = 4
 # The released code switches from the standard to the extended bin row at L_E = 5000.
 RELEASE_EXTENDED_FROM = 5000

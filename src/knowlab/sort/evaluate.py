@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -39,17 +39,13 @@ from knowlab.sort.prompts import (
 from knowlab.sort.prompts import templates as configured_templates
 from knowlab.sort.score import score_items, segment_nll, select_prompt
 
+if TYPE_CHECKING:
+    from knowlab.sort.settings import SortEvaluateSettings, SortPromptSettings, SortRagPromptSettings
+
 log = logging.getLogger(__name__)
 
 # item columns carried into every result row (the rest of an item is text)
 ITEM_COLUMNS = ("item_id", "book_id", "excerpt_length", "segment_length", "distance_bin", "distance", "split")
-
-
-def answer_rule(cfg: Mapping[str, Any]) -> str:
-    """The answer rule of the ``sort`` config block ``cfg`` (``sort.answer``, one of
-    :data:`knowlab.sort.answers.ANSWER_RULES`; the schema's default ``forced_choice`` where a
-    hand-built block has none)."""
-    return cfg.get("answer", "forced_choice")
 
 
 def evaluate_items(
@@ -218,15 +214,20 @@ def select_rag_reading(
 
 
 def choose_template(
-    cfg: Mapping[str, Any], items: Sequence[Mapping[str, Any]], model_dir: str | os.PathLike
+    settings: SortPromptSettings,
+    items: Sequence[Mapping[str, Any]],
+    model_dir: str | os.PathLike,
+    *,
+    batch_size: int,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The prompt template of a model: fixed by ``sort.template``, else :func:`select_template` (paper App. B.3).
 
     Args:
-        cfg: the ``sort`` config block (``template``, ``templates``, ``system_prompt``,
-            ``max_rate_deviation``, ``batch_size``, ``answer``).
+        settings: ``sort.template``, ``sort.templates`` and, for a selected template, its
+            ``selection`` (``system_prompt``, ``max_rate_deviation``, ``answer``).
         items: the SORT items (the validation ones are used).
         model_dir: the model, loaded only when the template is selected.
+        batch_size: prompts per forward pass (``sort.batch_size``).
 
     Returns:
         the selection record and the validation rows (an empty frame for a fixed template).
@@ -235,41 +236,44 @@ def choose_template(
         ValueError: an unknown fixed template id (the message lists the known ids); as
             :func:`select_template`.
     """
-    candidates = configured_templates(cfg)
-    if cfg["template"] is not None:
-        get_template(candidates, cfg["template"])  # an unknown id fails here, naming the known ones
-        log.info("template %s fixed by the config: no selection", cfg["template"])
-        return {"template_id": cfg["template"], "rule": "fixed by sort.template"}, pd.DataFrame()
+    candidates = configured_templates(settings.templates)
+    if settings.template is not None:
+        get_template(candidates, settings.template)  # an unknown id fails here, naming the known ones
+        log.info("template %s fixed by the config: no selection", settings.template)
+        return {"template_id": settings.template, "rule": "fixed by sort.template"}, pd.DataFrame()
     model, tokenizer = load_model(model_dir)
     return select_template(
         model,
         tokenizer,
         items,
         candidates,
-        system_prompt=cfg["system_prompt"],
-        max_rate_deviation=cfg["max_rate_deviation"],
-        batch_size=cfg["batch_size"],
-        answer=answer_rule(cfg),
+        system_prompt=settings.selection.system_prompt,
+        max_rate_deviation=settings.selection.max_rate_deviation,
+        batch_size=batch_size,
+        answer=settings.selection.answer,
     )
 
 
 def choose_rag_reading(
-    cfg: Mapping[str, Any],
+    settings: SortRagPromptSettings,
     template: Mapping[str, Any],
     items: Sequence[Mapping[str, Any]],
     passages: Mapping[str, Sequence[str]],
     model_dir: str | os.PathLike,
+    *,
+    batch_size: int,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The RAG reading instruction of a model: fixed by ``sort.rag_reading``
     (:func:`knowlab.sort.prompts.fixed_rag_reading`), else :func:`select_rag_reading` (paper App. B.4.3).
 
     Args:
-        cfg: the ``sort`` config block (``rag_reading``, ``rag_readings``, ``system_prompt``,
-            ``max_rate_deviation``, ``batch_size``, ``answer``).
+        settings: ``sort.rag_reading``, ``sort.rag_readings`` and, for a selected reading, its
+            ``selection`` (``system_prompt``, ``max_rate_deviation``, ``answer``).
         template: the model's selected template.
         items: the SORT items (the validation ones are used).
         passages: retrieved passages by item id (:func:`knowlab.sort.rag.read_passages`, ``rag``).
         model_dir: the model, loaded only when the reading is selected.
+        batch_size: prompts per forward pass (``sort.batch_size``).
 
     Returns:
         the selection record and the validation rows (an empty frame for a fixed reading).
@@ -277,8 +281,8 @@ def choose_rag_reading(
     Raises:
         ValueError: an unknown fixed reading id; as :func:`select_rag_reading`.
     """
-    if cfg["rag_reading"] is not None:
-        selection = fixed_rag_reading(cfg, template)
+    if settings.rag_reading is not None:
+        selection = fixed_rag_reading(settings.rag_readings, settings.rag_reading, template)
         log.info("RAG reading %s fixed by the config: no selection", selection["rag_reading_id"])
         return selection, pd.DataFrame()
     model, tokenizer = load_model(model_dir)
@@ -287,12 +291,12 @@ def choose_rag_reading(
         tokenizer,
         items,
         template,
-        rag_readings(cfg),
+        rag_readings(settings.rag_readings),
         passages,
-        system_prompt=cfg["system_prompt"],
-        max_rate_deviation=cfg["max_rate_deviation"],
-        batch_size=cfg["batch_size"],
-        answer=answer_rule(cfg),
+        system_prompt=settings.selection.system_prompt,
+        max_rate_deviation=settings.selection.max_rate_deviation,
+        batch_size=batch_size,
+        answer=settings.selection.answer,
     )
 
 
@@ -301,8 +305,9 @@ def evaluate_condition(
     items: Sequence[Mapping[str, Any]],
     condition: str,
     template: Mapping[str, Any],
-    cfg: Mapping[str, Any],
+    settings: SortEvaluateSettings,
     *,
+    batch_size: int,
     passages: Mapping[str, Sequence[str]] | None = None,
     model_name: str,
     run: str,
@@ -315,7 +320,9 @@ def evaluate_condition(
         items: SORT items; only the ``test`` split is scored.
         condition: ``baseline``, ``in_context``, ``rag`` or ``oracle_rag``.
         template: the selected template (with its RAG reading for the RAG conditions).
-        cfg: the ``sort`` config block (``system_prompt``, ``batch_size``, ``answer``).
+        settings: ``sort.system_prompt`` and ``sort.answer`` (``templates`` is read by the caller,
+            :func:`knowlab.sort.prompts.selected_template`).
+        batch_size: prompts per forward pass (``sort.batch_size``).
         passages: for the RAG conditions, the passages by item id (:func:`knowlab.sort.rag.read_passages`).
         model_name, run, step: the labels of the rows.
 
@@ -332,14 +339,14 @@ def evaluate_condition(
         condition,
         [template],
         passages=passages,
-        system_prompt=cfg["system_prompt"],
-        batch_size=cfg["batch_size"],
-        answer=answer_rule(cfg),
+        system_prompt=settings.system_prompt,
+        batch_size=batch_size,
+        answer=settings.answer,
     )
     rows.insert(0, "step", step)
     rows.insert(0, "run", run)
     rows.insert(0, "model", model_name)
-    log.info("accuracy %.3f (answer: %s)", rows.correct.mean(), answer_rule(cfg))
+    log.info("accuracy %.3f (answer: %s)", rows.correct.mean(), settings.answer)
     return rows
 
 
@@ -347,10 +354,11 @@ def evaluate_epoch(
     checkpoint: str | os.PathLike,
     items: Sequence[Mapping[str, Any]],
     template: Mapping[str, Any],
-    cfg: Mapping[str, Any],
+    settings: SortEvaluateSettings,
     conditions: Sequence[str],
     texts: Mapping[str, Any],
     *,
+    batch_size: int,
     model_name: str,
     run: str,
     epoch: int,
@@ -362,10 +370,12 @@ def evaluate_epoch(
         checkpoint: the model folder of run ``run`` at epoch ``epoch`` (epoch 0: the base model).
         items: SORT items; only the ``test`` split is scored.
         template: the selected template.
-        cfg: the ``sort`` config block (``system_prompt``, ``batch_size``, ``answer``).
+        settings: ``sort.system_prompt`` and ``sort.answer`` (``templates`` is read by the caller,
+            :func:`knowlab.sort.prompts.selected_template`).
         conditions: memory conditions (``baseline``, ``in_context``); may be empty.
         texts: the training texts (:func:`knowlab.sort.parametric.parametric_training_texts`): the
             step of epoch ``e`` is ``e * texts["steps_per_epoch"][run]`` (epoch 0 is step 0).
+        batch_size: prompts (and segments) per forward pass (``sort.batch_size``).
         model_name, run, epoch: the labels of the rows.
 
     Returns:
@@ -384,11 +394,11 @@ def evaluate_epoch(
             items,
             condition,
             [template],
-            system_prompt=cfg["system_prompt"],
-            batch_size=cfg["batch_size"],
-            answer=answer_rule(cfg),
+            system_prompt=settings.system_prompt,
+            batch_size=batch_size,
+            answer=settings.answer,
         )
         log.info("%s epoch %s, %s: accuracy %.3f", run, epoch, condition, part.correct.mean())
         rows.append(part)
-    nll = segment_nll(model, tokenizer, items, cfg["batch_size"]).assign(**meta)
+    nll = segment_nll(model, tokenizer, items, batch_size).assign(**meta)
     return pd.concat(rows, ignore_index=True).assign(**meta), nll

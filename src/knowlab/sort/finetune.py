@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.io import read_json
-from knowlab.core.train import train_segment
+from knowlab.core.train import TrainSettings, train_segment
 
 log = logging.getLogger(__name__)
 
@@ -67,20 +67,22 @@ def finetune_parametric_run(
     texts = read_json(inputs["texts"])
     per_epoch, epochs = int(texts["steps_per_epoch"][run]), int(parametric_cfg["epochs"])
     epoch = int(checkpoint.removeprefix("epoch-"))
-    cfg = {
-        **finetune_cfg,
-        **parametric_cfg.get("finetune", {}),
-        "fiction_rate": texts["fiction_rate"] if run == "books" else 0.0,
-        "fiction_warmup_steps": 0,
-        "max_steps": per_epoch * epochs,
-        "checkpoint_every": per_epoch,
-    }
+    settings = TrainSettings.from_block(
+        {
+            **finetune_cfg,
+            **parametric_cfg.get("finetune", {}),
+            "fiction_rate": texts["fiction_rate"] if run == "books" else 0.0,
+            "fiction_warmup_steps": 0,
+            "max_steps": per_epoch * epochs,
+            "checkpoint_every": per_epoch,
+        }
+    )
     train_log = train_segment(
         base_model=inputs["model"],
         run=run,
         fiction_texts=texts["books"] if run == "books" else [],
         webtext_texts=texts["instructions"],
-        cfg=cfg,
+        settings=settings,
         seed=seed,
         end_step=epoch * per_epoch,
         checkpoint_out=outputs["checkpoint"],

@@ -23,11 +23,14 @@ import os
 from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowlab.core.io import DataError, verify_sha256
 from knowlab.core.models import hub_error, package_file, pinned_hub_id
 from knowlab.core.rng import keyed_rng
+
+if TYPE_CHECKING:
+    from knowlab.sort.settings import SortInstructionsSettings
 
 log = logging.getLogger(__name__)
 
@@ -442,28 +445,31 @@ def load_openhermes(
     return out
 
 
-def load_instructions(spec: Mapping[str, Any], seed: int) -> list[list[dict[str, str]]]:
-    """The instruction conversations named by a config block.
+def load_instructions(
+    settings: SortInstructionsSettings, seed: int, *, cache_dir: str | None = None
+) -> list[list[dict[str, str]]]:
+    """The instruction conversations ``settings`` names (``sort.parametric.instructions``).
 
-    ``spec`` keys: ``source`` (``"sharegpt"`` or ``"openhermes"``), ``path`` (file, folder or
-    Hub id; ``None``: the packaged ShareGPT / ``teknium/OpenHermes-2.5``), ``n`` (default
-    3,500), ``exclude`` (ShareGPT ids, or OpenHermes categories: default the paper's seven),
-    and for OpenHermes ``revision`` and ``cache_dir``.
+    ``settings``: ``source`` (``"sharegpt"`` or ``"openhermes"``), ``path`` (file, folder or
+    Hub id; ``None``: the packaged ShareGPT / ``teknium/OpenHermes-2.5``), ``n`` (paper:
+    3,500), ``exclude`` (ShareGPT ids, or OpenHermes categories; ``None``: none, or the
+    paper's seven categories) and for OpenHermes ``revision``.  ``cache_dir``: where OpenHermes
+    downloads are cached (``None``: the datasets library's default).
 
     Raises:
         ValueError: an unknown source; otherwise as :func:`load_sharegpt` / :func:`load_openhermes`.
     """
-    source = spec.get("source", "sharegpt")
-    n = int(spec.get("n", PAPER_N_INSTRUCTIONS))
+    source = settings.source
+    n = int(settings.n)
     if source == "sharegpt":
-        return load_sharegpt(spec.get("path"), n=n, seed=seed, exclude=spec.get("exclude") or ())
+        return load_sharegpt(settings.path, n=n, seed=seed, exclude=settings.exclude or ())
     if source == "openhermes":
         return load_openhermes(
-            spec.get("path") or OPENHERMES_HUB_ID,
+            settings.path or OPENHERMES_HUB_ID,
             n=n,
             seed=seed,
-            exclude=spec.get("exclude", OPENHERMES_EXCLUDED_CATEGORIES),
-            revision=spec.get("revision"),
-            cache_dir=spec.get("cache_dir"),
+            exclude=OPENHERMES_EXCLUDED_CATEGORIES if settings.exclude is None else settings.exclude,
+            revision=settings.revision,
+            cache_dir=cache_dir,
         )
     raise ValueError(f"unknown instruction source {source!r}; expected 'sharegpt' or 'openhermes'")

@@ -37,8 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from knowlab.sort.books import Book
-from knowlab.sort.instructions import load_instructions
+from knowlab.sort.instructions import PAPER_N_INSTRUCTIONS, load_instructions
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, PART_SEPARATOR, SYSTEM_PROMPT, get_template, validate_template
+from knowlab.sort.settings import SortInstructionsSettings, SortParametricTextsSettings
 
 log = logging.getLogger(__name__)
 
@@ -247,11 +248,12 @@ def steps_per_epoch(n_samples: int, sequences_per_step: int) -> int:
     return math.ceil(n_samples / sequences_per_step)
 
 
-def _resolve_template(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
-    template = cfg.get("template", DEFAULT_TEMPLATES[0]["id"])
+def _resolve_template(template: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    """A template dict (validated), or the template of :data:`~knowlab.sort.prompts.DEFAULT_TEMPLATES`
+    with id ``template``."""
     if isinstance(template, Mapping):
         return validate_template(template)
-    return get_template(cfg.get("templates", DEFAULT_TEMPLATES), str(template))
+    return get_template(DEFAULT_TEMPLATES, str(template))
 
 
 def _token_lengths(tokenizer, texts: list[str]) -> list[int]:
@@ -264,9 +266,15 @@ def _token_lengths(tokenizer, texts: list[str]) -> list[int]:
 def parametric_training_texts(
     tokenizer,
     books: Sequence[Book],
-    cfg: Mapping[str, Any],
     seed: int,
     *,
+    global_batch_size: int,
+    chunk_words: int = PAPER_CHUNK_WORDS,
+    tail: str = "merge",
+    template: Mapping[str, Any] | str = DEFAULT_TEMPLATES[0]["id"],
+    system_prompt: str | None = SYSTEM_PROMPT,
+    seq_len: int | None = None,
+    instruction_source: SortInstructionsSettings | None = None,
     instructions: Sequence[Sequence[Mapping[str, str]]] | None = None,
 ) -> dict[str, Any]:
     """The training texts of the SORT parametric-memory runs "books" and "instructions" (paper App. E).
@@ -274,17 +282,19 @@ def parametric_training_texts(
     Args:
         tokenizer: the base model's tokenizer (its chat template frames chunks and conversations).
         books: the SORT books, chunked by :func:`book_chunks` (each chunk titled ``book.title``).
-        cfg: ``global_batch_size`` (required: sequences per optimizer step, all ranks
-            together); ``chunk_words`` (default 5000);
-            ``tail`` (``"merge"``/``"drop"``, default ``"merge"``); ``template`` (a template id
-            among ``templates``, default the first of :data:`~knowlab.sort.prompts.DEFAULT_TEMPLATES`,
-            or a template dict) whose reading instruction frames the chunks; ``system_prompt``
-            (default the paper's); ``instructions`` (the
-            :func:`knowlab.sort.instructions.load_instructions` block; default
-            3,500 packaged ShareGPT conversations); ``seq_len`` (optional: the training length
-            in tokens, to count the texts that the trainer will cut).
         seed: the instruction-sampling seed.
-        instructions: already loaded conversations; when given, ``cfg["instructions"]`` is not read.
+        global_batch_size: sequences per optimizer step, all ranks together.
+        chunk_words: words per chunk (paper: 5000).
+        tail: ``"merge"`` or ``"drop"`` (:func:`book_chunks`).
+        template: a template dict, or the id of one of :data:`~knowlab.sort.prompts.DEFAULT_TEMPLATES`
+            (default the first), whose reading instruction frames the chunks.
+        system_prompt: the system prompt of the framed chunks (default the paper's; ``None``: none).
+        seq_len: the training length in tokens, to count the texts that the trainer will cut
+            (``None``: not counted).
+        instruction_source: the instruction conversations to load
+            (:func:`knowlab.sort.instructions.load_instructions`; default 3,500 packaged ShareGPT
+            conversations).
+        instructions: already loaded conversations; when given, ``instruction_source`` is not read.
 
     Returns:
         A dict with
@@ -293,7 +303,7 @@ def parametric_training_texts(
         - ``instructions``: the rendered instruction texts (sampled order);
         - ``chunks``: per chunk ``book_id, title, chunk_index, first_word, n_words`` (no text);
         - ``fiction_rate``: ``n_chunks / (n_chunks + n_instructions)``, the share of chunks in
-          the paper's union, to pass as ``cfg["fiction_rate"]`` of the "books" run;
+          the paper's union, to pass as the trainer's ``fiction_rate`` of the "books" run;
         - ``sequences_per_step``: ``global_batch_size``;
         - ``steps_per_epoch``: ``{"books": ceil((n_chunks + n_instructions) / sequences_per_step),
           "instructions": ceil(n_instructions / sequences_per_step)}``;
@@ -312,18 +322,17 @@ def parametric_training_texts(
         counters give the true exposure at each checkpoint.
 
     Raises:
-        KeyError: ``global_batch_size`` missing.
         ValueError: no book chunk or no instruction; as :func:`book_chunks`,
             :func:`frame_chunk`, :func:`knowlab.sort.instructions.load_instructions`.
     """
-    sequences = int(cfg["global_batch_size"])
-    template = _resolve_template(cfg)
-    system_prompt = cfg.get("system_prompt", SYSTEM_PROMPT)
-    chunks = book_chunks(books, int(cfg.get("chunk_words", PAPER_CHUNK_WORDS)), cfg.get("tail", "merge"))
+    sequences = int(global_batch_size)
+    template = _resolve_template(template)
+    chunks = book_chunks(books, int(chunk_words), tail)
     if not chunks:
         raise ValueError("no book chunks: the books are empty (or shorter than half a chunk with tail='drop')")
     if instructions is None:
-        instructions = load_instructions(cfg.get("instructions", {}), seed)
+        source = instruction_source or SortInstructionsSettings(n=PAPER_N_INSTRUCTIONS)
+        instructions = load_instructions(source, seed)
     if not instructions:
         raise ValueError("no instruction samples: the control run needs at least one")
     book_texts = [frame_chunk(tokenizer, c, c["title"], template, system_prompt) for c in chunks]
@@ -342,8 +351,8 @@ def parametric_training_texts(
         "max_tokens": None,
         "over_seq_len": None,
     }
-    if cfg.get("seq_len"):
-        seq_len = int(cfg["seq_len"])
+    if seq_len:
+        seq_len = int(seq_len)
         lengths = {
             "books": _token_lengths(tokenizer, book_texts),
             "instructions": _token_lengths(tokenizer, instruction_texts),
@@ -359,25 +368,40 @@ def parametric_training_texts(
     log.info(
         "parametric memory data: %d chunks of %s words from %d books, %d instructions, fiction_rate %.4f, "
         "%d sequences per step, steps per epoch %s",
-        n_chunks, cfg.get("chunk_words", PAPER_CHUNK_WORDS), len(books), n_instr, out["fiction_rate"], sequences,
+        n_chunks, chunk_words, len(books), n_instr, out["fiction_rate"], sequences,
         out["steps_per_epoch"],
     )  # fmt: skip
     return out
 
 
 def parametric_texts(
-    tokenizer, books: Sequence[Book], items: Sequence[Mapping[str, Any]], template, cfg: Mapping[str, Any], seed: int
+    tokenizer,
+    books: Sequence[Book],
+    items: Sequence[Mapping[str, Any]],
+    template,
+    settings: SortParametricTextsSettings,
+    seed: int,
 ) -> dict[str, Any]:
     """Training texts of the parametric-memory runs ``books`` and ``instructions`` (paper Sec. 3.2, App. E).
 
     ``sort.parametric.scope``: ``books`` chunks the whole books into ``chunk_words``-word
     chunks (paper: 5000); ``excerpts`` (the CPU default) trains on the test items' excerpts
     only, one chunk each, so that the memory the test needs is inserted in a few steps.
-    Either way a chunk is framed like the in-context prompt (system prompt and the reading
-    instruction of ``template`` with the title) and mixed with instruction conversations
+    Either way a chunk is framed like the in-context prompt (``sort.system_prompt`` and the reading
+    instruction of ``template`` with the title) and mixed with the instruction conversations of
+    ``settings.instructions``, in steps of ``sort.parametric.finetune.global_batch_size`` sequences
     (:func:`parametric_training_texts`).
+
+    Raises:
+        ValueError: ``sort.parametric.finetune.global_batch_size`` is not set; as
+            :func:`parametric_training_texts`.
     """
-    if cfg["scope"] == "excerpts":
+    if settings.global_batch_size is None:
+        raise ValueError(
+            "sort.parametric.finetune.global_batch_size is not set: "
+            "the parametric-memory texts are counted in its steps"
+        )
+    if settings.scope == "excerpts":
         titles = {b.book_id: b.title for b in books}
         seen, books = set(), []
         for item in items:
@@ -387,15 +411,18 @@ def parametric_texts(
                 books.append(Book(f"{key[0]}@{key[1]}", titles[key[0]], item["excerpt"].split()))
         chunk_words = max(len(b.words) for b in books)
     else:
-        chunk_words = cfg["chunk_words"]
-    spec = {
-        **cfg["finetune"],
-        "chunk_words": chunk_words,
-        "template": template,
-        "system_prompt": cfg["system_prompt"],
-        "instructions": cfg["instructions"],
-    }
-    texts = parametric_training_texts(tokenizer, books, spec, seed)
+        chunk_words = settings.chunk_words
+    texts = parametric_training_texts(
+        tokenizer,
+        books,
+        seed,
+        global_batch_size=settings.global_batch_size,
+        chunk_words=chunk_words,
+        template=template,
+        system_prompt=settings.system_prompt,
+        seq_len=settings.seq_len,
+        instruction_source=settings.instructions,
+    )
     log.info(
         "%d chunks and %d instruction texts; %s steps per epoch; longest %s tokens, over seq_len %s",
         len(texts["books"]), len(texts["instructions"]), texts["steps_per_epoch"], texts["max_tokens"],

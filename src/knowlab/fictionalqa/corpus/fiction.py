@@ -18,31 +18,33 @@ from typing import Any
 from knowlab.core.io import DataError, verify_sha256
 from knowlab.fictionalqa.corpus.release import load_release
 from knowlab.fictionalqa.corpus.schema import TABLES, read_corpus
+from knowlab.fictionalqa.settings import FictionCorpusSettings
 
 
 def load_fiction(
-    cfg: dict[str, Any], basedir: str | os.PathLike = ".", generated_dir: str | os.PathLike | None = None
+    settings: FictionCorpusSettings, basedir: str | os.PathLike = ".", generated_dir: str | os.PathLike | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """Load and validate the configured fiction corpus; relative paths are taken from ``basedir``.
+    """Load and validate the configured fiction corpus (config ``fiction``: ``settings``); relative paths
+    are taken from ``basedir``.
 
     Raises:
         HashMismatchError: a shipped file differs from its pin.
         DataError: a malformed line or record (file and line in the message).
-        ValueError: unknown ``cfg["source"]``, or ``generate`` without ``generated_dir``.
+        ValueError: ``generate`` without ``generated_dir``.
         DataError: (``generate``) the generated corpus kept no question.
     """
-    if cfg["source"] == "shipped":
-        folder = Path(basedir) / cfg["shipped"]["dir"]
+    if settings.source == "shipped":
+        folder = Path(basedir) / settings.shipped["dir"]
         for table in TABLES:
-            verify_sha256(folder / f"{table}.jsonl", cfg["shipped"]["sha256"][table])
+            verify_sha256(folder / f"{table}.jsonl", settings.shipped["sha256"][table])
         return read_corpus(folder)
-    if cfg["source"] == "release":
-        release = cfg["release"]
+    if settings.source == "release":
+        release = settings.release
         path = release.get("path")
         if path:
             path = str(Path(basedir) / path)
         return load_release(path, release.get("hub_id"), release.get("revision"))
-    if cfg["source"] == "generate":
+    if settings.source == "generate":
         if generated_dir is None:
             raise ValueError("fiction.source generate: the generated corpus folder was not given")
         tables = read_corpus(generated_dir, allow_empty=["fict_qa"])  # its own message below
@@ -53,4 +55,4 @@ def load_fiction(
                 f"results/logs/generate/); generate with a model that follows the prompts' formats"
             )
         return tables
-    raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {cfg['source']!r}")
+    raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {settings.source!r}")

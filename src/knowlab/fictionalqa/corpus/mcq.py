@@ -59,6 +59,7 @@ from knowlab.core.io import DataError
 from knowlab.core.rng import keyed_rng
 from knowlab.core.scoring import encode_pair, score_token_ids
 from knowlab.core.shards import ShardStore, fingerprint, folder_stamp
+from knowlab.fictionalqa.settings import RankerSettings
 
 log = logging.getLogger(__name__)
 
@@ -285,11 +286,13 @@ def ranking_fingerprint(model_dir: str | os.PathLike, fict_qa: Sequence[dict[str
     return fingerprint({"model": folder_stamp(model_dir), "questions": sorted(questions), **settings})
 
 
-def ranking_shards(folder: str | os.PathLike, model_dir: str | os.PathLike, fict_qa, cfg, seed: int) -> ShardStore:
-    """The shard store of a ranking job (config ``mcq.ranker`` = ``cfg``): keyed by the ranker folder,
-    the questions, ``seed`` and every ``cfg`` key that changes a shard (:func:`ranking_fingerprint`)."""
-    settings = {key: cfg[key] for key in ("template", "max_candidates", "shard_questions", "order", "bos")}
-    return ShardStore(folder, ranking_fingerprint(model_dir, fict_qa, seed=seed, **settings))
+def ranking_shards(
+    folder: str | os.PathLike, model_dir: str | os.PathLike, fict_qa, settings: RankerSettings, seed: int
+) -> ShardStore:
+    """The shard store of a ranking job (config ``mcq.ranker``: ``settings``): keyed by the ranker folder,
+    the questions, ``seed`` and every setting that changes a shard (:func:`ranking_fingerprint`)."""
+    keys = {key: getattr(settings, key) for key in ("template", "max_candidates", "shard_questions", "order", "bos")}
+    return ShardStore(folder, ranking_fingerprint(model_dir, fict_qa, seed=seed, **keys))
 
 
 def _rank_shard(

@@ -28,6 +28,7 @@ from typing import Any
 
 from knowlab.core.io import DataError, iter_jsonl_numbered
 from knowlab.core.models import hub_error, pinned_hub_id
+from knowlab.fictionalqa.settings import RealQASettings
 from knowlab.core.rng import keyed_rng
 
 SOURCES = ("shipped", "triviaqa")
@@ -178,19 +179,16 @@ def load_triviaqa(
     return subsample(triviaqa_records(rows), n, seed)
 
 
-def load_real_qa(cfg: Mapping[str, Any], basedir: str | os.PathLike = ".", seed: int = 0) -> list[dict[str, Any]]:
-    """Load the configured real-world Q&A (config ``real_qa``).
+def load_real_qa(settings: RealQASettings, basedir: str | os.PathLike = ".", seed: int = 0) -> list[dict[str, Any]]:
+    """Load the configured real-world Q&A (config ``real_qa``: ``settings``).
 
-    ``cfg`` is ``{"source": "shipped" | "triviaqa", "shipped": <path relative to basedir>,
-    "triviaqa": {"hub_id", "config", "split", "n", "revision"}}`` (missing ``triviaqa`` keys
-    take :func:`load_triviaqa`'s defaults); ``seed`` keys the TriviaQA subsample.
+    ``settings.shipped`` is a path relative to ``basedir``; missing ``settings.triviaqa`` keys
+    (``hub_id``, ``config``, ``split``, ``n``, ``revision``) take :func:`load_triviaqa`'s defaults;
+    ``seed`` keys the TriviaQA subsample.
 
     Raises:
-        ValueError: unknown ``cfg["source"]``.
         DataError, FileNotFoundError: as raised by the loaders.
     """
-    if cfg["source"] == "shipped":
-        return load_shipped(Path(basedir) / cfg["shipped"])
-    if cfg["source"] == "triviaqa":
-        return load_triviaqa(**(cfg.get("triviaqa") or {}), seed=seed)
-    raise ValueError(f"real_qa.source must be one of {SOURCES}, got {cfg['source']!r}")
+    if settings.source == "shipped":
+        return load_shipped(Path(basedir) / settings.shipped)
+    return load_triviaqa(**(settings.triviaqa or {}), seed=seed)

@@ -1,11 +1,11 @@
-"""knowlab.core.compare: two results folders, table by table."""
+"""knowlab.tooling.compare: two results folders, table by table."""
 
 import json
 
 import numpy as np
 import pandas as pd
 
-from knowlab.core.compare import compare, main
+from knowlab.tooling.compare import compare, main
 
 
 def _results(root, loss=1.0):

@@ -1,9 +1,14 @@
 """Capacity plan of the paper-scale workflow: GPU memory, GPU-hours, storage and SLURM jobs per rule.
 
 The plan answers "what does ``config/paper.yaml`` cost on a GPU cluster" for a base model of a
-given shape (:data:`LLAMA_3_2_1B`, :data:`LLAMA_3_1_8B`), rule by rule
-(:func:`plan`), and the SLURM profile's ``set-resources`` follow from it
-(``tests/core/test_capacity.py`` checks them; ``benchmarks/capacity.py`` prints the plan).
+given shape (:data:`LLAMA_3_2_1B`, :data:`LLAMA_3_1_8B`), rule by rule: :data:`RULE_COSTS`
+holds one cost function per workflow rule, keyed by the rule's name, and :func:`plan` sums over
+it.  The SLURM profile's ``set-resources`` follow from the plan
+(``tests/tooling/test_capacity.py`` checks them; ``benchmarks/capacity.py`` prints the plan).
+The names the workflow expands the config with are the workflow's own, imported from where
+``rules/common.smk`` takes them (:func:`knowlab.core.checkpoints.checkpoint_steps`,
+:data:`knowlab.sort.finetune.PARAMETRIC_RUNS`, :mod:`knowlab.grounding.conditions`,
+:mod:`knowlab.sort.prompts`, :data:`knowlab.sort.build.N_BINS`).
 Units: bytes, FLOPs, seconds in the functions; :class:`RuleCost` reports GiB (2**30 bytes)
 and hours.  Every number comes from one of three kinds of source, named where it is used:
 
@@ -28,10 +33,17 @@ test must stay fast); it converts tokens/s into achieved FLOP/s with the same FL
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+
+from knowlab.core.checkpoints import checkpoint_steps
+from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
+from knowlab.grounding.settings import GroundingConditionSettings
+from knowlab.sort.build import N_BINS
+from knowlab.sort.finetune import PARAMETRIC_RUNS
+from knowlab.sort.prompts import DEFAULT_TEMPLATES, RAG_CONDITIONS, RAG_READINGS
 
 GIB = 2**30
 #: bytes per value in bfloat16 (weights, activations, KV cache of a bf16 run)
@@ -415,14 +427,6 @@ PROCESS_HOST_GIB = 6.0
 RANKING_ROW_BYTES = 24
 #: bytes per row of an item table (evaluate, SORT), compressed parquet
 ITEM_ROW_BYTES = 100
-#: SORT distance bins per (book, excerpt length, segment length) (knowlab.sort.build.N_BINS)
-SORT_BINS = 4
-#: SORT prompt templates and RAG reading instructions when the config leaves them null (knowlab.sort.prompts)
-SORT_TEMPLATES, SORT_RAG_READINGS = 12, 10
-#: the SORT parametric-memory runs (knowlab.sort.finetune.PARAMETRIC_RUNS)
-PARAMETRIC_RUNS = ("books", "instructions")
-#: the grounding conditions generated at every fine-tuning checkpoint (knowlab.grounding.conditions)
-GROUNDING_FINETUNE_CONDITIONS = 2
 #: margin of SLURM time limits over the plan's hours per job
 RUNTIME_MARGIN = 1.5
 #: seconds a model job spends before its first batch: interpreter, imports, CUDA and (fine-tuning)
@@ -441,28 +445,26 @@ def job_overhead_s(model_bytes: float, io_bytes: float = 0.0) -> float:
 # ----------------------------------------------------------------------------- job counts
 
 
-def _checkpoint_steps(max_steps: int, every: int) -> list[int]:
-    return sorted(set(range(0, max_steps + 1, every)) | {0, max_steps})
-
-
 def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     """SLURM jobs per model-running rule of the workflow under ``cfg`` (a merged, validated config).
 
     Expands the config as ``rules/common.smk`` and the rules files do (runs x checkpoints,
-    eval_models x conditions, datasets x models, ...); ``tests/core/test_capacity.py``
-    checks the result against the DAG of ``snakemake -n``.  Rules that are not listed
-    run on the submit host (``localrules``) or are CPU steps of seconds.
+    eval_models x conditions, datasets x models, ...), with the names they expand it with
+    (:func:`knowlab.core.checkpoints.checkpoint_steps`, :data:`knowlab.sort.finetune.PARAMETRIC_RUNS`,
+    :data:`knowlab.sort.prompts.RAG_CONDITIONS`); ``tests/tooling/test_capacity.py`` checks the
+    result against the DAG of ``snakemake -n``.  Rules that are not listed run on the submit host
+    (``localrules``) or are CPU steps of seconds.
     """
     ft, sort, grounding = cfg["finetune"], cfg["sort"], cfg["grounding"]
     fiction_runs = list(ft["runs"])
     runs = len(fiction_runs) + bool(ft["control"])
-    intervals = len(_checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
+    intervals = len(checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
     parametric = bool(sort["parametric"]["enabled"])
     epochs = sort["parametric"]["epochs"] if parametric else 0
     trainings = runs + (len(PARAMETRIC_RUNS) if parametric else 0)
     models = len(cfg["eval_models"])
     checkpoints = 1 + runs * intervals
-    rag = bool({"rag", "oracle_rag"} & set(sort["conditions"]))
+    rag = bool(set(RAG_CONDITIONS) & set(sort["conditions"]))
     grounding_finetune = grounding["finetune"]["enabled"] and bool(fiction_runs) and "fiction" in grounding["datasets"]
     counts = {
         "base_model": 1,
@@ -533,62 +535,93 @@ def combine(parts: Sequence[RuleCost]) -> RuleCost:
     )
 
 
-def _sort_counts(sort: Mapping[str, Any], corpus: Corpus) -> tuple[int, int]:
-    """(validation items, test items) of Book-SORT under ``sort``."""
-    books = {"gutenberg": len(sort["gutenberg"]["ids"]), "shakespeare": len(sort["shakespeare"]["texts"])}.get(
-        sort["source"], corpus.sort_books
-    )
-    cells = books * len(sort["excerpt_lengths"]) * len(sort["segment_lengths"]) * SORT_BINS
-    return cells * sort["n_validation"], cells * (sort["n_excerpts"] - sort["n_validation"])
+@dataclass(frozen=True)
+class PlanInputs:
+    """What every rule's cost function (:data:`RULE_COSTS`) reads.
 
-
-def _sort_prompt_tokens(sort: Mapping[str, Any], condition: str, corpus: Corpus, excerpt: int | None = None) -> int:
-    """Tokens of a SORT prompt: overhead, two segments, and the condition's context (longest excerpt by default)."""
-    tokens = corpus.sort_prompt_overhead_tokens + 2 * max(sort["segment_lengths"]) * corpus.tokens_per_word
-    if condition == "in_context":
-        tokens += (excerpt or max(sort["excerpt_lengths"])) * corpus.tokens_per_word
-    elif condition in ("rag", "oracle_rag"):
-        tokens += sort["rag"]["k"] * sort["rag"]["chunk_size"] / corpus.chars_per_token
-    return int(tokens)
-
-
-def _mean_sort_tokens(sort: Mapping[str, Any], condition: str, corpus: Corpus) -> float:
-    lengths = sort["excerpt_lengths"]
-    return sum(_sort_prompt_tokens(sort, condition, corpus, e) for e in lengths) / len(lengths)
-
-
-def plan(
-    cfg: Mapping[str, Any],
-    shape: ModelShape,
-    *,
-    corpus: Corpus = PAPER_CORPUS,
-    gpu: GPU = H100,
-    eval_model_shape: ModelShape = LLAMA_3_1_8B,
-) -> list[RuleCost]:
-    """The capacity plan of the workflow under ``cfg`` (paper.yaml merged over config.yaml) for a base model ``shape``.
-
-    One :class:`RuleCost` per model-running rule (the fine-tuning rules split by recipe:
-    FictionalQA runs and SORT parametric runs), plus the base model and the models evaluated as
-    they are.  Rules over ``eval_models`` run the base model at ``shape`` and every other model
-    at ``eval_model_shape`` (the open 7B models of the papers are 6.7B-8.5B parameters): their
-    hours per job are the longest job's, their GPU-hours the sum.
-
-    Raises:
-        KeyError: ``cfg`` lacks a key of the schema (pass a validated config).
-        ValueError: the ZeRO settings are invalid (:func:`model_state_memory`).
+    ``cfg``: the merged, validated config; ``shape``: the base model's; ``counts``:
+    :func:`job_counts` of ``cfg``; ``corpus`` and ``gpu``: the plan's sizes and assumptions;
+    ``eval_model_shape``: the shape of every model of ``eval_models`` other than the base model.
     """
-    ft, sort, grounding, compute = cfg["finetune"], cfg["sort"], cfg["grounding"], cfg.get("compute", {})
-    counts = job_counts(cfg)
-    params = count_parameters(shape)
+
+    cfg: Mapping[str, Any]
+    shape: ModelShape
+    counts: Mapping[str, int]
+    corpus: Corpus
+    gpu: GPU
+    eval_model_shape: ModelShape
+
+    @property
+    def compute(self) -> Mapping[str, Any]:
+        """The ``compute`` section (``max_batch_tokens`` caps a batch's tokens)."""
+        return self.cfg.get("compute", {})
+
+    @property
+    def other_models(self) -> int:
+        """Models of ``eval_models`` other than the base model (each planned at ``eval_model_shape``)."""
+        return sum(spec != "base" for spec in self.cfg["eval_models"].values())
+
+
+def _scoring(
+    p: PlanInputs,
+    rule: str,
+    jobs: int,
+    tokens: float,
+    context: int,
+    rows: int,
+    width: int,
+    logit_positions: int,
+    host_extra: float = 0.0,
+    storage: float = 0.0,
+    note: str = "",
+    model: ModelShape | None = None,
+) -> RuleCost:
+    """``jobs`` jobs of a rule that scores ``tokens`` tokens with forward passes, each attending to about
+    ``context`` tokens (:func:`scoring_seconds`, plus :func:`job_overhead_s`), at batches of ``rows x
+    width`` tokens and ``logit_positions`` logits (:func:`inference_memory`), the rows cut to fit
+    ``compute.max_batch_tokens`` as the scoring engine cuts them; ``model`` defaults to the base model."""
+    model = p.shape if model is None else model
+    budget = p.compute.get("max_batch_tokens")
+    if budget:
+        rows = max(1, min(rows, budget // max(width, 1)))
+        logit_positions = min(logit_positions, rows * width)
+    seconds = scoring_seconds(model, tokens, context, gpu=p.gpu)
+    hours = (seconds + job_overhead_s(BF16 * count_parameters(model).total)) / 3600
+    mem = inference_memory(model, rows, width, logit_positions=logit_positions, cache_tokens=rows * width)
+    return RuleCost(
+        rule,
+        jobs,
+        1,
+        _gib(mem),
+        PROCESS_HOST_GIB + _gib(host_extra),
+        hours,
+        hours * jobs,
+        _gib(storage),
+        note=note,
+        profile_rules=(rule,),
+    )
+
+
+# ---- fine-tuning
+
+
+@dataclass(frozen=True)
+class _Training:
+    """What every fine-tuning job shares under the ``finetune`` section's ZeRO and launch settings."""
+
+    gpus: int  #: GPUs a job: nodes x processes per node
+    checkpointing: bool  #: finetune.gradient_checkpointing
+    state_gpu: int  #: parameters, gradients and Adam state per GPU (:func:`model_state_memory`)
+    host_node: float  #: host memory per node (bytes)
+    state_bytes: int  #: the training state a job saves for the next one (bytes)
+    overhead_s: float  #: a job's start-up and I/O (:func:`job_overhead_s`)
+
+
+def _training(p: PlanInputs) -> _Training:
+    ft = p.cfg["finetune"]
+    params = count_parameters(p.shape)
     n = params.total
     dist = ft["distributed"]
-    gpus = dist["nodes"] * dist["processes_per_node"]
-    ckpt = bool(ft["gradient_checkpointing"])
-    models = list(cfg["eval_models"].values())
-    other_models = sum(spec != "base" for spec in models)
-    costs: list[RuleCost] = []
-
-    # ---- fine-tuning: one job per checkpoint interval (FictionalQA) or per epoch (SORT parametric)
     state_gpu, state_cpu = model_state_memory(
         params,
         ft["zero_stage"],
@@ -604,116 +637,143 @@ def plan(
     host_node = (
         state_cpu + (BF16 * n if ft["zero_stage"] == 3 else 0) + dist["processes_per_node"] * PROCESS_HOST_GIB * GIB
     )
-    fiction_runs = len(ft["runs"]) + bool(ft["control"])
-    intervals = len(_checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
-    interval_tokens = ft["checkpoint_every"] * ft["global_batch_size"] * ft["seq_len"]
     # each interval loads the base model and the previous state, and saves its checkpoint and its state
     overhead = job_overhead_s(BF16 * n, 2 * state_bytes + BF16 * n)
-    hours = (
-        training_seconds(shape, interval_tokens, ft["seq_len"], gpus, checkpointing=ckpt, gpu=gpu) + overhead
-    ) / 3600
-    costs.append(
-        RuleCost(
-            rule="finetune (FictionalQA interval)",
-            jobs=fiction_runs * intervals,
-            gpus_per_job=gpus,
-            gpu_mem_gib=_gib(
-                state_gpu + activation_memory(shape, ft["micro_batch_size"], ft["seq_len"], checkpointing=ckpt)
-            ),
-            host_mem_gib=_gib(host_node),
-            hours_per_job=hours,
-            gpu_hours=hours * gpus * fiction_runs * intervals,
-            storage_gib=_gib(BF16 * n * fiction_runs * intervals),
-            temp_gib=_gib(state_bytes * 2 * fiction_runs),
-            note=f"{ft['checkpoint_every']} steps x {ft['global_batch_size']} x {ft['seq_len']} tokens per job",
-            profile_rules=("finetune", "finetune_last"),
-        )
+    return _Training(
+        gpus=dist["nodes"] * dist["processes_per_node"],
+        checkpointing=bool(ft["gradient_checkpointing"]),
+        state_gpu=state_gpu,
+        host_node=host_node,
+        state_bytes=state_bytes,
+        overhead_s=overhead,
     )
-    if sort["parametric"]["enabled"]:
-        pft = {**ft, **sort["parametric"]["finetune"]}
-        epochs = sort["parametric"]["epochs"]
-        chunks = math.ceil(corpus.sort_books * corpus.book_words / sort["parametric"]["chunk_words"])
-        sequences = chunks + sort["parametric"]["instructions"]["n"]
-        steps = math.ceil(sequences / pft["global_batch_size"])
-        epoch_tokens = steps * pft["global_batch_size"] * pft["seq_len"]
-        seconds = training_seconds(shape, epoch_tokens, pft["seq_len"], gpus, checkpointing=ckpt, gpu=gpu)
-        hours = (seconds + overhead) / 3600
-        jobs = len(PARAMETRIC_RUNS) * epochs
-        costs.append(
-            RuleCost(
-                rule="finetune (SORT parametric epoch)",
-                jobs=jobs,
-                gpus_per_job=gpus,
-                gpu_mem_gib=_gib(
-                    state_gpu + activation_memory(shape, pft["micro_batch_size"], pft["seq_len"], checkpointing=ckpt)
-                ),
-                host_mem_gib=_gib(host_node),
-                hours_per_job=hours,
-                gpu_hours=hours * gpus * jobs,
-                storage_gib=_gib(BF16 * n * jobs),
-                temp_gib=_gib(state_bytes * 2 * len(PARAMETRIC_RUNS)),
-                note=f"{steps} steps x {pft['global_batch_size']} x {pft['seq_len']} tokens per epoch "
-                f"({chunks} book chunks)",
-                profile_rules=("finetune", "finetune_last"),
-            )
-        )
 
-    def scoring(
-        rule: str,
-        jobs: int,
-        tokens: float,
-        context: int,
-        rows: int,
-        width: int,
-        logit_positions: int,
-        host_extra: float = 0.0,
-        storage: float = 0.0,
-        note: str = "",
-        model: ModelShape = shape,
-    ) -> RuleCost:
-        budget = compute.get("max_batch_tokens")
-        if budget:
-            rows = max(1, min(rows, budget // max(width, 1)))
-            logit_positions = min(logit_positions, rows * width)
-        seconds = scoring_seconds(model, tokens, context, gpu=gpu)
-        hours = (seconds + job_overhead_s(BF16 * count_parameters(model).total)) / 3600
-        mem = inference_memory(model, rows, width, logit_positions=logit_positions, cache_tokens=rows * width)
-        return RuleCost(
-            rule,
-            jobs,
-            1,
-            _gib(mem),
-            PROCESS_HOST_GIB + _gib(host_extra),
-            hours,
-            hours * jobs,
-            _gib(storage),
-            note=note,
-            profile_rules=(rule,),
-        )
 
-    # ---- FictionalQA: ranking and checkpoint evaluation
+def _finetune_fictionalqa(p: PlanInputs, t: _Training) -> RuleCost:
+    """One job per checkpoint interval of every FictionalQA run and the control:
+    ``checkpoint_every x global_batch_size x seq_len`` tokens each."""
+    ft = p.cfg["finetune"]
+    n = count_parameters(p.shape).total
+    fiction_runs = len(ft["runs"]) + bool(ft["control"])
+    intervals = len(checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
+    interval_tokens = ft["checkpoint_every"] * ft["global_batch_size"] * ft["seq_len"]
+    seconds = training_seconds(
+        p.shape, interval_tokens, ft["seq_len"], t.gpus, checkpointing=t.checkpointing, gpu=p.gpu
+    )
+    hours = (seconds + t.overhead_s) / 3600
+    return RuleCost(
+        rule="finetune (FictionalQA interval)",
+        jobs=fiction_runs * intervals,
+        gpus_per_job=t.gpus,
+        gpu_mem_gib=_gib(
+            t.state_gpu
+            + activation_memory(p.shape, ft["micro_batch_size"], ft["seq_len"], checkpointing=t.checkpointing)
+        ),
+        host_mem_gib=_gib(t.host_node),
+        hours_per_job=hours,
+        gpu_hours=hours * t.gpus * fiction_runs * intervals,
+        storage_gib=_gib(BF16 * n * fiction_runs * intervals),
+        temp_gib=_gib(t.state_bytes * 2 * fiction_runs),
+        note=f"{ft['checkpoint_every']} steps x {ft['global_batch_size']} x {ft['seq_len']} tokens per job",
+        profile_rules=("finetune", "finetune_last"),
+    )
+
+
+def _finetune_parametric(p: PlanInputs, t: _Training) -> RuleCost:
+    """One job per epoch of every SORT parametric run: the books' ``chunk_words`` chunks and the
+    instruction conversations, at ``sort.parametric.finetune`` merged over ``finetune``."""
+    sort, corpus = p.cfg["sort"], p.corpus
+    n = count_parameters(p.shape).total
+    pft = {**p.cfg["finetune"], **sort["parametric"]["finetune"]}
+    epochs = sort["parametric"]["epochs"]
+    chunks = math.ceil(corpus.sort_books * corpus.book_words / sort["parametric"]["chunk_words"])
+    sequences = chunks + sort["parametric"]["instructions"]["n"]
+    steps = math.ceil(sequences / pft["global_batch_size"])
+    epoch_tokens = steps * pft["global_batch_size"] * pft["seq_len"]
+    seconds = training_seconds(p.shape, epoch_tokens, pft["seq_len"], t.gpus, checkpointing=t.checkpointing, gpu=p.gpu)
+    hours = (seconds + t.overhead_s) / 3600
+    jobs = len(PARAMETRIC_RUNS) * epochs
+    return RuleCost(
+        rule="finetune (SORT parametric epoch)",
+        jobs=jobs,
+        gpus_per_job=t.gpus,
+        gpu_mem_gib=_gib(
+            t.state_gpu
+            + activation_memory(p.shape, pft["micro_batch_size"], pft["seq_len"], checkpointing=t.checkpointing)
+        ),
+        host_mem_gib=_gib(t.host_node),
+        hours_per_job=hours,
+        gpu_hours=hours * t.gpus * jobs,
+        storage_gib=_gib(BF16 * n * jobs),
+        temp_gib=_gib(t.state_bytes * 2 * len(PARAMETRIC_RUNS)),
+        note=f"{steps} steps x {pft['global_batch_size']} x {pft['seq_len']} tokens per epoch ({chunks} book chunks)",
+        profile_rules=("finetune", "finetune_last"),
+    )
+
+
+def finetune_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rules ``finetune`` and ``finetune_last`` (rules/models.smk: ``knowlab.finetune_job``, which runs
+    ``knowlab.core.train`` under DeepSpeed): a row per recipe, FictionalQA runs by checkpoint interval
+    and (when ``sort.parametric.enabled``) SORT parametric runs by epoch.
+
+    GPU memory: DeepSpeed's ZeRO estimate of the model state (:func:`model_state_memory`) plus the
+    activations of one micro-batch (:func:`activation_memory`, Korthikanti et al. 2022); time: the
+    trained tokens' FLOPs at ``mfu_training`` (:func:`training_seconds`) plus loading the model and
+    moving the training state (:func:`job_overhead_s`); storage: a bf16 checkpoint per job, and two
+    training states per run kept temporarily.
+    """
+    t = _training(p)
+    rows = [_finetune_fictionalqa(p, t)]
+    if p.cfg["sort"]["parametric"]["enabled"]:
+        rows.append(_finetune_parametric(p, t))
+    return rows
+
+
+# ---- FictionalQA
+
+
+def rank_distractors_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``rank_distractors`` (rules/fictionalqa.smk: scripts/rank_distractors.py, the ranker of
+    ``knowlab.fictionalqa.corpus.mcq``), when ``mcq.distractors`` is ``model_ranked``: the base model
+    scores one prompt of ``ranker_prompt_tokens`` per question and candidate answer (every answer of the
+    corpus, or ``mcq.ranker.max_candidates``), ``mcq.ranker.batch_size`` at a time.
+
+    Host memory: one shard's prompts (``mcq.ranker.shard_questions``) and every finished row until
+    written; storage: :data:`RANKING_ROW_BYTES` a ranked row.
+    """
+    if not p.counts.get("rank_distractors"):
+        return []
+    cfg, corpus = p.cfg, p.corpus
     n_answers = round(corpus.n_questions * corpus.answers_per_question)
     ranker_max = cfg["mcq"]["ranker"]["max_candidates"]
     prompts = corpus.n_questions * (n_answers if ranker_max is None else min(ranker_max, n_answers))
-    if counts.get("rank_distractors"):
-        rb = cfg["mcq"]["ranker"]["batch_size"]
-        # one shard's prompts at a time (mcq.ranker.shard_questions), every finished row until written
-        shard = min(cfg["mcq"]["ranker"].get("shard_questions", 64), corpus.n_questions) * prompts / corpus.n_questions
-        host = shard * corpus.ranker_prompt_host_bytes + prompts * corpus.ranking_row_host_bytes
-        costs.append(
-            scoring(
-                "rank_distractors",
-                1,
-                prompts * corpus.ranker_prompt_tokens,
-                corpus.ranker_prompt_tokens,
-                rb,
-                corpus.ranker_prompt_tokens,
-                rb,
-                host_extra=host,
-                storage=prompts * RANKING_ROW_BYTES,
-                note=f"{prompts:,} prompts of {corpus.ranker_prompt_tokens} tokens",
-            )
+    rb = cfg["mcq"]["ranker"]["batch_size"]
+    # one shard's prompts at a time (mcq.ranker.shard_questions), every finished row until written
+    shard = min(cfg["mcq"]["ranker"].get("shard_questions", 64), corpus.n_questions) * prompts / corpus.n_questions
+    host = shard * corpus.ranker_prompt_host_bytes + prompts * corpus.ranking_row_host_bytes
+    return [
+        _scoring(
+            p,
+            "rank_distractors",
+            1,
+            prompts * corpus.ranker_prompt_tokens,
+            corpus.ranker_prompt_tokens,
+            rb,
+            corpus.ranker_prompt_tokens,
+            rb,
+            host_extra=host,
+            storage=prompts * RANKING_ROW_BYTES,
+            note=f"{prompts:,} prompts of {corpus.ranker_prompt_tokens} tokens",
         )
+    ]
+
+
+def evaluate_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``evaluate`` (rules/fictionalqa.smk: scripts/evaluate.py), one job per checkpoint (the base
+    model once): the losses of the fiction documents, fictsheets, held-out webtext, fiction and real
+    Q&A, and every choice of every multiple-choice suite, ``evaluate.batch_size`` rows of the longest
+    document at a time; storage: :data:`ITEM_ROW_BYTES` an item row."""
+    cfg, corpus = p.cfg, p.corpus
     choices = sum(cfg["mcq"]["n_choices"])
     eval_tokens = (
         corpus.n_documents * corpus.document_tokens
@@ -725,92 +785,130 @@ def plan(
     eb = cfg["evaluate"]["batch_size"]
     width = max(corpus.document_tokens, corpus.fictsheet_tokens)
     eval_rows = corpus.n_documents + corpus.n_fictsheets + corpus.n_questions * (2 + len(cfg["mcq"]["n_choices"]))
-    costs.append(
-        scoring(
+    return [
+        _scoring(
+            p,
             "evaluate",
-            counts["evaluate"],
+            p.counts["evaluate"],
             eval_tokens,
             corpus.document_tokens,
             eb,
             width,
             eb * width,
-            storage=counts["evaluate"] * eval_rows * ITEM_ROW_BYTES,
+            storage=p.counts["evaluate"] * eval_rows * ITEM_ROW_BYTES,
             note=f"{eval_tokens / 1e6:.1f}M tokens per checkpoint",
         )
+    ]
+
+
+# ---- SORT
+
+
+def _sort_counts(sort: Mapping[str, Any], corpus: Corpus) -> tuple[int, int]:
+    """(validation items, test items) of Book-SORT under ``sort``: books x excerpt lengths x segment lengths
+    x the distance bins of :data:`knowlab.sort.build.N_BINS`, ``n_validation`` and the rest of ``n_excerpts``."""
+    books = {"gutenberg": len(sort["gutenberg"]["ids"]), "shakespeare": len(sort["shakespeare"]["texts"])}.get(
+        sort["source"], corpus.sort_books
     )
+    cells = books * len(sort["excerpt_lengths"]) * len(sort["segment_lengths"]) * N_BINS
+    return cells * sort["n_validation"], cells * (sort["n_excerpts"] - sort["n_validation"])
 
-    # ---- SORT
-    validation, test = _sort_counts(sort, corpus)
-    sb = sort["batch_size"]
-    templates = len(sort["templates"] or ()) or SORT_TEMPLATES
-    readings = len(sort["rag_readings"] or ()) or SORT_RAG_READINGS
 
-    def per_model(
-        rule: str, jobs_per_model: int, tokens: float, context: int, width: int, note: str, storage_per_job: float = 0.0
-    ) -> list[RuleCost]:
-        """The jobs of ``rule`` for the base model (at ``shape``) and every other eval model."""
-        parts = [
-            scoring(
+def _sort_prompt_tokens(sort: Mapping[str, Any], condition: str, corpus: Corpus, excerpt: int | None = None) -> int:
+    """Tokens of a SORT prompt: overhead, two segments, and the condition's context (longest excerpt by default)."""
+    tokens = corpus.sort_prompt_overhead_tokens + 2 * max(sort["segment_lengths"]) * corpus.tokens_per_word
+    if condition == "in_context":
+        tokens += (excerpt or max(sort["excerpt_lengths"])) * corpus.tokens_per_word
+    elif condition in RAG_CONDITIONS:
+        tokens += sort["rag"]["k"] * sort["rag"]["chunk_size"] / corpus.chars_per_token
+    return int(tokens)
+
+
+def _mean_sort_tokens(sort: Mapping[str, Any], condition: str, corpus: Corpus) -> float:
+    lengths = sort["excerpt_lengths"]
+    return sum(_sort_prompt_tokens(sort, condition, corpus, e) for e in lengths) / len(lengths)
+
+
+def _sort_per_model(
+    p: PlanInputs,
+    rule: str,
+    jobs_per_model: int,
+    tokens: float,
+    context: int,
+    width: int,
+    note: str,
+    storage_per_job: float = 0.0,
+) -> list[RuleCost]:
+    """The jobs of a SORT rule over ``eval_models``: the base model's (at ``shape``) and every other
+    model's (at ``eval_model_shape``), ``sort.batch_size`` prompts a batch."""
+    sb = p.cfg["sort"]["batch_size"]
+    parts = [
+        _scoring(
+            p, rule, jobs_per_model, tokens, context, sb, width, sb, note=note, storage=storage_per_job * jobs_per_model
+        )
+    ]
+    if p.other_models:
+        parts.append(
+            _scoring(
+                p,
                 rule,
-                jobs_per_model,
+                jobs_per_model * p.other_models,
                 tokens,
                 context,
                 sb,
                 width,
                 sb,
                 note=note,
-                storage=storage_per_job * jobs_per_model,
+                storage=storage_per_job * jobs_per_model * p.other_models,
+                model=p.eval_model_shape,
             )
-        ]
-        if other_models:
-            parts.append(
-                scoring(
-                    rule,
-                    jobs_per_model * other_models,
-                    tokens,
-                    context,
-                    sb,
-                    width,
-                    sb,
-                    note=note,
-                    storage=storage_per_job * jobs_per_model * other_models,
-                    model=eval_model_shape,
-                )
-            )
-        return parts
+        )
+    return parts
 
+
+def sort_prompt_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``sort_prompt`` (rules/sort.smk: scripts/sort_prompt.py), one job per model of ``eval_models``:
+    every prompt template (``sort.templates``, or the 12 of :data:`knowlab.sort.prompts.DEFAULT_TEMPLATES`)
+    on every validation item, in context; each prompt up to the longest excerpt."""
+    sort, corpus = p.cfg["sort"], p.corpus
+    validation, _ = _sort_counts(sort, corpus)
+    templates = len(sort["templates"] or DEFAULT_TEMPLATES)
     in_context = _mean_sort_tokens(sort, "in_context", corpus)
     longest = _sort_prompt_tokens(sort, "in_context", corpus)
-    costs.append(
+    note = f"{templates} templates x {validation:,} validation items, in context"
+    return [combine(_sort_per_model(p, "sort_prompt", 1, templates * validation * in_context, longest, longest, note))]
+
+
+def sort_rag_prompt_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``sort_rag_prompt`` (rules/sort.smk: scripts/sort_rag_prompt.py), one job per model of
+    ``eval_models`` when a RAG condition (:data:`knowlab.sort.prompts.RAG_CONDITIONS`) is run: every RAG
+    reading instruction (``sort.rag_readings``, or the 10 of :data:`knowlab.sort.prompts.RAG_READINGS`)
+    on every validation item, with ``sort.rag.k`` retrieved chunks."""
+    if not p.counts.get("sort_rag_prompt"):
+        return []
+    sort, corpus = p.cfg["sort"], p.corpus
+    validation, _ = _sort_counts(sort, corpus)
+    readings = len(sort.get("rag_readings") or RAG_READINGS)
+    rag_tokens = _sort_prompt_tokens(sort, "rag", corpus)
+    note = f"{readings} RAG readings x {validation:,} validation items"
+    return [
         combine(
-            per_model(
-                "sort_prompt",
-                1,
-                templates * validation * in_context,
-                longest,
-                longest,
-                f"{templates} templates x {validation:,} validation items, in context",
-            )
+            _sort_per_model(p, "sort_rag_prompt", 1, readings * validation * rag_tokens, rag_tokens, rag_tokens, note)
         )
-    )
-    if counts.get("sort_rag_prompt"):
-        rag_tokens = _sort_prompt_tokens(sort, "rag", corpus)
-        costs.append(
-            combine(
-                per_model(
-                    "sort_rag_prompt",
-                    1,
-                    readings * validation * rag_tokens,
-                    rag_tokens,
-                    rag_tokens,
-                    f"{readings} RAG readings x {validation:,} validation items",
-                )
-            )
-        )
+    ]
+
+
+def sort_evaluate_base_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``sort_evaluate_base`` (rules/sort.smk: scripts/sort_evaluate.py), one job per model of
+    ``eval_models`` and condition of ``sort.conditions``: every test item under the condition's context;
+    storage: :data:`ITEM_ROW_BYTES` an item row."""
+    sort, corpus = p.cfg["sort"], p.corpus
+    _, test = _sort_counts(sort, corpus)
     parts = []
     for condition in sort["conditions"]:
         width = _sort_prompt_tokens(sort, condition, corpus)
-        parts += per_model(
+        parts += _sort_per_model(
+            p,
             "sort_evaluate_base",
             1,
             test * _mean_sort_tokens(sort, condition, corpus),
@@ -819,82 +917,155 @@ def plan(
             f"{test:,} test items x {len(sort['conditions'])} conditions",
             storage_per_job=test * ITEM_ROW_BYTES,
         )
-    costs.append(combine(parts))
-    if counts.get("sort_fiction_evaluate"):
-        fsort = sort["fiction"]
-        documents = (
-            corpus.n_documents if fsort["max_documents"] is None else min(fsort["max_documents"], corpus.n_documents)
-        )
-        items = (
-            documents * len(fsort["excerpt_lengths"]) * len(fsort["segment_lengths"]) * SORT_BINS * fsort["n_excerpts"]
-        )
-        tokens = int(corpus.sort_prompt_overhead_tokens + 2 * max(fsort["segment_lengths"]) * corpus.tokens_per_word)
-        costs.append(
-            scoring(
-                "sort_fiction_evaluate",
-                counts["sort_fiction_evaluate"],
-                items * tokens,
-                tokens,
-                sb,
-                tokens,
-                sb,
-                storage=counts["sort_fiction_evaluate"] * items * ITEM_ROW_BYTES,
-                note=f"{items:,} items without context per checkpoint",
-            )
-        )
-    if counts.get("sort_parametric_evaluate"):
-        baseline = _sort_prompt_tokens(sort, "baseline", corpus)
-        segment = int(max(sort["segment_lengths"]) * corpus.tokens_per_word)
-        tokens = test * (baseline + 2 * segment + in_context)  # the last epoch adds in context
-        costs.append(
-            scoring(
-                "sort_parametric_evaluate",
-                counts["sort_parametric_evaluate"],
-                tokens,
-                longest,
-                sb,
-                longest,
-                sb,
-                storage=counts["sort_parametric_evaluate"] * 3 * test * ITEM_ROW_BYTES,
-                note="no context and segment perplexity per epoch, in context after the last",
-            )
-        )
+    return [combine(parts)]
 
-    # ---- grounding
-    gen = grounding["generation"]
+
+def sort_fiction_evaluate_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``sort_fiction_evaluate`` (rules/sort.smk: scripts/sort_evaluate.py on the FictionalQA
+    documents), one job per checkpoint: SORT items of the fiction documents (``sort.fiction``: documents
+    x excerpt lengths x segment lengths x :data:`knowlab.sort.build.N_BINS` x ``n_excerpts``), without
+    context."""
+    if not p.counts.get("sort_fiction_evaluate"):
+        return []
+    sort, corpus = p.cfg["sort"], p.corpus
+    sb = sort["batch_size"]
+    fsort = sort["fiction"]
+    documents = (
+        corpus.n_documents if fsort["max_documents"] is None else min(fsort["max_documents"], corpus.n_documents)
+    )
+    items = documents * len(fsort["excerpt_lengths"]) * len(fsort["segment_lengths"]) * N_BINS * fsort["n_excerpts"]
+    tokens = int(corpus.sort_prompt_overhead_tokens + 2 * max(fsort["segment_lengths"]) * corpus.tokens_per_word)
+    jobs = p.counts["sort_fiction_evaluate"]
+    return [
+        _scoring(
+            p,
+            "sort_fiction_evaluate",
+            jobs,
+            items * tokens,
+            tokens,
+            sb,
+            tokens,
+            sb,
+            storage=jobs * items * ITEM_ROW_BYTES,
+            note=f"{items:,} items without context per checkpoint",
+        )
+    ]
+
+
+def sort_parametric_evaluate_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``sort_parametric_evaluate`` (rules/sort.smk: scripts/sort_parametric_evaluate.py), one job per
+    epoch of every parametric run (:data:`knowlab.sort.finetune.PARAMETRIC_RUNS`) and the base model: the
+    test items without context and the perplexity of their segments, and after the last epoch in context."""
+    if not p.counts.get("sort_parametric_evaluate"):
+        return []
+    sort, corpus = p.cfg["sort"], p.corpus
+    _, test = _sort_counts(sort, corpus)
+    in_context = _mean_sort_tokens(sort, "in_context", corpus)
+    longest = _sort_prompt_tokens(sort, "in_context", corpus)
+    baseline = _sort_prompt_tokens(sort, "baseline", corpus)
+    segment = int(max(sort["segment_lengths"]) * corpus.tokens_per_word)
+    tokens = test * (baseline + 2 * segment + in_context)  # the last epoch adds in context
+    jobs = p.counts["sort_parametric_evaluate"]
+    sb = sort["batch_size"]
+    return [
+        _scoring(
+            p,
+            "sort_parametric_evaluate",
+            jobs,
+            tokens,
+            longest,
+            sb,
+            longest,
+            sb,
+            storage=jobs * 3 * test * ITEM_ROW_BYTES,
+            note="no context and segment perplexity per epoch, in context after the last",
+        )
+    ]
+
+
+# ---- grounding
+
+
+def _condition_tokens(condition: str, budget: int | None, position: str | None, corpus: Corpus) -> int:
+    """Input tokens of a grounding prompt under ``condition``, as
+    :func:`knowlab.grounding.conditions.condition_spec` reads it with the ``*_dist`` ``budget`` and
+    ``position``: the question alone, with its gold contexts, or with gold contexts and distractors
+    packed to the condition's budget."""
+    spec = condition_spec(condition, budget, position)
+    if spec["version"] is None:
+        return corpus.question_tokens
+    if spec["budget"] is None:
+        return corpus.gold_context_tokens + corpus.question_tokens
+    return spec["budget"] + corpus.question_tokens
+
+
+def _grounding_inputs(cfg: Mapping[str, Any], corpus: Corpus) -> list[int]:
+    """Input tokens of a grounding prompt under each condition the config asks for
+    (:func:`knowlab.grounding.conditions.condition_names` of
+    :class:`knowlab.grounding.settings.GroundingConditionSettings`), capped at
+    ``grounding.generation.max_input_tokens``."""
+    settings = GroundingConditionSettings.from_config(cfg)
+    cap = cfg["grounding"]["generation"]["max_input_tokens"]
+    return [
+        min(_condition_tokens(c, settings.budget, settings.position, corpus), cap) for c in condition_names(settings)
+    ]
+
+
+def _generation(p: PlanInputs, items: int, inputs: Sequence[int], model: ModelShape) -> tuple[float, float]:
+    """(seconds, peak GPU bytes) of one job generating ``items`` x ``inputs`` responses
+    (:func:`generation_seconds`, :func:`inference_memory`).
+
+    A batch holds ``generation.batch_size`` prompts and, when ``compute.max_batch_tokens`` is
+    set, at most that many tokens counting every row as prompt + ``max_new_tokens``
+    (knowlab.core.llm.local)."""
+    gen = p.cfg["grounding"]["generation"]
     gb, new = gen["batch_size"], gen["max_new_tokens"]
-    conditions = _grounding_inputs(grounding, corpus)
+    budget = p.compute.get("max_batch_tokens")
 
-    def generate(rule: str, items: int, inputs: Sequence[int], model: ModelShape) -> tuple[float, float]:
-        """(seconds, peak GPU bytes) of one job generating ``items`` x ``inputs`` responses.
+    def rows(i: int) -> int:
+        return max(1, min(gb, budget // (i + new))) if budget else gb
 
-        A batch holds ``generation.batch_size`` prompts and, when ``compute.max_batch_tokens`` is
-        set, at most that many tokens counting every row as prompt + ``max_new_tokens``
-        (knowlab.core.llm.local)."""
-        budget = compute.get("max_batch_tokens")
+    seconds = sum(generation_seconds(model, items, rows(i), i, new, gpu=p.gpu) for i in inputs)
+    seconds += job_overhead_s(BF16 * count_parameters(model).total)
+    mem = max(
+        inference_memory(model, rows(i), i, logit_positions=rows(i), cache_tokens=rows(i) * (i + new)) for i in inputs
+    )
+    return seconds, mem
 
-        def rows(i: int) -> int:
-            return max(1, min(gb, budget // (i + new))) if budget else gb
 
-        seconds = sum(generation_seconds(model, items, rows(i), i, new, gpu=gpu) for i in inputs)
-        seconds += job_overhead_s(BF16 * count_parameters(model).total)
-        mem = max(
-            inference_memory(model, rows(i), i, logit_positions=rows(i), cache_tokens=rows(i) * (i + new))
-            for i in inputs
-        )
-        return seconds, mem
+def _grounding_datasets(corpus: Corpus) -> dict[str, int]:
+    """Questions of each grounding dataset: the KAIST release's and the fiction set's (one per FictionalQA question)."""
+    return {"kaist": corpus.kaist_questions, "fiction": corpus.n_questions}
 
-    datasets = {"kaist": corpus.kaist_questions, "fiction": corpus.n_questions}
+
+def _grounding_jobs(p: PlanInputs) -> list[tuple[int, ModelShape]]:
+    """(questions, model shape) of every grounding job: ``grounding.datasets`` x ``eval_models``, each dataset
+    cut to ``grounding.max_items``."""
+    grounding = p.cfg["grounding"]
+    datasets = _grounding_datasets(p.corpus)
     max_items = grounding["max_items"]
     jobs = []
     for dataset in grounding["datasets"]:
         items = datasets[dataset] if max_items is None else min(max_items, datasets[dataset])
-        for spec in models:
-            model = shape if spec == "base" else eval_model_shape
-            jobs.append((items, *generate("grounding_generate", items, conditions, model)))
+        for spec in p.cfg["eval_models"].values():
+            jobs.append((items, p.shape if spec == "base" else p.eval_model_shape))
+    return jobs
+
+
+def grounding_generate_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``grounding_generate`` (rules/grounding.smk: scripts/grounding_generate.py, backend
+    ``transformers``), one job per dataset and model of ``eval_models``: a response of up to
+    ``generation.max_new_tokens`` to every question under every condition (:func:`_grounding_inputs`),
+    prefill and decoding as :func:`generation_seconds`; storage: the responses' text."""
+    grounding, corpus = p.cfg["grounding"], p.corpus
+    new = grounding["generation"]["max_new_tokens"]
+    conditions = _grounding_inputs(p.cfg, corpus)
+    datasets = _grounding_datasets(corpus)
+    models = list(p.cfg["eval_models"].values())
+    jobs = [(items, *_generation(p, items, conditions, model)) for items, model in _grounding_jobs(p)]
     responses = sum(items for items, _, _ in jobs) * len(conditions)
     response_bytes = new * corpus.output_chars_per_token
-    costs.append(
+    return [
         RuleCost(
             "grounding_generate",
             len(jobs),
@@ -909,90 +1080,7 @@ def plan(
             f"{len(models)} models, up to {max(conditions)} + {new} tokens",
             profile_rules=("grounding_generate",),
         )
-    )
-    # scoring: the cross-encoder (MiniLM-L12, 33M parameters, 512-token windows) on fact x passage pairs
-    costs.append(
-        _grounding_score(
-            "grounding_score", len(jobs), max(items for items, _, _ in jobs) * len(conditions), responses, new, gpu
-        )
-    )
-    if counts.get("grounding_checkpoint_generate"):
-        fmax = grounding["finetune"]["max_items"]
-        items = corpus.n_questions if fmax is None else min(fmax, corpus.n_questions)
-        gold = [corpus.gold_context_tokens + corpus.question_tokens] * GROUNDING_FINETUNE_CONDITIONS
-        seconds, mem = generate("grounding_checkpoint_generate", items, gold, shape)
-        jobs_n = counts["grounding_checkpoint_generate"]
-        costs.append(
-            RuleCost(
-                "grounding_checkpoint_generate",
-                jobs_n,
-                1,
-                _gib(mem),
-                PROCESS_HOST_GIB,
-                seconds / 3600,
-                seconds * jobs_n / 3600,
-                _gib(jobs_n * items * GROUNDING_FINETUNE_CONDITIONS * response_bytes),
-                note=f"{items:,} fiction questions x {GROUNDING_FINETUNE_CONDITIONS} conditions, "
-                f"up to {new} new tokens",
-                profile_rules=("grounding_checkpoint_generate",),
-            )
-        )
-        costs.append(
-            _grounding_score(
-                "grounding_checkpoint_score",
-                jobs_n,
-                items * GROUNDING_FINETUNE_CONDITIONS,
-                jobs_n * items * GROUNDING_FINETUNE_CONDITIONS,
-                new,
-                gpu,
-            )
-        )
-
-    # ---- models: downloads and conversions on CPU nodes
-    costs.append(
-        RuleCost(
-            "base_model",
-            1,
-            0,
-            0.0,
-            PROCESS_HOST_GIB + _gib(2 * BF16 * n),
-            0.0,
-            0.0,
-            _gib(BF16 * n),
-            note="download, save as safetensors",
-            profile_rules=("base_model",),
-        )
-    )
-    if other_models:
-        other = count_parameters(eval_model_shape).total
-        costs.append(
-            RuleCost(
-                "eval_model",
-                other_models,
-                0,
-                0.0,
-                PROCESS_HOST_GIB + _gib(2 * BF16 * other),
-                0.0,
-                0.0,
-                _gib(other_models * BF16 * other),
-                note=f"{other_models} open models at the {eval_model_shape.name} shape",
-                profile_rules=("eval_model",),
-            )
-        )
-    return costs
-
-
-def _grounding_inputs(grounding: Mapping[str, Any], corpus: Corpus) -> list[int]:
-    """Input tokens of a grounding prompt under each configured condition (capped at ``max_input_tokens``)."""
-    cap = grounding["generation"]["max_input_tokens"]
-    gold = corpus.gold_context_tokens + corpus.question_tokens
-    budget = grounding["distractors"]["budget"] + corpus.question_tokens
-    inputs = [gold, budget, gold, budget, corpus.question_tokens]  # original/conflict x gold/dist, no context
-    inputs += [
-        b + corpus.question_tokens for b in grounding["sweep"]["budgets"] if b != grounding["distractors"]["budget"]
     ]
-    inputs += [budget for p in grounding["sweep"]["positions"] if p != grounding["distractors"]["position"]]
-    return [min(i, cap) for i in inputs]
 
 
 #: cross-encoder/ms-marco-MiniLM-L-12-v2: parameters and window (the grounding evaluator; grounding_score)
@@ -1023,6 +1111,159 @@ def _grounding_score(
         note="cross-encoder on fact x passage pairs",
         profile_rules=(rule,),
     )
+
+
+def grounding_score_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``grounding_score`` (rules/grounding.smk: scripts/grounding_score.py), one job per
+    ``grounding_generate`` job: the cross-encoder on the fact x passage pairs of its responses
+    (:func:`_grounding_score`)."""
+    grounding = p.cfg["grounding"]
+    conditions = _grounding_inputs(p.cfg, p.corpus)
+    jobs = _grounding_jobs(p)
+    responses = sum(items for items, _ in jobs) * len(conditions)
+    most = max(items for items, _ in jobs) * len(conditions)
+    new = grounding["generation"]["max_new_tokens"]
+    return [_grounding_score("grounding_score", len(jobs), most, responses, new, p.gpu)]
+
+
+def _checkpoint_items(p: PlanInputs) -> int:
+    """Fiction questions a checkpoint answers: every one, or ``grounding.finetune.max_items``."""
+    fmax = p.cfg["grounding"]["finetune"]["max_items"]
+    return p.corpus.n_questions if fmax is None else min(fmax, p.corpus.n_questions)
+
+
+def grounding_checkpoint_generate_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``grounding_checkpoint_generate`` (rules/grounding.smk: scripts/grounding_generate.py), one job
+    per checkpoint when ``grounding.finetune.enabled``: the base model's shape answering the fiction
+    questions under :data:`knowlab.grounding.conditions.FINETUNE_CONDITIONS` (gold contexts), as
+    :func:`grounding_generate_cost`."""
+    if not p.counts.get("grounding_checkpoint_generate"):
+        return []
+    grounding, corpus = p.cfg["grounding"], p.corpus
+    new = grounding["generation"]["max_new_tokens"]
+    items = _checkpoint_items(p)
+    conditions = len(FINETUNE_CONDITIONS)
+    # the workflow's fine-tuning conditions read no distractor setting (gold contexts only)
+    gold = [_condition_tokens(c, None, None, corpus) for c in FINETUNE_CONDITIONS]
+    seconds, mem = _generation(p, items, gold, p.shape)
+    jobs = p.counts["grounding_checkpoint_generate"]
+    response_bytes = new * corpus.output_chars_per_token
+    return [
+        RuleCost(
+            "grounding_checkpoint_generate",
+            jobs,
+            1,
+            _gib(mem),
+            PROCESS_HOST_GIB,
+            seconds / 3600,
+            seconds * jobs / 3600,
+            _gib(jobs * items * conditions * response_bytes),
+            note=f"{items:,} fiction questions x {conditions} conditions, up to {new} new tokens",
+            profile_rules=("grounding_checkpoint_generate",),
+        )
+    ]
+
+
+def grounding_checkpoint_score_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``grounding_checkpoint_score`` (rules/grounding.smk: scripts/grounding_score.py), one job per
+    ``grounding_checkpoint_generate`` job: the cross-encoder on its responses (:func:`_grounding_score`)."""
+    if not p.counts.get("grounding_checkpoint_score"):
+        return []
+    jobs = p.counts["grounding_checkpoint_score"]
+    per_job = _checkpoint_items(p) * len(FINETUNE_CONDITIONS)
+    new = p.cfg["grounding"]["generation"]["max_new_tokens"]
+    return [_grounding_score("grounding_checkpoint_score", jobs, per_job, jobs * per_job, new, p.gpu)]
+
+
+# ---- models: downloads and conversions on CPU nodes
+
+
+def base_model_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``base_model`` (rules/models.smk: scripts/base_model.py), one CPU job: download the base model
+    and save it as bf16 safetensors; host memory for two copies of the weights."""
+    n = count_parameters(p.shape).total
+    return [
+        RuleCost(
+            "base_model",
+            1,
+            0,
+            0.0,
+            PROCESS_HOST_GIB + _gib(2 * BF16 * n),
+            0.0,
+            0.0,
+            _gib(BF16 * n),
+            note="download, save as safetensors",
+            profile_rules=("base_model",),
+        )
+    ]
+
+
+def eval_model_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``eval_model`` (rules/models.smk: scripts/eval_model.py), one CPU job per model of
+    ``eval_models`` other than the base model, each at ``eval_model_shape``: as :func:`base_model_cost`."""
+    if not p.other_models:
+        return []
+    other = count_parameters(p.eval_model_shape).total
+    return [
+        RuleCost(
+            "eval_model",
+            p.other_models,
+            0,
+            0.0,
+            PROCESS_HOST_GIB + _gib(2 * BF16 * other),
+            0.0,
+            0.0,
+            _gib(p.other_models * BF16 * other),
+            note=f"{p.other_models} open models at the {p.eval_model_shape.name} shape",
+            profile_rules=("eval_model",),
+        )
+    ]
+
+
+#: The plan's cost function of every workflow rule that runs a model or fetches one, by rule name, in the
+#: plan's row order.  Each takes the :class:`PlanInputs` and returns the rule's rows: none when the
+#: config runs no job of it, one for most, and one per recipe for ``finetune`` (with ``finetune_last``).
+RULE_COSTS: dict[str, Callable[[PlanInputs], list[RuleCost]]] = {
+    "finetune": finetune_cost,
+    "rank_distractors": rank_distractors_cost,
+    "evaluate": evaluate_cost,
+    "sort_prompt": sort_prompt_cost,
+    "sort_rag_prompt": sort_rag_prompt_cost,
+    "sort_evaluate_base": sort_evaluate_base_cost,
+    "sort_fiction_evaluate": sort_fiction_evaluate_cost,
+    "sort_parametric_evaluate": sort_parametric_evaluate_cost,
+    "grounding_generate": grounding_generate_cost,
+    "grounding_score": grounding_score_cost,
+    "grounding_checkpoint_generate": grounding_checkpoint_generate_cost,
+    "grounding_checkpoint_score": grounding_checkpoint_score_cost,
+    "base_model": base_model_cost,
+    "eval_model": eval_model_cost,
+}
+
+
+def plan(
+    cfg: Mapping[str, Any],
+    shape: ModelShape,
+    *,
+    corpus: Corpus = PAPER_CORPUS,
+    gpu: GPU = H100,
+    eval_model_shape: ModelShape = LLAMA_3_1_8B,
+) -> list[RuleCost]:
+    """The capacity plan of the workflow under ``cfg`` (paper.yaml merged over config.yaml) for a base model ``shape``.
+
+    The rows of every rule of :data:`RULE_COSTS`, in its order: one :class:`RuleCost` per
+    model-running rule (the fine-tuning rules split by recipe: FictionalQA runs and SORT
+    parametric runs), plus the base model and the models evaluated as they are.  Rules over
+    ``eval_models`` run the base model at ``shape`` and every other model at
+    ``eval_model_shape`` (the open 7B models of the papers are 6.7B-8.5B parameters): their
+    hours per job are the longest job's, their GPU-hours the sum.
+
+    Raises:
+        KeyError: ``cfg`` lacks a key of the schema (pass a validated config).
+        ValueError: the ZeRO settings are invalid (:func:`model_state_memory`).
+    """
+    inputs = PlanInputs(cfg, shape, job_counts(cfg), corpus, gpu, eval_model_shape)
+    return [cost for rule_cost in RULE_COSTS.values() for cost in rule_cost(inputs)]
 
 
 # ----------------------------------------------------------------------------- SLURM resources

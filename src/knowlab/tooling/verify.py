@@ -1,6 +1,6 @@
 """Verify that the workflow reproduces itself byte for byte, and survives being killed anywhere.
 
-``make verify`` (``python -m knowlab.core.verify``) is how a reader checks the workflow before
+``make verify`` (``python -m knowlab.tooling.verify``) is how a reader checks the workflow before
 citing a number from it.  On a config (default ``config/test.yaml``, minutes on a laptop):
 
 1. *Thread count*: the workflow runs in two fresh copies of the repository, once with one

@@ -14,7 +14,7 @@ across the two paths), and one that stops writing a table with ``--removed PATH`
 
 Usage::
 
-    python -m knowlab.core.compare BEFORE/results AFTER/results [--moved A=B ...] [--removed P ...]
+    python -m knowlab.tooling.compare BEFORE/results AFTER/results [--moved A=B ...] [--removed P ...]
 
 prints one line per differing, missing, extra, moved or removed table and a last line
 ``compare: identical=N/M``; exit status 0 when every compared table is identical, else 1.

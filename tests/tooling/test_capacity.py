@@ -1,4 +1,4 @@
-"""The capacity plan (knowlab.core.capacity): its estimators, and the SLURM profile and README against it."""
+"""The capacity plan (knowlab.tooling.capacity): its estimators, and the SLURM profile and README against it."""
 
 import contextlib
 import io
@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from knowlab.config import load_config
-from knowlab.core import capacity
-from knowlab.core.capacity import LLAMA_3_1_8B, LLAMA_3_2_1B, ParamCount
+from knowlab.tooling import capacity
+from knowlab.tooling.capacity import LLAMA_3_1_8B, LLAMA_3_2_1B, ParamCount
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "workflow" / "profiles" / "slurm"
@@ -180,11 +180,11 @@ def capacity_config():
 
 
 def test_readme_tables_are_the_plan(paper):
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "cluster.md").read_text()
     section = readme.split("## Paper scale: what it costs")[1]
     for shape in (LLAMA_3_2_1B, LLAMA_3_1_8B):
         table = capacity.markdown_table(capacity.plan(paper, shape))
         assert table in section, (
-            f"README's {shape.name} table differs from the plan: paste `.venv/bin/python benchmarks/capacity.py` "
+            f"docs/cluster.md's {shape.name} table differs from the plan: paste `.venv/bin/python benchmarks/capacity.py` "
             "output into the section"
         )

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from knowlab.core.audit import audit, main
+from knowlab.tooling.audit import audit, main
 from knowlab.core.io import sha256_file
 
 

@@ -6,7 +6,7 @@ those files again, and returns one row per recorded file whose content differs
 (``changed``) or that is gone (``missing``).  An empty table means every number
 in ``results/`` still derives from the inputs its manifest names.
 
-Run it as ``python -m knowlab.core.audit [results] [resources]``; it prints the
+Run it as ``python -m knowlab.tooling.audit [results] [resources]``; it prints the
 differences and exits with 1 when there are any.
 """
 

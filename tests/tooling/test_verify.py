@@ -1,4 +1,4 @@
-"""knowlab.core.verify: what counts as an output, and a real Snakemake run killed mid-job and recovered."""
+"""knowlab.tooling.verify: what counts as an output, and a real Snakemake run killed mid-job and recovered."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from knowlab.core import verify
+from knowlab.tooling import verify
 
 SNAKEFILE = """
 rule all:

@@ -22,7 +22,7 @@ analysed is imported or run.
   :func:`importlib.metadata.packages_distributions`.
 - :func:`missing_modules`: per rule, what its code reaches that its env does not provide
   (``tests/workflow/test_envs.py``).
-- :func:`check_envs` (``python -m knowlab.core.envs check``, ``make check-envs``): the same
+- :func:`check_envs` (``python -m knowlab.tooling.envs check``, ``make check-envs``): the same
   for real, per env file: a fresh venv, a plain ``pip install -r`` of its pip list, then
   every import its rules reach, run in that venv.
 """
@@ -713,7 +713,7 @@ def check_envs(
 
 def main(argv: list[str] | None = None) -> int:
     """``check``: :func:`check_envs`; ``missing``: :func:`missing_modules`, one line per import."""
-    parser = argparse.ArgumentParser(prog="python -m knowlab.core.envs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m knowlab.tooling.envs", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="install every env file in a fresh venv and run its rules' imports")
     check.add_argument("envs", nargs="*", help="env file stems (default: all)")

@@ -1,0 +1,217 @@
+"""What each FictionalQA step reads from the config (:mod:`knowlab.core.settings`).
+
+One frozen record per step, built from the validated config by ``from_config``; a rule's params
+carry ``record.param()`` and its script rebuilds the record.  Keys a step reads but that cannot
+change its result (``evaluate.batch_size``, ``mcq.ranker.batch_size``: batch sizes of float32
+forward passes, which the scoring engine checks give the scores of one request at a time) are read
+by the script from the config, outside the params (config/README.md, "What re-runs when a key
+changes").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from knowlab.core.settings import StepSettings, as_tuple
+from knowlab.fictionalqa.splits import document_suites
+
+
+@dataclass(frozen=True)
+class WebtextSettings(StepSettings):
+    """Rule ``webtext``: the pinned gensim corpora and how their paragraphs are split (config ``webtext``)."""
+
+    files: dict[str, dict[str, str]]
+    """``wiki`` and ``lee`` -> ``{"name": <file in gensim's test_data>, "sha256": <pin>}``."""
+    min_words: int
+    """Paragraphs shorter than this many words are dropped."""
+    heldout_size: int
+    """Paragraphs held out for the webtext loss (the paper's held-out webtext, Sec. 4)."""
+
+    def __post_init__(self) -> None:
+        if self.min_words < 1:
+            raise ValueError(f"webtext.min_words must be at least 1, got {self.min_words}")
+        if self.heldout_size < 1:
+            raise ValueError(f"webtext.heldout_size must be at least 1, got {self.heldout_size}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> WebtextSettings:
+        block = config["webtext"]
+        files = {kind: dict(spec) for kind, spec in block["files"].items()}
+        return cls(files=files, min_words=int(block["min_words"]), heldout_size=int(block["heldout_size"]))
+
+
+@dataclass(frozen=True)
+class FictionCorpusSettings(StepSettings):
+    """Rule ``fiction_corpus``: where the fiction corpus comes from (config ``fiction``, the source's block only)."""
+
+    source: str
+    """``shipped`` (files in the repository, pinned), ``release`` (the authors' dataset) or ``generate``."""
+    shipped: dict[str, Any] | None = None
+    """``shipped`` only: ``{"dir": <folder>, "sha256": {table: pin}}``."""
+    release: dict[str, Any] | None = None
+    """``release`` only: ``{"path", "hub_id", "revision"}``."""
+
+    def __post_init__(self) -> None:
+        if self.source not in ("shipped", "release", "generate"):
+            raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {self.source!r}")
+        if self.source in ("shipped", "release") and getattr(self, self.source) is None:
+            raise ValueError(f"fiction.source is {self.source!r} but fiction.{self.source} is not set")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> FictionCorpusSettings:
+        block = config["fiction"]
+        source = block["source"]
+        chosen = {source: dict(block[source])} if source in ("shipped", "release") else {}
+        return cls(source=source, **chosen)
+
+
+@dataclass(frozen=True)
+class RealQASettings(StepSettings):
+    """Rule ``real_qa``: the real-world questions of nll(answer | question) (config ``real_qa``; paper App. C.7)."""
+
+    source: str
+    """``shipped`` (a file in the repository) or ``triviaqa`` (the Hub dataset)."""
+    shipped: str | None = None
+    """``shipped`` only: the file, relative to the checkout."""
+    triviaqa: dict[str, Any] | None = None
+    """``triviaqa`` only: ``{"hub_id", "config", "split", "n", "revision"}``."""
+
+    def __post_init__(self) -> None:
+        if self.source not in ("shipped", "triviaqa"):
+            raise ValueError(f"real_qa.source must be one of ('shipped', 'triviaqa'), got {self.source!r}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> RealQASettings:
+        block = config["real_qa"]
+        if block["source"] == "shipped":
+            return cls(source="shipped", shipped=str(block["shipped"]))
+        return cls(source=block["source"], triviaqa=dict(block.get("triviaqa") or {}))
+
+
+@dataclass(frozen=True)
+class RankerSettings(StepSettings):
+    """Rule ``rank_distractors``: the model ranking of candidate distractors (config ``mcq.ranker``; App. C.6).
+
+    ``mcq.ranker.evict`` is not here: rule ``mcq`` reads it (which ranked candidate the gold evicts)."""
+
+    model: str
+    """``base_model`` (the project's base model) or a model folder or Hub id."""
+    template: str | None
+    """The verdict prompt (``None``: :data:`knowlab.fictionalqa.corpus.mcq.RANKER_TEMPLATE`)."""
+    max_candidates: int | None
+    """Candidates ranked per question (``None``: every other answer of the corpus)."""
+    shard_questions: int
+    """Questions per resumable shard (part of the shards' fingerprint)."""
+    order: str
+    """How candidates are ordered by their verdict losses (e.g. ``loss_ratio``)."""
+    bos: str
+    """BOS policy of the scored texts (:data:`knowlab.core.scoring.BOS_POLICIES`)."""
+
+    def __post_init__(self) -> None:
+        if self.max_candidates is not None and self.max_candidates < 1:
+            raise ValueError(f"mcq.ranker.max_candidates must be at least 1 or null, got {self.max_candidates}")
+        if self.shard_questions < 1:
+            raise ValueError(f"mcq.ranker.shard_questions must be at least 1, got {self.shard_questions}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> RankerSettings:
+        block = config["mcq"]["ranker"]
+        return cls(
+            model=str(block["model"]),
+            template=block["template"],
+            max_candidates=block["max_candidates"],
+            shard_questions=int(block["shard_questions"]),
+            order=str(block["order"]),
+            bos=str(block["bos"]),
+        )
+
+
+@dataclass(frozen=True)
+class McqSettings(StepSettings):
+    """Rule ``mcq``: how the distractors of an n-choice item are drawn (config ``mcq``; App. C.6)."""
+
+    distractors: str
+    """:data:`knowlab.fictionalqa.corpus.mcq.DISTRACTOR_METHODS`."""
+    evict: str
+    """``model_ranked`` only: which ranked candidate the gold answer displaces (``mcq.ranker.evict``)."""
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> McqSettings:
+        return cls(distractors=str(config["mcq"]["distractors"]), evict=str(config["mcq"]["ranker"]["evict"]))
+
+
+@dataclass(frozen=True)
+class SplitSettings(StepSettings):
+    """Rule ``split``: the train/validation split of the documents and questions (config ``splits``; Sec. 3.2)."""
+
+    event_train_fraction: float
+    """Share of events whose documents train (Event and Fictsheets splits)."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.event_train_fraction < 1:
+            raise ValueError(f"splits.event_train_fraction must be in (0, 1), got {self.event_train_fraction}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> SplitSettings:
+        return cls(event_train_fraction=float(config["splits"]["event_train_fraction"]))
+
+
+@dataclass(frozen=True)
+class EvaluateSettings(StepSettings):
+    """Rule ``evaluate``: what one checkpoint is scored on (config ``evaluate``; Sec. 4 and App. C)."""
+
+    em_tokens: tuple[int, ...]
+    """Prefix lengths (tokens) of verbatim exact match (Sec. 4.1, Fig. 3)."""
+    mcq_template: str
+    """The MCQ prompt; ``{question}`` is the question (App. C.6)."""
+    qa_template: str
+    """The prompt of nll(answer | question); ``{question}`` is the question (Sec. 4.2)."""
+    max_documents: int | None
+    """Documents scored per document suite (every ``ceil(n / max_documents)``-th; ``None``: all)."""
+    documents: tuple[str, ...]
+    """The document-loss suites of this run (:func:`knowlab.fictionalqa.splits.document_suites`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "em_tokens", as_tuple(self.em_tokens))
+        object.__setattr__(self, "documents", as_tuple(self.documents))
+        if any(n < 1 for n in self.em_tokens):
+            raise ValueError(f"evaluate.em_tokens must all be at least 1, got {list(self.em_tokens)}")
+        if self.max_documents is not None and self.max_documents < 1:
+            raise ValueError(f"evaluate.max_documents must be at least 1 or null, got {self.max_documents}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], run: str = "") -> EvaluateSettings:
+        """The settings of a checkpoint of ``run`` (its document suites follow ``evaluate.other_documents``)."""
+        block = config["evaluate"]
+        return cls(
+            em_tokens=block["em_tokens"],
+            mcq_template=str(block["mcq_template"]),
+            qa_template=str(block["qa_template"]),
+            max_documents=block["max_documents"],
+            documents=document_suites(run, bool(block["other_documents"])),
+        )
+
+
+@dataclass(frozen=True)
+class PairedTestSettings(StepSettings):
+    """Rule ``paired_tests``: McNemar and the paired t-test of a run against the control (config ``stats``)."""
+
+    mcnemar_exact_below: int
+    """McNemar is exact (binomial) when the discordant pairs are fewer than this, else chi-squared."""
+    ttest_alternative: str
+    """The paired t-test's alternative (``greater``: the fine-tuned model scores higher)."""
+
+    def __post_init__(self) -> None:
+        if self.ttest_alternative not in ("two-sided", "greater", "less"):
+            raise ValueError(
+                f"stats.ttest_alternative must be two-sided, greater or less, got {self.ttest_alternative!r}"
+            )
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PairedTestSettings:
+        stats = config["stats"]
+        return cls(
+            mcnemar_exact_below=int(stats["mcnemar_exact_below"]), ttest_alternative=str(stats["ttest_alternative"])
+        )

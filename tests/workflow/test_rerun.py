@@ -1,0 +1,159 @@
+"""Change one config key on the finished run of config/test.yaml: ``snakemake -n`` re-runs exactly the
+rules whose step reads the key, and every rule downstream of them (and nothing for a key that cannot
+change a result).
+
+Each rule's params carry only what its step reads (knowlab.core.settings); a param that held a
+whole config block would re-run every job of that block's study.  The readers are written out here
+by hand from the rules; the descendants come from the workflow's own rule graph.
+"""
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knowlab.config import load_config
+
+pytestmark = pytest.mark.pipeline
+TEST_CONFIG = Path(__file__).resolve().parents[2] / "config" / "test.yaml"
+
+# (key, new value, the rules whose params carry it).  Values are valid for config/test.yaml.
+MODEL_RULES = {  # every rule that runs a model on config/test.yaml: its param ``compute``
+    "rank_distractors",
+    "evaluate",
+    "grounding_distractors",
+    "sort_retrieval",
+    "sort_prompt",
+    "sort_rag_prompt",
+    "sort_evaluate_base",
+    "sort_fiction_evaluate",
+    "sort_parametric_evaluate",
+    "grounding_generate",
+    "grounding_score",
+    "grounding_checkpoint_generate",
+    "grounding_checkpoint_score",
+}
+KEYS = [
+    ("splits.event_train_fraction", 0.5, {"split"}),
+    ("evaluate.em_tokens", [10, 25], {"evaluate"}),
+    ("mcq.ranker.evict", "released", {"mcq"}),
+    ("stats.mcnemar_exact_below", 30, {"paired_tests", "findings"}),
+    ("findings.alpha", 0.01, {"findings"}),
+    ("finetune.lr", 2.0e-3, {"finetune", "finetune_last"}),
+    ("compute.dtype", "bfloat16", MODEL_RULES),
+    ("sort.parametric.epochs", 3, {"finetune", "finetune_last", "sort_parametric_evaluate", "findings"}),
+    ("grounding.generation.max_new_tokens", 10, {"grounding_generate", "grounding_checkpoint_generate"}),
+    ("grounding.distractors.budget", 160, {"grounding_generate"}),
+    ("grounding.finetune.max_items", 2, {"grounding_checkpoint_generate"}),
+    ("grounding.evaluator.window", "truncate", {"grounding_score", "grounding_checkpoint_score", "grounding_tables"}),
+    ("sort.rag.k", 3, {"sort_retrieval"}),
+]
+# keys that cannot change a result (config/README.md, "What re-runs when a key changes")
+NO_RESULT_KEYS = [
+    ("threads", 2),
+    ("compute.max_batch_tokens", 4096),
+    ("evaluate.batch_size", 4),
+    ("mcq.ranker.batch_size", 4),
+    ("tracking.dir", "results/logs/elsewhere"),
+    ("sort.batch_size", 4),
+    ("grounding.kaist.timeout_s", 30),
+    ("grounding.generation.openai.timeout_s", 30),
+]
+
+
+def _overlay(*changes: tuple[str, object]) -> dict:
+    """``{"a": {"b": value}}`` for the change (key ``a.b``, value), merged over every change."""
+    overlay: dict = {}
+    for key, value in changes:
+        *parents, last = key.split(".")
+        block = overlay
+        for part in parents:
+            block = block.setdefault(part, {})
+        block[last] = value
+    return overlay
+
+
+def _dry_run(snakemake, workdir, folder, name, *changes) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """Jobs per rule of ``snakemake -n`` with ``changes`` laid over config/test.yaml, and the rules per
+    reason Snakemake gives."""
+    overlay = folder / f"{name}.yaml"
+    overlay.write_text(yaml.safe_dump(_overlay(*changes)))
+    out = snakemake(workdir, "-n", "--quiet", "rules", configs=(TEST_CONFIG, overlay)).stdout
+    jobs = {
+        match[1]: int(match[2])
+        for match in re.finditer(r"^(\w+)\s+(\d+)$", out, re.MULTILINE)
+        if match[1] not in ("total", "all")
+    }
+    reasons = {
+        match[1].strip(): {rule.strip() for rule in match[2].split(",")}
+        for match in re.finditer(r"^    (\S[^:\n]*):\n        (.+)$", out, re.MULTILINE)
+    }
+    return jobs, reasons
+
+
+@pytest.fixture(scope="module")
+def rule_graph(workdir, snakemake) -> dict[str, set[str]]:
+    """Each rule of the run -> the rules that consume its outputs (``snakemake --rulegraph``)."""
+    dot = snakemake(workdir, "--rulegraph").stdout
+    names = {m[1]: m[2] for m in re.finditer(r'^\s*(\d+)\[label = "(\w+)"', dot, re.MULTILINE)}
+    graph: dict[str, set[str]] = {name: set() for name in names.values()}
+    for m in re.finditer(r"^\s*(\d+) -> (\d+)", dot, re.MULTILINE):
+        graph[names[m[1]]].add(names[m[2]])  # "a -> b": b reads what a writes
+    return graph
+
+
+@pytest.fixture(scope="module")
+def dry_runs(workdir, snakemake, tmp_path_factory) -> dict[str, tuple[dict[str, int], dict[str, set[str]]]]:
+    """The dry run of each key of :data:`KEYS`, and one of every :data:`NO_RESULT_KEYS` change at once
+    (``no result``), two at a time (each is a Snakemake process of seconds)."""
+    folder = tmp_path_factory.mktemp("overlays")
+    runs = {key: ((key, value),) for key, value, _ in KEYS} | {"no result": tuple(NO_RESULT_KEYS)}
+    with ThreadPoolExecutor(2) as pool:
+        done = {
+            name: pool.submit(_dry_run, snakemake, workdir, folder, name, *changes) for name, changes in runs.items()
+        }
+    return {name: future.result() for name, future in done.items()}
+
+
+def _downstream(graph: dict[str, set[str]], rules: set[str]) -> set[str]:
+    seen, todo = set(rules), list(rules)
+    while todo:
+        for after in graph.get(todo.pop(), ()):
+            if after not in seen:
+                seen.add(after)
+                todo.append(after)
+    return seen - {"all"}
+
+
+def test_the_keys_exist_and_their_values_are_valid():
+    config = load_config(TEST_CONFIG)
+    for key, value, _ in KEYS:
+        block = config
+        for part in key.split(".")[:-1]:
+            block = block[part]
+        assert key.split(".")[-1] in block and block[key.split(".")[-1]] != value, key
+        load_config(TEST_CONFIG, _overlay((key, value)))  # passes the schema
+    load_config(TEST_CONFIG, _overlay(*NO_RESULT_KEYS))
+
+
+@pytest.mark.parametrize("key,value,readers", KEYS, ids=[k for k, _, _ in KEYS])
+def test_a_key_reruns_its_readers_and_their_descendants(dry_runs, rule_graph, key, value, readers):
+    jobs, reasons = dry_runs[key]
+    assert set(jobs) == _downstream(
+        rule_graph, readers
+    ), f"{key}: re-runs {sorted(set(jobs))}, expected {sorted(_downstream(rule_graph, readers))}"
+    changed = reasons.get("params have changed since last execution", set())
+    assert changed <= readers, f"{key}: params changed in {sorted(changed - readers)}, which do not read it"
+    assert not reasons.keys() - {
+        "params have changed since last execution",
+        "input files updated by another job",
+        "output files have to be generated",
+        "set of input files has changed since last execution",
+    }, f"{key}: {reasons}"
+
+
+def test_keys_that_cannot_change_a_result_rerun_nothing(dry_runs):
+    jobs, reasons = dry_runs["no result"]
+    assert not jobs, f"{[key for key, _ in NO_RESULT_KEYS]}: re-run {jobs} ({reasons})"
