@@ -63,9 +63,13 @@ localrules:
     sort_figures,
     sort_fiction_items,
     sort_fiction_stats,
+    sort_fiction_figures,
     sort_parametric_stats,
+    sort_parametric_figures,
     grounding_items,
     grounding_finetune_stats,
+    grounding_figures,
+    grounding_finetune_figures,
     findings,
     dataset_card,
 

@@ -6,7 +6,7 @@ import os
 from snakemake.settings.types import DeploymentMethod
 
 from knowlab.config import base_eval_model, base_model_name, settings_note
-from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.train import launch_command, launch_resources
@@ -24,10 +24,27 @@ from knowlab.fictionalqa.settings import (
 from knowlab.fictionalqa.corpus.schema import TABLES
 from knowlab.findings import FindingsSettings
 from knowlab.finetune_job import TRACKING_ENV, job_spec, recipe_settings
+from knowlab.layout import (
+    GROUNDING_CHECKPOINT_SCORES,
+    GROUNDING_ROWS,
+    GROUNDING_SCORES,
+    ITEMS,
+    PAIRED_TESTS,
+    SORT_FICTION_ROWS,
+    SORT_PARAMETRIC_NLL,
+    SORT_PARAMETRIC_ROWS,
+    SORT_ROWS,
+    SPLIT,
+    SUMMARY,
+    TRAIN_LOG,
+    Layout,
+)
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
 
 BASEDIR = workflow.basedir
+# the names this config expands over and the job lists built from them (knowlab.layout)
+LAYOUT = Layout(config)
 BASE_MODEL = "resources/base_model"
 # the model's name in item rows and figures, and the settings line under every figure
 MODEL_NAME = base_model_name(config)
@@ -41,11 +58,9 @@ GENERATE = "results/generate"
 MCQ = [f"results/corpus/mcq/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
 RANKED = "results/corpus/mcq/ranked_candidates.parquet"
 REAL_QA = "results/corpus/real_qa.jsonl"
-FICTION_RUNS = list(config["finetune"]["runs"])
-RUNS = FICTION_RUNS + ([CONTROL_RUN] if config["finetune"]["control"] else [])
-STEPS = checkpoint_steps(
-    config["finetune"]["max_steps"], config["finetune"]["checkpoint_every"]
-)
+FICTION_RUNS = LAYOUT.fiction_runs
+RUNS = LAYOUT.runs
+STEPS = LAYOUT.steps
 SPLITS = sorted(set(config["splits"]["names"]) | set(FICTION_RUNS))
 STATS_SUITES = config["stats"]["suites"]
 TESTS = ("mcnemar", "ttest")
@@ -60,24 +75,20 @@ SUITE_INPUTS = {
 }
 
 # models evaluated as they are (SORT prompt selection and conditions, grounding)
-EVAL_MODELS = list(config["eval_models"])
+EVAL_MODELS = LAYOUT.eval_models
 # the base model's name among eval_models: its SORT prompt selection also serves the
 # fiction and parametric SORT runs
 BASE_EVAL = base_eval_model(config)
 
 # SORT (Pink et al. 2024)
 SORT = "results/sort"
-SORT_CONDITIONS = config["sort"]["conditions"]
+SORT_CONDITIONS = LAYOUT.sort_conditions
 SORT_EPOCHS = config["sort"]["parametric"]["epochs"]
 
 # Grounding (Lee et al. 2024)
 GROUNDING = "results/grounding"
-GROUNDING_DATASETS = config["grounding"]["datasets"]
-GROUNDING_FINETUNE = (
-    config["grounding"]["finetune"]["enabled"]
-    and bool(FICTION_RUNS)
-    and "fiction" in GROUNDING_DATASETS
-)
+GROUNDING_DATASETS = LAYOUT.grounding_datasets
+GROUNDING_FINETUNE = LAYOUT.grounding_finetune
 
 
 wildcard_constraints:
@@ -102,13 +113,7 @@ wildcard_constraints:
 # checkpoint N resumes from the training state the job of the previous one saved.
 
 # every fine-tuning run's folder under results/ and its checkpoints after 0, in training order
-TRAININGS = {
-    **{f"finetune/{run}": [f"step-{s}" for s in STEPS[1:]] for run in RUNS},
-    **{
-        f"sort/parametric/{prun}": [f"epoch-{e}" for e in range(1, SORT_EPOCHS + 1)]
-        for prun in PARAMETRIC_RUNS
-    },
-}
+TRAININGS = LAYOUT.trainings
 
 
 def _alternatives(names):
@@ -148,15 +153,7 @@ def train_logs(*trainings):
     ]
 
 
-def run_items(*runs):
-    """Item tables of every checkpoint of ``runs``: step 0 is the base model's, listed once."""
-    return list(
-        dict.fromkeys(
-            f"results/evaluate/{BASE_RUN if step == 0 else run}/step-{step}.parquet"
-            for run in runs
-            for step in STEPS
-        )
-    )
+run_items = LAYOUT.run_items
 
 
 def compared_runs(wildcards):
@@ -241,7 +238,7 @@ def finetune_inputs(wildcards):
     run = Path(wildcards.training).name
     inputs["webtext"] = "resources/webtext/train.jsonl"
     if run != CONTROL_RUN:
-        inputs["split"] = f"results/splits/{run}.json"
+        inputs["split"] = SPLIT.path(split=run)
         inputs["fictions"] = f"{FICTION}/fictions.jsonl"
         inputs["fictsheets"] = f"{FICTION}/fictsheets.jsonl"
     return inputs

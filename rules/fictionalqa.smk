@@ -144,7 +144,7 @@ rule split:
         fictions=f"{FICTION}/fictions.jsonl",
         fict_qa=f"{FICTION}/fict_qa.jsonl",
     output:
-        split="results/splits/{split}.json",
+        split=SPLIT.smk,
         manifest="results/splits/{split}.manifest.json",
     log:
         "results/logs/splits/{split}.log",
@@ -164,7 +164,7 @@ rule evaluate:
         **SUITE_INPUTS,
         model=checkpoint_input,
     output:
-        table="results/evaluate/{run}/step-{step}.parquet",
+        table=ITEMS.smk,
         manifest="results/evaluate/{run}/step-{step}.manifest.json",
     log:
         "results/logs/evaluate/{run}/step-{step}.log",
@@ -195,8 +195,8 @@ rule paired_tests:
     input:
         item_tables=compared_items,
     output:
-        mcnemar="results/stats/{run}/{suite}_mcnemar.parquet",
-        ttest="results/stats/{run}/{suite}_ttest.parquet",
+        mcnemar=PAIRED_TESTS.fix(test="mcnemar").smk,
+        ttest=PAIRED_TESTS.fix(test="ttest").smk,
         manifest="results/stats/{run}/{suite}.manifest.json",
     log:
         "results/logs/stats/{run}/{suite}.log",
@@ -215,11 +215,11 @@ rule paired_tests:
 rule summary:
     input:
         item_tables=run_items(*RUNS),
-        splits=expand("results/splits/{split}.json", split=FICTION_RUNS),
-        train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
+        splits=expand(SPLIT.smk, split=FICTION_RUNS),
+        train_logs=expand(TRAIN_LOG.smk, training=[f"finetune/{run}" for run in RUNS]),
     output:
         summary=report(
-            "results/summary/fictionalqa.csv",
+            SUMMARY.smk,
             caption="../workflow/report/fictionalqa_summary.rst",
             category="FictionalQA",
             subcategory="Summary table",
@@ -249,8 +249,10 @@ for family in FIGURE_FAMILIES:
         name:
             f"figure_{family}"
         input:
-            summary="results/summary/fictionalqa.csv",
-            train_logs=expand("results/finetune/{run}/train_log.parquet", run=RUNS),
+            summary=SUMMARY.smk,
+            train_logs=expand(
+                TRAIN_LOG.smk, training=[f"finetune/{run}" for run in RUNS]
+            ),
         output:
             pdf=f"results/figures/{family}.pdf",
             png=report(
@@ -288,7 +290,7 @@ for family in FIGURE_FAMILIES:
 
 rule figure_pvalues:
     input:
-        table="results/stats/{run}/{suite}_{test}.parquet",
+        table=PAIRED_TESTS.smk,
     output:
         pdf="results/figures/stats/{run}/{suite}_{test}.pdf",
         png=report(
@@ -311,7 +313,7 @@ rule figure_pvalues:
         "../scripts/figure_pvalues.py"
 
 
-FICTIONALQA_OUTPUTS = expand("results/splits/{split}.json", split=SPLITS)
+FICTIONALQA_OUTPUTS = expand(SPLIT.smk, split=SPLITS)
 FICTIONALQA_OUTPUTS += ["results/lm_eval"]
 if FICTION_RUNS:
     FICTIONALQA_OUTPUTS += expand(

@@ -8,26 +8,8 @@ FINDINGS_OUTPUTS = [
     "results/README.md",
 ]
 
-# the tables knowlab.findings.collect reads: every checkpoint of every run (Event's claim takes the
-# minimum validation loss over them), the splits; the base model's SORT items in each condition
-# and, when on, the parametric runs' last-epoch items and segment nll; the grounding rows
-FINDINGS_INPUTS = expand(
-    f"{SORT}/evaluate/{BASE_EVAL}/{{condition}}.parquet", condition=SORT_CONDITIONS
-)
-if FICTION_RUNS:
-    FINDINGS_INPUTS += [f"results/evaluate/{BASE_RUN}/step-0.parquet"]
-    FINDINGS_INPUTS += expand(
-        "results/evaluate/{run}/step-{step}.parquet", run=RUNS, step=STEPS[1:]
-    )
-    FINDINGS_INPUTS += expand("results/splits/{run}.json", run=FICTION_RUNS)
-if config["sort"]["parametric"]["enabled"]:
-    FINDINGS_INPUTS += expand(
-        f"{SORT}/parametric/{{prun}}/evaluate/epoch-{SORT_EPOCHS}{{table}}.parquet",
-        prun=PARAMETRIC_RUNS,
-        table=["", "_segment_nll"],
-    )
-if GROUNDING_DATASETS:
-    FINDINGS_INPUTS += [f"{GROUNDING}/rows.parquet"]
+# the tables knowlab.findings.collect reads (knowlab.layout.Layout.findings_inputs)
+FINDINGS_INPUTS = LAYOUT.findings_inputs(BASE_EVAL)
 
 
 rule findings:
@@ -63,7 +45,7 @@ if FICTION_RUNS:
     DATASET_CARD_INPUTS += rules.sort_fiction_stats.input.rows
 if config["sort"]["parametric"]["enabled"]:
     DATASET_CARD_INPUTS += rules.sort_parametric_stats.input.rows
-    DATASET_CARD_INPUTS += rules.sort_parametric_stats.input.nll
+    DATASET_CARD_INPUTS += rules.sort_parametric_figures.input.nll
 if GROUNDING_DATASETS:
     DATASET_CARD_INPUTS += rules.grounding_tables.input.scores
 if GROUNDING_FINETUNE:

@@ -1,6 +1,7 @@
 # Grounding (Lee et al. 2024): items -> ranked distractors -> responses -> atomic facts and scores
-# -> tables and figures; and the fiction set at every FictionalQA checkpoint (step 0 is
-# the base model, run `base_model`).
+# -> tables -> figures; and the fiction set at every FictionalQA checkpoint (step 0 is
+# the base model, run `base_model`). Statistics and figures are separate rules: a figures rule
+# reads the tables of its stats rule and computes no statistic (knowlab.grounding.steps).
 
 from knowlab.grounding.settings import (
     GroundingCheckpointGenerateSettings,
@@ -11,7 +12,7 @@ from knowlab.grounding.settings import (
     GroundingTablesSettings,
 )
 
-# figures of rule grounding_tables (knowlab.grounding.plots), the keys of its outputs
+# figures of rule grounding_figures (knowlab.grounding.plots), the keys of its outputs
 GROUNDING_FIGURES = ("fig3c", "fig4", "fig5", "fig15_16", "position")
 
 # each step's settings (knowlab.grounding.settings): the config keys it reads, its rules' param
@@ -141,6 +142,33 @@ rule grounding_tables:
             model=EVAL_MODELS,
         ),
     output:
+        rows=f"{GROUNDING}/rows.parquet",
+        tables=report(
+            directory(f"{GROUNDING}/tables"),
+            patterns=["{table}.csv"],
+            caption="../workflow/report/grounding_tables.rst",
+            category="Grounding",
+            subcategory="Tables",
+            labels={"table": "{table}"},
+        ),
+        manifest=f"{GROUNDING}/tables.manifest.json",
+    log:
+        "results/logs/grounding/tables.log",
+    benchmark:
+        "results/benchmarks/grounding/tables.tsv"
+    conda:
+        "../envs/stats.yaml"
+    params:
+        settings=GROUNDING_TABLES,
+        seed=config["seed"],
+    script:
+        "../scripts/grounding_tables.py"
+
+
+rule grounding_figures:
+    input:
+        tables=f"{GROUNDING}/tables",
+    output:
         **{
             f"{name}_{ext}": (
                 report(
@@ -164,27 +192,15 @@ rule grounding_tables:
             for name in GROUNDING_FIGURES
             for ext in ("pdf", "png")
         },
-        rows=f"{GROUNDING}/rows.parquet",
-        tables=report(
-            directory(f"{GROUNDING}/tables"),
-            patterns=["{table}.csv"],
-            caption="../workflow/report/grounding_tables.rst",
-            category="Grounding",
-            subcategory="Tables",
-            labels={"table": "{table}"},
-        ),
-        manifest=f"{GROUNDING}/tables.manifest.json",
+        manifest="results/figures/grounding/manifest.json",
     log:
-        "results/logs/grounding/tables.log",
+        "results/logs/grounding/figures.log",
     benchmark:
-        "results/benchmarks/grounding/tables.tsv"
+        "results/benchmarks/grounding/figures.tsv"
     conda:
         "../envs/plot.yaml"
-    params:
-        settings=GROUNDING_TABLES,
-        seed=config["seed"],
     script:
-        "../scripts/grounding_tables.py"
+        "../scripts/grounding_figures.py"
 
 
 rule grounding_checkpoint_generate:
@@ -272,6 +288,25 @@ rule grounding_finetune_stats:
             labels={"item": "rates.csv: F1 and follow rates per checkpoint"},
         ),
         mcnemar=f"{GROUNDING}/finetune/mcnemar.parquet",
+        manifest=f"{GROUNDING}/finetune/manifest.json",
+    log:
+        "results/logs/grounding/finetune/stats.log",
+    benchmark:
+        "results/benchmarks/grounding/finetune/stats.tsv"
+    conda:
+        "../envs/stats.yaml"
+    params:
+        runs=FICTION_RUNS,
+        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        steps=STEPS,
+    script:
+        "../scripts/grounding_finetune_stats.py"
+
+
+rule grounding_finetune_figures:
+    input:
+        rates=f"{GROUNDING}/finetune/rates.csv",
+    output:
         pdf="results/figures/grounding/finetune.pdf",
         png=report(
             "results/figures/grounding/finetune.png",
@@ -280,23 +315,28 @@ rule grounding_finetune_stats:
             subcategory="Across fine-tuning",
             labels={"item": "figure: F1 and follow rates per checkpoint"},
         ),
-        manifest=f"{GROUNDING}/finetune/manifest.json",
+        manifest="results/figures/grounding/finetune.manifest.json",
     log:
-        "results/logs/grounding/finetune/stats.log",
+        "results/logs/grounding/finetune/figures.log",
     benchmark:
-        "results/benchmarks/grounding/finetune/stats.tsv"
+        "results/benchmarks/grounding/finetune/figures.tsv"
     conda:
         "../envs/plot.yaml"
     params:
         runs=FICTION_RUNS,
-        control=CONTROL_RUN if config["finetune"]["control"] else None,
-        steps=STEPS,
         model=MODEL_NAME,
-        note=FIGURE_NOTE,
     script:
-        "../scripts/grounding_finetune_stats.py"
+        "../scripts/grounding_finetune_figures.py"
 
 
+# the stats rules' manifests and the figures (as SORT_OUTPUTS): the files rule all asked for
+# when one rule wrote both
 GROUNDING_OUTPUTS = [f"{GROUNDING}/tables.manifest.json"]
+GROUNDING_OUTPUTS += expand(
+    "results/figures/grounding/{name}.{ext}", name=GROUNDING_FIGURES, ext=("pdf", "png")
+)
 if GROUNDING_FINETUNE:
     GROUNDING_OUTPUTS += [f"{GROUNDING}/finetune/manifest.json"]
+    GROUNDING_OUTPUTS += expand(
+        "results/figures/grounding/finetune.{ext}", ext=("pdf", "png")
+    )

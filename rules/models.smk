@@ -97,7 +97,7 @@ rule train_log:
     input:
         logs=lambda wildcards: train_logs(wildcards.training),
     output:
-        train_log="results/{training}/train_log.parquet",
+        train_log=TRAIN_LOG.smk,
         manifest="results/{training}/train_log.manifest.json",
     log:
         "results/logs/{training}/train_log.log",

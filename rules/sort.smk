@@ -28,7 +28,7 @@ SORT_PARAMETRIC_TEXTS_SETTINGS = SortParametricTextsSettings.from_config(config)
 
 # figures of the base model (knowlab.sort.condition_plots, matrix_plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
-# figures across parametric fine-tuning, the keys of rule sort_parametric_stats' outputs
+# figures across parametric fine-tuning, the keys of rule sort_parametric_figures' outputs
 SORT_PARAMETRIC_FIGURES = ("fig12", "fig13", "fig14", "fig15", "fig16")
 
 
@@ -318,6 +318,26 @@ rule sort_fiction_stats:
         rows=f"{SORT}/fiction/rows.parquet",
         binomial=f"{SORT}/fiction/stats/binomial.parquet",
         tests=directory(f"{SORT}/fiction/stats/tests"),
+        manifest=f"{SORT}/fiction/stats/manifest.json",
+    log:
+        "results/logs/sort/fiction/stats.log",
+    benchmark:
+        "results/benchmarks/sort/fiction/stats.tsv"
+    conda:
+        "../envs/stats.yaml"
+    params:
+        runs=FICTION_RUNS,
+        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        steps=STEPS,
+        alternative=config["stats"]["ttest_alternative"],
+    script:
+        "../scripts/sort_fiction_stats.py"
+
+
+rule sort_fiction_figures:
+    input:
+        rows=f"{SORT}/fiction/rows.parquet",
+    output:
         pdf="results/figures/sort/fiction_sort.pdf",
         png=report(
             "results/figures/sort/fiction_sort.png",
@@ -326,22 +346,18 @@ rule sort_fiction_stats:
             subcategory="FictionalQA documents across fine-tuning",
             labels={"figure": "SORT on the FictionalQA documents per checkpoint"},
         ),
-        manifest=f"{SORT}/fiction/stats/manifest.json",
+        manifest="results/figures/sort/fiction_sort.manifest.json",
     log:
-        "results/logs/sort/fiction/stats.log",
+        "results/logs/sort/fiction/figures.log",
     benchmark:
-        "results/benchmarks/sort/fiction/stats.tsv"
+        "results/benchmarks/sort/fiction/figures.tsv"
     conda:
         "../envs/plot.yaml"
     params:
-        runs=FICTION_RUNS,
-        control=CONTROL_RUN if config["finetune"]["control"] else None,
-        steps=STEPS,
-        alternative=config["stats"]["ttest_alternative"],
         model=MODEL_NAME,
         note=FIGURE_NOTE,
     script:
-        "../scripts/sort_fiction_stats.py"
+        "../scripts/sort_fiction_figures.py"
 
 
 rule sort_parametric_texts:
@@ -417,6 +433,28 @@ rule sort_parametric_stats:
             prun=PARAMETRIC_RUNS,
             epoch=range(1, SORT_EPOCHS + 1),
         ),
+    output:
+        rows=f"{SORT}/parametric/rows.parquet",
+        mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
+        ttest=f"{SORT}/parametric/stats/ttest.parquet",
+        manifest=f"{SORT}/parametric/stats/manifest.json",
+    log:
+        "results/logs/sort/parametric/stats.log",
+    benchmark:
+        "results/benchmarks/sort/parametric/stats.tsv"
+    conda:
+        "../envs/stats.yaml"
+    params:
+        alternative=config["stats"]["ttest_alternative"],
+    script:
+        "../scripts/sort_parametric_stats.py"
+
+
+rule sort_parametric_figures:
+    input:
+        rows=f"{SORT}/parametric/rows.parquet",
+        mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
+        ttest=f"{SORT}/parametric/stats/ttest.parquet",
         nll=expand(
             f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}_segment_nll.parquet",
             prun=PARAMETRIC_RUNS,
@@ -447,21 +485,17 @@ rule sort_parametric_stats:
             for name in SORT_PARAMETRIC_FIGURES
             for ext in ("pdf", "png")
         },
-        rows=f"{SORT}/parametric/rows.parquet",
-        mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
-        ttest=f"{SORT}/parametric/stats/ttest.parquet",
-        manifest=f"{SORT}/parametric/stats/manifest.json",
+        manifest="results/figures/sort/parametric.manifest.json",
     log:
-        "results/logs/sort/parametric/stats.log",
+        "results/logs/sort/parametric/figures.log",
     benchmark:
-        "results/benchmarks/sort/parametric/stats.tsv"
+        "results/benchmarks/sort/parametric/figures.tsv"
     conda:
         "../envs/plot.yaml"
     params:
-        alternative=config["stats"]["ttest_alternative"],
         model=MODEL_NAME,
     script:
-        "../scripts/sort_parametric_stats.py"
+        "../scripts/sort_parametric_figures.py"
 
 
 SORT_OUTPUTS = [f"{SORT}/tables", f"{SORT}/stats/manifest.json"]
@@ -470,8 +504,16 @@ SORT_OUTPUTS += expand(
 )
 if FICTION_RUNS:
     SORT_OUTPUTS += [f"{SORT}/fiction/stats/manifest.json"]
+    SORT_OUTPUTS += expand(
+        "results/figures/sort/fiction_sort.{ext}", ext=("pdf", "png")
+    )
 if config["sort"]["parametric"]["enabled"]:
     SORT_OUTPUTS += [f"{SORT}/parametric/stats/manifest.json"]
+    SORT_OUTPUTS += expand(
+        "results/figures/sort/{name}.{ext}",
+        name=SORT_PARAMETRIC_FIGURES,
+        ext=("pdf", "png"),
+    )
     SORT_OUTPUTS += expand(
         f"{SORT}/parametric/{{prun}}/train_log.parquet", prun=PARAMETRIC_RUNS
     )

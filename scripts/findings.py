@@ -5,14 +5,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab import findings
+from knowlab import findings, layout
 from knowlab.core.io import atomic_path, write_json
 from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake) as log:
     params = snakemake.params
     settings = findings.FindingsSettings.from_param(params.settings)
-    checked = findings.collect(Path(snakemake.output.json).parent, settings, model=params.model)
+    checked = findings.collect(layout.RESULTS, settings, model=params.model, inputs=snakemake.input)
     text = findings.render(checked, params.report)
     write_json(snakemake.output.json, findings.to_records(checked))
     with atomic_path(snakemake.output.txt) as tmp:

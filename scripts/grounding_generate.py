@@ -9,16 +9,15 @@ import torch
 
 from knowlab.core.io import read_jsonl, read_parquets, write_jsonl
 from knowlab.core.provenance import rule_step
-from knowlab.grounding.generate import ClientOptions
-from knowlab.grounding.pipeline import respond
 from knowlab.grounding.settings import GroundingGenerateSettings
+from knowlab.grounding.steps import data
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
     params = snakemake.params
     path = params.get("checkpoint") or snakemake.input.model
     server = snakemake.config["grounding"]["generation"]["openai"]  # the client's keys: no result depends on them
-    records = respond(
+    records = data.respond(
         path,
         read_jsonl(snakemake.input.grounding_items),
         read_jsonl(snakemake.input.pool),
@@ -28,6 +27,6 @@ with rule_step(snakemake, seed=snakemake.params.seed) as log:
         tags={"model": params.model, "run": params.run, "step": params.step, "checkpoint": str(path)},
         served_key=params.served_key,
         request_cache=params.request_cache,
-        client=ClientOptions(server["api_key_env"], server["max_retries"], server["timeout_s"], server["concurrency"]),
+        client=data.client_options(server),
     )
     write_jsonl(snakemake.output.responses, records)

@@ -7,11 +7,11 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
-from knowlab.grounding.pipeline import make_items
 from knowlab.grounding.settings import GroundingItemsSettings
+from knowlab.grounding.steps import data
 
 with rule_step(snakemake, seed=snakemake.params.seed) as log:
-    items, pool = make_items(
+    items, pool = data.make_items(
         snakemake.wildcards.dataset,
         GroundingItemsSettings.from_param(snakemake.params.settings),
         dict(snakemake.input.items()),

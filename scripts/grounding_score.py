@@ -9,14 +9,13 @@ import torch
 
 from knowlab.core.io import read_jsonl, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.grounding.generate import ClientOptions
-from knowlab.grounding.pipeline import score
 from knowlab.grounding.settings import GroundingScoreSettings
+from knowlab.grounding.steps import data
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
     server = snakemake.config["grounding"]["decomposer"]["openai"]  # the client's keys: no result depends on them
-    rows = score(
+    rows = data.score(
         read_jsonl(snakemake.input.responses),
         GroundingScoreSettings.from_param(snakemake.params.settings),
         snakemake.input.decomposer,
@@ -24,6 +23,6 @@ with rule_step(snakemake) as log:
         snakemake.params.cache,
         snakemake.params.request_cache,
         snakemake.params.model_label,
-        client=ClientOptions(server["api_key_env"], server["max_retries"], server["timeout_s"], server["concurrency"]),
+        client=data.client_options(server),
     )
     write_parquet(snakemake.output.table, rows)

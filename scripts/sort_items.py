@@ -8,11 +8,11 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
-from knowlab.sort.pipeline import books_and_items
 from knowlab.sort.settings import SortItemsSettings
+from knowlab.sort.steps import data
 
 with rule_step(snakemake):
     settings = SortItemsSettings.from_param(snakemake.params.settings)
-    books, items = books_and_items(settings, snakemake.input.texts, snakemake.params.seed)
+    books, items = data.books_and_items(settings, snakemake.input.texts, snakemake.params.seed)
     write_jsonl(snakemake.output.books, books)
     write_jsonl(snakemake.output.sort_items, items)

@@ -5,22 +5,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from transformers import AutoTokenizer
-
 from knowlab.core.io import read_jsonl, write_json
 from knowlab.core.provenance import rule_step
-from knowlab.sort.parametric import parametric_texts
-from knowlab.sort.pipeline import books_from_records
-from knowlab.sort.prompts import selected_template
 from knowlab.sort.settings import SortParametricTextsSettings
+from knowlab.sort.steps import data
 
 with rule_step(snakemake):
     settings = SortParametricTextsSettings.from_param(snakemake.params.settings)
-    texts = parametric_texts(
-        AutoTokenizer.from_pretrained(snakemake.input.model),
-        books_from_records(read_jsonl(snakemake.input.books)),
+    texts = data.training_texts(
+        snakemake.input.model,
+        read_jsonl(snakemake.input.books),
         read_jsonl(snakemake.input.sort_items),
-        selected_template(settings.templates, snakemake.input.selection),
+        snakemake.input.selection,
         settings,
         snakemake.params.seed,
     )

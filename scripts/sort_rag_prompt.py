@@ -9,17 +9,15 @@ import torch
 
 from knowlab.core.io import read_jsonl, write_json, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.sort.evaluate import choose_rag_reading
-from knowlab.sort.prompts import selected_template
-from knowlab.sort.rag import read_passages
 from knowlab.sort.settings import SortRagPromptSettings
+from knowlab.sort.steps import data
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake):
     settings, inputs = SortRagPromptSettings.from_param(snakemake.params.settings), snakemake.input
     batch_size = snakemake.config["sort"]["batch_size"]  # cannot change a score: not a param
-    template = selected_template(settings.templates, inputs.selection)
-    items, passages = read_jsonl(inputs.sort_items), read_passages(inputs.retrieval, "rag")
-    selection, rows = choose_rag_reading(settings, template, items, passages, inputs.model, batch_size=batch_size)
+    selection, rows = data.rag_prompt_selection(
+        settings, read_jsonl(inputs.sort_items), inputs.selection, inputs.retrieval, inputs.model, batch_size=batch_size
+    )
     write_parquet(snakemake.output.rows, rows)
     write_json(snakemake.output.selection, selection)

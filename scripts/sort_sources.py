@@ -8,8 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.core.io import atomic_dir
 from knowlab.core.provenance import rule_step
 from knowlab.sort.settings import SortSourcesSettings
-from knowlab.sort.sources import fetch_sources
+from knowlab.sort.steps import data
 
-with rule_step(snakemake) as log, atomic_dir(snakemake.output.texts) as tmp:
-    for path in fetch_sources(SortSourcesSettings.from_param(snakemake.params.settings), tmp):
-        log.info("verified %s", Path(path).name)
+with rule_step(snakemake), atomic_dir(snakemake.output.texts) as tmp:
+    data.fetch_texts(SortSourcesSettings.from_param(snakemake.params.settings), tmp)

@@ -5,22 +5,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.core.io import atomic_dir, read_parquets, write_parquet
+from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.core.tables import write_table
-from knowlab.sort import analysis
+from knowlab.sort.steps import stats
 
-with rule_step(snakemake) as log:
-    params = snakemake.params
-    rows = read_parquets(snakemake.input.rows)
-    with atomic_dir(snakemake.output.tables) as folder:
-        for table in analysis.tables(rows, params.bootstrap_resamples, params.seed).values():
-            write_table(table.wide, folder / f"{table.name}.csv", folder / f"{table.name}.tex", table.caption)
-            table.long.to_csv(folder / f"{table.name}_long.csv", index=False)
-            log.info("%s\n%s", table.name, table.wide.to_string())
-    by = ["model", "condition", "segment_length", "distance_bin"]
-    write_parquet(snakemake.output.binomial, analysis.binomial_tests(rows, by=by))
-    for model, mcnemar, ttest in zip(params.models, snakemake.output.mcnemar, snakemake.output.ttest, strict=True):
-        tables = analysis.condition_tests(rows, model, params.conditions, params.alternative)
-        write_parquet(mcnemar, tables["mcnemar"])
-        write_parquet(ttest, tables["ttest"])
+with rule_step(snakemake):
+    params, out = snakemake.params, snakemake.output
+    binomial, tests = stats.condition_stats(
+        read_parquets(snakemake.input.rows), out.tables, params.models, params.conditions,
+        alternative=params.alternative, n_resamples=params.bootstrap_resamples, seed=params.seed,
+    )  # fmt: skip
+    write_parquet(out.binomial, binomial)
+    for model_tests, mcnemar, ttest in zip(tests, out.mcnemar, out.ttest, strict=True):  # one of each per model
+        write_parquet(mcnemar, model_tests["mcnemar"])
+        write_parquet(ttest, model_tests["ttest"])

@@ -18,11 +18,11 @@ from knowlab.core.io import write_parquet
 from knowlab.dataset_card import FAMILIES, UndocumentedColumnError, build_card, family_of, write_card
 from knowlab.fictionalqa.corpus.mcq import build_mcq
 from knowlab.fictionalqa.suites import evaluate_checkpoint
-from knowlab.grounding import pipeline
+from knowlab.grounding.steps import data as steps
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.settings import GroundingDecomposerSettings, GroundingEvaluatorSettings, GroundingScoreSettings
 from knowlab.sort.evaluate import evaluate_condition, evaluate_epoch
-from knowlab.sort.pipeline import fiction_items
+from knowlab.sort.steps.data import fiction_items
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, SYSTEM_PROMPT
 from knowlab.sort.settings import SortEvaluateSettings, SortFictionItemsSettings
 
@@ -44,12 +44,12 @@ class _WordOverlap:
 
 def _grounding_rows(records, tmp, label):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "load_evaluator", lambda cfg, model, tokenizer: _WordOverlap())
+        patch.setattr(steps, "load_evaluator", lambda cfg, model, tokenizer: _WordOverlap())
         settings = GroundingScoreSettings(
             decomposer=GroundingDecomposerSettings(kind="sentences"),
             evaluator=GroundingEvaluatorSettings(kind="bi_encoder"),
         )
-        return pipeline.score(
+        return steps.score(
             records, settings, "resources/base_model", tmp / f"{label}_facts.json", tmp / f"{label}.json"
         )
 

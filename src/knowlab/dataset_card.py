@@ -42,6 +42,7 @@ from datasets.splits import SplitDict, SplitInfo
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from knowlab import layout
 from knowlab.core.io import atomic_path
 
 CARD_NAME = "README.md"
@@ -65,12 +66,12 @@ class Family:
     Attributes:
         config: the config name (``load_dataset(folder, config)``).
         study: FictionalQA, SORT or Grounding.
-        pattern: regular expression that the path of each of its tables, relative to the
-            results folder, matches as a whole.
-        glob: the same tables as a glob, for the ``load_dataset("parquet", ...)`` example
-            (used only where it matches exactly the config's tables).
+        table: where its tables are and the rule that writes them (:mod:`knowlab.layout`);
+            :attr:`pattern` (a regular expression each table's path under results/ matches as a
+            whole), :attr:`glob` (the same, for the ``load_dataset("parquet", ...)`` example, used
+            only where it matches exactly the config's tables) and :attr:`rule` come from it.
         row: what one row is.
-        rule: the rule that writes a table; ``source``: the library function that defines its columns.
+        source: the library function that defines its columns.
         columns: column name -> ``(meaning, unit)``; unit ``""``: none (an id, a label, text).
         column_patterns: regular expression of column names -> ``(meaning, unit)``, formatted with
             the match's groups (names built from the config, e.g. ``em<n>``).
@@ -78,13 +79,23 @@ class Family:
 
     config: str
     study: str
-    pattern: str
-    glob: str
+    table: layout.Table
     row: str
-    rule: str
     source: str
     columns: Mapping[str, tuple[str, str]]
     column_patterns: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def pattern(self) -> str:
+        return self.table.regex
+
+    @property
+    def glob(self) -> str:
+        return self.table.glob
+
+    @property
+    def rule(self) -> str:
+        return self.table.rule
 
     def matches(self, relpath: str) -> bool:
         """Whether ``relpath`` (a path relative to the results folder) is one of this family's tables."""
@@ -309,16 +320,14 @@ _GROUNDING_FINETUNE = {
 }
 
 _GROUNDING_ROW = "one response: (question, version, condition) of one model"
-_GROUNDING_SOURCE = "knowlab.grounding.pipeline.score (knowlab.grounding.metrics.score_responses)"
+_GROUNDING_SOURCE = "knowlab.grounding.steps.data.score (knowlab.grounding.metrics.score_responses)"
 
 FAMILIES: tuple[Family, ...] = (
     Family(
         config="fictionalqa",
         study="FictionalQA",
-        pattern=r"evaluate/[^/]+/step-\d+\.parquet",
-        glob="evaluate/*/step-*.parquet",
+        table=layout.ITEMS,
         row="one (item, suite) of one checkpoint: a document, fictsheet, webtext paragraph or question",
-        rule="evaluate",
         source="knowlab.fictionalqa.suites.evaluate_checkpoint",
         columns=_FICTIONALQA,
         column_patterns=_FICTIONALQA_PATTERNS,
@@ -326,40 +335,32 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         config="sort",
         study="SORT",
-        pattern=r"sort/evaluate/[^/]+/[^/]+\.parquet",
-        glob="sort/evaluate/*/*.parquet",
+        table=layout.SORT_ROWS,
         row="one SORT test item of one model under one memory condition",
-        rule="sort_evaluate_base",
         source="knowlab.sort.evaluate.evaluate_condition",
         columns=_SORT,
     ),
     Family(
         config="sort_fiction",
         study="SORT",
-        pattern=r"sort/fiction/evaluate/[^/]+/step-\d+\.parquet",
-        glob="sort/fiction/evaluate/*/step-*.parquet",
+        table=layout.SORT_FICTION_ROWS,
         row="one SORT item built from a FictionalQA document, at one checkpoint (no source text in the prompt)",
-        rule="sort_fiction_evaluate",
         source="knowlab.sort.evaluate.evaluate_condition",
         columns=_SORT_FICTION,
     ),
     Family(
         config="sort_parametric",
         study="SORT",
-        pattern=r"sort/parametric/[^/]+/evaluate/epoch-\d+\.parquet",
-        glob="sort/parametric/*/evaluate/epoch-*.parquet",
+        table=layout.SORT_PARAMETRIC_ROWS,
         row="one SORT test item after an epoch of parametric-memory fine-tuning, under one condition",
-        rule="sort_parametric_evaluate",
         source="knowlab.sort.evaluate.evaluate_epoch",
         columns=_SORT_PARAMETRIC,
     ),
     Family(
         config="sort_parametric_segment_nll",
         study="SORT",
-        pattern=r"sort/parametric/[^/]+/evaluate/epoch-\d+_segment_nll\.parquet",
-        glob="sort/parametric/*/evaluate/epoch-*_segment_nll.parquet",
+        table=layout.SORT_PARAMETRIC_NLL,
         row="one SORT test item's two segments, scored alone, after an epoch of parametric-memory fine-tuning",
-        rule="sort_parametric_evaluate",
         source="knowlab.sort.score.segment_nll (via knowlab.sort.evaluate.evaluate_epoch)",
         columns=_SEGMENT_NLL,
     ),
@@ -367,10 +368,8 @@ FAMILIES: tuple[Family, ...] = (
         Family(
             config=f"grounding_{dataset}",
             study="Grounding",
-            pattern=rf"grounding/{dataset}/scores/[^/]+\.parquet",
-            glob=f"grounding/{dataset}/scores/*.parquet",
+            table=layout.GROUNDING_SCORES.fix(dataset=dataset),
             row=f"{_GROUNDING_ROW} ({about})",
-            rule="grounding_score",
             source=_GROUNDING_SOURCE,
             columns=_GROUNDING,
         )
@@ -382,10 +381,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         config="grounding_finetune",
         study="Grounding",
-        pattern=r"grounding/finetune/scores/[^/]+/step-\d+\.parquet",
-        glob="grounding/finetune/scores/*/step-*.parquet",
+        table=layout.GROUNDING_CHECKPOINT_SCORES,
         row="one response of one FictionalQA checkpoint: (question, version, condition) of the fiction set",
-        rule="grounding_checkpoint_score",
         source=_GROUNDING_SOURCE,
         columns=_GROUNDING_FINETUNE,
     ),

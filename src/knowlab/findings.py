@@ -66,7 +66,7 @@ Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from math import comb
@@ -79,6 +79,7 @@ from scipy.stats import mannwhitneyu, wilcoxon
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
 
+from knowlab import layout
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
 from knowlab.core.rng import keyed_rng
@@ -248,10 +249,19 @@ class Comparison:
 
 
 class Results:
-    """The tables of a results folder, read once each; an absent one raises :class:`Skip`."""
+    """The tables of a results folder, read once each, by their :mod:`knowlab.layout` names; an absent
+    one raises :class:`Skip`.  With ``inputs`` (the findings rule's), reading a table that is not
+    among them raises ``ValueError``: the rule would not wait for it."""
 
-    def __init__(self, root: str | Path, settings: FindingsSettings, model: str | None = None):
+    def __init__(
+        self,
+        root: str | Path,
+        settings: FindingsSettings,
+        model: str | None = None,
+        inputs: Collection[str | Path] | None = None,
+    ):
         self.root, self.settings, self.model = Path(root), settings, model
+        self.inputs = None if inputs is None else {Path(path) for path in inputs}
         self.runs = list(settings.runs)
         self.control = settings.control
         self.steps = list(settings.steps)
@@ -263,6 +273,8 @@ class Results:
         """``results/<relative>`` (Parquet or JSON), or :class:`Skip` when it is absent."""
         if relative not in self._cache:
             path = self.root / relative
+            if self.inputs is not None and path not in self.inputs:
+                raise ValueError(f"{path} is not an input of rule findings (knowlab.layout.Layout.findings_inputs)")
             if not path.is_file():
                 raise Skip(f"no {path}")
             self._cache[relative] = read_json(path) if path.suffix == ".json" else pd.read_parquet(path)
@@ -270,10 +282,10 @@ class Results:
 
     def items(self, run: str, step: int) -> pd.DataFrame:
         """Item rows of ``run`` at ``step`` (step 0: the base model's)."""
-        return self.read(f"evaluate/{BASE_RUN if step == 0 else run}/step-{step}.parquet")
+        return self.read(layout.ITEMS.relative(run=BASE_RUN if step == 0 else run, step=step))
 
     def split(self, run: str) -> dict[str, Any]:
-        return self.read(f"splits/{run}.json")
+        return self.read(layout.SPLIT.relative(split=run))
 
     def fiction_runs(self) -> list[str]:
         if not self.runs:
@@ -548,7 +560,7 @@ def _sort_correct(r: Results, condition: str) -> pd.Series:
     """Per-item 0/1 correctness of the base model in a SORT memory condition."""
     if condition not in r.settings.sort_conditions:
         raise Skip(f"no {condition} condition in the config (sort.conditions)")
-    rows = r.read(f"sort/evaluate/{r.base_eval()}/{condition}.parquet")
+    rows = r.read(layout.SORT_ROWS.relative(model=r.base_eval(), condition=condition))
     return rows.set_index("item_id")["correct"].astype(float)
 
 
@@ -596,7 +608,7 @@ def sort_books_lower_segment_nll(r: Results) -> list[Comparison]:
     epochs = _parametric_epochs(r)
 
     def segments(run: str) -> pd.Series:
-        table = r.read(f"sort/parametric/{run}/evaluate/epoch-{epochs}_segment_nll.parquet").set_index("item_id")
+        table = r.read(layout.SORT_PARAMETRIC_NLL.relative(prun=run, epoch=epochs)).set_index("item_id")
         return pd.concat([table["nll_a"].add_suffix("/a"), table["nll_b"].add_suffix("/b")])
 
     books, instructions = segments("books"), segments("instructions")
@@ -622,7 +634,7 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
     epochs = _parametric_epochs(r)
 
     def correct(run: str) -> pd.Series:
-        rows = r.read(f"sort/parametric/{run}/evaluate/epoch-{epochs}.parquet")
+        rows = r.read(layout.SORT_PARAMETRIC_ROWS.relative(prun=run, epoch=epochs))
         if "condition" in rows:
             rows = rows[rows["condition"] == "baseline"]
         return rows.set_index("item_id")["correct"].astype(float)
@@ -642,7 +654,7 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
 
 def _grounding_f1(r: Results, dataset: str) -> pd.DataFrame:
     """The base model's F1 of ``dataset``, question x condition, from ``results/grounding/rows.parquet``."""
-    rows = r.read("grounding/rows.parquet")
+    rows = r.read(layout.GROUNDING_ROWS.relative())
     model = r.model
     if model is None:
         models = rows["model"].unique()
@@ -755,11 +767,18 @@ def _check(study: str, claim: str, source: str, check: Check, r: Results, equiva
     return _judge(study, claim, source, comparisons, s, equivalence)
 
 
-def collect(results: str | Path, settings: FindingsSettings, model: str | None = None) -> list[Finding]:
+def collect(
+    results: str | Path,
+    settings: FindingsSettings,
+    model: str | None = None,
+    inputs: Collection[str | Path] | None = None,
+) -> list[Finding]:
     """Every finding of the module docstring, decided on the tables under ``results``.
 
     Args:
         results: the workflow's ``results`` folder.
+        inputs: the findings rule's inputs (:meth:`knowlab.layout.Layout.findings_inputs`): reading
+            any other table raises ``ValueError``; None: any table under ``results``.
         settings: what the claims are decided with and which runs and studies the config asks for
             (:meth:`FindingsSettings.from_config`).
         model: the base model's name in the grounding rows (the workflow's model name); None
@@ -773,7 +792,7 @@ def collect(results: str | Path, settings: FindingsSettings, model: str | None =
     Raises:
         ValueError: ``model`` is None and the grounding rows hold more than one model.
     """
-    r = Results(results, settings, model)
+    r = Results(results, settings, model, inputs)
     found = [f for study, claim, source, check, eq in CLAIMS for f in _check(study, claim, source, check, r, eq)]
     for dataset in settings.grounding_datasets:
         for version in ("original", "conflict"):

@@ -240,8 +240,8 @@ def test_served_decomposer(openai_stub, tmp_path):
 
 
 def test_score_with_a_served_decomposer_loads_no_model(openai_stub, tmp_path, monkeypatch):
-    """pipeline.score: the served decomposer defaults to the base model folder's name; no local model."""
-    from knowlab.grounding import pipeline
+    """steps.score: the served decomposer defaults to the base model folder's name; no local model."""
+    from knowlab.grounding.steps import data as steps
 
     fake, url = openai_stub
     fake.reply = lambda sentence: f"- {sentence}"
@@ -253,14 +253,14 @@ def test_score_with_a_served_decomposer_loads_no_model(openai_stub, tmp_path, mo
         def supported(self, pairs):
             return [fact in text for fact, text in pairs]
 
-    monkeypatch.setattr(pipeline, "load_model", no_model)
-    monkeypatch.setattr(pipeline, "load_evaluator", lambda settings, model, tokenizer: Exact())
-    monkeypatch.setattr(pipeline, "score_responses", lambda gold, facts, evaluator: pd.DataFrame({"n_facts": [2]}))
+    monkeypatch.setattr(steps, "load_model", no_model)
+    monkeypatch.setattr(steps, "load_evaluator", lambda settings, model, tokenizer: Exact())
+    monkeypatch.setattr(steps, "score_responses", lambda gold, facts, evaluator: pd.DataFrame({"n_facts": [2]}))
     settings = GroundingScoreSettings(
         decomposer=GroundingDecomposerSettings(kind="llm", backend="openai", openai_base_url=url),
         evaluator=GroundingEvaluatorSettings(kind="bi_encoder"),
     )
-    rows = pipeline.score(
+    rows = steps.score(
         _score_inputs(),
         settings,
         "resources/base_model",
@@ -277,10 +277,10 @@ def test_score_with_a_served_decomposer_loads_no_model(openai_stub, tmp_path, mo
 
 
 def test_respond_over_a_server_loads_only_the_tokenizer(openai_stub, tiny_model_dir, tmp_path, monkeypatch):
-    from knowlab.grounding import pipeline
+    from knowlab.grounding.steps import data as steps
 
     fake, url = openai_stub
-    monkeypatch.setattr(pipeline, "load_model", lambda path: pytest.fail(f"loaded the weights of {path}"))
+    monkeypatch.setattr(steps, "load_model", lambda path: pytest.fail(f"loaded the weights of {path}"))
     items = [
         {
             "item_id": "q1",
@@ -308,14 +308,14 @@ def test_respond_over_a_server_loads_only_the_tokenizer(openai_stub, tiny_model_
     tags = {"model": "m1", "run": "base", "step": 0, "checkpoint": str(tiny_model_dir)}
     args = (items, pool, distractors, settings, 0, tags)
     client = ClientOptions(max_retries=0)
-    out = pipeline.respond(
+    out = steps.respond(
         str(tiny_model_dir), *args, served_key="m1", request_cache=str(tmp_path / "req"), client=client
     )
     assert [r["condition"] for r in out] == ["original_gold", "conflict_gold"]
     assert all(r["served_model"] == "served-m1" and r["model"] == "m1" for r in out)
     assert "Bea" in out[1]["prompt"] and out[1]["response"].startswith("echo: ")
     assert {b["model"] for b in fake.bodies} == {"served-m1"}
-    default = pipeline.respond(str(tiny_model_dir), *args, served_key="other", client=client)  # default: the folder
+    default = steps.respond(str(tiny_model_dir), *args, served_key="other", client=client)  # default: the folder
     assert {r["served_model"] for r in default} == {str(tiny_model_dir)}
 
 

@@ -7,16 +7,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from knowlab.grounding import analysis, plots, report
+from knowlab.grounding import analysis, plots
 from knowlab.grounding.conditions import condition_names
-from knowlab.grounding.evaluator import evaluator_label
-from knowlab.grounding.facts import SENTENCE_LEVEL, decomposer_label
+from knowlab.grounding.methods import SENTENCE_LEVEL, decomposer_label, evaluator_label
 from knowlab.grounding.settings import (
     GroundingConditionSettings,
     GroundingDecomposerSettings,
     GroundingEvaluatorSettings,
     GroundingTablesSettings,
 )
+from knowlab.grounding.steps import figures as figure_steps
+from knowlab.grounding.steps import stats as stats_steps
 
 CFG = GroundingConditionSettings(
     budget=1024, position="random", sweep_budgets=(512, 1024), sweep_positions=("start", "random")
@@ -116,7 +117,8 @@ def test_every_table_and_figure_names_decomposer_and_evaluator(tmp_path, notes, 
         evaluator_label=evaluator_label(GroundingEvaluatorSettings(kind="bi_encoder", model=None, threshold=None)),
         bootstrap_resamples=50,
     )
-    report.tables_and_figures(rows, str(tmp_path / "tables"), figures, settings, seed=0)
+    stats_steps.tables(rows, str(tmp_path / "tables"), settings, seed=0)
+    figure_steps.draw(figure_steps.read_tables(tmp_path / "tables"), figures)  # from the tables written
     csvs = sorted((tmp_path / "tables").glob("*.csv"))
     assert len(csvs) == 12
     for path in csvs:

@@ -234,7 +234,7 @@ def _item(book: Book, item_id: str, first: int, second: int, length: int) -> dic
 
 def test_book_text_keeps_paragraph_breaks_and_round_trips():
     from knowlab.sort.books import book_from_text
-    from knowlab.sort.pipeline import books_from_records, books_records
+    from knowlab.sort.steps.data import books_from_records, books_records
 
     book = book_from_text("sea", "The Sea", "CHAPTER I\n\n" + SEA + "\n", "sea.txt", gutenberg=False)
     assert book.text == SEA and book.words == SEA.split() and book.passage_text == SEA

@@ -22,6 +22,7 @@ from knowlab.sort.settings import (
     SortSelectionSettings,
     SortSourcesSettings,
     evaluate_settings,
+    evaluate_settings_from_param,
 )
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -69,6 +70,9 @@ def test_a_key_is_carried_only_where_the_step_reads_it():
     assert rag.rag_readings == ({"id": "x", "reading": "Passages: {passages}"},)
     with pytest.raises(TypeError, match="rag_readings"):  # a script reading the wrong record fails
         SortEvaluateSettings.from_param(rag.param())
+    for condition in ("baseline", "in_context", "rag", "oracle_rag"):  # what sort_evaluate.py reads back
+        record = evaluate_settings(readings, condition)
+        assert evaluate_settings_from_param(record.param(), condition) == record
     # sort.parametric.chunk_words: only when whole books are chunked
     assert SortParametricTextsSettings.from_config(config).chunk_words is None  # scope: excerpts
     books = load_config({"sort": {"parametric": {"scope": "books", "chunk_words": 300}}})

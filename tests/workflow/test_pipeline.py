@@ -144,7 +144,7 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
 
 def test_sort_items_passages_prompt_and_rows(workdir):
     from knowlab.sort.build import check_items
-    from knowlab.sort.pipeline import books_from_records
+    from knowlab.sort.steps.data import books_from_records
 
     sort = workdir / "results" / "sort"
     books = books_from_records([json.loads(line) for line in (sort / "books.jsonl").read_text().splitlines()])
@@ -206,6 +206,7 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir, own_choice):
 def test_grounding_items_responses_scores_and_tables(workdir):
     from knowlab.grounding.conditions import condition_names
     from knowlab.grounding.schema import check_items
+    from knowlab.grounding.settings import GroundingConditionSettings
 
     grounding = workdir / "results" / "grounding"
     items = [json.loads(line) for line in (grounding / "fiction" / "items.jsonl").read_text().splitlines()]

@@ -40,7 +40,7 @@ MODEL_RULES = {  # every rule that runs a model on config/test.yaml: its param `
 # The fine-tuning rules serve FictionalQA's runs and SORT's parametric runs: a key of one recipe
 # retrains only its runs (knowlab.finetune_job.recipe_settings), and the other study's evaluations
 # stay.
-SORT_PARAMETRIC = {"sort_parametric_evaluate", "sort_parametric_stats"}
+SORT_PARAMETRIC = {"sort_parametric_evaluate", "sort_parametric_stats", "sort_parametric_figures"}
 FICTIONALQA_DOWNSTREAM = {
     "evaluate",
     "paired_tests",
@@ -48,9 +48,11 @@ FICTIONALQA_DOWNSTREAM = {
     *(f"figure_{fig}" for fig in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11", "pvalues")),
     "sort_fiction_evaluate",
     "sort_fiction_stats",
+    "sort_fiction_figures",
     "grounding_checkpoint_generate",
     "grounding_checkpoint_score",
     "grounding_finetune_stats",
+    "grounding_finetune_figures",
 }
 KEYS = [
     ("splits.event_train_fraction", 0.5, {"split"}, SORT_PARAMETRIC),
@@ -78,7 +80,7 @@ KEYS = [
         set(),
     ),
     # only the RAG conditions read the passages; the parametric runs' figures read the others
-    ("sort.rag.k", 3, {"sort_retrieval"}, {"sort_parametric_stats"}),
+    ("sort.rag.k", 3, {"sort_retrieval"}, {"sort_parametric_stats", "sort_parametric_figures"}),
 ]
 # keys that cannot change a result (config/README.md, "What re-runs when a key changes")
 NO_RESULT_KEYS = [

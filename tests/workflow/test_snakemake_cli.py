@@ -113,7 +113,8 @@ def test_kaist_release_feeds_the_grounding_rules(tmp_path, snakemake):
     config = tmp_path / "kaist.yaml"
     config.write_text(json.dumps({"grounding": {"datasets": ["kaist"], "kaist": kaist_cfg, "max_items": 2}}))
     work = tmp_path / "work"
-    snakemake(work, "--cores", "2", "results/grounding/rows.parquet", configs=(TEST_CONFIG, config))
+    targets = ("results/grounding/rows.parquet", "results/figures/grounding/fig4.png")
+    snakemake(work, "--cores", "2", *targets, configs=(TEST_CONFIG, config))
     kaist = work / "results" / "grounding" / "kaist"
     items = [json.loads(line) for line in (kaist / "items.jsonl").read_text().splitlines()]
     check_items(items)

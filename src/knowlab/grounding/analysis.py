@@ -23,7 +23,7 @@ from knowlab.grounding.conditions import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.grounding.metrics import answer_accuracy, by_factor
 
 METRICS = ("precision", "recall", "f1")
-#: columns naming how a row was scored (set by :func:`knowlab.grounding.pipeline.score`), carried
+#: columns naming how a row was scored (set by :func:`knowlab.grounding.steps.data.score`), carried
 #: by every grounding table and said in every grounding figure's footnote
 METHOD_COLUMNS = ("decomposer", "evaluator")
 FOLLOWS = ("follows_context", "follows_training")  # 0/1 per response (follow_rates)
@@ -66,8 +66,8 @@ def method_labels(rows: pd.DataFrame, fallback: Mapping[str, str] | None = None)
     value (e.g. labels made from the config), else ``"not recorded"``.
 
     Values: ``"sentences (sentence-level, not atomic facts)"`` or ``"llm:<model>"``
-    (:func:`knowlab.grounding.facts.decomposer_label`), ``"<kind>:<model>@<threshold>"``
-    (:func:`knowlab.grounding.evaluator.evaluator_label`).
+    (:func:`knowlab.grounding.methods.decomposer_label`), ``"<kind>:<model>@<threshold>"``
+    (:func:`knowlab.grounding.methods.evaluator_label`).
     """
     out = {}
     for column in METHOD_COLUMNS:

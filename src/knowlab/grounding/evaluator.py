@@ -13,7 +13,8 @@ exists in text ``B``, else 0.  Three evaluators share one interface (:class:`Eva
 - :class:`LLMJudge`: an LM asked the App. B.2 prompt (after Min et al., 2023, FActScore);
   the score is ``log p(True) - log p(False)`` of the next token; supported when ``> 0``.
 
-Windowing (``grounding.evaluator.window``, :data:`WINDOWS`; the paper does not describe it):
+Windowing (``grounding.evaluator.window``, :data:`knowlab.grounding.methods.WINDOWS`; the paper does not
+describe it):
 
 - ``max`` (the default; required by the task): a text longer than the evaluator's window is
   split into passages that fit, and the score of a fact against the text is the **maximum over
@@ -57,6 +58,7 @@ from knowlab.core.models import is_local_path, load_model, pinned_hub_id
 from knowlab.core.retrieval import embed, load_embedder
 from knowlab.core.scoring import encode_context, score_token_ids
 from knowlab.grounding.facts import split_sentences
+from knowlab.grounding.methods import DEFAULTS, WINDOWS
 
 if TYPE_CHECKING:  # the settings module imports this one
     from knowlab.grounding.settings import GroundingEvaluatorSettings
@@ -66,9 +68,6 @@ if TYPE_CHECKING:  # the settings module imports this one
 #: stays whole, "Mr. Smith" is cut (a harmless extra cut when passages span sentences).
 SENTENCE_BOUNDARY = r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])"
 
-#: ``grounding.evaluator.window``: ``max`` (a long text's passages, the maximum of their scores) or
-#: ``truncate`` (the released scorer: the text's first :data:`TRUNCATE_TOKENS` tokens, scored once)
-WINDOWS = ("max", "truncate")
 #: tokens of a text that ``window: truncate`` keeps: the 512-token input of the released scorer's
 #: cross-encoder (``src/cal_f1.py``, ``cal_cross_score``: ``CrossEncoder.predict`` truncates each pair
 #: to the model's ``max_length``, 512 for ``cross-encoder/ms-marco-MiniLM-L-12-v2``)
@@ -84,15 +83,6 @@ LLM_JUDGE_PROMPT = (
     "Generate 'True' if all information in given statement is in given context. Else generate 'False'"
 )
 LLM_JUDGE_LABELS = ("True", "False")
-
-#: default model and threshold of each M_eval kind (the paper's, App. B.2): bi-encoder cosine
-#: >= 0.4, cross-encoder raw logit > 6; the LLM judge's model is the base model
-DEFAULTS: dict[str, tuple[str | None, float]] = {
-    "bi_encoder": ("packaged:all-MiniLM-L6-v2", 0.4),
-    "cross_encoder": ("cross-encoder/ms-marco-MiniLM-L-12-v2", 6.0),
-    "llm_judge": (None, 0.0),
-}
-
 
 @runtime_checkable
 class Evaluator(Protocol):
@@ -608,22 +598,6 @@ class LLMJudge(_PassageEvaluator):
         return true - false
 
 
-EVALUATOR_KEYS = {
-    "bi_encoder": {
-        "model",
-        "threshold",
-        "sentences_per_passage",
-        "batch_size",
-        "max_passage_tokens",
-        "device",
-        "cache_size",
-        "window",
-    },
-    "cross_encoder": {"model", "threshold", "batch_size", "max_passage_tokens", "device", "window"},
-    "llm_judge": {"model", "threshold", "batch_size", "max_passage_tokens", "window"},
-}
-
-
 def load_evaluator(settings: GroundingEvaluatorSettings, model=None, tokenizer=None) -> Evaluator:
     """Build M_eval from ``grounding.evaluator``.
 
@@ -632,8 +606,9 @@ def load_evaluator(settings: GroundingEvaluatorSettings, model=None, tokenizer=N
             (``bi_encoder``, ``cross_encoder`` or ``llm_judge``: :class:`BiEncoderEvaluator`,
             :class:`CrossEncoderEvaluator` or :class:`LLMJudge`), and their constructor arguments
             ``model``, ``threshold`` (None: the kind's default, the paper's) and ``window`` (one of
-            :data:`WINDOWS`, their ``window_mode``).  The constructors' other arguments
-            (:data:`EVALUATOR_KEYS`: batch sizes, device, cache) keep their defaults.
+            :data:`~knowlab.grounding.methods.WINDOWS`, their ``window_mode``).  The constructors'
+            other arguments (:data:`~knowlab.grounding.methods.EVALUATOR_KEYS`: batch sizes, device,
+            cache) keep their defaults.
         model, tokenizer: the judge LM for ``llm_judge``; when not given, ``settings.model``
             is a model folder loaded by :func:`knowlab.core.models.load_model`.
 
@@ -659,24 +634,3 @@ def load_evaluator(settings: GroundingEvaluatorSettings, model=None, tokenizer=N
         model, tokenizer = load_model(path)
     return LLMJudge(model, tokenizer, **args)
 
-
-def evaluator_label(settings: GroundingEvaluatorSettings, judge_model: str | None = None) -> str:
-    """M_eval as the grounding tables' ``evaluator`` column and the figures' footnotes name it:
-    ``"<kind>:<model>@<threshold>"``, e.g. ``"bi_encoder:packaged:all-MiniLM-L6-v2@0.4"``
-    (cosine, supported when ``>=``) or ``"cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"``
-    (raw logit, ``>``; the paper's App. B.2 choice), followed by ``" (window: truncate)"``
-    when ``settings.window`` is ``truncate`` (the released scorer's first 512 tokens; nothing for
-    ``max``, the default, whose labels are those of earlier versions).
-
-    ``model`` and ``threshold`` of ``settings`` (``grounding.evaluator``) where set, else the
-    kind's constructor defaults (the paper's thresholds, App. B.2); the LLM judge's model is
-    ``settings.model``, else ``judge_model`` (the base model's display name), else ``"unknown"``.
-    No model is loaded.
-    """
-    kind = settings.kind
-    default_model, default_threshold = DEFAULTS[kind]
-    model = settings.model or (judge_model if kind == "llm_judge" else default_model) or "unknown"
-    threshold = settings.threshold
-    threshold = default_threshold if threshold is None else threshold
-    window = settings.window or "max"
-    return f"{kind}:{model}@{float(threshold):g}" + ("" if window == "max" else f" (window: {window})")

@@ -31,9 +31,10 @@ same with a local instruct model, or, as a model-free fallback, uses the sentenc
   same turns as chat messages (:func:`decompose_messages`, temperature 0) to an
   OpenAI-compatible server (:class:`~knowlab.core.llm.openai_backend.OpenAIChatBackend`,
   ``grounding.decomposer.openai``), which applies its own chat template.
-- :func:`decomposer_label`: the decomposer as every grounding table (column ``decomposer``) and
-  figure footnote names it: ``"llm:<model>"``, or ``"sentences (sentence-level, not atomic
-  facts)"`` (:data:`SENTENCE_LEVEL`), whose numbers are not comparable with the paper's.
+- :func:`knowlab.grounding.methods.decomposer_label`: the decomposer as every grounding table
+  (column ``decomposer``) and figure footnote names it: ``"llm:<model>"``, or ``"sentences
+  (sentence-level, not atomic facts)"`` (:data:`knowlab.grounding.methods.SENTENCE_LEVEL`), whose
+  numbers are not comparable with the paper's.
 """
 
 from __future__ import annotations
@@ -95,10 +96,6 @@ FACTSCORE_QUESTION = "Please breakdown the following sentence into independent f
 LAYOUTS = ("project", "factscore")
 
 METHODS = ("llm", "sentences", "mixed")
-#: said wherever numbers of the sentence decomposer appear (tables, figure footnotes, README):
-#: its "facts" are whole sentences, so precision and F1 are not the paper's atomic-fact ones
-SENTENCE_LEVEL = "sentence-level, not atomic facts"
-BACKENDS = ("transformers", "openai")
 #: the client of a served decomposer by default (``grounding.decomposer.openai``: 120 s per request)
 DECOMPOSER_CLIENT = ClientOptions(timeout_s=120.0)
 
@@ -432,23 +429,6 @@ def decomposer_id(settings: GroundingDecomposerSettings, model=None, demos: Demo
         name = settings.name or model_name(model)
     demos = demos if demos is not None else Demonstrations.from_settings(settings)
     return f"llm:{name}:max_new_tokens={settings.max_new_tokens}:min_support={settings.min_support}{demos.ident}"
-
-
-def decomposer_label(settings: GroundingDecomposerSettings, model: str | None = None) -> str:
-    """The decomposer as the grounding tables' ``decomposer`` column and the figures' footnotes name it.
-
-    ``"sentences (sentence-level, not atomic facts)"`` for ``kind == "sentences"`` (pysbd
-    sentences stand in for atomic facts, :data:`SENTENCE_LEVEL`); for ``kind == "llm"``
-    ``"llm:<name>"``, ``name`` being ``settings.name``, else the served model name
-    (backend ``openai``: ``settings.openai_model``), else ``model`` (the local model's display
-    name, e.g. the base model's Hub id), else ``"unknown"``.  The few-shot prompt (paper Sec. 3.1,
-    footnote 4; App. A.3) is :data:`DECOMPOSE_INSTRUCTION` + :data:`DECOMPOSE_DEMOS`, or
-    FActScore's with the demonstrations of ``grounding.decomposer.demos`` (:class:`Demonstrations`).
-    """
-    if settings.kind == "sentences":
-        return f"sentences ({SENTENCE_LEVEL})"
-    served = settings.openai_model if settings.backend == "openai" else None
-    return f"llm:{settings.name or served or model or 'unknown'}"
 
 
 class FactCache:

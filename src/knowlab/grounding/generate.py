@@ -77,8 +77,6 @@ QUESTION_MARKER = "[question]"
 ANSWER_MARKER = "[answer]"
 SEPARATOR = "\n\n"  # between the parts of the prompt and between contexts (Fig. 12)
 
-#: the backends of ``grounding.generation.backend`` (see the module docstring)
-BACKENDS = ("transformers", "openai")
 #: the generation parameters of :func:`response_id`
 GENERATION_PARAMS = ("max_new_tokens", "do_sample", "temperature", "top_k", "top_p", "seed")
 

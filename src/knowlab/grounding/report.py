@@ -1,19 +1,23 @@
-"""The grounding tables and figures of rule ``grounding_tables`` (Lee et al. 2024, "How Well Do Large
-Language Models Truly Ground?": Tables 1, 8-12, Figs. 3c, 4, 5, 15-16 and the gold-position analysis).
+"""The grounding tables of rule ``grounding_tables`` (Lee et al. 2024, "How Well Do Large Language
+Models Truly Ground?": Tables 1, 8-12, and the tables of Figs. 3c, 4, 5, 15-16 and the
+gold-position analysis).
 
-The statistics are :mod:`knowlab.grounding.analysis`, the drawing :mod:`knowlab.grounding.plots`;
-this module writes their tables (CSV + LaTeX, :func:`knowlab.core.tables.write_table`) and
-figures from the scored rows.
+The statistics are :mod:`knowlab.grounding.analysis`; this module writes their tables from the
+scored rows (CSV + LaTeX, :func:`knowlab.core.tables.write_table`: :func:`write_tables`) and
+reads back the ones the figures show, with exactly the values written (:func:`read_figure_tables`;
+rule ``grounding_figures`` draws them, :mod:`knowlab.grounding.steps.figures`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from knowlab.core.io import atomic_dir
 from knowlab.core.tables import write_table
-from knowlab.grounding import analysis, plots
+from knowlab.grounding import analysis
 from knowlab.grounding.conditions import GOLD_CONDITIONS
 
 if TYPE_CHECKING:
@@ -31,6 +35,9 @@ CAPTIONS = {
     "factors": "Grounding F1 (x 100) by question and context factors, {} (paper Tables 8-11).",
 }
 
+#: the tables the figures are drawn from (:func:`knowlab.grounding.steps.figures.draw`)
+FIGURE_TABLES = ("summary", "factors_original_gold", "length_curve", "reduction_rates", "position")
+
 
 def config_labels(settings: GroundingTablesSettings) -> dict[str, str]:
     """``{"decomposer", "evaluator"}`` labels made from the ``grounding`` config alone (rows scored
@@ -39,16 +46,14 @@ def config_labels(settings: GroundingTablesSettings) -> dict[str, str]:
     return {"decomposer": settings.decomposer_label, "evaluator": settings.evaluator_label}
 
 
-def tables_and_figures(
-    rows, out_dir: str, figures: Mapping[str, str], settings: GroundingTablesSettings, *, seed: int = 0
-) -> None:
-    """Write the grounding tables (CSV + LaTeX) into ``out_dir`` and draw the figures.
+def write_tables(rows, out_dir: str, settings: GroundingTablesSettings, *, seed: int = 0) -> None:
+    """Write the grounding tables (CSV + LaTeX) into ``out_dir``.
 
     Tables: ``summary`` (every metric x 100 with 95% bootstrap intervals per dataset, model
     and condition), ``table1`` (F1; ``table1_precision``, ``table1_recall``: Figs. 15-16),
     ``factors_<setting>`` for the four settings (Tables 8-11), ``table12`` (answer accuracy),
-    ``reduction_rates`` (Fig. 5), ``length_curve`` (Fig. 4), ``position``.  ``figures`` maps
-    ``<name>_pdf`` / ``<name>_png`` to paths for the names fig3c, fig4, fig5, fig15_16, position.
+    ``reduction_rates`` (Fig. 5), ``length_curve`` (Fig. 4), ``position``; the figures are drawn
+    from them (:data:`FIGURE_TABLES`, :func:`knowlab.grounding.steps.figures.draw`).
 
     Every table ends with the columns ``decomposer`` and ``evaluator``
     (:func:`knowlab.grounding.analysis.method_labels` of the rows, or those of ``settings`` for
@@ -59,7 +64,7 @@ def tables_and_figures(
 
     Args:
         rows: the scored rows of every dataset and model (frames of
-            :func:`knowlab.grounding.pipeline.score`, concatenated).
+            :func:`knowlab.grounding.steps.data.score`, concatenated).
         settings: ``position`` (``grounding.distractors.position``), the decomposer's and
             evaluator's labels (they name the method when the rows do not), and
             ``bootstrap_resamples`` (``stats.bootstrap_resamples``), the resamples of the
@@ -94,15 +99,17 @@ def tables_and_figures(
                 caption,
                 float_format="{:.1f}",
             )
-    models = ", ".join(sorted(rows.model.unique()))
-    note = f"Models: {models}. {analysis.method_note(labels)}"
-    draw = {
-        "fig3c": lambda pdf, png: plots.plot_by_factor(tables["factors_original_gold"], pdf, png, note=note),
-        "fig4": lambda pdf, png: plots.plot_length_curve(tables["length_curve"].reset_index(), pdf, png, note=note),
-        "fig5": lambda pdf, png: plots.plot_reduction(tables["reduction_rates"].reset_index(), pdf, png, note=note),
-        "fig15_16": lambda pdf, png: plots.plot_precision_recall(summary, pdf, png, note=note),
-        "position": lambda pdf, png: plots.plot_position(tables["position"], pdf, png, note=note),
-    }
-    for name, plot in draw.items():
-        if f"{name}_pdf" in figures:
-            plot(figures[f"{name}_pdf"], figures[f"{name}_png"])
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A CSV table written by :func:`write_tables` (or :func:`knowlab.core.io.write_csv`) read back with
+    the values written: floats as written (pandas writes the shortest repr that round-trips and
+    parses it back exactly), empty cells NaN and no other text (e.g. a model named ``"NA"``)
+    taken for a missing value."""
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+def read_figure_tables(folder: str | Path) -> dict[str, pd.DataFrame]:
+    """The tables the figures show (:data:`FIGURE_TABLES`), read from the folder of
+    :func:`write_tables` (:func:`read_table`): name -> frame with its method columns."""
+    return {name: read_table(Path(folder) / f"{name}.csv") for name in FIGURE_TABLES}

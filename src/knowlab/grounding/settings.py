@@ -20,9 +20,9 @@ Keys that cannot change a result are in no record (config/README.md, "What re-ru
 changes"): ``grounding.kaist.timeout_s`` (seconds per download request; the files are checked
 against ``grounding.kaist.sha256``), and ``api_key_env``, ``max_retries``, ``timeout_s`` and
 ``concurrency`` of ``grounding.generation.openai`` and ``grounding.decomposer.openai`` (how the
-client reaches the server: :class:`knowlab.grounding.generate.ClientOptions`, which the scripts
-build from the config).  A server block (``openai``) is in a record only under backend
-``openai``, the only backend that reads it.
+client reaches the server: :class:`knowlab.grounding.generate.ClientOptions`, which
+:func:`knowlab.grounding.steps.data.client_options` builds from the config).  A server block
+(``openai``) is in a record only under backend ``openai``, the only backend that reads it.
 """
 
 from __future__ import annotations
@@ -35,10 +35,14 @@ from typing import Any, ClassVar
 from knowlab.core.settings import StepSettings, as_tuple
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
 from knowlab.grounding.distractors import POSITIONS
-from knowlab.grounding.evaluator import EVALUATOR_KEYS, WINDOWS, evaluator_label
-from knowlab.grounding.facts import BACKENDS as DECOMPOSER_BACKENDS
-from knowlab.grounding.facts import decomposer_label
-from knowlab.grounding.generate import BACKENDS as GENERATION_BACKENDS
+from knowlab.grounding.methods import (
+    DECOMPOSER_BACKENDS,
+    EVALUATOR_KEYS,
+    GENERATION_BACKENDS,
+    WINDOWS,
+    decomposer_label,
+    evaluator_label,
+)
 
 
 def _at_least(value: int | None, minimum: int, key: str, allow_none: bool = False) -> None:
@@ -215,7 +219,7 @@ class GroundingGenerationSettings(StepSettings):
 @dataclass(frozen=True)
 class GroundingGenerateSettings(StepSettings):
     """Rule ``grounding_generate``: the responses of one model to the grounding questions under every
-    condition (:func:`knowlab.grounding.pipeline.respond`; Lee et al. 2024 Sec. 4, App. C.2-C.3)."""
+    condition (:func:`knowlab.grounding.steps.data.respond`; Lee et al. 2024 Sec. 4, App. C.2-C.3)."""
 
     #: the config key of ``max_items`` (in messages)
     MAX_ITEMS_KEY: ClassVar[str] = "grounding.max_items"
@@ -392,7 +396,7 @@ class GroundingEvaluatorSettings(StepSettings):
 @dataclass(frozen=True)
 class GroundingScoreSettings(StepSettings):
     """Rules ``grounding_score`` and ``grounding_checkpoint_score``: atomic facts of every response
-    and their precision / recall / F1 (:func:`knowlab.grounding.pipeline.score`; Lee et al. 2024 Sec. 3.3)."""
+    and their precision / recall / F1 (:func:`knowlab.grounding.steps.data.score`; Lee et al. 2024 Sec. 3.3)."""
 
     decomposer: GroundingDecomposerSettings = field(default_factory=GroundingDecomposerSettings)
     """``grounding.decomposer``: how responses and gold contexts become atomic facts."""
@@ -409,17 +413,18 @@ class GroundingScoreSettings(StepSettings):
 
 @dataclass(frozen=True)
 class GroundingTablesSettings(StepSettings):
-    """Rule ``grounding_tables``: the tables and figures (:func:`knowlab.grounding.report.tables_and_figures`;
-    Lee et al. 2024 Tables 1, 8-12, Figs. 3c, 4, 5, 15-16, Sec. 4.2)."""
+    """Rule ``grounding_tables``: the tables (:func:`knowlab.grounding.report.write_tables`; Lee et al. 2024
+    Tables 1, 8-12, and those of Figs. 3c, 4, 5, 15-16 and Sec. 4.2, which rule ``grounding_figures``
+    draws from them)."""
 
     position: str = "random"
     """``grounding.distractors.position``: the gold position of the ``*_dist`` conditions, the
     position table's column for it (Sec. 4.2, "Impact of gold contexts position")."""
     decomposer_label: str = "sentences (sentence-level, not atomic facts)"
-    """The label of ``grounding.decomposer`` (:func:`knowlab.grounding.facts.decomposer_label`),
+    """The label of ``grounding.decomposer`` (:func:`knowlab.grounding.methods.decomposer_label`),
     for rows scored before rows named their decomposer."""
     evaluator_label: str = "bi_encoder:packaged:all-MiniLM-L6-v2@0.4"
-    """The label of ``grounding.evaluator`` (:func:`knowlab.grounding.evaluator.evaluator_label`),
+    """The label of ``grounding.evaluator`` (:func:`knowlab.grounding.methods.evaluator_label`),
     for rows scored before rows named their evaluator."""
     bootstrap_resamples: int = 2000
     """``stats.bootstrap_resamples``: resamples of the 95% bootstrap intervals."""

@@ -417,6 +417,13 @@ def evaluate_settings(config: Mapping[str, Any], condition: str) -> SortEvaluate
     return kind.from_config(config)
 
 
+def evaluate_settings_from_param(param: Mapping[str, Any], condition: str) -> SortEvaluateSettings:
+    """The record of :func:`evaluate_settings` back from its ``param()`` dict (the rule's ``settings``
+    param), for memory condition ``condition``."""
+    kind = SortRagEvaluateSettings if condition in RAG_CONDITIONS else SortEvaluateSettings
+    return kind.from_param(param)
+
+
 # --------------------------------------------------------------------------- parametric memory
 
 

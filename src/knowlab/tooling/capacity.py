@@ -39,6 +39,7 @@ from functools import cache
 from typing import Any
 
 from knowlab.core.checkpoints import checkpoint_steps
+from knowlab.layout import Layout
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
 from knowlab.grounding.settings import GroundingConditionSettings
 from knowlab.sort.build import N_BINS
@@ -448,40 +449,34 @@ def job_overhead_s(model_bytes: float, io_bytes: float = 0.0) -> float:
 def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     """SLURM jobs per model-running rule of the workflow under ``cfg`` (a merged, validated config).
 
-    Expands the config as ``rules/common.smk`` and the rules files do (runs x checkpoints,
-    eval_models x conditions, datasets x models, ...), with the names they expand it with
-    (:func:`knowlab.core.checkpoints.checkpoint_steps`, :data:`knowlab.sort.finetune.PARAMETRIC_RUNS`,
-    :data:`knowlab.sort.prompts.RAG_CONDITIONS`); ``tests/tooling/test_capacity.py`` checks the
-    result against the DAG of ``snakemake -n``.  Rules that are not listed run on the submit host
+    Takes the names the rules expand over from :class:`knowlab.layout.Layout`, as
+    ``rules/common.smk`` does (runs x checkpoints, eval_models x conditions, datasets x models,
+    the trainings and their checkpoints); ``tests/tooling/test_capacity.py`` checks the result
+    against the DAG of ``snakemake -n``.  Rules that are not listed run on the submit host
     (``localrules``) or are CPU steps of seconds.
     """
-    ft, sort, grounding = cfg["finetune"], cfg["sort"], cfg["grounding"]
-    fiction_runs = list(ft["runs"])
-    runs = len(fiction_runs) + bool(ft["control"])
-    intervals = len(checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
-    parametric = bool(sort["parametric"]["enabled"])
-    epochs = sort["parametric"]["epochs"] if parametric else 0
-    trainings = runs + (len(PARAMETRIC_RUNS) if parametric else 0)
-    models = len(cfg["eval_models"])
-    checkpoints = 1 + runs * intervals
-    rag = bool(set(RAG_CONDITIONS) & set(sort["conditions"]))
-    grounding_finetune = grounding["finetune"]["enabled"] and bool(fiction_runs) and "fiction" in grounding["datasets"]
+    plan = Layout(cfg)
+    models = len(plan.eval_models)
+    checkpoints = plan.checkpoints
+    trainings = plan.trainings
+    rag = bool(set(RAG_CONDITIONS) & set(plan.sort_conditions))
+    datasets = len(plan.grounding_datasets)
     counts = {
         "base_model": 1,
         "eval_model": sum(spec != "base" for spec in cfg["eval_models"].values()),
-        "finetune": runs * intervals + len(PARAMETRIC_RUNS) * epochs - trainings,
-        "finetune_last": trainings,
+        "finetune": sum(len(ckpts) - 1 for ckpts in trainings.values()),
+        "finetune_last": len(trainings),
         "evaluate": checkpoints,
         "rank_distractors": int(cfg["mcq"]["distractors"] == "model_ranked"),
         "sort_prompt": models,
         "sort_rag_prompt": models if rag else 0,
-        "sort_evaluate_base": models * len(sort["conditions"]),
-        "sort_fiction_evaluate": checkpoints if fiction_runs else 0,
-        "sort_parametric_evaluate": 1 + len(PARAMETRIC_RUNS) * epochs if parametric else 0,
-        "grounding_generate": len(grounding["datasets"]) * models,
-        "grounding_score": len(grounding["datasets"]) * models,
-        "grounding_checkpoint_generate": checkpoints if grounding_finetune else 0,
-        "grounding_checkpoint_score": checkpoints if grounding_finetune else 0,
+        "sort_evaluate_base": models * len(plan.sort_conditions),
+        "sort_fiction_evaluate": checkpoints if plan.fiction_runs else 0,
+        "sort_parametric_evaluate": 1 + len(plan.parametric_runs) * plan.sort_epochs if plan.sort_epochs else 0,
+        "grounding_generate": datasets * models,
+        "grounding_score": datasets * models,
+        "grounding_checkpoint_generate": checkpoints if plan.grounding_finetune else 0,
+        "grounding_checkpoint_score": checkpoints if plan.grounding_finetune else 0,
     }
     return {rule: n for rule, n in counts.items() if n}
 

@@ -1,9 +1,12 @@
-"""The steps of the grounding rules (``rules/grounding.smk``; scripts/grounding_*.py call them).
+"""The data and model steps of the grounding rules (``rules/grounding.smk``: ``grounding_items``,
+``grounding_distractors``, ``grounding_generate``, ``grounding_score`` and their
+``grounding_checkpoint_*`` twins; :mod:`knowlab.grounding.steps`).
 
 Lee et al. 2024, "How Well Do Large Language Models Truly Ground?": items of both versions
 (Sec. 3), ranked distractors (Sec. 3.2 Step 5), responses under each condition (Sec. 4, App.
 C.2-C.3; conditions in :mod:`knowlab.grounding.conditions`) and their atomic-fact metrics
-(Sec. 3.3).  The tables and figures of the last rule are :mod:`knowlab.grounding.report`.
+(Sec. 3.3).  The tables are :mod:`knowlab.grounding.steps.stats`, the figures
+:mod:`knowlab.grounding.steps.figures`.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from knowlab.core.models import check_model_dir, load_model
 from knowlab.core.retrieval import load_embedder
 from knowlab.grounding.conditions import condition_records, select_question_ids
 from knowlab.grounding.distractors import fiction_pool, rank_distractors
-from knowlab.grounding.evaluator import evaluator_label, load_evaluator
-from knowlab.grounding.facts import Demonstrations, FactCache, decompose_responses, decomposer_label
+from knowlab.grounding.evaluator import load_evaluator
+from knowlab.grounding.facts import Demonstrations, FactCache, decompose_responses
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.generate import ClientOptions, chat_backend, generate_responses, served_model
 from knowlab.grounding.kaist import load_kaist_release
+from knowlab.grounding.methods import decomposer_label, evaluator_label
 from knowlab.grounding.metrics import score_responses
 from knowlab.grounding.schema import check_items
 
@@ -194,9 +198,9 @@ def score(
     decompose again.
 
     Every row also names how it was scored: ``decomposer``
-    (:func:`knowlab.grounding.facts.decomposer_label`, e.g. ``"llm:<model>"`` or ``"sentences
+    (:func:`knowlab.grounding.methods.decomposer_label`, e.g. ``"llm:<model>"`` or ``"sentences
     (sentence-level, not atomic facts)"``) and ``evaluator``
-    (:func:`knowlab.grounding.evaluator.evaluator_label`, ``"<kind>:<model>@<threshold>"``, with
+    (:func:`knowlab.grounding.methods.evaluator_label`, ``"<kind>:<model>@<threshold>"``, with
     ``" (window: truncate)"`` under ``grounding.evaluator.window: truncate``);
     ``model_label`` is the base model's display name in both (local decomposer, LLM judge).
     ``settings.evaluator`` (``grounding.evaluator``: ``kind``, ``model``, ``threshold``,
@@ -257,3 +261,10 @@ def score(
         decomposer=decomposer_label(decomposer, base), evaluator=evaluator_label(settings.evaluator, base)
     )
     return pd.concat([rows.drop(columns=[c for c in extra.columns if c in rows.columns]), extra], axis=1)
+
+
+def client_options(server: Mapping[str, Any]) -> ClientOptions:
+    """The ``openai`` client of a config server block (``grounding.generation.openai`` or
+    ``grounding.decomposer.openai``): its ``api_key_env``, ``max_retries``, ``timeout_s`` and
+    ``concurrency``, in no settings record (no result depends on them)."""
+    return ClientOptions(server["api_key_env"], server["max_retries"], server["timeout_s"], server["concurrency"])

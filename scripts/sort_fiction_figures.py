@@ -1,0 +1,14 @@
+"""SORT on the fiction documents: accuracy per checkpoint and train/val side, from the rows of sort_fiction_stats."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+from knowlab.core.io import read_parquets
+from knowlab.core.provenance import rule_step
+from knowlab.sort.steps import figures
+
+with rule_step(snakemake):
+    out = snakemake.output
+    figures.fiction_figure(read_parquets([snakemake.input.rows]), out.pdf, out.png, model=snakemake.params.model)

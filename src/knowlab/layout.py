@@ -1,0 +1,152 @@
+"""Where the workflow writes its results, and which jobs a config expands to: named once.
+
+Two halves, both read by the rules (``rules/common.smk``), the findings (:mod:`knowlab.findings`),
+the dataset card (:mod:`knowlab.dataset_card`) and the capacity plan
+(:mod:`knowlab.tooling.capacity`):
+
+- :class:`Table`: a kind of result table, its path under ``results/`` with the wildcards the rule
+  that writes it expands (``evaluate/{run}/step-{step}.parquet``), as a Snakemake path, a path
+  for given wildcards, a regular expression and a glob.
+- :class:`Layout`: the names a config expands over (runs, checkpoint steps, trainings, models,
+  conditions, datasets) and the job lists built from them (the item tables of a run's
+  checkpoints, the tables the findings read).
+
+It sits above the studies (like :mod:`knowlab.config`) because it names all of their outputs; it
+imports only their constants.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
+from knowlab.sort.finetune import PARAMETRIC_RUNS
+
+RESULTS = "results"
+# wildcards whose values are integers (their regex is \d+)
+NUMERIC = ("step", "epoch", "n")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A kind of result table: ``template`` under ``results/`` (wildcards in braces) and the rule
+    that writes it."""
+
+    template: str
+    rule: str
+
+    @property
+    def smk(self) -> str:
+        """The path with its wildcards, as a rule's output or input names it (``results/...``)."""
+        return f"{RESULTS}/{self.template}"
+
+    def relative(self, **wildcards: Any) -> str:
+        """The path under ``results/`` for given wildcard values."""
+        return self.template.format(**wildcards)
+
+    def path(self, **wildcards: Any) -> str:
+        """The path from the working directory (``results/...``) for given wildcard values."""
+        return f"{RESULTS}/{self.relative(**wildcards)}"
+
+    @property
+    def regex(self) -> str:
+        """A regular expression every such path under ``results/`` matches as a whole."""
+        parts = re.split(r"\{(\w+)\}", self.template)
+        return "".join(
+            (r"\d+" if part in NUMERIC else "[^/]+") if i % 2 else re.escape(part) for i, part in enumerate(parts)
+        )
+
+    @property
+    def glob(self) -> str:
+        """The same paths as a glob under ``results/``."""
+        return re.sub(r"\{\w+\}", "*", self.template)
+
+    def fix(self, **wildcards: Any) -> Table:
+        """The table with some wildcards set (``GROUNDING_SCORES.fix(dataset="kaist")``)."""
+        return Table(re.sub(r"\{(\w+)\}", lambda m: str(wildcards.get(m[1], m[0])), self.template), self.rule)
+
+
+# FictionalQA (Kirchenbauer et al. 2026)
+SPLIT = Table("splits/{split}.json", "split")
+ITEMS = Table("evaluate/{run}/step-{step}.parquet", "evaluate")
+PAIRED_TESTS = Table("stats/{run}/{suite}_{test}.parquet", "paired_tests")
+SUMMARY = Table("summary/fictionalqa.csv", "summary")
+TRAIN_LOG = Table("{training}/train_log.parquet", "train_log")
+# SORT (Pink et al. 2024)
+SORT_ROWS = Table("sort/evaluate/{model}/{condition}.parquet", "sort_evaluate_base")
+SORT_FICTION_ROWS = Table("sort/fiction/evaluate/{run}/step-{step}.parquet", "sort_fiction_evaluate")
+SORT_PARAMETRIC_ROWS = Table("sort/parametric/{prun}/evaluate/epoch-{epoch}.parquet", "sort_parametric_evaluate")
+SORT_PARAMETRIC_NLL = Table(
+    "sort/parametric/{prun}/evaluate/epoch-{epoch}_segment_nll.parquet", "sort_parametric_evaluate"
+)
+# Grounding (Lee et al. 2024)
+GROUNDING_SCORES = Table("grounding/{dataset}/scores/{model}.parquet", "grounding_score")
+GROUNDING_CHECKPOINT_SCORES = Table("grounding/finetune/scores/{run}/step-{step}.parquet", "grounding_checkpoint_score")
+GROUNDING_ROWS = Table("grounding/rows.parquet", "grounding_tables")
+
+
+class Layout:
+    """The names the validated workflow ``config`` expands over, and the job lists built from them."""
+
+    def __init__(self, config: Mapping[str, Any]):
+        finetune, sort, grounding = config["finetune"], config["sort"], config["grounding"]
+        #: FictionalQA's fine-tuning runs on fiction (``finetune.runs``)
+        self.fiction_runs: list[str] = list(finetune["runs"])
+        #: every FictionalQA run: the fiction runs and the webtext-only control when it is on
+        self.runs: list[str] = self.fiction_runs + ([CONTROL_RUN] if finetune["control"] else [])
+        #: checkpoint steps, 0 (the base model, evaluated once as run ``base_model``) first
+        self.steps: list[int] = checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"])
+        #: models evaluated as they are (``eval_models``)
+        self.eval_models: list[str] = list(config["eval_models"])
+        self.sort_conditions: list[str] = list(sort["conditions"])
+        #: SORT parametric-memory epochs (0: off)
+        self.sort_epochs: int = int(sort["parametric"]["epochs"]) if sort["parametric"]["enabled"] else 0
+        self.parametric_runs: list[str] = list(PARAMETRIC_RUNS) if self.sort_epochs else []
+        self.grounding_datasets: list[str] = list(grounding["datasets"])
+        #: grounding at every FictionalQA checkpoint
+        self.grounding_finetune: bool = (
+            bool(grounding["finetune"]["enabled"]) and bool(self.fiction_runs) and "fiction" in self.grounding_datasets
+        )
+
+    @property
+    def trainings(self) -> dict[str, list[str]]:
+        """Every fine-tuning run's folder under results/ -> its checkpoints after 0, in training order."""
+        return {
+            **{f"finetune/{run}": [f"step-{s}" for s in self.steps[1:]] for run in self.runs},
+            **{
+                f"sort/parametric/{prun}": [f"epoch-{e}" for e in range(1, self.sort_epochs + 1)]
+                for prun in self.parametric_runs
+            },
+        }
+
+    @property
+    def checkpoints(self) -> int:
+        """Checkpoint evaluations of FictionalQA: the base model once, then every run's checkpoints."""
+        return 1 + len(self.runs) * (len(self.steps) - 1)
+
+    def run_items(self, *runs: str) -> list[str]:
+        """Item tables of every checkpoint of ``runs``: step 0 is the base model's, listed once."""
+        return list(
+            dict.fromkeys(
+                ITEMS.path(run=BASE_RUN if step == 0 else run, step=step) for run in runs for step in self.steps
+            )
+        )
+
+    def findings_inputs(self, base_eval: str) -> list[str]:
+        """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run (Event's
+        claim takes the minimum validation loss over them), the splits; the base model's
+        (``base_eval``) SORT items in each condition and, when on, the parametric runs' last-epoch
+        items and segment nll; the grounding rows."""
+        inputs = [SORT_ROWS.path(model=base_eval, condition=c) for c in self.sort_conditions]
+        if self.fiction_runs:
+            inputs += self.run_items(*self.runs)
+            inputs += [SPLIT.path(split=run) for run in self.fiction_runs]
+        for prun in self.parametric_runs:
+            inputs += [SORT_PARAMETRIC_ROWS.path(prun=prun, epoch=self.sort_epochs)]
+            inputs += [SORT_PARAMETRIC_NLL.path(prun=prun, epoch=self.sort_epochs)]
+        if self.grounding_datasets:
+            inputs += [GROUNDING_ROWS.path()]
+        return inputs

@@ -1,0 +1,143 @@
+"""The grounding rules' steps (knowlab.grounding.steps): the scripts call only them (and the settings),
+and the figures rule draws from the tables the stats rule wrote, read back with the values it
+computed (so that a figure drawn from the files is the figure drawn from the statistics)."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+from knowlab.grounding import analysis
+from knowlab.grounding.conditions import condition_names
+from knowlab.grounding.settings import GroundingConditionSettings, GroundingTablesSettings
+from knowlab.grounding.steps import figures, stats
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted((ROOT / "scripts").glob("grounding_*.py"))
+STEPS = ROOT / "src" / "knowlab" / "grounding" / "steps"
+ALLOWED = {"knowlab.grounding.steps", "knowlab.grounding.settings"}
+
+
+def _grounding_imports(path: Path) -> set[str]:
+    """The ``knowlab.grounding`` modules a script imports (``from knowlab.grounding import x`` imports
+    ``knowlab.grounding.x``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "knowlab.grounding":
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
+            else:
+                found.add(node.module)
+    return {name for name in found if name == "knowlab.grounding" or name.startswith("knowlab.grounding.")}
+
+
+def test_there_are_grounding_scripts():
+    names = {p.stem for p in SCRIPTS}
+    assert {"grounding_tables", "grounding_figures", "grounding_finetune_stats", "grounding_finetune_figures"} <= names
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_scripts_import_only_the_steps_and_the_settings(script):
+    imported = _grounding_imports(script)
+    assert imported, f"{script.name} calls no grounding step"
+    outside = {m for m in imported if not any(m == a or m.startswith(f"{a}.") for a in ALLOWED)}
+    assert not outside, f"{script.name} imports {sorted(outside)}: call knowlab.grounding.steps instead"
+
+
+def test_the_steps_package_imports_nothing():
+    """Importing one steps module runs only its own imports (each kind of rule has its conda env)."""
+    tree = ast.parse((STEPS / "__init__.py").read_text())
+    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
+
+
+def test_data_and_stats_steps_import_no_plotting():
+    """The stats steps load no matplotlib (envs/stats.yaml), the data steps neither."""
+    for name in ("data", "stats"):
+        tree = ast.parse((STEPS / f"{name}.py").read_text())
+        modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        modules |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert "knowlab.grounding.plots" not in modules and not any(m.startswith("matplotlib") for m in modules), name
+
+
+CFG = GroundingConditionSettings(
+    budget=1024, position="random", sweep_budgets=(512, 1024), sweep_positions=("start", "random")
+)
+
+
+def _rows() -> pd.DataFrame:
+    """Scored rows of two models in every condition of CFG (seeded values with many digits)."""
+    rng = np.random.default_rng(3)
+    parts = []
+    for model in ("m1", "NA"):  # "NA": a model whose name pandas would read as missing by default
+        for condition in condition_names(CFG):
+            precision, recall = rng.uniform(size=4), rng.uniform(size=4)
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "dataset": "fiction",
+                        "model": model,
+                        "condition": condition,
+                        "item_id": ["q0", "q1", "q2", "q3"],
+                        "precision": precision,
+                        "recall": recall,
+                        "f1": 2 * precision * recall / (precision + recall),
+                        "answer_accuracy": [1.0, 0.0, np.nan, 1.0],
+                        "factor_popularity": ["high", "low", "low", "high"],
+                        "context_tokens": rng.integers(100, 900, size=4),
+                        "n_distractors": 0 if condition.endswith("gold") else int(rng.integers(1, 6)),
+                        "decomposer": "sentences (sentence-level, not atomic facts)",
+                        "evaluator": "bi_encoder:packaged:all-MiniLM-L6-v2@0.4",
+                    }
+                )
+            )
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_figures_read_the_values_the_statistics_computed(tmp_path):
+    rows = _rows()
+    settings = GroundingTablesSettings(position=CFG.position, bootstrap_resamples=50)
+    stats.tables(rows, str(tmp_path / "tables"), settings, seed=0)
+    read = figures.read_tables(tmp_path / "tables")
+    for table in read.values():
+        assert list(table.columns[-2:]) == list(analysis.METHOD_COLUMNS)
+    read = {name: t.drop(columns=list(analysis.METHOD_COLUMNS)) for name, t in read.items()}
+
+    summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=50, seed=0)
+    expected = {
+        "summary": summary,
+        "factors_original_gold": analysis.factor_table(rows, "original_gold").reset_index(),
+        "length_curve": analysis.length_curve(rows, summary).reset_index(drop=True),
+        "reduction_rates": analysis.reduction_rates(summary),
+        "position": analysis.position_table(summary, CFG.position).reset_index().rename_axis(columns=None),
+    }
+    assert set(read) == set(expected)
+    for name, table in expected.items():
+        assert_frame_equal(read[name], table, check_exact=True, obj=name)
+        for column in table.select_dtypes("number"):  # the same floats, not merely close ones
+            assert np.array_equal(read[name][column].to_numpy(float), table[column].to_numpy(float), equal_nan=True)
+
+
+def test_finetune_figure_reads_the_rates_written(tmp_path):
+    from knowlab.core.io import write_csv
+
+    rates = pd.DataFrame(
+        {
+            "run": ["doc", "doc", "control"],
+            "step": [0, 4, 4],
+            "side": ["train", "train", "all"],
+            "condition": ["conflict_gold"] * 3,
+            "f1": [100 / 3, 200 / 7, 0.1 + 0.2],
+            "follows_context": [np.nan, 50.0, 12.5],
+            "follows_training": [1 / 9, np.nan, 0.0],
+            "n": [3, 3, 4],
+            "decomposer": "sentences (sentence-level, not atomic facts)",
+            "evaluator": "bi_encoder:packaged:all-MiniLM-L6-v2@0.4",
+        }
+    )
+    write_csv(tmp_path / "rates.csv", rates)
+    assert_frame_equal(figures.read_rates(tmp_path / "rates.csv"), rates, check_exact=True)

@@ -1,0 +1,67 @@
+"""The results layout (knowlab.layout): each table's path, regex and glob agree, and the job lists a
+config expands to are the ones the rules expand."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from knowlab import findings, layout
+from knowlab.config import load_config
+from knowlab.layout import Layout
+
+CONFIG = Path(__file__).resolve().parents[1] / "config"
+TABLES = [value for value in vars(layout).values() if isinstance(value, layout.Table)]
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda t: t.template)
+def test_a_tables_path_regex_and_glob_agree(table):
+    wildcards = {
+        name: 7 if name in layout.NUMERIC else f"x_{name}" for name in re.findall(r"\{(\w+)\}", table.template)
+    }
+    relative = table.relative(**wildcards)
+    assert table.path(**wildcards) == f"results/{relative}" and table.smk.startswith("results/")
+    assert re.fullmatch(table.regex, relative) and Path(relative).match(table.glob)
+    assert not re.fullmatch(table.regex, f"other/{relative}")
+
+
+def test_a_table_with_a_wildcard_set():
+    kaist = layout.GROUNDING_SCORES.fix(dataset="kaist")
+    assert kaist.template == "grounding/kaist/scores/{model}.parquet" and kaist.rule == "grounding_score"
+    assert re.fullmatch(kaist.regex, "grounding/kaist/scores/m.parquet")
+    assert not re.fullmatch(kaist.regex, "grounding/fiction/scores/m.parquet")
+
+
+def test_the_test_configs_expansions():
+    plan = Layout(load_config(CONFIG / "test.yaml"))
+    assert plan.runs == ["doc", "event", "fictsheets", "control"] and plan.steps == [0, 6]
+    assert plan.trainings == {
+        "finetune/doc": ["step-6"],
+        "finetune/event": ["step-6"],
+        "finetune/fictsheets": ["step-6"],
+        "finetune/control": ["step-6"],
+        "sort/parametric/books": ["epoch-1", "epoch-2"],
+        "sort/parametric/instructions": ["epoch-1", "epoch-2"],
+    }
+    assert plan.checkpoints == 5 and plan.grounding_finetune
+    assert plan.run_items("doc", "control") == [
+        "results/evaluate/base_model/step-0.parquet",
+        "results/evaluate/doc/step-6.parquet",
+        "results/evaluate/control/step-6.parquet",
+    ]
+    inputs = plan.findings_inputs("base_model")
+    assert "results/sort/parametric/books/evaluate/epoch-2_segment_nll.parquet" in inputs
+    assert "results/grounding/rows.parquet" in inputs and "results/splits/event.json" in inputs
+    off = Layout(load_config(CONFIG / "test.yaml", {"sort": {"parametric": {"enabled": False}}}))
+    assert not off.parametric_runs and all("parametric" not in t for t in off.trainings)
+
+
+def test_findings_read_only_their_rules_inputs(tmp_path):
+    settings = findings.FindingsSettings.from_config(load_config(CONFIG / "test.yaml"))
+    declared = Layout(load_config(CONFIG / "test.yaml")).findings_inputs("base_model")
+    # every table but the rows the grounding claims read; the others are absent: their claims are not tested
+    undeclared = [tmp_path / path for path in declared if "grounding" not in path]
+    with pytest.raises(ValueError, match="results/grounding/rows.parquet is not an input of rule findings"):
+        findings.collect(tmp_path / "results", settings, model="m", inputs=undeclared)
+    found = findings.collect(tmp_path / "results", settings, model="m", inputs=[tmp_path / p for p in declared])
+    assert {f.status for f in found} == {findings.NOT_TESTED}
