@@ -9,7 +9,7 @@ import pandas as pd
 
 from knowlab.core.plotting import plot_pvalue_matrix
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.figures import run_name
+from knowlab.core.probe import run_name
 
 with rule_step(snakemake):
     table = pd.read_parquet(snakemake.input.table)

@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 
 from knowlab.core.plotting import read_description
+from knowlab.core.probe import run_name
 from knowlab.fictionalqa.figures import (
     FAMILIES,
     curves_from_summary,
     curves_from_train_logs,
     plot_family,
-    run_name,
 )
 from knowlab.fictionalqa.paper_figures import EXPORTS, paper_curves, parse_run, read_wandb_export
 

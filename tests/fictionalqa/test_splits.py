@@ -5,17 +5,15 @@ from collections import Counter
 import pandas as pd
 import pytest
 
+from knowlab.core.probe import across_finetuning, trained_items, with_sides
 from knowlab.fictionalqa.corpus.schema import STYLES
 from knowlab.fictionalqa.splits import (
     SPLITS,
     TEXT_FIELD,
     SplitError,
-    across_finetuning,
     document_sample,
     make_split,
-    trained_items,
     training_texts,
-    with_sides,
 )
 
 

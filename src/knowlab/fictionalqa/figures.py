@@ -30,7 +30,7 @@ paper's own numbers (:func:`knowlab.fictionalqa.paper_figures.paper_curves`).  F
 
 A fiction run is named after the split it trains on (``doc``, ``event``,
 ``fictsheets``, ``style_news``, ``style_blog``); ``control`` is the run on
-webtext only.  Their display names (:data:`SPLIT_RUN_NAMES`, :func:`run_name`) are
+webtext only.  Their display names (:data:`knowlab.core.probe.SPLIT_RUN_NAMES`, :func:`knowlab.core.probe.run_name`) are
 also used by the other studies' figures of FictionalQA runs (SORT and grounding
 across fine-tuning) and by the p-value matrices of the paired tests between
 checkpoints (:func:`knowlab.core.plotting.plot_pvalue_matrix`).  Colours, layout and
@@ -46,6 +46,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from knowlab.core.checkpoints import CONTROL_RUN
+from knowlab.core.probe import run_name
 from knowlab.core.plotting import (
     LINESTYLES,
     STEP_LABEL,
@@ -62,14 +63,6 @@ from knowlab.core.plotting import (
 )
 
 SPLITS = ("doc", "event", "style_news", "style_blog", "fictsheets")  # display order
-SPLIT_RUN_NAMES = {
-    "doc": "Doc split",
-    "event": "Event split",
-    "fictsheets": "Fictsheets",
-    "style_news": "Style (news held out)",
-    "style_blog": "Style (blog held out)",
-    CONTROL_RUN: "Base webtext (control)",
-}
 CONTROL_PREFIX = "Base webtext"  # series whose label starts with this are drawn in grey
 DOC_SIDES = {"train": "train documents", "val": "val documents"}
 QUESTION_SIDES = {"train": "questions on train documents", "val": "questions on val documents"}
@@ -179,10 +172,6 @@ FAMILIES = {
 }
 
 
-def run_name(run: str) -> str:
-    """Display name of a FictionalQA run (``doc`` -> "Doc split", ``control`` -> "Base webtext (control)");
-    other names are returned unchanged."""
-    return SPLIT_RUN_NAMES.get(run, run)
 
 
 def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | Path, note: str | None = None) -> Figure:

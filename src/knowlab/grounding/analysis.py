@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from knowlab.core.stats import bootstrap_ci, pair_tests
-from knowlab.fictionalqa.splits import trained_items
+from knowlab.core.probe import trained_items
 from knowlab.grounding.conditions import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.grounding.metrics import answer_accuracy, by_factor
 

@@ -27,7 +27,7 @@ from knowlab.core.plotting import (
     models_note,
     panel_figure,
 )
-from knowlab.fictionalqa.figures import run_name
+from knowlab.core.probe import run_name
 from knowlab.grounding.analysis import SETTING_LABELS, method_labels, method_note
 
 F1 = "grounding F1 (x 100)"

@@ -40,7 +40,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 
 from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, pair_tests
-from knowlab.fictionalqa.splits import trained_items
+from knowlab.core.probe import trained_items
 from knowlab.sort.answers import answer_note
 
 CONDITION_NAMES = {

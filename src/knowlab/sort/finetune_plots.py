@@ -44,7 +44,7 @@ from knowlab.core.plotting import (
     panel_figure,
 )
 from knowlab.core.stats import bootstrap_ci
-from knowlab.fictionalqa.figures import run_name
+from knowlab.core.probe import run_name
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE, accuracy_table
 from knowlab.sort.answers import answer_note
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from knowlab.fictionalqa.splits import across_finetuning
+from knowlab.core.probe import across_finetuning
 from knowlab.grounding import analysis, report
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from knowlab.core.io import atomic_dir, write_parquet
 from knowlab.core.tables import write_table
-from knowlab.fictionalqa.splits import across_finetuning
+from knowlab.core.probe import across_finetuning
 from knowlab.sort import analysis
 
 log = logging.getLogger(__name__)
