@@ -37,26 +37,26 @@ include: "rules/findings.smk"
 
 # Rules of seconds that load no model (aggregation, tables, figures, small data steps and
 # small downloads) run on the submit host under a cluster executor, not as SLURM jobs.  Not
-# here: every model, the TriviaQA and OpenHermes downloads (real_qa, sort_parametric_texts),
-# mcq (it reads the 52M-row ranking at paper scale), and summary and grounding_tables, whose
-# bootstrap intervals take minutes at paper scale.
+# here: every model, the TriviaQA and OpenHermes downloads (fictionalqa_real_qa,
+# sort_parametric_texts), fictionalqa_mcq (it reads the 52M-row ranking at paper scale), and
+# fictionalqa_summary and grounding_tables, whose bootstrap intervals take minutes at paper scale.
 localrules:
     all,
-    webtext,
-    fiction_corpus,
-    split,
-    lm_eval_tasks,
+    fictionalqa_webtext,
+    fictionalqa_corpus,
+    fictionalqa_split,
+    fictionalqa_lm_eval_tasks,
     train_log,
-    paired_tests,
-    figure_fig2,
-    figure_fig3,
-    figure_fig4,
-    figure_fig5,
-    figure_fig6,
-    figure_fig7,
-    figure_fig8,
-    figure_fig10_11,
-    figure_pvalues,
+    fictionalqa_paired_tests,
+    fictionalqa_figure_fig2,
+    fictionalqa_figure_fig3,
+    fictionalqa_figure_fig4,
+    fictionalqa_figure_fig5,
+    fictionalqa_figure_fig6,
+    fictionalqa_figure_fig7,
+    fictionalqa_figure_fig8,
+    fictionalqa_figure_fig10_11,
+    fictionalqa_figure_pvalues,
     sort_sources,
     sort_items,
     sort_stats,

@@ -7,7 +7,7 @@ bfloat16 and in float32 on one CPU, or the same config on two CPUs:
 
 It prints a Markdown table, one row per finding: its status in each run (the same word once when
 every run agrees) and the range of its effect, interval and p across the runs; then the claims
-whose status differs; given results folders that hold ``summary/fictionalqa.csv``, docs/default.md's
+whose status differs; given results folders that hold ``fictionalqa/summary.csv``, docs/default.md's
 FictionalQA table with each cell's range across the runs (``benchmarks/make_run.py``).  The last line is
 ``findings spread: runs=<n> findings=<m> equal_status=<k>/<m> supported=<s1>,<s2>,...``.
 """
@@ -64,7 +64,7 @@ def main() -> None:
     print()
     for (study, claim), statuses in differing:
         print(f"status differs: {study}: {claim}: " + ", ".join(f"{lab} {s}" for lab, s in zip(labels, statuses)))
-    summaries = [path / "summary" / "fictionalqa.csv" for path in paths]
+    summaries = [path / "fictionalqa" / "summary.csv" for path in paths]
     if all(path.is_file() for path in summaries):
         print("\nFictionalQA, step 0 -> the last step (the control's last step in brackets), range across the runs:\n")
         print("\n".join(fictionalqa_table(*summaries)))

@@ -31,8 +31,14 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 RULE = re.compile(r"INFO knowlab: rule (\S+) ")
-#: the study of a job, by the first folder of its log under results/logs/ (else FictionalQA)
-STUDY_OF_LOG_FOLDER = {"sort": "SORT", "grounding": "Grounding", "generate": "fiction generation"}
+#: the study of a job, by the first folder of its log under results/logs/ (else FictionalQA: the shared
+#: base model, findings and dataset card)
+STUDY_OF_LOG_FOLDER = {
+    "fictionalqa": "FictionalQA",
+    "sort": "SORT",
+    "grounding": "Grounding",
+    "generate": "fiction generation",
+}
 
 
 def run_make(args: list[str]) -> tuple[float, int, int]:
@@ -169,7 +175,7 @@ def main() -> None:
         n = sum(len(per_rule[key]) for key in rules)
         lines.append(f"| {study} | {n} | {per_study[study] / 60:.1f} | {largest[study] / 1024:.1f} GiB | {top} |")
     lines += ["", "FictionalQA, step 0 -> the last step (the control's last step in brackets):", ""]
-    lines += fictionalqa_table(ROOT / "results" / "summary" / "fictionalqa.csv")
+    lines += fictionalqa_table(ROOT / "results" / "fictionalqa" / "summary.csv")
     lines += ["", "```", (ROOT / "results" / "findings.txt").read_text().rstrip(), "```"]
     text = "\n".join(lines)
     print(text)

@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = "results/finetune/doc"
-PREPARED = ("resources/base_model", "resources/webtext/train.jsonl", "results/splits/doc.json")
+RUN = "results/fictionalqa/finetune/doc"
+PREPARED = ("resources/base_model", "resources/webtext/train.jsonl", "results/fictionalqa/splits/doc.json")
 
 
 def snakemake_command(args: argparse.Namespace, *targets: str) -> list[str]:
@@ -71,7 +71,7 @@ def run(command: list[str], cwd: Path) -> None:
 def trained(work: Path) -> int:
     """The last optimizer step a fine-tuning job of ``work`` has logged."""
     logged = [0]
-    for path in (work / "results/logs/finetune/doc").glob("step-*.log"):
+    for path in (work / "results/logs/fictionalqa/finetune/doc").glob("step-*.log"):
         logged += [int(m) for m in re.findall(r" step (\d+)/\d+ loss", path.read_text(errors="replace"))]
     return max(logged)
 
@@ -80,7 +80,7 @@ def kept(args: argparse.Namespace, work: Path) -> int:
     """The step training resumes from after a kill: the checkpoint before the first one that the
     re-run (a dry run with ``--rerun-incomplete``) would train again."""
     done = subprocess.run([*snakemake_command(args, *targets(args)), "-n"], cwd=work, capture_output=True, text=True)
-    again = [int(s) for s in re.findall(r"training=finetune/doc, checkpoint=step-(\d+)", done.stdout)]
+    again = [int(s) for s in re.findall(r"training=fictionalqa/finetune/doc, checkpoint=step-(\d+)", done.stdout)]
     return min(again) - args.every if again else args.steps
 
 

@@ -38,6 +38,7 @@ from knowlab.layout import (
     SUMMARY,
     TRAIN_LOG,
     Layout,
+    fictionalqa_training,
 )
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
@@ -52,14 +53,22 @@ FIGURE_NOTE = settings_note(config)
 # the param `compute` of the jobs that run a model (the compute keys that can change a result)
 COMPUTE = ComputeSettings.from_config(config).param()
 
-# FictionalQA (Kirchenbauer et al. 2026)
-FICTION = "results/corpus/fiction"
+# FictionalQA (Kirchenbauer et al. 2026): its results, figures, logs and benchmarks
+FICTIONALQA = "results/fictionalqa"
+FICTIONALQA_FIGURES = "results/figures/fictionalqa"
+FICTIONALQA_LOGS = "results/logs/fictionalqa"
+FICTIONALQA_BENCHMARKS = "results/benchmarks/fictionalqa"
+FICTION = f"{FICTIONALQA}/corpus/fiction"
 GENERATE = "results/generate"
-MCQ = [f"results/corpus/mcq/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
-RANKED = "results/corpus/mcq/ranked_candidates.parquet"
-REAL_QA = "results/corpus/real_qa.jsonl"
+MCQ_DIR = f"{FICTIONALQA}/corpus/mcq"
+MCQ = [f"{MCQ_DIR}/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
+RANKED = f"{MCQ_DIR}/ranked_candidates.parquet"
+REAL_QA = f"{FICTIONALQA}/corpus/real_qa.jsonl"
+LM_EVAL = f"{FICTIONALQA}/lm_eval"
 FICTION_RUNS = LAYOUT.fiction_runs
 RUNS = LAYOUT.runs
+# the fine-tuning folders of RUNS under results/ (knowlab.layout.fictionalqa_training)
+FICTIONALQA_TRAININGS = [fictionalqa_training(run) for run in RUNS]
 STEPS = LAYOUT.steps
 SPLITS = sorted(set(config["splits"]["names"]) | set(FICTION_RUNS))
 STATS_SUITES = config["stats"]["suites"]
@@ -136,7 +145,7 @@ def checkpoint_input(wildcards):
         return BASE_MODEL
     if "prun" in wildcards.keys():
         return f"{SORT}/parametric/{wildcards.prun}/checkpoints/epoch-{wildcards.epoch}"
-    return f"results/finetune/{wildcards.run}/checkpoints/step-{wildcards.step}"
+    return f"results/{fictionalqa_training(wildcards.run)}/checkpoints/step-{wildcards.step}"
 
 
 def checkpoint_path(wildcards, input):
@@ -172,7 +181,7 @@ def compared_items(wildcards):
 
 
 def fiction_files(wildcards):
-    """What fiction_corpus reads, shipped files (pinned by sha256) or
+    """What fictionalqa_corpus reads, shipped files (pinned by sha256) or
     generated; none for the release (read from its path or the Hub)."""
     source = config["fiction"]["source"]
     if source == "shipped":

@@ -1,32 +1,33 @@
 # FictionalQA (Kirchenbauer et al. 2026): webtext and the fiction corpus -> MCQ items -> splits ->
 # (fine-tuning, rules/models.smk) -> checkpoint evaluation -> paired tests -> summary
 # -> the paper's figures.  Step 0 of every run is the base model, evaluated once as run
-# `base_model` (knowlab.core.checkpoints).
+# `base_model` (knowlab.core.checkpoints).  Results under results/fictionalqa/ (FICTIONALQA),
+# figures under results/figures/fictionalqa/; each script calls knowlab.fictionalqa.steps.
 
 # the paper's figure families drawn by the workflow (knowlab.fictionalqa.figures.FAMILIES
 # also holds fig9 and fig10, which paper_figures draws from the paper's own numbers)
 FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
 
 
-rule webtext:
+rule fictionalqa_webtext:
     output:
         train="resources/webtext/train.jsonl",
         heldout="resources/webtext/heldout.jsonl",
         manifest="resources/webtext/manifest.json",
     log:
-        "results/logs/webtext.log",
+        f"{FICTIONALQA_LOGS}/webtext.log",
     benchmark:
-        "results/benchmarks/webtext.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/webtext.tsv"
     conda:
         "../envs/data.yaml"
     params:
         settings=WebtextSettings.from_config(config).param(),
         seed=config["seed"],
     script:
-        "../scripts/webtext.py"
+        "../scripts/fictionalqa_webtext.py"
 
 
-rule fiction_corpus:
+rule fictionalqa_corpus:
     input:
         fiction_files,
     output:
@@ -36,9 +37,9 @@ rule fiction_corpus:
         fict_qa=f"{FICTION}/fict_qa.jsonl",
         manifest=f"{FICTION}/manifest.json",
     log:
-        "results/logs/fiction_corpus.log",
+        f"{FICTIONALQA_LOGS}/corpus.log",
     benchmark:
-        "results/benchmarks/fiction_corpus.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/corpus.tsv"
     conda:
         "../envs/data.yaml"
     params:
@@ -46,19 +47,19 @@ rule fiction_corpus:
         basedir=BASEDIR,
         outdir=lambda wildcards, output: Path(output.seeds).parent,
     script:
-        "../scripts/fiction_corpus.py"
+        "../scripts/fictionalqa_corpus.py"
 
 
-rule rank_distractors:
+rule fictionalqa_rank_distractors:
     input:
         unpack(ranker_inputs),
     output:
         ranking=RANKED,
-        manifest="results/corpus/mcq/ranked_candidates.manifest.json",
+        manifest=f"{MCQ_DIR}/ranked_candidates.manifest.json",
     log:
-        "results/logs/mcq/rank_distractors.log",
+        f"{FICTIONALQA_LOGS}/mcq/rank_distractors.log",
     benchmark:
-        "results/benchmarks/mcq/rank_distractors.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/mcq/rank_distractors.tsv"
     priority: 20
     conda:
         "../envs/eval.yaml"
@@ -67,55 +68,55 @@ rule rank_distractors:
         gpu=1,
     params:
         compute=COMPUTE,
-        # evict is read by rule mcq (the choices from the ranking), batch_size by the script (not a
-        # result key): changing either re-ranks nothing
+        # evict is read by rule fictionalqa_mcq (the choices from the ranking), batch_size by the
+        # script (not a result key): changing either re-ranks nothing
         settings=RankerSettings.from_config(config).param(),
         seed=config["seed"],
-        shards="results/corpus/mcq/ranking_shards",  # kept by a killed job, read by its re-run
+        shards=f"{MCQ_DIR}/ranking_shards",  # kept by a killed job, read by its re-run
     script:
-        "../scripts/rank_distractors.py"
+        "../scripts/fictionalqa_rank_distractors.py"
 
 
-rule mcq:
+rule fictionalqa_mcq:
     input:
         unpack(mcq_inputs),
     output:
-        mcq="results/corpus/mcq/mcq{n}.jsonl",
-        manifest="results/corpus/mcq/mcq{n}.manifest.json",
+        mcq=f"{MCQ_DIR}/mcq{{n}}.jsonl",
+        manifest=f"{MCQ_DIR}/mcq{{n}}.manifest.json",
     log:
-        "results/logs/mcq/mcq{n}.log",
+        f"{FICTIONALQA_LOGS}/mcq/mcq{{n}}.log",
     benchmark:
-        "results/benchmarks/mcq/mcq{n}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/mcq/mcq{{n}}.tsv"
     conda:
         "../envs/data.yaml"
     params:
         settings=McqSettings.from_config(config).param(),
         seed=config["seed"],
     script:
-        "../scripts/mcq.py"
+        "../scripts/fictionalqa_mcq.py"
 
 
 # the MCQ suites as lm-evaluation-harness tasks (knowlab.fictionalqa.lm_eval_export): a folder that
 # names no absolute path: `lm_eval --include_path <the folder>` runs them from any directory
-rule lm_eval_tasks:
+rule fictionalqa_lm_eval_tasks:
     input:
         mcq=MCQ,
     output:
-        tasks=directory("results/lm_eval"),
-        manifest="results/lm_eval.manifest.json",
+        tasks=directory(LM_EVAL),
+        manifest=f"{LM_EVAL}.manifest.json",
     log:
-        "results/logs/lm_eval_tasks.log",
+        f"{FICTIONALQA_LOGS}/lm_eval_tasks.log",
     benchmark:
-        "results/benchmarks/lm_eval_tasks.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/lm_eval_tasks.tsv"
     conda:
         "../envs/eval.yaml"
     params:
         template=lambda wildcards: config["evaluate"]["mcq_template"],  # "{question}": no expansion
     script:
-        "../scripts/lm_eval_tasks.py"
+        "../scripts/fictionalqa_lm_eval_tasks.py"
 
 
-rule real_qa:
+rule fictionalqa_real_qa:
     input:
         lambda wildcards: (
             [f"{BASEDIR}/{config['real_qa']['shipped']}"]
@@ -124,11 +125,11 @@ rule real_qa:
         ),
     output:
         real_qa=REAL_QA,
-        manifest="results/corpus/real_qa.manifest.json",
+        manifest=f"{FICTIONALQA}/corpus/real_qa.manifest.json",
     log:
-        "results/logs/real_qa.log",
+        f"{FICTIONALQA_LOGS}/real_qa.log",
     benchmark:
-        "results/benchmarks/real_qa.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/real_qa.tsv"
     conda:
         "../envs/data.yaml"
     params:
@@ -136,40 +137,40 @@ rule real_qa:
         basedir=BASEDIR,
         seed=config["seed"],
     script:
-        "../scripts/real_qa.py"
+        "../scripts/fictionalqa_real_qa.py"
 
 
-rule split:
+rule fictionalqa_split:
     input:
         fictions=f"{FICTION}/fictions.jsonl",
         fict_qa=f"{FICTION}/fict_qa.jsonl",
     output:
         split=SPLIT.smk,
-        manifest="results/splits/{split}.manifest.json",
+        manifest=f"{FICTIONALQA}/splits/{{split}}.manifest.json",
     log:
-        "results/logs/splits/{split}.log",
+        f"{FICTIONALQA_LOGS}/splits/{{split}}.log",
     benchmark:
-        "results/benchmarks/splits/{split}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/splits/{{split}}.tsv"
     conda:
         "../envs/data.yaml"
     params:
         settings=SplitSettings.from_config(config).param(),
         seed=config["seed"],
     script:
-        "../scripts/split.py"
+        "../scripts/fictionalqa_split.py"
 
 
-rule evaluate:
+rule fictionalqa_evaluate:
     input:
         **SUITE_INPUTS,
         model=checkpoint_input,
     output:
         table=ITEMS.smk,
-        manifest="results/evaluate/{run}/step-{step}.manifest.json",
+        manifest=f"{FICTIONALQA}/evaluate/{{run}}/step-{{step}}.manifest.json",
     log:
-        "results/logs/evaluate/{run}/step-{step}.log",
+        f"{FICTIONALQA_LOGS}/evaluate/{{run}}/step-{{step}}.log",
     benchmark:
-        "results/benchmarks/evaluate/{run}/step-{step}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/evaluate/{{run}}/step-{{step}}.tsv"
     wildcard_constraints:
         run="|".join([BASE_RUN, *RUNS]),
     priority: 5
@@ -188,20 +189,20 @@ rule evaluate:
         run=lambda wildcards: wildcards.run,
         step=lambda wildcards: int(wildcards.step),
     script:
-        "../scripts/evaluate.py"
+        "../scripts/fictionalqa_evaluate.py"
 
 
-rule paired_tests:
+rule fictionalqa_paired_tests:
     input:
         item_tables=compared_items,
     output:
         mcnemar=PAIRED_TESTS.fix(test="mcnemar").smk,
         ttest=PAIRED_TESTS.fix(test="ttest").smk,
-        manifest="results/stats/{run}/{suite}.manifest.json",
+        manifest=f"{FICTIONALQA}/stats/{{run}}/{{suite}}.manifest.json",
     log:
-        "results/logs/stats/{run}/{suite}.log",
+        f"{FICTIONALQA_LOGS}/stats/{{run}}/{{suite}}.log",
     benchmark:
-        "results/benchmarks/stats/{run}/{suite}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/stats/{{run}}/{{suite}}.tsv"
     conda:
         "../envs/stats.yaml"
     params:
@@ -209,14 +210,14 @@ rule paired_tests:
         control=CONTROL_RUN,
         runs=compared_runs,
     script:
-        "../scripts/paired_tests.py"
+        "../scripts/fictionalqa_paired_tests.py"
 
 
-rule summary:
+rule fictionalqa_summary:
     input:
         item_tables=run_items(*RUNS),
         splits=expand(SPLIT.smk, split=FICTION_RUNS),
-        train_logs=expand(TRAIN_LOG.smk, training=[f"finetune/{run}" for run in RUNS]),
+        train_logs=expand(TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS),
     output:
         summary=report(
             SUMMARY.smk,
@@ -224,14 +225,14 @@ rule summary:
             category="FictionalQA",
             subcategory="Summary table",
             labels={
-                "table": "fictionalqa.csv: every metric per split, run, step and side"
+                "table": "summary.csv: every metric per split, run, step and side"
             },
         ),
-        manifest="results/summary/fictionalqa.manifest.json",
+        manifest=f"{FICTIONALQA}/summary.manifest.json",
     log:
-        "results/logs/summary.log",
+        f"{FICTIONALQA_LOGS}/summary.log",
     benchmark:
-        "results/benchmarks/summary.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/summary.tsv"
     conda:
         "../envs/stats.yaml"
     params:
@@ -240,24 +241,22 @@ rule summary:
         seed=config["seed"],
         resamples=config["stats"]["bootstrap_resamples"],
     script:
-        "../scripts/summary.py"
+        "../scripts/fictionalqa_summary.py"
 
 
 for family in FIGURE_FAMILIES:
 
     rule:
         name:
-            f"figure_{family}"
+            f"fictionalqa_figure_{family}"
         input:
             summary=SUMMARY.smk,
-            train_logs=expand(
-                TRAIN_LOG.smk, training=[f"finetune/{run}" for run in RUNS]
-            ),
+            train_logs=expand(TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS),
         output:
-            pdf=f"results/figures/{family}.pdf",
+            pdf=f"{FICTIONALQA_FIGURES}/{family}.pdf",
             png=report(
-                f"results/figures/{family}.png",
-                caption=f"../workflow/report/{family}.rst",
+                f"{FICTIONALQA_FIGURES}/{family}.png",
+                caption=f"../workflow/report/fictionalqa_{family}.rst",
                 category="FictionalQA",
                 subcategory="Paper figures",
                 labels={
@@ -273,11 +272,11 @@ for family in FIGURE_FAMILIES:
                     }[family]
                 },
             ),
-            manifest=f"results/figures/{family}.manifest.json",
+            manifest=f"{FICTIONALQA_FIGURES}/{family}.manifest.json",
         log:
-            f"results/logs/figures/{family}.log",
+            f"{FICTIONALQA_LOGS}/figures/{family}.log",
         benchmark:
-            f"results/benchmarks/figures/{family}.tsv"
+            f"{FICTIONALQA_BENCHMARKS}/figures/{family}.tsv"
         conda:
             "../envs/plot.yaml"
         params:
@@ -285,42 +284,44 @@ for family in FIGURE_FAMILIES:
             model=MODEL_NAME,
             note=FIGURE_NOTE,
         script:
-            "../scripts/figure.py"
+            "../scripts/fictionalqa_figure.py"
 
 
-rule figure_pvalues:
+rule fictionalqa_figure_pvalues:
     input:
         table=PAIRED_TESTS.smk,
     output:
-        pdf="results/figures/stats/{run}/{suite}_{test}.pdf",
+        pdf=f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.pdf",
         png=report(
-            "results/figures/stats/{run}/{suite}_{test}.png",
-            caption="../workflow/report/pvalues.rst",
+            f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.png",
+            caption="../workflow/report/fictionalqa_pvalues.rst",
             category="FictionalQA",
             subcategory="Paired tests",
             labels={"run": "{run}", "suite": "{suite}", "test": "{test}"},
         ),
-        manifest="results/figures/stats/{run}/{suite}_{test}.manifest.json",
+        manifest=f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.manifest.json",
     log:
-        "results/logs/figures/stats/{run}/{suite}_{test}.log",
+        f"{FICTIONALQA_LOGS}/figures/stats/{{run}}/{{suite}}_{{test}}.log",
     benchmark:
-        "results/benchmarks/figures/stats/{run}/{suite}_{test}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/figures/stats/{{run}}/{{suite}}_{{test}}.tsv"
     conda:
         "../envs/plot.yaml"
     params:
         note=FIGURE_NOTE,
     script:
-        "../scripts/figure_pvalues.py"
+        "../scripts/fictionalqa_figure_pvalues.py"
 
 
 FICTIONALQA_OUTPUTS = expand(SPLIT.smk, split=SPLITS)
-FICTIONALQA_OUTPUTS += ["results/lm_eval"]
+FICTIONALQA_OUTPUTS += [LM_EVAL]
 if FICTION_RUNS:
     FICTIONALQA_OUTPUTS += expand(
-        "results/figures/{family}.{ext}", family=FIGURE_FAMILIES, ext=("pdf", "png")
+        f"{FICTIONALQA_FIGURES}/{{family}}.{{ext}}",
+        family=FIGURE_FAMILIES,
+        ext=("pdf", "png"),
     )
     FICTIONALQA_OUTPUTS += expand(
-        "results/figures/stats/{run}/{suite}_{test}.{ext}",
+        f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.{{ext}}",
         run=FICTION_RUNS,
         suite=STATS_SUITES,
         test=TESTS,

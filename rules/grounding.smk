@@ -161,6 +161,8 @@ rule grounding_tables:
     params:
         settings=GROUNDING_TABLES,
         seed=config["seed"],
+        # read by the report's caption (workflow/report/grounding_tables.rst)
+        models=[eval_model_label(name) for name in EVAL_MODELS],
     script:
         "../scripts/grounding_tables.py"
 
@@ -199,6 +201,9 @@ rule grounding_figures:
         "results/benchmarks/grounding/figures.tsv"
     conda:
         "../envs/plot.yaml"
+    params:
+        # read by the report's captions (workflow/report/grounding_<figure>.rst)
+        models=[eval_model_label(name) for name in EVAL_MODELS],
     script:
         "../scripts/grounding_figures.py"
 
@@ -276,7 +281,7 @@ rule grounding_finetune_stats:
             run=RUNS,
             step=[s for s in STEPS if s > 0],
         ),
-        splits=expand("results/splits/{run}.json", run=FICTION_RUNS),
+        splits=expand(SPLIT.smk, split=FICTION_RUNS),
         fictions=f"{FICTION}/fictions.jsonl",
     output:
         rows=f"{GROUNDING}/finetune/rows.parquet",
@@ -299,6 +304,7 @@ rule grounding_finetune_stats:
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
+        note=FIGURE_NOTE,  # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
     script:
         "../scripts/grounding_finetune_stats.py"
 
@@ -325,6 +331,10 @@ rule grounding_finetune_figures:
     params:
         runs=FICTION_RUNS,
         model=MODEL_NAME,
+        # read by the report's caption (workflow/report/grounding_finetune.rst)
+        note=FIGURE_NOTE,
+        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        steps=STEPS,
     script:
         "../scripts/grounding_finetune_figures.py"
 

@@ -312,7 +312,7 @@ rule sort_fiction_stats:
             run=RUNS,
             step=[s for s in STEPS if s > 0],
         ),
-        splits=expand("results/splits/{run}.json", run=FICTION_RUNS),
+        splits=expand(SPLIT.smk, split=FICTION_RUNS),
         fictions=f"{FICTION}/fictions.jsonl",
     output:
         rows=f"{SORT}/fiction/rows.parquet",
@@ -355,7 +355,11 @@ rule sort_fiction_figures:
         "../envs/plot.yaml"
     params:
         model=MODEL_NAME,
+        # read by the report's caption (workflow/report/sort_fiction_sort.rst)
         note=FIGURE_NOTE,
+        runs=FICTION_RUNS,
+        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        steps=STEPS,
     script:
         "../scripts/sort_fiction_figures.py"
 

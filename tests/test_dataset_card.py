@@ -64,7 +64,7 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
         write_parquet(folder / relpath, frame)
         tables[relpath] = frame
 
-    # FictionalQA: the checkpoint evaluation, labelled as scripts/evaluate.py labels it
+    # FictionalQA: the checkpoint evaluation, labelled as scripts/fictionalqa_evaluate.py labels it
     model, tokenizer = tiny_model
     suites = evaluate_checkpoint(
         model,
@@ -78,8 +78,11 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
         em_tokens=(10, 25),
         batch_size=8,
     )
-    for run, step, checkpoint in (("base_model", 0, "resources/base_model"), ("doc", 6, "results/finetune/doc")):
-        put(f"evaluate/{run}/step-{step}.parquet", suites.assign(run=run, step=step, checkpoint=checkpoint))
+    for run, step, checkpoint in (
+        ("base_model", 0, "resources/base_model"),
+        ("doc", 6, "results/fictionalqa/finetune/doc"),
+    ):
+        put(f"fictionalqa/evaluate/{run}/step-{step}.parquet", suites.assign(run=run, step=step, checkpoint=checkpoint))
     # SORT: the base model's conditions, the fiction documents per checkpoint, parametric memory per epoch
     items = fiction_items(
         corpus["fictions"],
@@ -244,10 +247,11 @@ def test_an_undocumented_column_stops_the_card_naming_table_and_column(results, 
     copy = tmp_path / "results"
     shutil.copytree(folder, copy)
     before = (copy / "README.md").read_text()
-    extra = tables["evaluate/doc/step-6.parquet"].assign(calibration=0.5)
-    write_parquet(copy / "evaluate/doc/step-9.parquet", extra)
-    shared = [copy / t for t in tables] + [copy / "evaluate/doc/step-9.parquet"]
-    with pytest.raises(UndocumentedColumnError, match=r"evaluate/doc/step-9\.parquet: column 'calibration'"):
+    extra = tables["fictionalqa/evaluate/doc/step-6.parquet"].assign(calibration=0.5)
+    write_parquet(copy / "fictionalqa/evaluate/doc/step-9.parquet", extra)
+    shared = [copy / t for t in tables] + [copy / "fictionalqa/evaluate/doc/step-9.parquet"]
+    match = r"fictionalqa/evaluate/doc/step-9\.parquet: column 'calibration'"
+    with pytest.raises(UndocumentedColumnError, match=match):
         write_card(copy / "README.md", shared, **CARD)
     assert (copy / "README.md").read_text() == before  # nothing written
 
@@ -257,7 +261,7 @@ def test_tables_the_card_cannot_describe_are_refused(results, tmp_path):
     with pytest.raises(ValueError, match=r"sort/prompt/m1/validation\.parquet: not an item table of any config"):
         build_card(folder, [folder / "sort/prompt/m1/validation.parquet"], **CARD)
     outside = tmp_path / "step-0.parquet"
-    shutil.copy(folder / "evaluate/doc/step-6.parquet", outside)
+    shutil.copy(folder / "fictionalqa/evaluate/doc/step-6.parquet", outside)
     with pytest.raises(ValueError, match="not inside the card's folder"):
         build_card(folder, [outside], **CARD)
     # the base model's empty parametric rows (left out by the rule) share no columns with the others

@@ -186,10 +186,10 @@ def built(tmp_path_factory):
     """A results folder where every claim is supported (built once; tests get a copy)."""
     root = tmp_path_factory.mktemp("findings") / "results"
     base = _items("base_model", 0, _spread(DOCS, 3.5), _spread(SHEETS, 3.5), CORRECT["base_model"])
-    _write(root, "evaluate/base_model/step-0.parquet", base)
+    _write(root, "fictionalqa/evaluate/base_model/step-0.parquet", base)
     for run in [*SPLITS, "control"]:
         for step in STEPS[1:]:
-            _write(root, f"evaluate/{run}/step-{step}.parquet", _run_items(run, step))
+            _write(root, f"fictionalqa/evaluate/{run}/step-{step}.parquet", _run_items(run, step))
     for run, (documents, train, questions) in SPLITS.items():
         ids = DOCS if documents == "fictions" else SHEETS
         split = {
@@ -200,7 +200,7 @@ def built(tmp_path_factory):
             "train_questions": questions,
             "val_questions": [q for q in QUESTIONS if q not in questions],
         }
-        write_json(root / f"splits/{run}.json", split)
+        write_json(root / f"fictionalqa/splits/{run}.json", split)
     for condition, n_right in SORT_CORRECT.items():
         _write(root, f"sort/evaluate/base_model/{condition}.parquet", _sort_rows(n_right, condition=condition))
     for run, nll in (("books", 3.0), ("instructions", 3.9)):
@@ -306,11 +306,15 @@ def test_the_claims_go_against_the_data_built_against_them(results):
         return items
 
     for step in STEPS[1:]:
-        _rewrite(results, f"evaluate/doc/step-{step}.parquet", swap)
+        _rewrite(results, f"fictionalqa/evaluate/doc/step-{step}.parquet", swap)
+
+    def right(items):
+        return items.assign(acc=items["acc"].notna().astype(float))
+
     # the control right on every question, Doc and Event wrong on the first 40: below the control
-    _rewrite(results, f"evaluate/control/step-{LAST}.parquet", lambda f: f.assign(acc=f["acc"].notna().astype(float)))
+    _rewrite(results, f"fictionalqa/evaluate/control/step-{LAST}.parquet", right)
     for run in ("doc", "event"):
-        _rewrite(results, f"evaluate/{run}/step-{LAST}.parquet", _wrong_on_first_40)
+        _rewrite(results, f"fictionalqa/evaluate/{run}/step-{LAST}.parquet", _wrong_on_first_40)
     # RAG ties in-context memory; the books run right on 16 more SORT items than instructions only
     _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(SORT_CORRECT["in_context"]))
     _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(38, condition="baseline"))
@@ -354,9 +358,9 @@ def test_no_difference_needs_equivalence(results):
 
 def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
     cfg = copy.deepcopy(CFG)
-    split = json.loads((results / "splits/fictsheets.json").read_text())
+    split = json.loads((results / "fictionalqa/splits/fictsheets.json").read_text())
     split["val_documents"] = split["val_documents"][:2]  # 2 validation fictsheets: smallest p 0.5
-    write_json(results / "splits/fictsheets.json", split)
+    write_json(results / "fictionalqa/splits/fictsheets.json", split)
     f = _by_claim(findings.collect(results, FindingsSettings.from_config(cfg), model=MODEL))[CLAIMS[5]]
     assert f.status == NOT_TESTED and "not testable at n 2" in f.detail and "0.5" in f.detail
 

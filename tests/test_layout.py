@@ -36,22 +36,22 @@ def test_the_test_configs_expansions():
     plan = Layout(load_config(CONFIG / "test.yaml"))
     assert plan.runs == ["doc", "event", "fictsheets", "control"] and plan.steps == [0, 6]
     assert plan.trainings == {
-        "finetune/doc": ["step-6"],
-        "finetune/event": ["step-6"],
-        "finetune/fictsheets": ["step-6"],
-        "finetune/control": ["step-6"],
+        "fictionalqa/finetune/doc": ["step-6"],
+        "fictionalqa/finetune/event": ["step-6"],
+        "fictionalqa/finetune/fictsheets": ["step-6"],
+        "fictionalqa/finetune/control": ["step-6"],
         "sort/parametric/books": ["epoch-1", "epoch-2"],
         "sort/parametric/instructions": ["epoch-1", "epoch-2"],
     }
     assert plan.checkpoints == 5 and plan.grounding_finetune
     assert plan.run_items("doc", "control") == [
-        "results/evaluate/base_model/step-0.parquet",
-        "results/evaluate/doc/step-6.parquet",
-        "results/evaluate/control/step-6.parquet",
+        "results/fictionalqa/evaluate/base_model/step-0.parquet",
+        "results/fictionalqa/evaluate/doc/step-6.parquet",
+        "results/fictionalqa/evaluate/control/step-6.parquet",
     ]
     inputs = plan.findings_inputs("base_model")
     assert "results/sort/parametric/books/evaluate/epoch-2_segment_nll.parquet" in inputs
-    assert "results/grounding/rows.parquet" in inputs and "results/splits/event.json" in inputs
+    assert "results/grounding/rows.parquet" in inputs and "results/fictionalqa/splits/event.json" in inputs
     off = Layout(load_config(CONFIG / "test.yaml", {"sort": {"parametric": {"enabled": False}}}))
     assert not off.parametric_runs and all("parametric" not in t for t in off.trainings)
 

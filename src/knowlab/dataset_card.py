@@ -154,7 +154,7 @@ _FICTIONALQA = {
     "item_id": (
         (
             "`fiction_id` (fiction_doc), `event_id` (fictsheet_doc), `webtext_id` (webtext) or `question_id` "
-            "(Q&A and MCQ suites); the train/val side of a run is in `splits/<run>.json`"
+            "(Q&A and MCQ suites); the train/val side of a run is in `fictionalqa/splits/<run>.json`"
         ),
         "",
     ),
@@ -236,7 +236,10 @@ _SORT_FICTION = {
     **_SORT_ITEM,
     **_CHECKPOINT,
     "book_id": ("FictionalQA document (`fiction_id`) the excerpt is taken from", ""),
-    "document_id": ("FictionalQA document (`fiction_id`); its train/val side of a run is in `splits/<run>.json`", ""),
+    "document_id": (
+        "FictionalQA document (`fiction_id`); its train/val side of a run is in `fictionalqa/splits/<run>.json`",
+        "",
+    ),
 }
 _PARAMETRIC_RUN = {
     "run": (
@@ -391,7 +394,7 @@ FAMILIES: tuple[Family, ...] = (
 # tables of the results folder the card does not share, and why
 LEFT_OUT: tuple[tuple[str, str], ...] = (
     (
-        "`finetune/<run>/train_log.parquet`, `sort/parametric/<run>/train_log.parquet`",
+        "`fictionalqa/finetune/<run>/train_log.parquet`, `sort/parametric/<run>/train_log.parquet`",
         "training logs: one row per optimizer step, not per item",
     ),
     (
@@ -406,8 +409,8 @@ LEFT_OUT: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "`stats/`, `sort/stats/`, `sort/fiction/stats/`, `sort/parametric/stats/`, `grounding/finetune/mcnemar.parquet`, "
-            "`summary/`, `sort/tables/`, `grounding/tables/`"
+            "`fictionalqa/stats/`, `sort/stats/`, `sort/fiction/stats/`, `sort/parametric/stats/`, "
+            "`grounding/finetune/mcnemar.parquet`, `fictionalqa/summary.csv`, `sort/tables/`, `grounding/tables/`"
         ),
         "aggregates and tests computed from the item rows",
     ),
@@ -426,7 +429,10 @@ LEFT_OUT: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
-        "`sort/retrieval.parquet`, `grounding/<dataset>/distractors.parquet`, `corpus/mcq/ranked_candidates.parquet`",
+        (
+            "`sort/retrieval.parquet`, `grounding/<dataset>/distractors.parquet`, "
+            "`fictionalqa/corpus/mcq/ranked_candidates.parquet`"
+        ),
         (
             "inputs the evaluations were built from (retrieved passages, ranked distractors, MCQ candidate "
             "ranking), not results"

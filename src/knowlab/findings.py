@@ -37,8 +37,8 @@ Mann-Whitney U (two disjoint sets of documents; ``scipy.stats.mannwhitneyu``), a
 
 The claims (the papers' wording, quoted in each function's docstring):
 
-FictionalQA (Kirchenbauer et al. 2026).  Item tables ``results/evaluate/{run}/step-{N}.parquet``,
-step 0 the base model's, sides from ``results/splits/{run}.json``.
+FictionalQA (Kirchenbauer et al. 2026).  Item tables ``results/fictionalqa/evaluate/{run}/step-{N}.parquet``,
+step 0 the base model's, sides from ``results/fictionalqa/splits/{run}.json``.
 
 1. :func:`train_below_val_loss` (Sec. 5, Figs. 3-4), per document-split run.
 2. :func:`mcq_above_control` (Sec. 5, Figs. 7-8), per document-split run.

@@ -5,7 +5,7 @@ the dataset card (:mod:`knowlab.dataset_card`) and the capacity plan
 (:mod:`knowlab.tooling.capacity`):
 
 - :class:`Table`: a kind of result table, its path under ``results/`` with the wildcards the rule
-  that writes it expands (``evaluate/{run}/step-{step}.parquet``), as a Snakemake path, a path
+  that writes it expands (``fictionalqa/evaluate/{run}/step-{step}.parquet``), as a Snakemake path, a path
   for given wildcards, a regular expression and a glob.
 - :class:`Layout`: the names a config expands over (runs, checkpoint steps, trainings, models,
   conditions, datasets) and the job lists built from them (the item tables of a run's
@@ -70,10 +70,11 @@ class Table:
 
 
 # FictionalQA (Kirchenbauer et al. 2026)
-SPLIT = Table("splits/{split}.json", "split")
-ITEMS = Table("evaluate/{run}/step-{step}.parquet", "evaluate")
-PAIRED_TESTS = Table("stats/{run}/{suite}_{test}.parquet", "paired_tests")
-SUMMARY = Table("summary/fictionalqa.csv", "summary")
+SPLIT = Table("fictionalqa/splits/{split}.json", "fictionalqa_split")
+ITEMS = Table("fictionalqa/evaluate/{run}/step-{step}.parquet", "fictionalqa_evaluate")
+PAIRED_TESTS = Table("fictionalqa/stats/{run}/{suite}_{test}.parquet", "fictionalqa_paired_tests")
+SUMMARY = Table("fictionalqa/summary.csv", "fictionalqa_summary")
+# a fine-tuning run's training log; {training}: its folder (Layout.trainings)
 TRAIN_LOG = Table("{training}/train_log.parquet", "train_log")
 # SORT (Pink et al. 2024)
 SORT_ROWS = Table("sort/evaluate/{model}/{condition}.parquet", "sort_evaluate_base")
@@ -86,6 +87,11 @@ SORT_PARAMETRIC_NLL = Table(
 GROUNDING_SCORES = Table("grounding/{dataset}/scores/{model}.parquet", "grounding_score")
 GROUNDING_CHECKPOINT_SCORES = Table("grounding/finetune/scores/{run}/step-{step}.parquet", "grounding_checkpoint_score")
 GROUNDING_ROWS = Table("grounding/rows.parquet", "grounding_tables")
+
+
+def fictionalqa_training(run: str) -> str:
+    """The folder under ``results/`` of a FictionalQA fine-tuning run (a key of :attr:`Layout.trainings`)."""
+    return f"fictionalqa/finetune/{run}"
 
 
 class Layout:
@@ -115,7 +121,7 @@ class Layout:
     def trainings(self) -> dict[str, list[str]]:
         """Every fine-tuning run's folder under results/ -> its checkpoints after 0, in training order."""
         return {
-            **{f"finetune/{run}": [f"step-{s}" for s in self.steps[1:]] for run in self.runs},
+            **{fictionalqa_training(run): [f"step-{s}" for s in self.steps[1:]] for run in self.runs},
             **{
                 f"sort/parametric/{prun}": [f"epoch-{e}" for e in range(1, self.sort_epochs + 1)]
                 for prun in self.parametric_runs

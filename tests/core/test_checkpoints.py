@@ -12,10 +12,11 @@ from knowlab.core.checkpoints import BASE_RUN, checkpoint_dir, checkpoint_steps,
 def test_checkpoint_steps_and_folders():
     assert checkpoint_steps(10, 4) == [0, 4, 8, 10]
     assert checkpoint_steps(6, 3) == [0, 3, 6]
-    doc, books = "results/finetune/doc/checkpoints", "results/sort/parametric/books/checkpoints"
-    assert checkpoint_dir(doc, 6) == Path("results/finetune/doc/checkpoints/step-6")
-    assert checkpoint_dir(Path(doc), "6") == Path("results/finetune/doc/checkpoints/step-6")  # a step read from a name
-    assert checkpoint_dir(doc, 0) == Path("results/finetune/doc/checkpoints/step-0")
+    doc, books = "results/fictionalqa/finetune/doc/checkpoints", "results/sort/parametric/books/checkpoints"
+    assert checkpoint_dir(doc, 6) == Path("results/fictionalqa/finetune/doc/checkpoints/step-6")
+    # a step read from a name
+    assert checkpoint_dir(Path(doc), "6") == Path("results/fictionalqa/finetune/doc/checkpoints/step-6")
+    assert checkpoint_dir(doc, 0) == Path("results/fictionalqa/finetune/doc/checkpoints/step-0")
     assert checkpoint_dir(books, 2, "epoch") == Path("results/sort/parametric/books/checkpoints/epoch-2")
 
 

@@ -91,7 +91,7 @@ def test_a_rule_asking_for_a_missing_gpu_fails_in_its_log(tmp_path):
     smk = SimpleNamespace(
         log=[str(log)],
         params=SimpleNamespace(items=lambda: [("compute", {"device": "cuda"})]),
-        rule="evaluate",
+        rule="fictionalqa_evaluate",
         wildcards=SimpleNamespace(items=lambda: []),
         input=[],
         output=SimpleNamespace(items=lambda: [], manifest=str(tmp_path / "m.json")),

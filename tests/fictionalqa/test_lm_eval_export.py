@@ -81,10 +81,8 @@ def test_the_exported_folder_names_no_absolute_path(corpus, tmp_path):
             assert not os.path.isabs(value) and "/" not in value.removeprefix("!function "), (path.name, value)
     readme = (out / "README.md").read_text()
     assert "- `fictionalqa_mcq4`: 5 questions\n- `fictionalqa_mcq10`: 5 questions" in readme
-    assert (
-        "lm_eval --model hf --model_args pretrained=CHECKPOINT --include_path results/lm_eval --tasks fictionalqa_mcq4"
-        in readme
-    )
+    command = "lm_eval --model hf --model_args pretrained=CHECKPOINT --include_path results/fictionalqa/lm_eval"
+    assert f"{command} --tasks fictionalqa_mcq4" in readme
 
 
 def test_the_harness_loads_the_moved_tasks_and_builds_our_requests(corpus, tmp_path, monkeypatch):

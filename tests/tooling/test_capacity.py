@@ -160,9 +160,10 @@ def test_profile_resources_follow_the_8b_plan(paper, profile):
 def test_localrules_run_no_model(profile):
     text = (ROOT / "Snakefile").read_text()
     local = re.findall(r"^    (\w+),$", text.split("\nlocalrules:\n")[1].split("\n\n")[0], re.MULTILINE)
-    assert "summary" not in local and "webtext" in local and "figure_fig2" in local
+    assert "fictionalqa_summary" not in local and "fictionalqa_webtext" in local
+    assert "fictionalqa_figure_fig2" in local
     model_rules = set(capacity.job_counts(capacity_config())) | {
-        "real_qa",
+        "fictionalqa_real_qa",
         "sort_parametric_texts",
         "generate_annotate",
     }

@@ -59,3 +59,27 @@ def test_empty_jsonl_tables_compare_as_tables(tmp_path):
     assert compare(tmp_path / "a", tmp_path / "b") == (1, 1, [])
     (tmp_path / "b" / "fict_qa.jsonl").write_text('{"id": 1}\n')
     assert compare(tmp_path / "a", tmp_path / "b") == (0, 1, ["differs: fict_qa.jsonl: 0 vs 1 records"])
+
+
+def test_a_moved_folder_maps_every_table_under_it(tmp_path, capsys):
+    """``--moved OLD=NEW`` with a folder: every table under it is compared at the same path under NEW;
+    a table moved by its own path, or by a longer folder, is not taken by the shorter folder."""
+    _results(tmp_path / "a")
+    _results(tmp_path / "b")
+    (tmp_path / "a" / "stats" / "run").mkdir()
+    (tmp_path / "a" / "stats" / "run" / "s.json").write_text(json.dumps({"p": 0.5}))
+    (tmp_path / "a" / "stats" / "u.json").write_text("[1]")
+    (tmp_path / "b" / "study" / "stats" / "run").mkdir(parents=True)
+    (tmp_path / "b" / "stats" / "t.parquet").rename(tmp_path / "b" / "study" / "stats" / "t.parquet")
+    (tmp_path / "b" / "study" / "stats" / "run" / "s.json").write_text(json.dumps({"p": 0.5}))
+    (tmp_path / "b" / "study" / "u.json").write_text("[1]")
+    moved = {"stats": "study/stats", "stats/u.json": "study/u.json"}
+    identical, total, problems = compare(tmp_path / "a", tmp_path / "b", moved=moved)
+    assert (identical, total) == (5, 5)
+    assert problems == ["moved: stats/ -> study/stats/ (2 tables)", "moved: stats/u.json -> study/u.json"]
+    (tmp_path / "b" / "study" / "stats" / "run" / "s.json").write_text(json.dumps({"p": 0.25}))
+    moves = ["--moved", "stats/=study/stats/", "--moved", "stats/u.json=study/u.json"]
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), *moves]) == 1
+    out = capsys.readouterr().out
+    assert "differs: stats/run/s.json -> study/stats/run/s.json: json content differs" in out
+    assert out.strip().splitlines()[-1] == "compare: identical=4/5"

@@ -12,9 +12,9 @@ SNAKEFILE = """
 rule all:
     input: "results/figures/x.txt"
 
-rule figure_x:
+rule fictionalqa_figure_x:
     output: "results/figures/x.txt"
-    log: "results/logs/figure_x.log"
+    log: "results/logs/fictionalqa_figure_x.log"
     shell: "sleep 4; echo drawn > {output}; date > {log}"
 """
 
@@ -43,7 +43,7 @@ def test_a_job_killed_with_sigkill_is_rerun_to_the_same_output(tmp_path):
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     command = [sys.executable, "-m", "snakemake", "--cores", "1", "--rerun-incomplete", "--nolock"]
     log = tmp_path / "verify.log"
-    assert verify.run_and_kill(tmp_path, command, "figures", 1.0, log) == "figure_x"
+    assert verify.run_and_kill(tmp_path, command, "figures", 1.0, log) == "fictionalqa_figure_x"
     assert not (tmp_path / "results/figures/x.txt").exists()  # killed during its sleep
     verify.run_to_end(tmp_path, command, log)
     assert (tmp_path / "results/figures/x.txt").read_text() == "drawn\n"

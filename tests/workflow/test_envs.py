@@ -70,7 +70,7 @@ def rules():
 
 
 def test_the_workflow_is_read_whole(rules):
-    assert {"base_model", "finetune", "finetune_last", "figure_{family}", "generate_grades"} <= set(rules)
+    assert {"base_model", "finetune", "finetune_last", "fictionalqa_figure_{family}", "generate_grades"} <= set(rules)
     assert rules["finetune"].module == rules["finetune_last"].module == "knowlab.finetune_job"
     assert rules["generate_grades"].script == ROOT / "scripts" / "generate_stage.py"  # use rule ... with:
     assert rules["base_model"].env == ROOT / "envs" / "train.yaml"

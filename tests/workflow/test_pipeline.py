@@ -26,17 +26,25 @@ SPLITS = {"Doc split", "Event split", "Fictsheets"}
 CONTROL = "Base webtext (control)"
 SORT_RUNS = {"fine-tuned on texts + instructions", "fine-tuned on instructions only", "base model (epoch 0)"}
 FINETUNE_RUNS = SPLITS | {CONTROL}
-# every figure of the run (results/figures/<name>.png): a title fragment, its panel count, and
+# every figure of the run (results/figures/<study>/<name>.png): a title fragment, its panel count, and
 # legend entries it must show (config/test.yaml: three splits, the control, two SORT segment lengths)
 FIGURES = {
-    "fig2": ("cf. paper Fig. 2", 2, FINETUNE_RUNS | {"fiction", "webtext"}),
-    "fig3": ("cf. paper Fig. 3", 2, {"Doc split", "train documents", "val documents"}),
-    "fig4": ("cf. paper Fig. 4", 2, {CONTROL, "Doc split", "Event split", "train documents", "val documents"}),
-    "fig5": ("cf. paper Fig. 5", 2, {CONTROL, "Fictsheets", "Doc split"}),
-    "fig6": ("cf. paper Fig. 6", 2, FINETUNE_RUNS),
-    "fig7": ("cf. paper Fig. 7", 2, FINETUNE_RUNS | {"95% bootstrap CI", "chance (1/4)"}),
-    "fig8": ("cf. paper Fig. 8", 3, FINETUNE_RUNS | {"questions on train documents", "questions on val documents"}),
-    "fig10_11": ("cf. paper Fig. 11", 2, {CONTROL, "95% bootstrap CI", "chance (1/4, 1/10)"}),
+    "fictionalqa/fig2": ("cf. paper Fig. 2", 2, FINETUNE_RUNS | {"fiction", "webtext"}),
+    "fictionalqa/fig3": ("cf. paper Fig. 3", 2, {"Doc split", "train documents", "val documents"}),
+    "fictionalqa/fig4": (
+        "cf. paper Fig. 4",
+        2,
+        {CONTROL, "Doc split", "Event split", "train documents", "val documents"},
+    ),
+    "fictionalqa/fig5": ("cf. paper Fig. 5", 2, {CONTROL, "Fictsheets", "Doc split"}),
+    "fictionalqa/fig6": ("cf. paper Fig. 6", 2, FINETUNE_RUNS),
+    "fictionalqa/fig7": ("cf. paper Fig. 7", 2, FINETUNE_RUNS | {"95% bootstrap CI", "chance (1/4)"}),
+    "fictionalqa/fig8": (
+        "cf. paper Fig. 8",
+        3,
+        FINETUNE_RUNS | {"questions on train documents", "questions on val documents"},
+    ),
+    "fictionalqa/fig10_11": ("cf. paper Fig. 11", 2, {CONTROL, "95% bootstrap CI", "chance (1/4, 1/10)"}),
     "sort/fig3a": ("cf. paper Fig. 3a", 1, {"L_S = 10 words", "L_S = 20 words", "chance (0.5)"}),
     "sort/fig3b": ("cf. paper Fig. 3b", 1, {"L_E = 120 words", "chance (0.5)"}),
     "sort/fig4": ("cf. paper Fig. 4", 2, {"in-context", "no memory (baseline)", "RAG memory (panel condition)"}),
@@ -77,7 +85,7 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
     for run in RUNS:
         for suite, label in (("mcq4", "MCQ-4"), ("mcq10", "MCQ-10")):
             for test, test_name in TESTS_SHOWN.items():
-                path = figures / "stats" / run / f"{suite}_{test}.png"
+                path = figures / "fictionalqa" / "stats" / run / f"{suite}_{test}.png"
                 shown = read_description(path)
                 assert shown["title"].startswith(f"{names[run]}: {label}") and test_name in shown["title"], path
                 assert [p["title"] for p in shown["panels"]] == [
@@ -90,11 +98,11 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
 
 
 def test_item_tables_and_statistics(workdir):
-    items = pd.read_parquet(workdir / "results" / "evaluate" / "doc" / "step-6.parquet")
+    items = pd.read_parquet(workdir / "results" / "fictionalqa" / "evaluate" / "doc" / "step-6.parquet")
     suites = {"fiction_doc", "webtext", "fict_qa_nll", "real_qa_nll", "mcq4", "mcq10"}
     assert set(items["suite"]) == suites  # evaluate.other_documents: false, its own split's documents
     for run, documents in (("control", {"fiction_doc", "fictsheet_doc"}), ("fictsheets", {"fictsheet_doc"})):
-        table = pd.read_parquet(workdir / "results" / "evaluate" / run / "step-6.parquet")
+        table = pd.read_parquet(workdir / "results" / "fictionalqa" / "evaluate" / run / "step-6.parquet")
         assert set(table["suite"]) == documents | suites - {"fiction_doc"}, run
     assert {"item_id", "run", "step", "checkpoint", "loss", "em10", "em25", "em50", "acc", "acc_norm"} <= set(
         items.columns
@@ -102,10 +110,10 @@ def test_item_tables_and_statistics(workdir):
     assert (items["run"] == "doc").all() and (items["step"] == 6).all()
     assert items.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
     for test, n_pairs in (("mcnemar", 2 * 2 + 2), ("ttest", 2 * 2 + 2)):
-        table = pd.read_parquet(workdir / "results" / "stats" / "doc" / f"mcq4_{test}.parquet")
+        table = pd.read_parquet(workdir / "results" / "fictionalqa" / "stats" / "doc" / f"mcq4_{test}.parquet")
         assert len(table) == n_pairs  # checkpoint matrix + matched steps vs control
         assert table["pvalue"].between(0, 1).all() and (table["correction"] == "holm").all()
-    log = pd.read_parquet(workdir / "results" / "finetune" / "doc" / "train_log.parquet")
+    log = pd.read_parquet(workdir / "results" / "fictionalqa" / "finetune" / "doc" / "train_log.parquet")
     assert list(log["step"]) == [1, 2, 3, 4, 5, 6]
     assert log["fiction_samples_seen"].is_monotonic_increasing
     assert (log["fiction_samples_seen"] + log["webtext_samples_seen"] == log["step"] * 4).all()
@@ -117,9 +125,9 @@ def test_item_tables_and_statistics(workdir):
     curve = events.Scalars("train/loss")
     assert [e.step for e in curve] == list(log["step"])
     assert [e.value for e in curve] == pytest.approx(list(log["loss"]), rel=1e-6)
-    control = pd.read_parquet(workdir / "results" / "finetune" / "control" / "train_log.parquet")
+    control = pd.read_parquet(workdir / "results" / "fictionalqa" / "finetune" / "control" / "train_log.parquet")
     assert (control["fiction_samples_seen"] == 0).all()
-    sheets = pd.read_parquet(workdir / "results" / "finetune" / "fictsheets" / "train_log.parquet")
+    sheets = pd.read_parquet(workdir / "results" / "fictionalqa" / "finetune" / "fictsheets" / "train_log.parquet")
     assert sheets["fiction_epochs"].iloc[-1] > log["fiction_epochs"].iloc[-1]  # 4 fictsheets epoch fastest
 
 
@@ -294,9 +302,10 @@ def test_saved_pvalues_recompute_from_item_rows(workdir, own_choice):
     from knowlab.core.checkpoints import with_step0
     from knowlab.core.stats import recompute_pvalue
 
-    items = pd.concat(map(pd.read_parquet, sorted((workdir / "results" / "evaluate").glob("*/step-*.parquet"))))
+    results = workdir / "results" / "fictionalqa"
+    items = pd.concat(map(pd.read_parquet, sorted((results / "evaluate").glob("*/step-*.parquet"))))
     items = with_step0(items, [*RUNS, "control"])
-    tables = list((workdir / "results" / "stats").glob("*/*.parquet"))
+    tables = list((results / "stats").glob("*/*.parquet"))
     assert len(tables) == len(RUNS) * 2 * 2
     for path in tables:
         for row in pd.read_parquet(path).to_dict("records"):
@@ -307,13 +316,13 @@ def test_saved_pvalues_recompute_from_item_rows(workdir, own_choice):
 
 def test_mcq_items_name_their_construction(workdir):
     for n in (4, 10):
-        lines = (workdir / "results" / "corpus" / "mcq" / f"mcq{n}.jsonl").read_text().splitlines()
+        lines = (workdir / "results" / "fictionalqa" / "corpus" / "mcq" / f"mcq{n}.jsonl").read_text().splitlines()
         items = [json.loads(line) for line in lines]
         assert len(items) == 240 and all(i["distractors"] == "model_ranked" and len(i["choices"]) == n for i in items)
 
 
 def test_summary_has_every_split_and_side(workdir):
-    summary = pd.read_csv(workdir / "results" / "summary" / "fictionalqa.csv")
+    summary = pd.read_csv(workdir / "results" / "fictionalqa" / "summary.csv")
     assert set(summary["split"]) == set(RUNS)
     assert set(summary["run"]) == {*RUNS, "control"}
     mcq = summary[(summary["suite"] == "mcq4") & (summary["side"] != "all")]
@@ -337,7 +346,7 @@ def test_report_builds(workdir, snakemake):
     assert "paper Fig. 4" in html and "SmolLM2" not in html and "tiny random Llama" in html
     results = report_data(html, "results")
     figures = {p.relative_to(workdir).as_posix() for p in (workdir / "results" / "figures").rglob("*.png")}
-    tables = {"results/summary/fictionalqa.csv", "results/grounding/finetune/rates.csv"}
+    tables = {"results/fictionalqa/summary.csv", "results/grounding/finetune/rates.csv"}
     for study in ("sort", "grounding"):
         tables |= {p.relative_to(workdir).as_posix() for p in (workdir / "results" / study / "tables").glob("*.csv")}
     assert figures and len(tables) > 2
@@ -355,7 +364,7 @@ def test_step_zero_is_the_base_model_evaluated_once(workdir):
     and step 0 of every run is that evaluation (a run's step 0 and the control's agree on every item)."""
     results = workdir / "results"
     for folder in (
-        results / "evaluate",
+        results / "fictionalqa" / "evaluate",
         results / "sort" / "fiction" / "evaluate",
         results / "grounding" / "finetune" / "scores",
     ):
@@ -363,10 +372,10 @@ def test_step_zero_is_the_base_model_evaluated_once(workdir):
         assert (base["run"] == "base_model").all() and (base["step"] == 0).all(), folder
         assert not [run for run in (*RUNS, "control") if (folder / run / "step-0.parquet").exists()], folder
     for run in RUNS:
-        table = pd.read_parquet(results / "stats" / run / "mcq4_mcnemar.parquet")
+        table = pd.read_parquet(results / "fictionalqa" / "stats" / run / "mcq4_mcnemar.parquet")
         step0 = table[(table.step_a == 0) & (table.step_b == 0) & (table.run_b == "control")]
         assert len(step0) == 1 and (step0[["b", "c"]] == 0).all(axis=None) and (step0["pvalue"] == 1).all()
-    summary = pd.read_csv(results / "summary" / "fictionalqa.csv")
+    summary = pd.read_csv(results / "fictionalqa" / "summary.csv")
     webtext = summary[(summary.step == 0) & (summary.suite == "webtext")]
     assert set(webtext["run"]) >= {*RUNS, "control"} and webtext["loss"].nunique() == 1
 
@@ -374,7 +383,7 @@ def test_step_zero_is_the_base_model_evaluated_once(workdir):
 def test_checkpoints_load_with_transformers(workdir):
     from transformers import AutoModelForCausalLM
 
-    run = workdir / "results" / "finetune" / "doc"
+    run = workdir / "results" / "fictionalqa" / "finetune" / "doc"
     model = AutoModelForCausalLM.from_pretrained(run / "checkpoints" / "step-6")
     assert model.config.num_hidden_layers == 2
     # step 0 is the base model, not a copy in every run; the last checkpoint keeps no training state
@@ -383,23 +392,24 @@ def test_checkpoints_load_with_transformers(workdir):
 
 
 def test_manifests_record_provenance(workdir):
-    manifest = json.loads((workdir / "results" / "evaluate" / "doc" / "step-6.manifest.json").read_text())
-    assert manifest["rule"] == "evaluate" and manifest["wildcards"] == {"run": "doc", "step": "6"}
+    results = workdir / "results" / "fictionalqa"
+    manifest = json.loads((results / "evaluate" / "doc" / "step-6.manifest.json").read_text())
+    assert manifest["rule"] == "fictionalqa_evaluate" and manifest["wildcards"] == {"run": "doc", "step": "6"}
     fictions = next(i for i in manifest["inputs"] if i["path"].endswith("fictions.jsonl"))
     digest = hashlib.sha256((workdir / fictions["path"]).read_bytes()).hexdigest()
     assert fictions["sha256"] == digest
-    assert manifest["config"]["cfg"]["em_tokens"] == [10, 25, 50]
+    assert manifest["config"]["settings"]["em_tokens"] == [10, 25, 50]
     assert manifest["packages"]["torch"].startswith("2.13.0")
     assert "commit" in manifest["git"] and manifest["notes"] == {}
     # nothing volatile: a re-run writes the same manifest (times and host are in the log)
     assert not {"host", "started", "wall_time_s"} & set(manifest)
-    finetune = json.loads((workdir / "results" / "finetune" / "doc" / "checkpoints" / "step-6.manifest.json").read_text())
+    finetune = json.loads((results / "finetune" / "doc" / "checkpoints" / "step-6.manifest.json").read_text())
     assert finetune["seed"] == 1234
     checkpoint = next(o for o in finetune["outputs"] if o["path"].endswith("checkpoints/step-6"))
     assert "model.safetensors" in checkpoint["files"]
     # a fine-tuning job hashes what it read and wrote, never the (temporary) training state
     assert not any("/state/" in entry["path"] for entry in finetune["inputs"] + finetune["outputs"])
-    for log in ("finetune/doc/step-6.log", "evaluate/doc/step-6.log", "base_model.log"):
+    for log in ("fictionalqa/finetune/doc/step-6.log", "fictionalqa/evaluate/doc/step-6.log", "base_model.log"):
         assert "finished in" in (workdir / "results" / "logs" / log).read_text()
 
 
@@ -413,10 +423,10 @@ def test_audit_flags_a_changed_result(workdir_copy):
 
     work = workdir_copy
     assert audit(work / "results", work / "resources", base=work).empty
-    split = work / "results" / "splits" / "doc.json"
+    split = work / "results" / "fictionalqa" / "splits" / "doc.json"
     split.write_bytes(split.read_bytes().replace(b'"doc"', b'"edited"', 1))
     flagged = audit(work / "results", base=work)
-    assert set(flagged["path"]) == {"results/splits/doc.json"}
+    assert set(flagged["path"]) == {"results/fictionalqa/splits/doc.json"}
     assert set(flagged["status"]) == {"changed"}
     assert {"input", "output"} <= set(flagged["role"])
 
@@ -428,10 +438,11 @@ def test_a_rule_asking_for_a_missing_gpu_fails_clearly(workdir_copy, snakemake):
     if torch.cuda.is_available():
         pytest.skip("needs a machine without a GPU")
     proc = snakemake(
-        workdir_copy, "--cores", "1", "--forcerun", "rank_distractors", "--until", "rank_distractors",
+        workdir_copy, "--cores", "1", "--forcerun", "fictionalqa_rank_distractors",
+        "--until", "fictionalqa_rank_distractors",
         "--config", "compute={device: cuda}", check=False,
     )  # fmt: skip
     assert proc.returncode != 0
-    log = (workdir_copy / "results" / "logs" / "mcq" / "rank_distractors.log").read_text()
+    log = (workdir_copy / "results" / "logs" / "fictionalqa" / "mcq" / "rank_distractors.log").read_text()
     assert "compute.device is 'cuda' but torch sees no CUDA GPU" in log
-    assert not (workdir_copy / "results" / "corpus" / "mcq" / "ranked_candidates.parquet").exists()
+    assert not (workdir_copy / "results" / "fictionalqa" / "corpus" / "mcq" / "ranked_candidates.parquet").exists()

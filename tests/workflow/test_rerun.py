@@ -23,8 +23,8 @@ TEST_CONFIG = Path(__file__).resolve().parents[2] / "config" / "test.yaml"
 # re-run nothing, because none of their jobs reads a re-run job's output).  Values are valid for
 # config/test.yaml.
 MODEL_RULES = {  # every rule that runs a model on config/test.yaml: its param ``compute``
-    "rank_distractors",
-    "evaluate",
+    "fictionalqa_rank_distractors",
+    "fictionalqa_evaluate",
     "grounding_distractors",
     "sort_retrieval",
     "sort_prompt",
@@ -42,10 +42,13 @@ MODEL_RULES = {  # every rule that runs a model on config/test.yaml: its param `
 # stay.
 SORT_PARAMETRIC = {"sort_parametric_evaluate", "sort_parametric_stats", "sort_parametric_figures"}
 FICTIONALQA_DOWNSTREAM = {
-    "evaluate",
-    "paired_tests",
-    "summary",
-    *(f"figure_{fig}" for fig in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11", "pvalues")),
+    "fictionalqa_evaluate",
+    "fictionalqa_paired_tests",
+    "fictionalqa_summary",
+    *(
+        f"fictionalqa_figure_{fig}"
+        for fig in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11", "pvalues")
+    ),
     "sort_fiction_evaluate",
     "sort_fiction_stats",
     "sort_fiction_figures",
@@ -55,10 +58,10 @@ FICTIONALQA_DOWNSTREAM = {
     "grounding_finetune_figures",
 }
 KEYS = [
-    ("splits.event_train_fraction", 0.5, {"split"}, SORT_PARAMETRIC),
-    ("evaluate.em_tokens", [10, 25], {"evaluate"}, set()),
-    ("mcq.ranker.evict", "released", {"mcq"}, set()),
-    ("stats.mcnemar_exact_below", 30, {"paired_tests", "findings"}, set()),
+    ("splits.event_train_fraction", 0.5, {"fictionalqa_split"}, SORT_PARAMETRIC),
+    ("evaluate.em_tokens", [10, 25], {"fictionalqa_evaluate"}, set()),
+    ("mcq.ranker.evict", "released", {"fictionalqa_mcq"}, set()),
+    ("stats.mcnemar_exact_below", 30, {"fictionalqa_paired_tests", "findings"}, set()),
     ("findings.alpha", 0.01, {"findings"}, set()),
     # SORT's runs set lr in sort.parametric.finetune; test.yaml's FictionalQA runs are one interval
     # long, so their jobs are all finetune_last

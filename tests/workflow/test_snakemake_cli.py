@@ -39,16 +39,15 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path, snakemake):
     config = tmp_path / "bad.yaml"
     config.write_text(json.dumps({"fiction": {"source": "shipped", "shipped": {"dir": str(corpus), "sha256": pins}}}))
     work = tmp_path / "work"
-    target = "results/corpus/fiction/fictions.jsonl"
+    target = "results/fictionalqa/corpus/fiction/fictions.jsonl"
     proc = snakemake(work, "--cores", "1", target, configs=(TEST_CONFIG, config), check=False)
     assert proc.returncode != 0, proc.stdout[-2000:]
-    log_file = work / "results" / "logs" / "fiction_corpus.log"
+    log_file = work / "results" / "logs" / "fictionalqa" / "corpus.log"
     assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
     log = log_file.read_text()
     assert "fictions.jsonl:3: malformed JSON" in log
-    assert not (work / "results" / "corpus" / "fiction").exists() or not any(
-        (work / "results" / "corpus" / "fiction").iterdir()
-    )
+    fiction = work / "results" / "fictionalqa" / "corpus" / "fiction"
+    assert not fiction.exists() or not any(fiction.iterdir())
 
 
 @pytest.mark.skipif(not (SAMPLE / "batch_results").is_dir(), reason=f"authors' pipeline sample not at {SAMPLE}")
@@ -62,8 +61,8 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
     config.write_text(json.dumps({"fiction": {"source": "generate", "generate": generate}}))
     work = tmp_path / "work"
     configs = (TEST_CONFIG, config)
-    snakemake(work, "--cores", "2", "results/corpus/fiction/fict_qa.jsonl", configs=configs)
-    corpus = read_corpus(work / "results" / "corpus" / "fiction")
+    snakemake(work, "--cores", "2", "results/fictionalqa/corpus/fiction/fict_qa.jsonl", configs=configs)
+    corpus = read_corpus(work / "results" / "fictionalqa" / "corpus" / "fiction")
     annotated = [json.loads(line) for line in (work / "results" / "generate" / "fict_qa_annotated.jsonl").open()]
     assert len(corpus["fictions"]) == 15 and len(annotated) == 75
     assert [q["question_id"] for q in corpus["fict_qa"]] == [r["question_id"] for r in annotated if r["kept"]]
@@ -73,7 +72,7 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
     assert len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
     # Downstream rules read the generated corpus with no other change; nothing is generated twice.
     dry = snakemake(work, "-n", configs=configs).stdout
-    assert "generate_" not in dry and "rule split:" in dry and "rule grounding_items:" in dry
+    assert "generate_" not in dry and "rule fictionalqa_split:" in dry and "rule grounding_items:" in dry
 
 
 def kaist_subset(out: Path, n_questions: int = 2, n_others: int = 40) -> dict[str, str]:
@@ -190,9 +189,29 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
     "overlay, expected",
     [
         # the default: three fiction runs + control, one checkpoint each (+ 2 SORT parametric runs)
-        (None, {"finetune_last": 6, "evaluate": 5, "paired_tests": 6, "sort_prompt": 1, "findings": 1}),
-        # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + findings, lm_eval_tasks, dataset_card)
-        ("cpu-full.yaml", {"finetune": 6, "finetune_last": 8, "evaluate": 13, "paired_tests": 10, "total": 156}),
+        (
+            None,
+            {
+                "finetune_last": 6,
+                "fictionalqa_evaluate": 5,
+                "fictionalqa_paired_tests": 6,
+                "sort_prompt": 1,
+                "findings": 1,
+            },
+        ),
+        # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + findings, fictionalqa_lm_eval_tasks,
+        # dataset_card, and the figure rules split from the stats rules: sort_fiction_figures,
+        # sort_parametric_figures, grounding_figures, grounding_finetune_figures)
+        (
+            "cpu-full.yaml",
+            {
+                "finetune": 6,
+                "finetune_last": 8,
+                "fictionalqa_evaluate": 13,
+                "fictionalqa_paired_tests": 10,
+                "total": 160,
+            },
+        ),
     ],
     ids=["default", "cpu-full"],
 )
@@ -205,7 +224,7 @@ def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected, snakemake):
 @pytest.mark.parametrize("extra", [[], [ROOT / "config" / "paper.yaml"]], ids=["default", "paper"])
 def test_slurm_profile_dry_run(tmp_path, extra, snakemake):
     proc = snakemake(tmp_path, "--profile", SLURM_PROFILE, "-n", configs=extra)
-    assert "finetune" in proc.stdout and "rank_distractors" in proc.stdout
+    assert "finetune" in proc.stdout and "fictionalqa_rank_distractors" in proc.stdout
     # the fine-tuning launch: one process (default); eight srun tasks, one per GPU (paper)
     assert "-m knowlab.finetune_job --threads" in proc.stdout
     assert ("srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in proc.stdout) == bool(extra)
@@ -216,6 +235,6 @@ def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path, snakemake):
     generate = tmp_path / "generate.yaml"
     generate.write_text("fiction:\n  source: generate\n")
     proc = snakemake(tmp_path, "--profile", SLURM_PROFILE, "-n", configs=(ROOT / "config" / "paper.yaml", generate))
-    for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fiction_corpus"):
+    for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fictionalqa_corpus"):
         assert f"rule {rule}:" in proc.stdout
     assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch

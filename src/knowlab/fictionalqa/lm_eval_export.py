@@ -15,7 +15,7 @@
   data_file})``, a ``DatasetDict`` with the one split ``test``, one row per line.
 
 :func:`export_mcq_suites` exports several suites into one folder and adds a ``README.md`` that
-says how to run them (rule ``lm_eval_tasks`` writes ``results/lm_eval/`` with it).  The folder
+says how to run them (rule ``fictionalqa_lm_eval_tasks`` writes ``results/fictionalqa/lm_eval/`` with it).  The folder
 holds no absolute path: it loads from any working directory, moved or copied whole::
 
     lm_eval --model hf --model_args pretrained=CHECKPOINT,dtype=float32 \\
@@ -81,18 +81,19 @@ def load_test(data_file, **metadata):
 
 README = """# FictionalQA MCQ suites as lm-evaluation-harness tasks
 
-Written by rule `lm_eval_tasks` (`knowlab.fictionalqa.lm_eval_export`) from `results/corpus/mcq/`.
+Written by rule `fictionalqa_lm_eval_tasks` (`knowlab.fictionalqa.lm_eval_export`) from
+`results/fictionalqa/corpus/mcq/`.
 
 {tasks}
 
 Run a task on a checkpoint (lm-evaluation-harness 0.4.13, `pip install "lm-eval[hf]==0.4.13"`),
 naming this folder with `--include_path` (the command as run from the repository root):
 
-    lm_eval --model hf --model_args pretrained=CHECKPOINT --include_path results/lm_eval --tasks {first}
+    lm_eval --model hf --model_args pretrained=CHECKPOINT --include_path results/fictionalqa/lm_eval --tasks {first}
 
 (add `,dtype=float32` to `--model_args` for the dtype our evaluation scores in,
 `--log_samples --output_path RESULTS` for the per-item log-likelihoods).  `acc` and `acc_norm`
-are the columns of the same names in `results/evaluate/`: the harness builds the same
+are the columns of the same names in `results/fictionalqa/evaluate/`: the harness builds the same
 requests, context `{template}` and continuation `" " + choice`.
 
 Each task is `<task>.yaml` and its items `<task>.jsonl`.  The YAMLs name no path: their data
@@ -189,7 +190,7 @@ def export_mcq_task(
 
 
 def task_name(mcq_path: str | os.PathLike) -> str:
-    """The harness task of an MCQ suite file: ``results/corpus/mcq/mcq4.jsonl`` -> ``fictionalqa_mcq4``."""
+    """The harness task of an MCQ suite file: ``results/fictionalqa/corpus/mcq/mcq4.jsonl`` -> ``fictionalqa_mcq4``."""
     return f"fictionalqa_{Path(mcq_path).stem}"
 
 

@@ -20,7 +20,8 @@ from knowlab.fictionalqa.splits import document_suites
 
 @dataclass(frozen=True)
 class WebtextSettings(StepSettings):
-    """Rule ``webtext``: the pinned gensim corpora and how their paragraphs are split (config ``webtext``)."""
+    """Rule ``fictionalqa_webtext``: the pinned gensim corpora and how their paragraphs are split
+    (config ``webtext``)."""
 
     files: dict[str, dict[str, str]]
     """``wiki`` and ``lee`` -> ``{"name": <file in gensim's test_data>, "sha256": <pin>}``."""
@@ -44,7 +45,8 @@ class WebtextSettings(StepSettings):
 
 @dataclass(frozen=True)
 class FictionCorpusSettings(StepSettings):
-    """Rule ``fiction_corpus``: where the fiction corpus comes from (config ``fiction``, the source's block only)."""
+    """Rule ``fictionalqa_corpus``: where the fiction corpus comes from (config ``fiction``, the source's block
+    only)."""
 
     source: str
     """``shipped`` (files in the repository, pinned), ``release`` (the authors' dataset) or ``generate``."""
@@ -69,7 +71,8 @@ class FictionCorpusSettings(StepSettings):
 
 @dataclass(frozen=True)
 class RealQASettings(StepSettings):
-    """Rule ``real_qa``: the real-world questions of nll(answer | question) (config ``real_qa``; paper App. C.7)."""
+    """Rule ``fictionalqa_real_qa``: the real-world questions of nll(answer | question) (config ``real_qa``;
+    paper App. C.7)."""
 
     source: str
     """``shipped`` (a file in the repository) or ``triviaqa`` (the Hub dataset)."""
@@ -92,9 +95,10 @@ class RealQASettings(StepSettings):
 
 @dataclass(frozen=True)
 class RankerSettings(StepSettings):
-    """Rule ``rank_distractors``: the model ranking of candidate distractors (config ``mcq.ranker``; App. C.6).
+    """Rule ``fictionalqa_rank_distractors``: the model ranking of candidate distractors (config ``mcq.ranker``;
+    App. C.6).
 
-    ``mcq.ranker.evict`` is not here: rule ``mcq`` reads it (which ranked candidate the gold evicts)."""
+    ``mcq.ranker.evict`` is not here: rule ``fictionalqa_mcq`` reads it (which ranked candidate the gold evicts)."""
 
     model: str
     """``base_model`` (the project's base model) or a model folder or Hub id."""
@@ -130,7 +134,7 @@ class RankerSettings(StepSettings):
 
 @dataclass(frozen=True)
 class McqSettings(StepSettings):
-    """Rule ``mcq``: how the distractors of an n-choice item are drawn (config ``mcq``; App. C.6)."""
+    """Rule ``fictionalqa_mcq``: how the distractors of an n-choice item are drawn (config ``mcq``; App. C.6)."""
 
     distractors: str
     """:data:`knowlab.fictionalqa.corpus.mcq.DISTRACTOR_METHODS`."""
@@ -144,7 +148,8 @@ class McqSettings(StepSettings):
 
 @dataclass(frozen=True)
 class SplitSettings(StepSettings):
-    """Rule ``split``: the train/validation split of the documents and questions (config ``splits``; Sec. 3.2)."""
+    """Rule ``fictionalqa_split``: the train/validation split of the documents and questions (config ``splits``;
+    Sec. 3.2)."""
 
     event_train_fraction: float
     """Share of events whose documents train (Event and Fictsheets splits)."""
@@ -160,7 +165,7 @@ class SplitSettings(StepSettings):
 
 @dataclass(frozen=True)
 class EvaluateSettings(StepSettings):
-    """Rule ``evaluate``: what one checkpoint is scored on (config ``evaluate``; Sec. 4 and App. C)."""
+    """Rule ``fictionalqa_evaluate``: what one checkpoint is scored on (config ``evaluate``; Sec. 4 and App. C)."""
 
     em_tokens: tuple[int, ...]
     """Prefix lengths (tokens) of verbatim exact match (Sec. 4.1, Fig. 3)."""
@@ -196,7 +201,8 @@ class EvaluateSettings(StepSettings):
 
 @dataclass(frozen=True)
 class PairedTestSettings(StepSettings):
-    """Rule ``paired_tests``: McNemar and the paired t-test of a run against the control (config ``stats``)."""
+    """Rule ``fictionalqa_paired_tests``: McNemar and the paired t-test of a run against the control
+    (config ``stats``)."""
 
     mcnemar_exact_below: int
     """McNemar is exact (binomial) when the discordant pairs are fewer than this, else chi-squared."""

@@ -229,7 +229,7 @@ def served_model(settings: GroundingGenerationSettings, key: str | None, path: s
     (a string) or to ``{"model": name, "base_url": url}`` (either may be left out), for a model
     on a server of its own.  Default name: ``path``, the model folder the job reads, as given
     (relative to the working directory: ``resources/models/<name>``, ``resources/base_model``,
-    ``results/finetune/<run>/checkpoints/step-<n>``), the name under which ``vllm serve <path>``
+    ``results/fictionalqa/finetune/<run>/checkpoints/step-<n>``), the name under which ``vllm serve <path>``
     started in the working directory serves it.  Default server: ``settings.openai_base_url``
     (``grounding.generation.openai.base_url``).
 

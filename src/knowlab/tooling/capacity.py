@@ -466,8 +466,8 @@ def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
         "eval_model": sum(spec != "base" for spec in cfg["eval_models"].values()),
         "finetune": sum(len(ckpts) - 1 for ckpts in trainings.values()),
         "finetune_last": len(trainings),
-        "evaluate": checkpoints,
-        "rank_distractors": int(cfg["mcq"]["distractors"] == "model_ranked"),
+        "fictionalqa_evaluate": checkpoints,
+        "fictionalqa_rank_distractors": int(cfg["mcq"]["distractors"] == "model_ranked"),
         "sort_prompt": models,
         "sort_rag_prompt": models if rag else 0,
         "sort_evaluate_base": models * len(plan.sort_conditions),
@@ -727,16 +727,16 @@ def finetune_cost(p: PlanInputs) -> list[RuleCost]:
 # ---- FictionalQA
 
 
-def rank_distractors_cost(p: PlanInputs) -> list[RuleCost]:
-    """Rule ``rank_distractors`` (rules/fictionalqa.smk: scripts/rank_distractors.py, the ranker of
-    ``knowlab.fictionalqa.corpus.mcq``), when ``mcq.distractors`` is ``model_ranked``: the base model
-    scores one prompt of ``ranker_prompt_tokens`` per question and candidate answer (every answer of the
+def fictionalqa_rank_distractors_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``fictionalqa_rank_distractors`` (rules/fictionalqa.smk: scripts/fictionalqa_rank_distractors.py,
+    the ranker of ``knowlab.fictionalqa.corpus.mcq``), when ``mcq.distractors`` is ``model_ranked``: the
+    base model scores one prompt of ``ranker_prompt_tokens`` per question and candidate answer (every answer of the
     corpus, or ``mcq.ranker.max_candidates``), ``mcq.ranker.batch_size`` at a time.
 
     Host memory: one shard's prompts (``mcq.ranker.shard_questions``) and every finished row until
     written; storage: :data:`RANKING_ROW_BYTES` a ranked row.
     """
-    if not p.counts.get("rank_distractors"):
+    if not p.counts.get("fictionalqa_rank_distractors"):
         return []
     cfg, corpus = p.cfg, p.corpus
     n_answers = round(corpus.n_questions * corpus.answers_per_question)
@@ -749,7 +749,7 @@ def rank_distractors_cost(p: PlanInputs) -> list[RuleCost]:
     return [
         _scoring(
             p,
-            "rank_distractors",
+            "fictionalqa_rank_distractors",
             1,
             prompts * corpus.ranker_prompt_tokens,
             corpus.ranker_prompt_tokens,
@@ -763,11 +763,11 @@ def rank_distractors_cost(p: PlanInputs) -> list[RuleCost]:
     ]
 
 
-def evaluate_cost(p: PlanInputs) -> list[RuleCost]:
-    """Rule ``evaluate`` (rules/fictionalqa.smk: scripts/evaluate.py), one job per checkpoint (the base
-    model once): the losses of the fiction documents, fictsheets, held-out webtext, fiction and real
-    Q&A, and every choice of every multiple-choice suite, ``evaluate.batch_size`` rows of the longest
-    document at a time; storage: :data:`ITEM_ROW_BYTES` an item row."""
+def fictionalqa_evaluate_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``fictionalqa_evaluate`` (rules/fictionalqa.smk: scripts/fictionalqa_evaluate.py), one job per
+    checkpoint (the base model once): the losses of the fiction documents, fictsheets, held-out webtext,
+    fiction and real Q&A, and every choice of every multiple-choice suite, ``evaluate.batch_size`` rows of
+    the longest document at a time; storage: :data:`ITEM_ROW_BYTES` an item row."""
     cfg, corpus = p.cfg, p.corpus
     choices = sum(cfg["mcq"]["n_choices"])
     eval_tokens = (
@@ -783,14 +783,14 @@ def evaluate_cost(p: PlanInputs) -> list[RuleCost]:
     return [
         _scoring(
             p,
-            "evaluate",
-            p.counts["evaluate"],
+            "fictionalqa_evaluate",
+            p.counts["fictionalqa_evaluate"],
             eval_tokens,
             corpus.document_tokens,
             eb,
             width,
             eb * width,
-            storage=p.counts["evaluate"] * eval_rows * ITEM_ROW_BYTES,
+            storage=p.counts["fictionalqa_evaluate"] * eval_rows * ITEM_ROW_BYTES,
             note=f"{eval_tokens / 1e6:.1f}M tokens per checkpoint",
         )
     ]
@@ -1220,8 +1220,8 @@ def eval_model_cost(p: PlanInputs) -> list[RuleCost]:
 #: config runs no job of it, one for most, and one per recipe for ``finetune`` (with ``finetune_last``).
 RULE_COSTS: dict[str, Callable[[PlanInputs], list[RuleCost]]] = {
     "finetune": finetune_cost,
-    "rank_distractors": rank_distractors_cost,
-    "evaluate": evaluate_cost,
+    "fictionalqa_rank_distractors": fictionalqa_rank_distractors_cost,
+    "fictionalqa_evaluate": fictionalqa_evaluate_cost,
     "sort_prompt": sort_prompt_cost,
     "sort_rag_prompt": sort_rag_prompt_cost,
     "sort_evaluate_base": sort_evaluate_base_cost,

@@ -9,8 +9,11 @@ the columns named by ``--ignore-columns`` (default ``wall_s``, the training log'
 clock), which measure the machine, not the result.
 
 A change that moves a table names it with ``--moved BEFORE_PATH=AFTER_PATH`` (compared
-across the two paths), and one that stops writing a table with ``--removed PATH``
-(listed, not counted as a difference); both are relative to the results folders.
+across the two paths), or moves a folder with ``--moved BEFORE_FOLDER=AFTER_FOLDER`` (every
+table under it compared with the same relative path under the new folder; a moved table, or a
+longer moved folder, takes precedence over a folder that holds it), and one that stops writing a
+table with ``--removed PATH`` (listed, not counted as a difference); all are relative to the
+results folders.
 
 Usage::
 
@@ -78,6 +81,22 @@ def difference(a: Path, b: Path, ignore_columns: Sequence[str] = VOLATILE_COLUMN
     return None
 
 
+def moves(moved: Mapping[str, str], before: set[str], after: set[str]) -> dict[str, tuple[str, str]]:
+    """``{table in before: (table in after, the --moved source)}`` for ``moved`` (``{before: after}``):
+    a key that is a table of ``before`` moves to its value; any other key is a folder, whose every
+    table moves to the same relative path under the value.  A table moved by its own path wins over a
+    folder that holds it, a longer folder over a shorter one; a pair whose new path is not in
+    ``after`` is left out."""
+    pairs: dict[str, tuple[str, str]] = {}
+    folders = [(old.rstrip("/"), new.rstrip("/")) for old, new in moved.items() if old not in before]
+    for old, new in sorted(folders, key=lambda move: len(move[0])):  # longer folders last: they win
+        for path in before:
+            if path.startswith(f"{old}/"):
+                pairs[path] = (f"{new}/{path[len(old) + 1 :]}", f"{old}/")
+    pairs |= {old: (new, old) for old, new in moved.items() if old in before}
+    return {old: (new, source) for old, (new, source) in pairs.items() if new in after}
+
+
 def compare(
     before: Path,
     after: Path,
@@ -89,7 +108,7 @@ def compare(
     """Compare every table of two results folders.
 
     Args:
-        moved: ``{path in before: path in after}`` for tables the change moved.
+        moved: ``{path in before: path in after}`` for tables (or folders, :func:`moves`) the change moved.
         removed: paths in ``before`` of tables the change no longer writes.
         ignore_columns: columns left out of every data-frame comparison.
 
@@ -97,12 +116,13 @@ def compare(
         ``(identical, total, problems)``: the number of tables compared and equal, the number
         compared or missing on one side (removed tables not counted), and one line per
         table not identical (``differs``, ``only in before``, ``only in after``), then one
-        line per moved or removed table.
+        line per moved table (per moved folder, with its count of tables) or removed table.
     """
     before, after = Path(before), Path(after)
     moved, removed = dict(moved or {}), set(removed)
     a, b = set(tables(before)), set(tables(after))
-    pairs = {p: p for p in a & b} | {old: new for old, new in moved.items() if old in a and new in b}
+    moves_found = moves(moved, a, b)
+    pairs = {p: p for p in a & b} | {old: new for old, (new, _) in moves_found.items()}
     only_before = sorted(a - set(pairs) - removed)
     only_after = sorted(b - set(pairs.values()))
     problems = [f"only in before: {p}" for p in only_before] + [f"only in after: {p}" for p in only_after]
@@ -113,7 +133,13 @@ def compare(
             identical += 1
         else:
             problems.append(f"differs: {old}" + (f" -> {new}" if new != old else "") + f": {reason}")
-    notes = [f"moved: {old} -> {new}" for old, new in sorted(moved.items()) if old in a and new in b]
+    notes = []
+    for old, new in sorted(moved.items()):
+        if old in a:
+            notes += [f"moved: {old} -> {new}"] if new in b else []
+            continue
+        n = sum(source == f"{old.rstrip('/')}/" for _, source in moves_found.values())
+        notes += [f"moved: {old.rstrip('/')}/ -> {new.rstrip('/')}/ ({n} tables)"] if n else []
     notes += [f"removed: {p}" for p in sorted(removed & a)]
     return identical, len(pairs) + len(only_before) + len(only_after), problems + notes
 
@@ -122,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
-    parser.add_argument("--moved", action="append", default=[], metavar="BEFORE=AFTER", help="a moved table")
+    parser.add_argument("--moved", action="append", default=[], metavar="BEFORE=AFTER", help="a moved table, or folder")
     parser.add_argument("--removed", action="append", default=[], metavar="PATH", help="a table no longer written")
     parser.add_argument(
         "--ignore-columns", nargs="*", default=list(VOLATILE_COLUMNS), help="columns left out (default: wall_s)"

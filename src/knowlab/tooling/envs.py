@@ -163,7 +163,7 @@ def workflow_rules(root: str | os.PathLike = ROOT) -> dict[str, Rule]:
 
     Each file is compiled by Snakemake's parser to Python and its rule functions' directives
     read with :mod:`ast`.  Paths are resolved against the file that defines the rule.  A rule
-    defined in a loop is named by its ``name:`` f-string (``figure_{family}``).  ``use rule X
+    defined in a loop is named by its ``name:`` f-string (``fictionalqa_figure_{family}``).  ``use rule X
     as Y [with: ...]`` copies X, with the env, script, shell command or params its ``with:``
     block sets.
 

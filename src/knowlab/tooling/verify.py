@@ -39,13 +39,13 @@ from knowlab.core.io import sha256_file
 
 #: kinds of job to kill in, in the order the workflow reaches them: name -> rule-name pattern
 KILL_KINDS = {
-    "ranking": r"rank_distractors",
+    "ranking": r"fictionalqa_rank_distractors",
     "fine-tuning": r"finetune(_last)?",
-    "evaluation": r"evaluate",
+    "evaluation": r"fictionalqa_evaluate",
     "SORT": r"sort_\w+",
     "grounding": r"grounding_\w+",
-    "statistics": r"paired_tests|\w+_stats|summary",
-    "figures": r"figure_\w+|sort_figures",
+    "statistics": r"fictionalqa_paired_tests|\w+_stats|fictionalqa_summary",
+    "figures": r"fictionalqa_figure_\w+|sort_figures",
 }
 #: under results/ and resources/, what is not a result: logs and benchmarks (times, hosts) and the report
 EXCLUDE = (

@@ -7,11 +7,11 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.corpus.real_qa import load_real_qa
 from knowlab.fictionalqa.settings import RealQASettings
+from knowlab.fictionalqa.steps import data
 
 with rule_step(snakemake) as log:
     settings = RealQASettings.from_param(snakemake.params.settings)
-    records = load_real_qa(settings, snakemake.params.basedir, seed=snakemake.params.seed)
+    records = data.real_qa_records(settings, snakemake.params.basedir, snakemake.params.seed)
     write_jsonl(snakemake.output.real_qa, records)
     log.info("%d real-world questions from %s", len(records), settings.source)

@@ -12,10 +12,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 import torch
 
 from knowlab.core.io import read_jsonl, write_parquet
-from knowlab.core.models import load_model
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, rank_candidates, ranking_shards
 from knowlab.fictionalqa.settings import RankerSettings
+from knowlab.fictionalqa.steps import data
 
 torch.set_num_threads(snakemake.threads)
 with rule_step(snakemake) as log:
@@ -27,20 +26,9 @@ with rule_step(snakemake) as log:
         model_path, settings.max_candidates or "every answer", settings.bos, batch_size,
     )  # fmt: skip
     fict_qa = read_jsonl(snakemake.input.fict_qa)
-    shards = ranking_shards(snakemake.params.shards, model_path, fict_qa, settings, snakemake.params.seed)
-    model, tokenizer = load_model(model_path)
-    ranking = rank_candidates(
-        model,
-        tokenizer,
-        fict_qa,
-        seed=snakemake.params.seed,
-        template=settings.template or RANKER_TEMPLATE,
-        max_candidates=settings.max_candidates,
-        batch_size=batch_size,
-        shard_questions=settings.shard_questions,
-        shards=shards,
-        order=settings.order,
-        bos=settings.bos,
+    shards = data.ranking_shards(snakemake.params.shards, model_path, fict_qa, settings, snakemake.params.seed)
+    ranking = data.rank_distractors(
+        model_path, fict_qa, settings, seed=snakemake.params.seed, batch_size=batch_size, shards=shards
     )
     write_parquet(snakemake.output.ranking, ranking)
     shards.remove()

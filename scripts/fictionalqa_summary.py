@@ -5,14 +5,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
-from knowlab.core.checkpoints import with_step0
 from knowlab.core.io import read_json, read_parquets, write_csv
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.summary import summarise
+from knowlab.fictionalqa.steps import stats
 
 with rule_step(snakemake) as log:
-    summary = summarise(
-        with_step0(read_parquets(snakemake.input.item_tables), snakemake.params.runs),
+    summary = stats.summary(
+        read_parquets(snakemake.input.item_tables),
+        snakemake.params.runs,
         [read_json(path) for path in snakemake.input.splits],
         read_parquets(snakemake.input.train_logs),
         seed=snakemake.params.seed,

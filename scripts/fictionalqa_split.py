@@ -8,15 +8,15 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.core.io import read_jsonl, write_json
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.settings import SplitSettings
-from knowlab.fictionalqa.splits import make_split
+from knowlab.fictionalqa.steps import data
 
 with rule_step(snakemake) as log:
-    split = make_split(
+    split = data.split(
         snakemake.wildcards.split,
         read_jsonl(snakemake.input.fictions),
         read_jsonl(snakemake.input.fict_qa),
         snakemake.params.seed,
-        SplitSettings.from_param(snakemake.params.settings).event_train_fraction,
+        SplitSettings.from_param(snakemake.params.settings),
     )
     write_json(snakemake.output.split, split)
     log.info(

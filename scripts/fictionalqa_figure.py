@@ -9,13 +9,12 @@ import pandas as pd
 
 from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.figures import curves_from_summary, curves_from_train_logs, plot_family
+from knowlab.fictionalqa.steps import figures
 
 with rule_step(snakemake) as log:
     family, params = snakemake.params.family, snakemake.params
-    if family == "fig2":
-        curves = curves_from_train_logs(read_parquets(snakemake.input.train_logs))
-    else:
-        curves = curves_from_summary(pd.read_csv(snakemake.input.summary), family, model=params.model)
-    plot_family(family, curves, snakemake.output.pdf, snakemake.output.png, note=params.note)
+    curves = figures.draw_family(
+        family, pd.read_csv(snakemake.input.summary), read_parquets(snakemake.input.train_logs),
+        snakemake.output.pdf, snakemake.output.png, model=params.model, note=params.note,
+    )  # fmt: skip
     log.info("%s: %d points in %d series", family, len(curves), curves["series"].nunique())

@@ -8,11 +8,11 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.settings import WebtextSettings
-from knowlab.fictionalqa.webtext import build_webtext
+from knowlab.fictionalqa.steps import data
 
 with rule_step(snakemake) as log:
     settings = WebtextSettings.from_param(snakemake.params.settings)
-    train, heldout = build_webtext(settings, snakemake.params.seed)
+    train, heldout = data.webtext_paragraphs(settings, snakemake.params.seed)
     write_jsonl(snakemake.output.train, train)
     write_jsonl(snakemake.output.heldout, heldout)
     log.info("webtext: %d train, %d held-out paragraphs", len(train), len(heldout))

@@ -1,0 +1,17 @@
+"""Draw the p-value matrix of one paired-test table (McNemar or paired t-test)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
+
+import pandas as pd
+
+from knowlab.core.provenance import rule_step
+from knowlab.fictionalqa.steps import figures
+
+with rule_step(snakemake):
+    figures.draw_pvalues(
+        pd.read_parquet(snakemake.input.table), snakemake.wildcards.run, snakemake.wildcards.suite,
+        snakemake.output.pdf, snakemake.output.png, note=snakemake.params.note,
+    )  # fmt: skip
