@@ -153,6 +153,35 @@ def checkpoint_path(wildcards, input):
     return input.model
 
 
+# ----------------------------------------------------------------- a probe at every checkpoint
+# SORT on the fiction documents and grounding across fine-tuning probe every FictionalQA
+# checkpoint with their own items (knowlab.core.probe): a job per checkpoint (the base model once,
+# as run base_model at step 0), then one job across them all. Their rules are built from these
+# pieces, so the two probes expand, constrain and name their checkpoints the same way.
+
+# the run wildcard of a per-checkpoint job
+PROBE_RUNS = "|".join([BASE_RUN, *RUNS])
+# the params of a per-checkpoint job: its checkpoint (with `model=checkpoint_input` as its input)
+PROBE_PARAMS = {
+    "checkpoint": checkpoint_path,
+    "run": lambda wildcards: wildcards.run,
+    "step": lambda wildcards: int(wildcards.step),
+}
+
+
+def probe_inputs(table):
+    """The inputs of a probe's job across checkpoints, its per-checkpoint ``table`` (a path with
+    ``{run}`` and ``{step}``): ``base`` (the base model's, step 0), ``rows`` (every run's later
+    checkpoints), and the runs' splits and the fictions (each item's side, knowlab.core.probe).
+    """
+    return {
+        "base": table.format(run=BASE_RUN, step=0),
+        "rows": expand(table, run=RUNS, step=STEPS[1:]),
+        "splits": expand(SPLIT.smk, split=FICTION_RUNS),
+        "fictions": f"{FICTION}/fictions.jsonl",
+    }
+
+
 def train_logs(*trainings):
     """The per-checkpoint training logs of runs, in training order."""
     return [

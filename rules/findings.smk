@@ -50,7 +50,7 @@ if GROUNDING_DATASETS:
     DATASET_CARD_INPUTS += rules.grounding_tables.input.scores
 if GROUNDING_FINETUNE:
     DATASET_CARD_INPUTS += [rules.grounding_finetune_stats.input.base]
-    DATASET_CARD_INPUTS += rules.grounding_finetune_stats.input.scores
+    DATASET_CARD_INPUTS += rules.grounding_finetune_stats.input.rows
 
 
 rule dataset_card:

@@ -222,22 +222,20 @@ rule grounding_checkpoint_generate:
     benchmark:
         "results/benchmarks/grounding/finetune/responses/{run}/step-{step}.tsv"
     wildcard_constraints:
-        run="|".join([BASE_RUN, *RUNS]),
+        run=PROBE_RUNS,
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
     resources:
         gpu=1,
     params:
+        **PROBE_PARAMS,
         compute=COMPUTE,
         settings=lambda wildcards: GROUNDING_CHECKPOINT_GENERATE.for_served(
             f"{wildcards.run}/step-{wildcards.step}"
         ).param(),
         seed=config["seed"],
         model=MODEL_NAME,
-        run=lambda wildcards: wildcards.run,
-        step=lambda wildcards: int(wildcards.step),
-        checkpoint=checkpoint_path,
         served_key=lambda wildcards: f"{wildcards.run}/step-{wildcards.step}",
         request_cache=lambda wildcards: f"{GROUNDING}/cache/requests/finetune/{wildcards.run}/step-{wildcards.step}",
     script:
@@ -257,7 +255,7 @@ rule grounding_checkpoint_score:
     benchmark:
         "results/benchmarks/grounding/finetune/scores/{run}/step-{step}.tsv"
     wildcard_constraints:
-        run="|".join([BASE_RUN, *RUNS]),
+        run=PROBE_RUNS,
     conda:
         "../envs/grounding.yaml"
     threads: config["threads"]
@@ -275,14 +273,7 @@ rule grounding_checkpoint_score:
 
 rule grounding_finetune_stats:
     input:
-        base=f"{GROUNDING}/finetune/scores/{BASE_RUN}/step-0.parquet",
-        scores=expand(
-            f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet",
-            run=RUNS,
-            step=[s for s in STEPS if s > 0],
-        ),
-        splits=expand(SPLIT.smk, split=FICTION_RUNS),
-        fictions=f"{FICTION}/fictions.jsonl",
+        **probe_inputs(f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet"),
     output:
         rows=f"{GROUNDING}/finetune/rows.parquet",
         rates=report(

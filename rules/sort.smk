@@ -286,34 +286,25 @@ rule sort_fiction_evaluate:
     benchmark:
         "results/benchmarks/sort/fiction/evaluate/{run}/step-{step}.tsv"
     wildcard_constraints:
-        run="|".join([BASE_RUN, *RUNS]),
+        run=PROBE_RUNS,
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
     resources:
         gpu=1,
     params:
+        **PROBE_PARAMS,
         compute=COMPUTE,
         settings=SORT_EVALUATE_SETTINGS,
-        checkpoint=checkpoint_path,
         condition="baseline",
         model=MODEL_NAME,
-        run=lambda wildcards: wildcards.run,
-        step=lambda wildcards: int(wildcards.step),
     script:
         "../scripts/sort_evaluate.py"
 
 
 rule sort_fiction_stats:
     input:
-        base=f"{SORT}/fiction/evaluate/{BASE_RUN}/step-0.parquet",
-        rows=expand(
-            f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet",
-            run=RUNS,
-            step=[s for s in STEPS if s > 0],
-        ),
-        splits=expand(SPLIT.smk, split=FICTION_RUNS),
-        fictions=f"{FICTION}/fictions.jsonl",
+        **probe_inputs(f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet"),
     output:
         rows=f"{SORT}/fiction/rows.parquet",
         binomial=f"{SORT}/fiction/stats/binomial.parquet",

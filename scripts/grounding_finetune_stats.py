@@ -12,7 +12,7 @@ from knowlab.grounding.steps import stats
 with rule_step(snakemake) as log:
     params = snakemake.params
     rows = stats.finetune_rows(
-        read_parquets(snakemake.input.scores),
+        read_parquets(snakemake.input.rows),
         read_parquets([snakemake.input.base]),
         params.runs,
         params.control,
