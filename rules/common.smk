@@ -352,7 +352,7 @@ def sort_figure_inputs(wildcards):
     """Every evaluated model's SORT rows, plus retrieval recall when RAG is scored."""
     inputs = {
         "rows": expand(
-            f"{SORT}/evaluate/{{model}}/{{condition}}.parquet",
+            SORT_ROWS.smk,
             model=EVAL_MODELS,
             condition=SORT_CONDITIONS,
         )

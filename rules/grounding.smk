@@ -112,7 +112,7 @@ rule grounding_score:
         responses=f"{GROUNDING}/{{dataset}}/responses/{{model}}.jsonl",
         decomposer=BASE_MODEL,
     output:
-        table=f"{GROUNDING}/{{dataset}}/scores/{{model}}.parquet",
+        table=GROUNDING_SCORES.smk,
         facts=f"{GROUNDING}/{{dataset}}/scores/{{model}}_facts.json",
         manifest=f"{GROUNDING}/{{dataset}}/scores/{{model}}.manifest.json",
     log:
@@ -137,12 +137,12 @@ rule grounding_score:
 rule grounding_tables:
     input:
         scores=expand(
-            f"{GROUNDING}/{{dataset}}/scores/{{model}}.parquet",
+            GROUNDING_SCORES.smk,
             dataset=GROUNDING_DATASETS,
             model=EVAL_MODELS,
         ),
     output:
-        rows=f"{GROUNDING}/rows.parquet",
+        rows=GROUNDING_ROWS.smk,
         tables=report(
             directory(f"{GROUNDING}/tables"),
             patterns=["{table}.csv"],
@@ -247,7 +247,7 @@ rule grounding_checkpoint_score:
         responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
         decomposer=BASE_MODEL,
     output:
-        table=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet",
+        table=GROUNDING_CHECKPOINT_SCORES.smk,
         facts=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}_facts.json",
         manifest=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.manifest.json",
     log:
@@ -273,7 +273,7 @@ rule grounding_checkpoint_score:
 
 rule grounding_finetune_stats:
     input:
-        **probe_inputs(f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.parquet"),
+        **probe_inputs(GROUNDING_CHECKPOINT_SCORES.smk),
     output:
         rows=f"{GROUNDING}/finetune/rows.parquet",
         rates=report(

@@ -144,7 +144,7 @@ rule sort_evaluate_base:
         unpack(sort_condition_inputs),
         model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
-        table=f"{SORT}/evaluate/{{model}}/{{condition}}.parquet",
+        table=SORT_ROWS.smk,
         manifest=f"{SORT}/evaluate/{{model}}/{{condition}}.manifest.json",
     log:
         "results/logs/sort/evaluate/{model}/{condition}.log",
@@ -173,7 +173,7 @@ rule sort_evaluate_base:
 rule sort_stats:
     input:
         rows=expand(
-            f"{SORT}/evaluate/{{model}}/{{condition}}.parquet",
+            SORT_ROWS.smk,
             model=EVAL_MODELS,
             condition=SORT_CONDITIONS,
         ),
@@ -279,7 +279,7 @@ rule sort_fiction_evaluate:
         selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
         model=checkpoint_input,
     output:
-        table=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet",
+        table=SORT_FICTION_ROWS.smk,
         manifest=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.manifest.json",
     log:
         "results/logs/sort/fiction/evaluate/{run}/step-{step}.log",
@@ -304,7 +304,7 @@ rule sort_fiction_evaluate:
 
 rule sort_fiction_stats:
     input:
-        **probe_inputs(f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.parquet"),
+        **probe_inputs(SORT_FICTION_ROWS.smk),
     output:
         rows=f"{SORT}/fiction/rows.parquet",
         binomial=f"{SORT}/fiction/stats/binomial.parquet",
@@ -384,8 +384,8 @@ rule sort_parametric_evaluate:
         texts=f"{SORT}/parametric/texts.json",
         model=checkpoint_input,
     output:
-        rows=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.parquet",
-        nll=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}_segment_nll.parquet",
+        rows=SORT_PARAMETRIC_ROWS.smk,
+        nll=SORT_PARAMETRIC_NLL.smk,
         manifest=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.manifest.json",
     log:
         "results/logs/sort/parametric/{prun}/evaluate/epoch-{epoch}.log",
@@ -424,7 +424,7 @@ rule sort_parametric_stats:
             condition=["baseline", "in_context"],
         ),
         rows=expand(
-            f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.parquet",
+            SORT_PARAMETRIC_ROWS.smk,
             prun=PARAMETRIC_RUNS,
             epoch=range(1, SORT_EPOCHS + 1),
         ),
@@ -451,7 +451,7 @@ rule sort_parametric_figures:
         mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
         ttest=f"{SORT}/parametric/stats/ttest.parquet",
         nll=expand(
-            f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}_segment_nll.parquet",
+            SORT_PARAMETRIC_NLL.smk,
             prun=PARAMETRIC_RUNS,
             epoch=range(1, SORT_EPOCHS + 1),
         )
