@@ -1,11 +1,9 @@
-"""The FictionalQA rules' steps (knowlab.fictionalqa.steps): the scripts import nothing else of
-knowlab.fictionalqa but the settings, each steps module imports only what its rules' envs hold, the
-stats steps write what the statistics compute (the base model as step 0 of every run) and the figure
-steps draw from those tables."""
+"""The FictionalQA rules' steps (knowlab.fictionalqa.steps; the skeleton every study shares:
+tests/test_skeleton.py): one script per rule, the stats steps write what the statistics compute (the
+base model as step 0 of every run) and the figure steps draw from those tables."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pandas as pd
@@ -20,27 +18,6 @@ from knowlab.fictionalqa.steps import figures, stats
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "scripts").glob("fictionalqa_*.py"))
-STEPS = ROOT / "src" / "knowlab" / "fictionalqa" / "steps"
-ALLOWED = {"knowlab.fictionalqa.steps", "knowlab.fictionalqa.settings"}
-
-
-def _fictionalqa_imports(path: Path) -> set[str]:
-    """The ``knowlab.fictionalqa`` modules a script imports (``from knowlab.fictionalqa import x``
-    imports ``knowlab.fictionalqa.x``)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "knowlab.fictionalqa":
-                found |= {f"{node.module}.{alias.name}" for alias in node.names}
-            else:
-                found.add(node.module)
-    return {name for name in found if name == "knowlab.fictionalqa" or name.startswith("knowlab.fictionalqa.")}
-
-
-def _outside(imported: set[str]) -> set[str]:
-    return {m for m in imported if not any(m == a or m.startswith(f"{a}.") for a in ALLOWED)}
 
 
 def test_there_are_fictionalqa_scripts():
@@ -53,64 +30,6 @@ def test_there_are_fictionalqa_scripts():
             "paired_tests", "summary", "figure", "figure_pvalues",
         )
     }  # fmt: skip
-
-
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
-def test_scripts_import_only_the_steps_and_the_settings(script):
-    """A FictionalQA script reads its inputs, calls knowlab.fictionalqa.steps and writes its outputs:
-    of knowlab.fictionalqa it imports a steps module and, for its settings record, the settings."""
-    imported = _fictionalqa_imports(script)
-    assert any(m.startswith("knowlab.fictionalqa.steps") for m in imported), f"{script.name} calls no step"
-    outside = _outside(imported)
-    assert not outside, f"{script.name} imports {sorted(outside)}: call knowlab.fictionalqa.steps instead"
-
-
-def test_the_import_check_sees_a_layer_below_the_steps(tmp_path):
-    script = tmp_path / "fictionalqa_x.py"
-    script.write_text(
-        "from knowlab.fictionalqa import summary\nfrom knowlab.fictionalqa.steps import stats\n"
-        "import knowlab.fictionalqa.suites\nfrom knowlab.fictionalqa.corpus.mcq import build_mcq\n"
-    )
-    assert _outside(_fictionalqa_imports(script)) == {
-        "knowlab.fictionalqa.summary",
-        "knowlab.fictionalqa.suites",
-        "knowlab.fictionalqa.corpus.mcq",
-    }
-
-
-def test_the_steps_package_imports_nothing():
-    """Importing one steps module runs only its own imports (each kind of rule has its conda env)."""
-    tree = ast.parse((STEPS / "__init__.py").read_text())
-    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
-
-
-def test_data_and_stats_steps_import_no_plotting():
-    """The stats steps load no matplotlib (envs/stats.yaml), the data steps neither."""
-    plotting = {"knowlab.fictionalqa.figures", "knowlab.fictionalqa.paper_figures", "knowlab.core.plotting"}
-    for name in ("data", "stats"):
-        tree = ast.parse((STEPS / f"{name}.py").read_text())
-        modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        assert not modules & plotting and not any(m.startswith("matplotlib") for m in modules), name
-
-
-# what each steps module may not import, even indirectly: what the envs of its rules lack
-NOT_IN_ENV = {
-    "data": {"matplotlib", "scipy", "statsmodels"},  # envs/data.yaml, eval.yaml
-    "stats": {"matplotlib", "torch", "yaml"},  # envs/stats.yaml
-    "figures": {"torch", "yaml"},  # envs/plot.yaml
-}
-
-
-@pytest.mark.parametrize("step", sorted(NOT_IN_ENV))
-def test_a_steps_module_imports_only_what_its_rules_envs_hold(step, tmp_path):
-    from knowlab.tooling import envs
-
-    script = tmp_path / f"uses_{step}.py"
-    script.write_text(f"from knowlab.fictionalqa.steps import {step}\n")
-    rule = envs.Rule(f"uses_{step}", ROOT / "Snakefile", None, script=script)
-    reached = {found.top for found in envs.rule_imports(rule, ROOT)}
-    assert reached & NOT_IN_ENV[step] == set()
 
 
 def _evaluated_once(scored_items):

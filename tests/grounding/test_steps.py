@@ -1,13 +1,11 @@
-"""The grounding rules' steps (knowlab.grounding.steps): the scripts call only them (and the settings),
-and the figures rule draws from the tables the stats rule wrote, read back with the values it
+"""The grounding rules' steps (knowlab.grounding.steps; the skeleton every study shares:
+tests/test_skeleton.py): the figures rule draws from the tables the stats rule wrote, read back with the values it
 computed (so that a figure drawn from the files is the figure drawn from the statistics)."""
 
-import ast
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 from pandas.testing import assert_frame_equal
 
 from knowlab.grounding import analysis
@@ -17,51 +15,11 @@ from knowlab.grounding.steps import figures, stats
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "scripts").glob("grounding_*.py"))
-STEPS = ROOT / "src" / "knowlab" / "grounding" / "steps"
-ALLOWED = {"knowlab.grounding.steps", "knowlab.grounding.settings"}
-
-
-def _grounding_imports(path: Path) -> set[str]:
-    """The ``knowlab.grounding`` modules a script imports (``from knowlab.grounding import x`` imports
-    ``knowlab.grounding.x``)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "knowlab.grounding":
-                found |= {f"{node.module}.{alias.name}" for alias in node.names}
-            else:
-                found.add(node.module)
-    return {name for name in found if name == "knowlab.grounding" or name.startswith("knowlab.grounding.")}
 
 
 def test_there_are_grounding_scripts():
     names = {p.stem for p in SCRIPTS}
     assert {"grounding_tables", "grounding_figures", "grounding_finetune_stats", "grounding_finetune_figures"} <= names
-
-
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
-def test_scripts_import_only_the_steps_and_the_settings(script):
-    imported = _grounding_imports(script)
-    assert imported, f"{script.name} calls no grounding step"
-    outside = {m for m in imported if not any(m == a or m.startswith(f"{a}.") for a in ALLOWED)}
-    assert not outside, f"{script.name} imports {sorted(outside)}: call knowlab.grounding.steps instead"
-
-
-def test_the_steps_package_imports_nothing():
-    """Importing one steps module runs only its own imports (each kind of rule has its conda env)."""
-    tree = ast.parse((STEPS / "__init__.py").read_text())
-    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
-
-
-def test_data_and_stats_steps_import_no_plotting():
-    """The stats steps load no matplotlib (envs/stats.yaml), the data steps neither."""
-    for name in ("data", "stats"):
-        tree = ast.parse((STEPS / f"{name}.py").read_text())
-        modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        modules |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-        assert "knowlab.grounding.plots" not in modules and not any(m.startswith("matplotlib") for m in modules), name
 
 
 CFG = GroundingConditionSettings(
