@@ -95,6 +95,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         )
 
 
+@pytest.fixture(scope="module", params=["config.yaml", "test.yaml", "paper.yaml"])
+def shipped_config(request) -> dict:
+    """The validated config of each shipped file: the default alone, then test.yaml and paper.yaml over it."""
+    from knowlab.config import load_config  # here: src/ goes on sys.path below the imports
+
+    return load_config() if request.param == "config.yaml" else load_config(ROOT / "config" / request.param)
+
+
 @pytest.fixture
 def finetune_cfg() -> dict:
     """A fresh copy of ``FINETUNE_CFG``: tests change it in place with their own overrides."""

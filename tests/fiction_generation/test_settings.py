@@ -20,12 +20,8 @@ from knowlab.fiction_generation.settings import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module", params=["config.yaml", "test.yaml", "paper.yaml"])
-def config(request):
-    return load_config() if request.param == "config.yaml" else load_config(ROOT / "config" / request.param)
-
-
-def test_each_stage_carries_its_own_keys(config):
+def test_each_stage_carries_its_own_keys(shipped_config):
+    config = shipped_config
     generate = config["fiction"]["generate"]
     settings = stage_settings(config)
     assert list(settings) == ["seeds", "fictsheets", "fictions", "fict_qa", "attempts", "grades"]

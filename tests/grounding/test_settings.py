@@ -26,12 +26,8 @@ from knowlab.grounding.settings import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module", params=["config.yaml", "test.yaml", "paper.yaml"])
-def config(request):
-    return load_config() if request.param == "config.yaml" else load_config(ROOT / "config" / request.param)
-
-
-def test_generate_settings_of_the_configs(config):
+def test_generate_settings_of_the_configs(shipped_config):
+    config = shipped_config
     grounding = config["grounding"]
     generate = GroundingGenerateSettings.from_config(config)
     assert generate.max_items == grounding["max_items"] and generate.budget == grounding["distractors"]["budget"]

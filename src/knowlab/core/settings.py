@@ -73,6 +73,15 @@ def _record_type(annotation: Any) -> type[StepSettings] | None:
     return None
 
 
+def at_least(value: Any, minimum: int, key: str, allow_none: bool = False) -> None:
+    """Raise ``ValueError`` naming config key ``key`` unless ``value`` is an int (not a bool) of at
+    least ``minimum``, or None where ``allow_none``: a record's ``__post_init__`` check."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{key} must be at least {minimum}, got {value!r}")
+
+
 def as_tuple(values: Any) -> tuple:
     """A YAML list (or any iterable) as a tuple, so a record's field is immutable and hashable."""
     return tuple(values)

@@ -32,18 +32,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from knowlab.core.settings import StepSettings, as_tuple
+from knowlab.core.settings import StepSettings, as_tuple, at_least
 from knowlab.fictionalqa.corpus.schema import STYLES
 
 #: the backends of ``fiction.generate.backend`` (:data:`knowlab.core.llm.backends.BACKENDS`, which
 #: takes seconds to import: the rules read this module when the DAG is built)
 BACKENDS = ("openai", "openai_batch", "transformers", "replay")
-
-
-def _count(value: Any, minimum: int, key: str) -> None:
-    """Raise ValueError naming config key ``key`` unless ``value`` is an int >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{key} must be at least {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,13 +85,13 @@ class FictionGenerationStageSettings(StepSettings):
             raise ValueError(f"fiction.generate.backend must be one of {BACKENDS}, got {self.backend!r}")
         if not isinstance(self.model, str) or not self.model:
             raise ValueError(f"fiction.generate.model must name the model, got {self.model!r}")
-        _count(self.max_parse_retries, 0, "fiction.generate.max_parse_retries")
+        at_least(self.max_parse_retries, 0, "fiction.generate.max_parse_retries")
         value = self.temperature
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"fiction.generate.temperature.{self.STAGE} must be a number >= 0, got {value!r}")
-        _count(self.max_tokens, 1, f"fiction.generate.max_tokens.{self.STAGE}")
+        at_least(self.max_tokens, 1, f"fiction.generate.max_tokens.{self.STAGE}")
         if self.transformers_batch_size is not None:
-            _count(self.transformers_batch_size, 1, "fiction.generate.transformers.batch_size")
+            at_least(self.transformers_batch_size, 1, "fiction.generate.transformers.batch_size")
 
     @classmethod
     def _common(cls, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,8 +133,8 @@ class FictionGenerationSeedsSettings(FictionGenerationStageSettings):
     def __post_init__(self) -> None:
         object.__setattr__(self, "years", as_tuple(self.years))
         super().__post_init__()
-        _count(self.n_seeds, 1, "fiction.generate.n_seeds")
-        _count(self.inspiration_words, 0, "fiction.generate.inspiration_words")
+        at_least(self.n_seeds, 1, "fiction.generate.n_seeds")
+        at_least(self.inspiration_words, 0, "fiction.generate.inspiration_words")
         if len(self.years) != 2 or not all(isinstance(y, int) for y in self.years) or self.years[0] > self.years[1]:
             raise ValueError(f"fiction.generate.years must be [first, last] years, first <= last, got {self.years!r}")
 
@@ -179,9 +173,9 @@ class FictionGenerationFictionsSettings(FictionGenerationStageSettings):
         if unknown := [style for style in self.styles if style not in STYLES]:
             raise ValueError(f"fiction.generate.styles: unknown style(s) {unknown}; styles are {STYLES}")
         for style, count in self.styles.items():
-            _count(count, 0, f"fiction.generate.styles.{style}")
+            at_least(count, 0, f"fiction.generate.styles.{style}")
         object.__setattr__(self, "styles", dict(self.styles))
-        _count(self.fiction_words, 0, "fiction.generate.fiction_words")
+        at_least(self.fiction_words, 0, "fiction.generate.fiction_words")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> FictionGenerationFictionsSettings:

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from knowlab.core.settings import StepSettings, as_tuple
+from knowlab.core.settings import StepSettings, as_tuple, at_least
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
 from knowlab.grounding.distractors import POSITIONS
 from knowlab.grounding.methods import (
@@ -43,14 +43,6 @@ from knowlab.grounding.methods import (
     decomposer_label,
     evaluator_label,
 )
-
-
-def _at_least(value: int | None, minimum: int, key: str, allow_none: bool = False) -> None:
-    """Raise ValueError naming config key ``key`` unless ``value`` is an int >= ``minimum`` (or None if allowed)."""
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{key} must be at least {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -100,7 +92,7 @@ class GroundingDistractorsSettings(StepSettings):
     the largest budget)."""
 
     def __post_init__(self) -> None:
-        _at_least(self.k, 1, "grounding.distractors.k")
+        at_least(self.k, 1, "grounding.distractors.k")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> GroundingDistractorsSettings:
@@ -128,11 +120,11 @@ class GroundingConditionSettings(StepSettings):
     def __post_init__(self) -> None:
         object.__setattr__(self, "sweep_budgets", as_tuple(self.sweep_budgets))
         object.__setattr__(self, "sweep_positions", as_tuple(self.sweep_positions))
-        _at_least(self.budget, 1, "grounding.distractors.budget")
+        at_least(self.budget, 1, "grounding.distractors.budget")
         if self.position not in POSITIONS:
             raise ValueError(f"grounding.distractors.position must be one of {POSITIONS}, got {self.position!r}")
         for budget in self.sweep_budgets:
-            _at_least(budget, 1, "every grounding.sweep.budgets entry")
+            at_least(budget, 1, "every grounding.sweep.budgets entry")
         if unknown := [p for p in self.sweep_positions if p not in POSITIONS]:
             raise ValueError(f"grounding.sweep.positions must be among {POSITIONS}, got {unknown}")
 
@@ -190,9 +182,9 @@ class GroundingGenerationSettings(StepSettings):
     def __post_init__(self) -> None:
         if self.backend not in GENERATION_BACKENDS:
             raise ValueError(f"grounding.generation.backend must be one of {GENERATION_BACKENDS}, got {self.backend!r}")
-        _at_least(self.max_new_tokens, 1, "grounding.generation.max_new_tokens")
-        _at_least(self.max_input_tokens, 1, "grounding.generation.max_input_tokens")
-        _at_least(self.batch_size, 1, "grounding.generation.batch_size")
+        at_least(self.max_new_tokens, 1, "grounding.generation.max_new_tokens")
+        at_least(self.max_input_tokens, 1, "grounding.generation.max_input_tokens")
+        at_least(self.batch_size, 1, "grounding.generation.batch_size")
         if self.openai_models is not None:
             object.__setattr__(self, "openai_models", dict(self.openai_models))
 
@@ -241,8 +233,8 @@ class GroundingGenerateSettings(StepSettings):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "conditions", as_tuple(self.conditions))
-        _at_least(self.max_items, 1, self.MAX_ITEMS_KEY, allow_none=True)
-        _at_least(self.budget, 1, "grounding.distractors.budget", allow_none=True)
+        at_least(self.max_items, 1, self.MAX_ITEMS_KEY, allow_none=True)
+        at_least(self.budget, 1, "grounding.distractors.budget", allow_none=True)
         if self.position is not None and self.position not in POSITIONS:
             raise ValueError(f"grounding.distractors.position must be one of {POSITIONS}, got {self.position!r}")
         for condition in self.conditions:  # an unknown name, or one that needs a key left out, fails here
@@ -330,8 +322,8 @@ class GroundingDecomposerSettings(StepSettings):
             raise ValueError(f"unknown decomposer kind {self.kind!r}; expected 'llm' or 'sentences'")
         if self.backend not in DECOMPOSER_BACKENDS:
             raise ValueError(f"grounding.decomposer.backend must be one of {DECOMPOSER_BACKENDS}, got {self.backend!r}")
-        _at_least(self.max_new_tokens, 1, "grounding.decomposer.max_new_tokens")
-        _at_least(self.batch_size, 1, "grounding.decomposer.batch_size")
+        at_least(self.max_new_tokens, 1, "grounding.decomposer.max_new_tokens")
+        at_least(self.batch_size, 1, "grounding.decomposer.batch_size")
         for key, allow_none in (("n_demos", True), ("k_demos", False)):
             value = getattr(self, key)
             count = isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -432,7 +424,7 @@ class GroundingTablesSettings(StepSettings):
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:
             raise ValueError(f"grounding.distractors.position must be one of {POSITIONS}, got {self.position!r}")
-        _at_least(self.bootstrap_resamples, 1, "stats.bootstrap_resamples")
+        at_least(self.bootstrap_resamples, 1, "stats.bootstrap_resamples")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> GroundingTablesSettings:
