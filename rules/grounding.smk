@@ -98,7 +98,7 @@ rule grounding_generate:
         ).param(),
         seed=config["seed"],
         model=lambda wildcards: eval_model_label(wildcards.model),
-        run="base",
+        run=BASE_RUN,
         step=0,
         # backend openai: the key of grounding.generation.openai.models, and the request cache
         served_key=lambda wildcards: wildcards.model,

@@ -164,7 +164,7 @@ rule sort_evaluate_base:
         checkpoint=lambda wildcards, input: input.model,
         condition=lambda wildcards: wildcards.condition,
         model=lambda wildcards: eval_model_label(wildcards.model),
-        run="base",
+        run=BASE_RUN,
         step=0,
     script:
         "../scripts/sort_evaluate.py"
@@ -392,7 +392,7 @@ rule sort_parametric_evaluate:
     benchmark:
         "results/benchmarks/sort/parametric/{prun}/evaluate/epoch-{epoch}.tsv"
     wildcard_constraints:
-        prun="|".join(["base", *PARAMETRIC_RUNS]),
+        prun="|".join([BASE_RUN, *PARAMETRIC_RUNS]),
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -455,7 +455,7 @@ rule sort_parametric_figures:
             prun=PARAMETRIC_RUNS,
             epoch=range(1, SORT_EPOCHS + 1),
         )
-        + [f"{SORT}/parametric/base/evaluate/epoch-0_segment_nll.parquet"],
+        + [SORT_PARAMETRIC_NLL.path(prun=BASE_RUN, epoch=0)],
     output:
         **{
             f"{name}_{ext}": (

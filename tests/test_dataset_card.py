@@ -99,7 +99,7 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
             SORT_SETTINGS,
             batch_size=8,
             model_name="m1",
-            run="base",
+            run="base_model",
             step=0,
         )
         put(f"sort/evaluate/m1/{condition}.parquet", rows)
@@ -118,7 +118,7 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
         put(f"sort/fiction/evaluate/{run}/step-{step}.parquet", rows)
     texts = {"steps_per_epoch": {"books": 3, "instructions": 2}}
     for run, epoch, conditions in (
-        ("base", 0, []),
+        ("base_model", 0, []),
         ("books", 1, ["baseline", "in_context"]),
         ("instructions", 1, ["baseline"]),
     ):
@@ -151,7 +151,7 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
             "response_id": f"r{k}",
             "gold_contexts": item["contexts"],
             "model": "m1",
-            "run": "base",
+            "run": "base_model",
             "step": 0,
             "condition": f"{item['version']}_gold",
         }
@@ -172,7 +172,7 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
         checkpoint = [{**r, "model": "tiny", "run": run, "step": step} for r in records]
         put(f"grounding/finetune/scores/{run}/step-{step}.parquet", _grounding_rows(checkpoint, folder.parent, run))
     # as the rule: every table but the parametric base model's empty rows (LEFT_OUT)
-    shared = sorted(t for t in tables if t != "sort/parametric/base/evaluate/epoch-0.parquet")
+    shared = sorted(t for t in tables if t != "sort/parametric/base_model/evaluate/epoch-0.parquet")
     summary = write_card(folder / "README.md", [folder / t for t in shared], **CARD)
     return folder, {t: tables[t] for t in shared}, summary
 
@@ -265,7 +265,7 @@ def test_tables_the_card_cannot_describe_are_refused(results, tmp_path):
     with pytest.raises(ValueError, match="not inside the card's folder"):
         build_card(folder, [outside], **CARD)
     # the base model's empty parametric rows (left out by the rule) share no columns with the others
-    empty = folder / "sort/parametric/base/evaluate/epoch-0.parquet"
+    empty = folder / "sort/parametric/base_model/evaluate/epoch-0.parquet"
     assert pq.read_schema(empty).names == ["model", "run", "step", "epoch"]
     with pytest.raises(ValueError, match="a config's tables must share their columns"):
         build_card(folder, [folder / "sort/parametric/books/evaluate/epoch-1.parquet", empty], **CARD)

@@ -422,7 +422,7 @@ LEFT_OUT: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
-        "`sort/parametric/base/evaluate/epoch-0.parquet`",
+        "`sort/parametric/base_model/evaluate/epoch-0.parquet`",
         (
             "empty: the base model's SORT rows are config `sort` (its segment perplexities are in "
             "`sort_parametric_segment_nll`)"

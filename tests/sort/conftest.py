@@ -84,7 +84,7 @@ def rows() -> pd.DataFrame:
                 if condition == "baseline"
                 else skill - 0.6 * (items["excerpt_length"] > 250) + 0.2 * items["distance_bin"]
             )
-            base = {"model": model, "condition": condition, "run": "base", "step": 0, "epoch": np.nan}
+            base = {"model": model, "condition": condition, "run": "base_model", "step": 0, "epoch": np.nan}
             frames.append(_score(items, mu + shift, rng, **base))
     for run, gain in (("books", 0.6), ("instructions", 0.0)):
         for step, epoch in ((19, 1.0), (38, 2.0)):

@@ -37,7 +37,7 @@ N_RES = 200
 
 
 def test_accuracy_table_is_sane(sub, rows):
-    part = sub(rows, run="base", model="m1")
+    part = sub(rows, run="base_model", model="m1")
     table = accuracy_table(part, ["condition"], n_resamples=N_RES, seed=0)
     by = table.set_index("condition")
     for condition, group in part.groupby("condition"):
@@ -57,7 +57,7 @@ def test_accuracy_table_is_sane(sub, rows):
 
 
 def test_binomial_tests_match_scipy(sub, rows):
-    part = sub(rows, run="base", condition="baseline")
+    part = sub(rows, run="base_model", condition="baseline")
     by = ["model", "segment_length", "distance_bin"]
     table = binomial_tests(part, by)
     assert len(table) == 2 * 2 * 4
@@ -70,7 +70,7 @@ def test_binomial_tests_match_scipy(sub, rows):
     assert set(table["correction"]) == {"holm"} and set(table["family_size"]) == {len(table)}
     expected = ["**" if p < 0.01 else "*" if p < 0.05 else "" for p in table["pvalue_holm"]]
     assert table["significance"].tolist() == expected
-    strong = binomial_tests(sub(rows, run="base", condition="in_context", model="m1"), ["excerpt_length"])
+    strong = binomial_tests(sub(rows, run="base_model", condition="in_context", model="m1"), ["excerpt_length"])
     assert (strong["significance"] == "**").all()
 
 
@@ -156,9 +156,9 @@ def test_pairing_is_by_item_id_not_row_order(sub, rows, own_choice):
 
 def test_matrix_errors_and_explicit_pairs(sub, rows, fiction_rows, own_choice):
     with pytest.raises(ValueError, match="repeated item_id"):  # two models under one key
-        condition_matrix(sub(rows, run="base"), [("base", 0, "baseline")], "mcnemar")
+        condition_matrix(sub(rows, run="base_model"), [("base_model", 0, "baseline")], "mcnemar")
     with pytest.raises(ValueError, match="test must be"):
-        condition_matrix(rows, [("base", 0, "baseline")], "wilcoxon")
+        condition_matrix(rows, [("base_model", 0, "baseline")], "wilcoxon")
     with pytest.raises(ValueError, match="no rows"):
         condition_matrix(sub(rows, model="m1"), [("books", 999, "baseline")], "mcnemar")
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
@@ -173,11 +173,11 @@ def test_matrix_errors_and_explicit_pairs(sub, rows, fiction_rows, own_choice):
 def test_study_matrices_pick_their_keys_and_pairs(sub, rows, fiction_rows, own_choice):
     """The matrices the workflow saves: conditions of one model, the parametric fine-tuning matrix
     (Figs. 14-15), and each fiction run on its training documents vs the control."""
-    by_condition = condition_tests(rows[rows["run"] == "base"], "m2", ["baseline", "in_context"], "greater")
+    by_condition = condition_tests(rows[rows["run"] == "base_model"], "m2", ["baseline", "in_context"], "greater")
     assert set(by_condition) == {"mcnemar", "ttest"}
     for test, table in by_condition.items():
         expected = condition_matrix(
-            sub(rows, run="base", model="m2"), [("baseline",), ("in_context",)], test, key_columns=("condition",)
+            sub(rows, run="base_model", model="m2"), [("baseline",), ("in_context",)], test, key_columns=("condition",)
         )
         pd.testing.assert_frame_equal(table, expected)
     m1 = sub(rows, model="m1")
@@ -210,7 +210,7 @@ def test_tables_and_writer(sub, rows, tmp_path):
     t1, t2 = made["table1"], made["table2"]
     assert t1.wide.columns.tolist() == ["Model", "Segment length 20", "Segment length 50"]
     assert t1.wide["Model"].tolist() == ["m1", "m2"]
-    m1 = sub(rows, run="base", condition="baseline", model="m1", segment_length=20, split="test")
+    m1 = sub(rows, run="base_model", condition="baseline", model="m1", segment_length=20, split="test")
     assert t1.wide.iloc[0, 1].startswith(f"{m1['correct'].mean():.2f} ± ")
     assert "L_E = 250" in t2.wide.columns and "SORT" in t2.wide.columns
     assert set(t2.long["pooled"]) == {"", "SORT"}

@@ -110,7 +110,7 @@ def _shown(pdf, png) -> dict:
 def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_rows, tmp_path):
     from knowlab.sort import condition_plots, finetune_plots, matrix_plots
 
-    base = sub(rows, run="base")
+    base = sub(rows, run="base_model")
     calls = {
         "fig3a": lambda p, q: condition_plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES),
         "fig3b": lambda p, q: condition_plots.plot_by_distance(
@@ -159,7 +159,7 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
             }
         )
         for run, step, drop in (
-            ("base", 0, 0),
+            ("base_model", 0, 0),
             ("books", 19, 0.8),
             ("books", 38, 1.2),
             ("instructions", 19, 0.1),
@@ -212,7 +212,7 @@ def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkey
     the footnote names that family's size, not the number of points marked."""
     from knowlab.sort import condition_plots
 
-    base = sub(rows, run="base", split="test")
+    base = sub(rows, run="base_model", split="test")
     family = binomial_tests(base, ["model", "condition", "segment_length", "distance_bin"])
     baseline = family[family.condition == "baseline"]
     assert len(baseline) < len(family)
@@ -233,7 +233,7 @@ def test_footnotes_and_captions_name_the_answer_rule(sub, rows, tmp_path, monkey
     from knowlab.sort.analysis import tables
     from knowlab.sort.answers import ANSWER_NOTES, answer_note
 
-    base = sub(rows, run="base", split="test")
+    base = sub(rows, run="base_model", split="test")
     notes = []
     real = condition_plots.panel_figure
     monkeypatch.setattr(condition_plots, "panel_figure", lambda n, h, note: notes.append(note) or real(n, h, note))

@@ -13,7 +13,7 @@ from knowlab.sort.steps import figures, stats
 
 
 def test_condition_stats_write_the_tables_and_return_the_tests(rows, sub, tmp_path):
-    base = sub(rows, run="base")
+    base = sub(rows, run="base_model")
     conditions = ["baseline", "in_context"]
     binomial, tests = stats.condition_stats(
         base, tmp_path / "tables", ["m1", "m2"], conditions, alternative="greater", n_resamples=50, seed=3
@@ -28,9 +28,9 @@ def test_condition_stats_write_the_tables_and_return_the_tests(rows, sub, tmp_pa
 
 
 def test_parametric_stats_put_the_base_model_at_epoch_zero(rows, sub):
-    base = sub(rows, run="base", model="m1")
+    base = sub(rows, run="base_model", model="m1")
     base = base[base.condition.isin(["baseline", "in_context"])].drop(columns="epoch")
-    tuned = rows[rows.run != "base"]
+    tuned = rows[rows.run != "base_model"]
     out, tests = stats.parametric_stats(base, tuned, "greater")
     assert len(out) == len(base) + len(tuned) and (out.epoch.iloc[: len(base)] == 0.0).all()
     assert out.index.equals(pd.RangeIndex(len(out)))
@@ -41,7 +41,7 @@ def test_parametric_stats_put_the_base_model_at_epoch_zero(rows, sub):
 @pytest.mark.slow
 def test_condition_figures_draw_every_figure_from_the_saved_tables(rows, sub, tmp_path):
     """The figure rule's path: the stats step's tables written and read back, then drawn."""
-    base = sub(rows, run="base")
+    base = sub(rows, run="base_model")
     conditions = ["baseline", "in_context", "rag", "oracle_rag"]
     binomial, tests = stats.condition_stats(
         base, tmp_path / "tables", ["m1"], conditions, alternative="greater", n_resamples=20, seed=0

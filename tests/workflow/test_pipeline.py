@@ -196,7 +196,7 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir, own_choice):
         trained = fiction_rows.loc[(fiction_rows.run == run) & (fiction_rows.side == "train"), "item_id"]
         tables.append((fiction_rows[fiction_rows.item_id.isin(set(trained))], pd.read_parquet(path)))
     parametric = pd.read_parquet(sort / "parametric" / "rows.parquet")
-    assert set(parametric["run"]) == {"base", "books", "instructions"}
+    assert set(parametric["run"]) == {"base_model", "books", "instructions"}
     assert set(parametric["epoch"]) == {0, 1, 2}
     tables += [(parametric, pd.read_parquet(sort / "parametric" / "stats" / f"{t}.parquet")) for t in TESTS]
     log = pd.read_parquet(sort / "parametric" / "books" / "train_log.parquet")

@@ -39,6 +39,7 @@ import pandas as pd
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 
+from knowlab.core.checkpoints import BASE_RUN
 from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, pair_tests
 from knowlab.core.probe import trained_items
 from knowlab.sort.answers import answer_note
@@ -370,13 +371,14 @@ def fiction_tests(
 
 def finetune_keys(
     rows: pd.DataFrame,
-    runs: Sequence[str] = ("base", "books", "instructions"),
+    runs: Sequence[str] = (BASE_RUN, "books", "instructions"),
     condition: str = "baseline",
 ) -> tuple[list[tuple], dict[tuple, str]]:
     """Keys ``(run, step, condition)`` and labels of the fine-tuning matrix of Figs. 14-15.
 
     Order: the runs in ``runs`` order, each run's steps ascending (the base model, step 0,
-    once).  Labels read ``"base"`` and ``"<run> ep <epoch>"`` when the rows carry a finite
+    once).  Labels read ``"base"`` (run :data:`~knowlab.core.checkpoints.BASE_RUN`) and
+    ``"<run> ep <epoch>"`` when the rows carry a finite
     ``epoch``, else ``"<run> step <step>"``.
 
     Raises:
@@ -393,7 +395,9 @@ def finetune_keys(
             key = (run, int(step), condition)
             epochs = steps.loc[steps["step"] == step, "epoch"] if "epoch" in steps else pd.Series(dtype=float)
             epoch = epochs.dropna().iloc[0] if epochs.notna().any() else None
-            if run == "base" or int(step) == 0:
+            if run == BASE_RUN:
+                label = "base"
+            elif int(step) == 0:
                 label = run
             elif epoch is not None:
                 label = f"{run} ep {float(epoch):g}"
@@ -441,18 +445,18 @@ def wide_table(long: pd.DataFrame, column: str, header: Mapping[Any, str] | None
 def _test_rows(rows: pd.DataFrame, condition: str) -> pd.DataFrame:
     part = rows[rows["condition"] == condition]
     if "run" in part:
-        part = part[part["run"] == "base"]
+        part = part[part["run"] == BASE_RUN]
     if "split" in part:
         part = part[part["split"] == "test"]
     if part.empty:
-        raise ValueError(f"no test rows of condition {condition!r} for the base models (run 'base')")
+        raise ValueError(f"no test rows of condition {condition!r} for the base models (run {BASE_RUN!r})")
     return part
 
 
 def table1_baseline(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> SortTable:
     """Table 1: baseline accuracy (no memory of the texts) per model and segment length L_S.
 
-    Rows: ``condition == "baseline"``, ``run == "base"``, ``split == "test"`` (when those
+    Rows: ``condition == "baseline"``, ``run == BASE_RUN``, ``split == "test"`` (when those
     columns exist).  Cells: accuracy ± half-width of the 95% percentile-bootstrap interval.
 
     Raises:
@@ -474,7 +478,7 @@ def table2_in_context(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0
 
     One column per L_E, then ``SORT`` (pooled over L_E <= 2500 words) and ``SORT-extend``
     (pooled over L_E > 2500 words; 10000 and 20000 in the paper) when such excerpts exist, as in the paper's Table 2.
-    Rows: ``condition == "in_context"``, ``run == "base"``, ``split == "test"``.  The long
+    Rows: ``condition == "in_context"``, ``run == BASE_RUN``, ``split == "test"``.  The long
     table has ``pooled`` = ``""`` per excerpt length, ``"SORT"`` or ``"SORT-extend"``
     (``excerpt_length`` NA) for the pooled rows.
 

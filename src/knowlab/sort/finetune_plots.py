@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-from knowlab.core.checkpoints import CONTROL_RUN
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN
 from knowlab.core.plotting import (
     ACCURACY_LABEL,
     PALETTE,
@@ -49,9 +49,9 @@ from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE, accuracy_
 from knowlab.sort.answers import answer_note
 
 SCORE = "mean log p(correct) / (p(A)+p(B)) (nats)"
-PARAMETRIC_RUN_COLOURS = {"base": "0.2", "books": PALETTE[0], "instructions": PALETTE[1]}
+PARAMETRIC_RUN_COLOURS = {BASE_RUN: "0.2", "books": PALETTE[0], "instructions": PALETTE[1]}
 PARAMETRIC_RUN_NAMES = {
-    "base": "base model (before fine-tuning)",
+    BASE_RUN: "base model (before fine-tuning)",
     "books": "fine-tuned on texts + instructions",
     "instructions": "fine-tuned on instructions only",
 }
@@ -102,7 +102,7 @@ def plot_across_epochs(
     *,
     metric: str = "accuracy",
     runs: Sequence[str] = ("books", "instructions"),
-    base_run: str = "base",
+    base_run: str = BASE_RUN,
     conditions: Sequence[str] = ("baseline", "in_context"),
     model: str | None = None,
     title: str | None = None,
