@@ -2,10 +2,18 @@
 # Cross-field config checks are knowlab.config.check_config (called by the Snakefile).
 import json
 import os
+import re
 
 from snakemake.settings.types import DeploymentMethod
 
-from knowlab.config import base_eval_model, base_model_name, settings_note
+from knowlab.config import (
+    base_eval_model,
+    base_model_name,
+    finetune_models,
+    model_config,
+    model_source,
+    settings_note,
+)
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
@@ -29,6 +37,7 @@ from knowlab.layout import (
     GROUNDING_ROWS,
     GROUNDING_SCORES,
     ITEMS,
+    MODELS,
     PAIRED_TESTS,
     SORT_FICTION_ROWS,
     SORT_PARAMETRIC_NLL,
@@ -39,6 +48,7 @@ from knowlab.layout import (
     TRAIN_LOG,
     Layout,
     fictionalqa_training,
+    training_model,
 )
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
@@ -52,6 +62,30 @@ MODEL_NAME = base_model_name(config)
 FIGURE_NOTE = settings_note(config)
 # the param `compute` of the jobs that run a model (the compute keys that can change a result)
 COMPUTE = ComputeSettings.from_config(config).param()
+
+# The base models FictionalQA fine-tunes (finetune.models; knowlab.config.finetune_models): the
+# {ft_model} level of FictionalQA's results and of SORT's and grounding's probes of its checkpoints.
+# Each sees the config with its own source, training and compute settings (knowlab.config.model_config).
+FT_MODELS = LAYOUT.ft_models
+FT_CONFIGS = {name: model_config(config, name) for name in FT_MODELS}
+FT_COMPUTE = {
+    name: ComputeSettings.from_config(view).param() for name, view in FT_CONFIGS.items()
+}
+# the settings line under each base model's figures, and under the figures across them
+FT_NOTES = {name: settings_note(view, name) for name, view in FT_CONFIGS.items()}
+ACROSS_MODELS_NOTE = settings_note(config, "")
+
+
+def ft_model_dir(ft_model):
+    """A base model's folder: the project's (``base``), else its own under resources/base_models."""
+    if finetune_models(config)[ft_model] == "base":
+        return BASE_MODEL
+    return f"resources/base_models/{ft_model}"
+
+
+def ft_compute(wildcards):
+    """The param `compute` of a job that runs one of base model {ft_model}'s checkpoints."""
+    return FT_COMPUTE[wildcards.ft_model]
 
 # FictionalQA (Kirchenbauer et al. 2026): its results, figures, logs and benchmarks
 FICTIONALQA = "results/fictionalqa"
@@ -67,8 +101,10 @@ REAL_QA = f"{FICTIONALQA}/corpus/real_qa.jsonl"
 LM_EVAL = f"{FICTIONALQA}/lm_eval"
 FICTION_RUNS = LAYOUT.fiction_runs
 RUNS = LAYOUT.runs
-# the fine-tuning folders of RUNS under results/ (knowlab.layout.fictionalqa_training)
-FICTIONALQA_TRAININGS = [fictionalqa_training(run) for run in RUNS]
+# the fine-tuning folders of every base model's RUNS under results/ (knowlab.layout.fictionalqa_training)
+FICTIONALQA_TRAININGS = {
+    ft_model: [fictionalqa_training(ft_model, run) for run in RUNS] for ft_model in FT_MODELS
+}
 STEPS = LAYOUT.steps
 SPLITS = sorted(set(config["splits"]["names"]) | set(FICTION_RUNS))
 STATS_SUITES = config["stats"]["suites"]
@@ -101,6 +137,7 @@ GROUNDING_FINETUNE = LAYOUT.grounding_finetune
 
 
 wildcard_constraints:
+    ft_model="|".join(re.escape(name) for name in FT_MODELS),
     run="|".join([*FICTION_RUNS, CONTROL_RUN]),
     split="[a-z_]+",
     suite="mcq[0-9]+",
@@ -140,12 +177,16 @@ def _step(wildcards):
 
 
 def checkpoint_input(wildcards):
-    """The base model at step (or epoch) 0, else the run's checkpoint folder of that step."""
-    if _step(wildcards) == 0:
-        return BASE_MODEL
+    """The base model at step (or epoch) 0 (FictionalQA's {ft_model}, else the project's), else the
+    run's checkpoint folder of that step."""
     if "prun" in wildcards.keys():
+        if _step(wildcards) == 0:
+            return BASE_MODEL
         return f"{SORT}/parametric/{wildcards.prun}/checkpoints/epoch-{wildcards.epoch}"
-    return f"results/{fictionalqa_training(wildcards.run)}/checkpoints/step-{wildcards.step}"
+    if _step(wildcards) == 0:
+        return ft_model_dir(wildcards.ft_model)
+    training = fictionalqa_training(wildcards.ft_model, wildcards.run)
+    return f"results/{training}/checkpoints/step-{wildcards.step}"
 
 
 def checkpoint_path(wildcards, input):
@@ -155,9 +196,10 @@ def checkpoint_path(wildcards, input):
 
 # ----------------------------------------------------------------- a probe at every checkpoint
 # SORT on the fiction documents and grounding across fine-tuning probe every FictionalQA
-# checkpoint with their own items (knowlab.core.probe): a job per checkpoint (the base model once,
-# as run base_model at step 0), then one job across them all. Their rules are built from these
-# pieces, so the two probes expand, constrain and name their checkpoints the same way.
+# checkpoint of every base model with their own items (knowlab.core.probe): a job per checkpoint
+# (the base model once, as run base_model at step 0), then one job across them all, per base model
+# ({ft_model}). Their rules are built from these pieces, so the two probes expand, constrain and
+# name their checkpoints the same way.
 
 # the run wildcard of a per-checkpoint job
 PROBE_RUNS = "|".join([BASE_RUN, *RUNS])
@@ -171,12 +213,13 @@ PROBE_PARAMS = {
 
 def probe_inputs(table):
     """The inputs of a probe's job across checkpoints, its per-checkpoint ``table`` (a path with
-    ``{run}`` and ``{step}``): ``base`` (the base model's, step 0), ``rows`` (every run's later
-    checkpoints), and the runs' splits and the fictions (each item's side, knowlab.core.probe).
+    ``{ft_model}``, ``{run}`` and ``{step}``; {ft_model} stays the job's wildcard): ``base`` (the
+    base model's, step 0), ``rows`` (every run's later checkpoints), and the runs' splits and the
+    fictions (each item's side, knowlab.core.probe).
     """
     return {
-        "base": table.format(run=BASE_RUN, step=0),
-        "rows": expand(table, run=RUNS, step=STEPS[1:]),
+        "base": expand(table, run=BASE_RUN, step=0, allow_missing=True)[0],
+        "rows": expand(table, run=RUNS, step=STEPS[1:], allow_missing=True),
         "splits": expand(SPLIT.smk, split=FICTION_RUNS),
         "fictions": f"{FICTION}/fictions.jsonl",
     }
@@ -202,8 +245,8 @@ def compared_runs(wildcards):
 
 
 def compared_items(wildcards):
-    """Item tables of the compared runs' checkpoints."""
-    return run_items(*compared_runs(wildcards))
+    """Item tables of the compared runs' checkpoints (of base model {ft_model})."""
+    return run_items(wildcards.ft_model, *compared_runs(wildcards))
 
 
 # ----------------------------------------------------------------- input functions
@@ -246,8 +289,10 @@ def mcq_inputs(wildcards):
 
 
 def base_model_inputs(wildcards):
-    """The tiny random model trains its tokenizer on the run's own text."""
-    if config["model"]["source"] != "tiny_random":
+    """The tiny random model trains its tokenizer on the run's own text (the project's base model,
+    or FictionalQA's base model {ft_model})."""
+    view = FT_CONFIGS[wildcards.ft_model] if "ft_model" in wildcards.keys() else config
+    if view["model"]["source"] != "tiny_random":
         return {}
     return {
         "fictions": f"{FICTION}/fictions.jsonl",
@@ -265,7 +310,8 @@ def finetune_recipe(wildcards):
 
 def finetune_inputs(wildcards):
     """The base model, the recipe's data and, after the first checkpoint, the previous one's state."""
-    inputs = {"model": BASE_MODEL}
+    ft_model = training_model(wildcards.training)
+    inputs = {"model": ft_model_dir(ft_model) if ft_model else BASE_MODEL}
     checkpoints = TRAININGS[wildcards.training]
     at = checkpoints.index(wildcards.checkpoint)
     if at:
@@ -289,11 +335,40 @@ _PYTHON = (
     if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
     else sys.executable
 )
-FINETUNE_LAUNCH = (
-    f"PYTHONPATH={BASEDIR}/src${{PYTHONPATH:+:$PYTHONPATH}} "
-    + launch_command(config["finetune"]["distributed"], _PYTHON)
-)
-FINETUNE_RESOURCES = launch_resources(config["finetune"]["distributed"])
+
+
+def training_config(training):
+    """The config a fine-tuning folder trains with: its base model's (knowlab.config.model_config)
+    for a FictionalQA run, else the config (SORT's parametric runs, on the project's base model)."""
+    ft_model = training_model(training)
+    return FT_CONFIGS[ft_model] if ft_model else config
+
+
+def finetune_launch(wildcards):
+    """The launch command of the job's processes (knowlab.core.train.launch_command)."""
+    distributed = training_config(wildcards.training)["finetune"]["distributed"]
+    return f"PYTHONPATH={BASEDIR}/src${{PYTHONPATH:+:$PYTHONPATH}} " + launch_command(
+        distributed, _PYTHON
+    )
+
+
+def _finetune_resources(training):
+    finetune = training_config(training)["finetune"]
+    return launch_resources(finetune["distributed"]) | finetune["resources"]
+
+
+# The job's request (nodes, GPUs, tasks: knowlab.core.train.launch_resources; memory and time:
+# finetune.resources), per base model; a key that one training lacks (tasks, mpi: srun over
+# several processes) gets the value of a one-process job.
+_ONE_PROCESS = {"tasks_per_gpu": 1, "tasks": 1, "mpi": ""}
+FINETUNE_RESOURCES = {
+    key: (
+        lambda wildcards, key=key: _finetune_resources(wildcards.training).get(
+            key, _ONE_PROCESS.get(key)
+        )
+    )
+    for key in dict.fromkeys(k for t in TRAININGS for k in _finetune_resources(t))
+}
 # where fine-tuning jobs send their live curves (knowlab.core.tracking): in the environment every
 # job inherits (the launchers pass it on to every process), not in a param, so that changing it
 # retrains nothing
@@ -304,7 +379,7 @@ def finetune_settings(wildcards):
     """What the job's recipe reads from the config (knowlab.finetune_job.recipe_settings)."""
     return recipe_settings(
         finetune_recipe(wildcards),
-        config["finetune"],
+        training_config(wildcards.training)["finetune"],
         config["sort"]["parametric"],
         config["seed"],
     )
@@ -318,9 +393,10 @@ def finetune_spec(wildcards, input, output):
         wildcards.checkpoint,
         input,
         output,
-        config["finetune"],
+        training_config(wildcards.training)["finetune"],
         config["sort"]["parametric"],
         config["seed"],
+        model=training_model(wildcards.training),
     )
     return json.dumps(spec, sort_keys=True)
 

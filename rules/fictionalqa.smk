@@ -7,6 +7,9 @@
 # the paper's figure families drawn by the workflow (knowlab.fictionalqa.figures.FAMILIES
 # also holds fig9 and fig10, which paper_figures draws from the paper's own numbers)
 FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
+# the figures across the base models (knowlab.fictionalqa.figures.ACROSS_MODELS): one series per
+# model, in one colour per model in every figure, each model's control beside it
+ACROSS_MODEL_FAMILIES = ("fig4", "fig7", "fig9", "fig10", "fig10_11")
 
 
 rule fictionalqa_webtext:
@@ -112,6 +115,8 @@ rule fictionalqa_lm_eval_tasks:
         "../envs/eval.yaml"
     params:
         template=lambda wildcards: config["evaluate"]["mcq_template"],  # "{question}": no expansion
+        # the base models whose checkpoints the README points to
+        models={ft_model: ft_model_dir(ft_model) for ft_model in FT_MODELS},
     script:
         "../scripts/fictionalqa_lm_eval_tasks.py"
 
@@ -166,11 +171,11 @@ rule fictionalqa_evaluate:
         model=checkpoint_input,
     output:
         table=ITEMS.smk,
-        manifest=f"{FICTIONALQA}/evaluate/{{run}}/step-{{step}}.manifest.json",
+        manifest=f"{FICTIONALQA}/{{ft_model}}/evaluate/{{run}}/step-{{step}}.manifest.json",
     log:
-        f"{FICTIONALQA_LOGS}/evaluate/{{run}}/step-{{step}}.log",
+        f"{FICTIONALQA_LOGS}/{{ft_model}}/evaluate/{{run}}/step-{{step}}.log",
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/evaluate/{{run}}/step-{{step}}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/evaluate/{{run}}/step-{{step}}.tsv"
     wildcard_constraints:
         run="|".join([BASE_RUN, *RUNS]),
     priority: 5
@@ -180,12 +185,13 @@ rule fictionalqa_evaluate:
     resources:
         gpu=1,
     params:
-        compute=COMPUTE,
+        compute=ft_compute,
         # evaluate.batch_size is read by the script (not a result key)
         settings=lambda wildcards: EvaluateSettings.from_config(
             config, wildcards.run
         ).param(),
         checkpoint=checkpoint_path,
+        model=lambda wildcards: wildcards.ft_model,
         run=lambda wildcards: wildcards.run,
         step=lambda wildcards: int(wildcards.step),
     script:
@@ -198,11 +204,11 @@ rule fictionalqa_paired_tests:
     output:
         mcnemar=PAIRED_TESTS.fix(test="mcnemar").smk,
         ttest=PAIRED_TESTS.fix(test="ttest").smk,
-        manifest=f"{FICTIONALQA}/stats/{{run}}/{{suite}}.manifest.json",
+        manifest=f"{FICTIONALQA}/{{ft_model}}/stats/{{run}}/{{suite}}.manifest.json",
     log:
-        f"{FICTIONALQA_LOGS}/stats/{{run}}/{{suite}}.log",
+        f"{FICTIONALQA_LOGS}/{{ft_model}}/stats/{{run}}/{{suite}}.log",
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/stats/{{run}}/{{suite}}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/stats/{{run}}/{{suite}}.tsv"
     conda:
         "../envs/stats.yaml"
     params:
@@ -215,9 +221,11 @@ rule fictionalqa_paired_tests:
 
 rule fictionalqa_summary:
     input:
-        item_tables=run_items(*RUNS),
+        item_tables=lambda wildcards: run_items(wildcards.ft_model, *RUNS),
         splits=expand(SPLIT.smk, split=FICTION_RUNS),
-        train_logs=expand(TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS),
+        train_logs=lambda wildcards: expand(
+            TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS[wildcards.ft_model]
+        ),
     output:
         summary=report(
             SUMMARY.smk,
@@ -225,18 +233,19 @@ rule fictionalqa_summary:
             category="FictionalQA",
             subcategory="Summary table",
             labels={
-                "table": "summary.csv: every metric per split, run, step and side"
+                "table": "summary.csv: every metric per split, run, step and side",
+                "base model": "{ft_model}",
             },
         ),
-        manifest=f"{FICTIONALQA}/summary.manifest.json",
+        manifest=f"{FICTIONALQA}/{{ft_model}}/summary.manifest.json",
     log:
-        f"{FICTIONALQA_LOGS}/summary.log",
+        f"{FICTIONALQA_LOGS}/{{ft_model}}/summary.log",
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/summary.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/summary.tsv"
     conda:
         "../envs/stats.yaml"
     params:
-        note=FIGURE_NOTE,
+        note=lambda wildcards: FT_NOTES[wildcards.ft_model],
         runs=RUNS,
         seed=config["seed"],
         resamples=config["stats"]["bootstrap_resamples"],
@@ -251,11 +260,13 @@ for family in FIGURE_FAMILIES:
             f"fictionalqa_figure_{family}"
         input:
             summary=SUMMARY.smk,
-            train_logs=expand(TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS),
+            train_logs=lambda wildcards: expand(
+                TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS[wildcards.ft_model]
+            ),
         output:
-            pdf=f"{FICTIONALQA_FIGURES}/{family}.pdf",
+            pdf=f"{FICTIONALQA_FIGURES}/{{ft_model}}/{family}.pdf",
             png=report(
-                f"{FICTIONALQA_FIGURES}/{family}.png",
+                f"{FICTIONALQA_FIGURES}/{{ft_model}}/{family}.png",
                 caption=f"../workflow/report/fictionalqa_{family}.rst",
                 category="FictionalQA",
                 subcategory="Paper figures",
@@ -269,20 +280,21 @@ for family in FIGURE_FAMILIES:
                         "fig7": "Fig. 7: MCQ-4 accuracy",
                         "fig8": "Fig. 8: MCQ-4 accuracy, train vs val questions",
                         "fig10_11": "Figs. 10-11: MCQ-4 vs MCQ-10 accuracy",
-                    }[family]
+                    }[family],
+                    "base model": "{ft_model}",
                 },
             ),
-            manifest=f"{FICTIONALQA_FIGURES}/{family}.manifest.json",
+            manifest=f"{FICTIONALQA_FIGURES}/{{ft_model}}/{family}.manifest.json",
         log:
-            f"{FICTIONALQA_LOGS}/figures/{family}.log",
+            f"{FICTIONALQA_LOGS}/figures/{{ft_model}}/{family}.log",
         benchmark:
-            f"{FICTIONALQA_BENCHMARKS}/figures/{family}.tsv"
+            f"{FICTIONALQA_BENCHMARKS}/figures/{{ft_model}}/{family}.tsv"
         conda:
             "../envs/plot.yaml"
         params:
             family=family,
-            model=MODEL_NAME,
-            note=FIGURE_NOTE,
+            model=lambda wildcards: wildcards.ft_model,
+            note=lambda wildcards: FT_NOTES[wildcards.ft_model],
         script:
             "../scripts/fictionalqa_figure.py"
 
@@ -291,37 +303,100 @@ rule fictionalqa_figure_pvalues:
     input:
         table=PAIRED_TESTS.smk,
     output:
-        pdf=f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.pdf",
+        pdf=f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.pdf",
         png=report(
-            f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.png",
+            f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.png",
             caption="../workflow/report/fictionalqa_pvalues.rst",
             category="FictionalQA",
             subcategory="Paired tests",
-            labels={"run": "{run}", "suite": "{suite}", "test": "{test}"},
+            labels={
+                "base model": "{ft_model}",
+                "run": "{run}",
+                "suite": "{suite}",
+                "test": "{test}",
+            },
         ),
-        manifest=f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.manifest.json",
+        manifest=f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.manifest.json",
     log:
-        f"{FICTIONALQA_LOGS}/figures/stats/{{run}}/{{suite}}_{{test}}.log",
+        f"{FICTIONALQA_LOGS}/figures/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.log",
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/figures/stats/{{run}}/{{suite}}_{{test}}.tsv"
+        f"{FICTIONALQA_BENCHMARKS}/figures/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.tsv"
     conda:
         "../envs/plot.yaml"
     params:
-        note=FIGURE_NOTE,
+        note=lambda wildcards: FT_NOTES[wildcards.ft_model],
     script:
         "../scripts/fictionalqa_figure_pvalues.py"
+
+
+# the base models: name, source, parameter count (the model-size finding, the dataset card)
+rule fictionalqa_models:
+    input:
+        models=[ft_model_dir(ft_model) for ft_model in FT_MODELS],
+    output:
+        table=MODELS.smk,
+        manifest=f"{FICTIONALQA}/models.manifest.json",
+    log:
+        f"{FICTIONALQA_LOGS}/models.log",
+    benchmark:
+        f"{FICTIONALQA_BENCHMARKS}/models.tsv"
+    conda:
+        "../envs/eval.yaml"
+    params:
+        names=FT_MODELS,
+        sources=[model_source(FT_CONFIGS[ft_model]) for ft_model in FT_MODELS],
+    script:
+        "../scripts/fictionalqa_models.py"
+
+
+for family in ACROSS_MODEL_FAMILIES:
+
+    rule:
+        name:
+            f"fictionalqa_across_models_{family}"
+        input:
+            summaries=expand(SUMMARY.smk, ft_model=FT_MODELS),
+        output:
+            pdf=f"{FICTIONALQA_FIGURES}/across_models/{family}.pdf",
+            png=report(
+                f"{FICTIONALQA_FIGURES}/across_models/{family}.png",
+                caption=f"../workflow/report/fictionalqa_across_models_{family}.rst",
+                category="FictionalQA",
+                subcategory="Across base models",
+                labels={"figure": f"{family} across base models"},
+            ),
+            manifest=f"{FICTIONALQA_FIGURES}/across_models/{family}.manifest.json",
+        log:
+            f"{FICTIONALQA_LOGS}/figures/across_models/{family}.log",
+        benchmark:
+            f"{FICTIONALQA_BENCHMARKS}/figures/across_models/{family}.tsv"
+        conda:
+            "../envs/plot.yaml"
+        params:
+            family=family,
+            models=FT_MODELS,
+            note=ACROSS_MODELS_NOTE,
+        script:
+            "../scripts/fictionalqa_across_models.py"
 
 
 FICTIONALQA_OUTPUTS = expand(SPLIT.smk, split=SPLITS)
 FICTIONALQA_OUTPUTS += [LM_EVAL]
 if FICTION_RUNS:
     FICTIONALQA_OUTPUTS += expand(
-        f"{FICTIONALQA_FIGURES}/{{family}}.{{ext}}",
+        f"{FICTIONALQA_FIGURES}/{{ft_model}}/{{family}}.{{ext}}",
+        ft_model=FT_MODELS,
         family=FIGURE_FAMILIES,
         ext=("pdf", "png"),
     )
     FICTIONALQA_OUTPUTS += expand(
-        f"{FICTIONALQA_FIGURES}/stats/{{run}}/{{suite}}_{{test}}.{{ext}}",
+        f"{FICTIONALQA_FIGURES}/across_models/{{family}}.{{ext}}",
+        family=ACROSS_MODEL_FAMILIES,
+        ext=("pdf", "png"),
+    )
+    FICTIONALQA_OUTPUTS += expand(
+        f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.{{ext}}",
+        ft_model=FT_MODELS,
         run=FICTION_RUNS,
         suite=STATS_SUITES,
         test=TESTS,

@@ -215,12 +215,12 @@ rule grounding_checkpoint_generate:
         distractors=f"{GROUNDING}/fiction/distractors.parquet",
         model=checkpoint_input,
     output:
-        responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
-        manifest=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.manifest.json",
+        responses=f"{GROUNDING}/finetune/{{ft_model}}/responses/{{run}}/step-{{step}}.jsonl",
+        manifest=f"{GROUNDING}/finetune/{{ft_model}}/responses/{{run}}/step-{{step}}.manifest.json",
     log:
-        "results/logs/grounding/finetune/responses/{run}/step-{step}.log",
+        "results/logs/grounding/finetune/{ft_model}/responses/{run}/step-{step}.log",
     benchmark:
-        "results/benchmarks/grounding/finetune/responses/{run}/step-{step}.tsv"
+        "results/benchmarks/grounding/finetune/{ft_model}/responses/{run}/step-{step}.tsv"
     wildcard_constraints:
         run=PROBE_RUNS,
     conda:
@@ -230,30 +230,30 @@ rule grounding_checkpoint_generate:
         gpu=1,
     params:
         **PROBE_PARAMS,
-        compute=COMPUTE,
+        compute=ft_compute,
         settings=lambda wildcards: GROUNDING_CHECKPOINT_GENERATE.for_served(
-            f"{wildcards.run}/step-{wildcards.step}"
+            f"{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}"
         ).param(),
         seed=config["seed"],
-        model=MODEL_NAME,
-        served_key=lambda wildcards: f"{wildcards.run}/step-{wildcards.step}",
-        request_cache=lambda wildcards: f"{GROUNDING}/cache/requests/finetune/{wildcards.run}/step-{wildcards.step}",
+        model=lambda wildcards: wildcards.ft_model,
+        served_key=lambda wildcards: f"{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}",
+        request_cache=lambda wildcards: f"{GROUNDING}/cache/requests/finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}",
     script:
         "../scripts/grounding_generate.py"
 
 
 rule grounding_checkpoint_score:
     input:
-        responses=f"{GROUNDING}/finetune/responses/{{run}}/step-{{step}}.jsonl",
+        responses=f"{GROUNDING}/finetune/{{ft_model}}/responses/{{run}}/step-{{step}}.jsonl",
         decomposer=BASE_MODEL,
     output:
         table=GROUNDING_CHECKPOINT_SCORES.smk,
-        facts=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}_facts.json",
-        manifest=f"{GROUNDING}/finetune/scores/{{run}}/step-{{step}}.manifest.json",
+        facts=f"{GROUNDING}/finetune/{{ft_model}}/scores/{{run}}/step-{{step}}_facts.json",
+        manifest=f"{GROUNDING}/finetune/{{ft_model}}/scores/{{run}}/step-{{step}}.manifest.json",
     log:
-        "results/logs/grounding/finetune/scores/{run}/step-{step}.log",
+        "results/logs/grounding/finetune/{ft_model}/scores/{run}/step-{step}.log",
     benchmark:
-        "results/benchmarks/grounding/finetune/scores/{run}/step-{step}.tsv"
+        "results/benchmarks/grounding/finetune/{ft_model}/scores/{run}/step-{step}.tsv"
     wildcard_constraints:
         run=PROBE_RUNS,
     conda:
@@ -264,7 +264,7 @@ rule grounding_checkpoint_score:
     params:
         compute=COMPUTE,
         settings=GROUNDING_SCORE,
-        cache=lambda wildcards: f"{GROUNDING}/cache/facts/finetune/{wildcards.run}/step-{wildcards.step}.json",
+        cache=lambda wildcards: f"{GROUNDING}/cache/facts/finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}.json",
         request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
         model_label=MODEL_NAME,  # the base model in the rows' decomposer / evaluator columns
     script:
@@ -275,55 +275,61 @@ rule grounding_finetune_stats:
     input:
         **probe_inputs(GROUNDING_CHECKPOINT_SCORES.smk),
     output:
-        rows=f"{GROUNDING}/finetune/rows.parquet",
+        rows=f"{GROUNDING}/finetune/{{ft_model}}/rows.parquet",
         rates=report(
-            f"{GROUNDING}/finetune/rates.csv",
+            f"{GROUNDING}/finetune/{{ft_model}}/rates.csv",
             caption="../workflow/report/grounding_finetune_rates.rst",
             category="Grounding",
             subcategory="Across fine-tuning",
-            labels={"item": "rates.csv: F1 and follow rates per checkpoint"},
+            labels={
+                "item": "rates.csv: F1 and follow rates per checkpoint",
+                "base model": "{ft_model}",
+            },
         ),
-        mcnemar=f"{GROUNDING}/finetune/mcnemar.parquet",
-        manifest=f"{GROUNDING}/finetune/manifest.json",
+        mcnemar=f"{GROUNDING}/finetune/{{ft_model}}/mcnemar.parquet",
+        manifest=f"{GROUNDING}/finetune/{{ft_model}}/manifest.json",
     log:
-        "results/logs/grounding/finetune/stats.log",
+        "results/logs/grounding/finetune/{ft_model}/stats.log",
     benchmark:
-        "results/benchmarks/grounding/finetune/stats.tsv"
+        "results/benchmarks/grounding/finetune/{ft_model}/stats.tsv"
     conda:
         "../envs/stats.yaml"
     params:
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
-        note=FIGURE_NOTE,  # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
+        note=lambda wildcards: FT_NOTES[wildcards.ft_model],  # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
     script:
         "../scripts/grounding_finetune_stats.py"
 
 
 rule grounding_finetune_figures:
     input:
-        rates=f"{GROUNDING}/finetune/rates.csv",
+        rates=f"{GROUNDING}/finetune/{{ft_model}}/rates.csv",
     output:
-        pdf="results/figures/grounding/finetune.pdf",
+        pdf="results/figures/grounding/finetune/{ft_model}.pdf",
         png=report(
-            "results/figures/grounding/finetune.png",
+            "results/figures/grounding/finetune/{ft_model}.png",
             caption="../workflow/report/grounding_finetune.rst",
             category="Grounding",
             subcategory="Across fine-tuning",
-            labels={"item": "figure: F1 and follow rates per checkpoint"},
+            labels={
+                "item": "figure: F1 and follow rates per checkpoint",
+                "base model": "{ft_model}",
+            },
         ),
-        manifest="results/figures/grounding/finetune.manifest.json",
+        manifest="results/figures/grounding/finetune/{ft_model}.manifest.json",
     log:
-        "results/logs/grounding/finetune/figures.log",
+        "results/logs/grounding/finetune/{ft_model}/figures.log",
     benchmark:
-        "results/benchmarks/grounding/finetune/figures.tsv"
+        "results/benchmarks/grounding/finetune/{ft_model}/figures.tsv"
     conda:
         "../envs/plot.yaml"
     params:
         runs=FICTION_RUNS,
-        model=MODEL_NAME,
+        model=lambda wildcards: wildcards.ft_model,
         # read by the report's caption (workflow/report/grounding_finetune.rst)
-        note=FIGURE_NOTE,
+        note=lambda wildcards: FT_NOTES[wildcards.ft_model],
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
     script:
@@ -337,7 +343,11 @@ GROUNDING_OUTPUTS += expand(
     "results/figures/grounding/{name}.{ext}", name=GROUNDING_FIGURES, ext=("pdf", "png")
 )
 if GROUNDING_FINETUNE:
-    GROUNDING_OUTPUTS += [f"{GROUNDING}/finetune/manifest.json"]
     GROUNDING_OUTPUTS += expand(
-        "results/figures/grounding/finetune.{ext}", ext=("pdf", "png")
+        f"{GROUNDING}/finetune/{{ft_model}}/manifest.json", ft_model=FT_MODELS
+    )
+    GROUNDING_OUTPUTS += expand(
+        "results/figures/grounding/finetune/{ft_model}.{ext}",
+        ft_model=FT_MODELS,
+        ext=("pdf", "png"),
     )

@@ -1,5 +1,5 @@
-# Models shared by the studies: the base model (pinned by sha256), models evaluated as
-# they are, and fine-tuning: one rule for every run of every study, the recipe chosen
+# Models shared by the studies: the base model (pinned by sha256), the other base models
+# FictionalQA fine-tunes (finetune.models), models evaluated as they are, and fine-tuning: one rule for every run of every study, the recipe chosen
 # by the output folder (a FictionalQA run, or a SORT parametric-memory run), one job per
 # checkpoint, each launched as one process per GPU (finetune.distributed).
 
@@ -23,6 +23,21 @@ rule base_model:
         seed=config["seed"],
     script:
         "../scripts/base_model.py"
+
+
+use rule base_model as finetune_base_model with:
+    output:
+        model=directory("resources/base_models/{ft_model}"),
+        manifest="resources/base_models/{ft_model}.manifest.json",
+    log:
+        "results/logs/base_models/{ft_model}.log",
+    benchmark:
+        "results/benchmarks/base_models/{ft_model}.tsv"
+    params:
+        settings=lambda wildcards: BaseModelSettings.from_config(
+            FT_CONFIGS[wildcards.ft_model]
+        ).param(),
+        seed=config["seed"],
 
 
 rule eval_model:
@@ -69,7 +84,7 @@ rule finetune:
     resources:
         **FINETUNE_RESOURCES,
     params:
-        launch=FINETUNE_LAUNCH,
+        launch=finetune_launch,
         # what the recipe reads: the spec below holds it too, but it is derived from the job's
         # paths, and Snakemake checks only params that are not for a change
         settings=finetune_settings,

@@ -280,11 +280,11 @@ rule sort_fiction_evaluate:
         model=checkpoint_input,
     output:
         table=SORT_FICTION_ROWS.smk,
-        manifest=f"{SORT}/fiction/evaluate/{{run}}/step-{{step}}.manifest.json",
+        manifest=f"{SORT}/fiction/{{ft_model}}/evaluate/{{run}}/step-{{step}}.manifest.json",
     log:
-        "results/logs/sort/fiction/evaluate/{run}/step-{step}.log",
+        "results/logs/sort/fiction/{ft_model}/evaluate/{run}/step-{step}.log",
     benchmark:
-        "results/benchmarks/sort/fiction/evaluate/{run}/step-{step}.tsv"
+        "results/benchmarks/sort/fiction/{ft_model}/evaluate/{run}/step-{step}.tsv"
     wildcard_constraints:
         run=PROBE_RUNS,
     conda:
@@ -294,10 +294,10 @@ rule sort_fiction_evaluate:
         gpu=1,
     params:
         **PROBE_PARAMS,
-        compute=COMPUTE,
+        compute=ft_compute,
         settings=SORT_EVALUATE_SETTINGS,
         condition="baseline",
-        model=MODEL_NAME,
+        model=lambda wildcards: wildcards.ft_model,
     script:
         "../scripts/sort_evaluate.py"
 
@@ -306,14 +306,14 @@ rule sort_fiction_stats:
     input:
         **probe_inputs(SORT_FICTION_ROWS.smk),
     output:
-        rows=f"{SORT}/fiction/rows.parquet",
-        binomial=f"{SORT}/fiction/stats/binomial.parquet",
-        tests=directory(f"{SORT}/fiction/stats/tests"),
-        manifest=f"{SORT}/fiction/stats/manifest.json",
+        rows=f"{SORT}/fiction/{{ft_model}}/rows.parquet",
+        binomial=f"{SORT}/fiction/{{ft_model}}/stats/binomial.parquet",
+        tests=directory(f"{SORT}/fiction/{{ft_model}}/stats/tests"),
+        manifest=f"{SORT}/fiction/{{ft_model}}/stats/manifest.json",
     log:
-        "results/logs/sort/fiction/stats.log",
+        "results/logs/sort/fiction/{ft_model}/stats.log",
     benchmark:
-        "results/benchmarks/sort/fiction/stats.tsv"
+        "results/benchmarks/sort/fiction/{ft_model}/stats.tsv"
     conda:
         "../envs/stats.yaml"
     params:
@@ -327,27 +327,30 @@ rule sort_fiction_stats:
 
 rule sort_fiction_figures:
     input:
-        rows=f"{SORT}/fiction/rows.parquet",
+        rows=f"{SORT}/fiction/{{ft_model}}/rows.parquet",
     output:
-        pdf="results/figures/sort/fiction_sort.pdf",
+        pdf="results/figures/sort/fiction/{ft_model}/fiction_sort.pdf",
         png=report(
-            "results/figures/sort/fiction_sort.png",
+            "results/figures/sort/fiction/{ft_model}/fiction_sort.png",
             caption="../workflow/report/sort_fiction_sort.rst",
             category="SORT",
             subcategory="FictionalQA documents across fine-tuning",
-            labels={"figure": "SORT on the FictionalQA documents per checkpoint"},
+            labels={
+                "figure": "SORT on the FictionalQA documents per checkpoint",
+                "base model": "{ft_model}",
+            },
         ),
-        manifest="results/figures/sort/fiction_sort.manifest.json",
+        manifest="results/figures/sort/fiction/{ft_model}/fiction_sort.manifest.json",
     log:
-        "results/logs/sort/fiction/figures.log",
+        "results/logs/sort/fiction/{ft_model}/figures.log",
     benchmark:
-        "results/benchmarks/sort/fiction/figures.tsv"
+        "results/benchmarks/sort/fiction/{ft_model}/figures.tsv"
     conda:
         "../envs/plot.yaml"
     params:
-        model=MODEL_NAME,
+        model=lambda wildcards: wildcards.ft_model,
         # read by the report's caption (workflow/report/sort_fiction_sort.rst)
-        note=FIGURE_NOTE,
+        note=lambda wildcards: FT_NOTES[wildcards.ft_model],
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
@@ -498,9 +501,11 @@ SORT_OUTPUTS += expand(
     "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
 )
 if FICTION_RUNS:
-    SORT_OUTPUTS += [f"{SORT}/fiction/stats/manifest.json"]
+    SORT_OUTPUTS += expand(f"{SORT}/fiction/{{ft_model}}/stats/manifest.json", ft_model=FT_MODELS)
     SORT_OUTPUTS += expand(
-        "results/figures/sort/fiction_sort.{ext}", ext=("pdf", "png")
+        "results/figures/sort/fiction/{ft_model}/fiction_sort.{ext}",
+        ft_model=FT_MODELS,
+        ext=("pdf", "png"),
     )
 if config["sort"]["parametric"]["enabled"]:
     SORT_OUTPUTS += [f"{SORT}/parametric/stats/manifest.json"]

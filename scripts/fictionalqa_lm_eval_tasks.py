@@ -12,5 +12,5 @@ from knowlab.fictionalqa.steps import data
 with rule_step(snakemake) as log:
     suites = {data.task_name(path): read_jsonl(path, allow_empty=False) for path in snakemake.input.mcq}
     with atomic_dir(snakemake.output.tasks) as folder:
-        data.export_tasks(suites, folder, snakemake.params.template)
+        data.export_tasks(suites, folder, snakemake.params.template, snakemake.params.models)
     log.info("lm-eval tasks: %s", ", ".join(f"{name} ({len(items)} items)" for name, items in suites.items()))

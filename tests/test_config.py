@@ -6,12 +6,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from knowlab.config import base_eval_model, base_model_name, check_config, load_config, settings_note
+from knowlab.config import (
+    base_eval_model,
+    base_model_name,
+    check_config,
+    finetune_models,
+    load_config,
+    model_config,
+    model_slug,
+    model_source,
+    settings_note,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "paper.yaml", "models.yaml", "cpu-full.yaml"])
 def test_shipped_configs_pass(name):
     overlay = {} if name == "config.yaml" else yaml.safe_load((ROOT / "config" / name).read_text())
     check_config(load_config(overlay))
@@ -40,6 +50,10 @@ def test_shipped_configs_pass(name):
         ({"finetune": {"distributed": {"nodes": 2}}}, "torchrun starts the processes of one node; use srun"),
         ({"finetune": {"offload": {"parameters": True}, "zero_stage": 2}}, "finetune.offload.parameters needs"),
         ({"finetune": {"offload": {"optimizer": True}}}, "finetune.offload.optimizer needs finetune.zero_stage 1"),
+        (
+            {"finetune": {"models": {"a": "base", "b": {"finetune": {"distributed": {"processes_per_node": 3}}}}}},
+            "finetune.models.b: finetune.global_batch_size (2) must be a multiple",
+        ),
     ],
 )
 def test_each_rule_names_its_keys(overlay, message):
@@ -69,3 +83,30 @@ def test_derived_names():
         and "fiction rate 0.6" in note
         and "MCQ distractors" in note
     )
+
+
+def test_base_models_and_their_settings():
+    """finetune.models: one model by default (named after it), else each entry merged over the
+    top-level blocks; the config as each model's jobs read it."""
+    cfg = load_config()
+    assert (
+        finetune_models(cfg) == {"SmolLM2-135M-Instruct.Q4_1": "base"}
+        and model_config(cfg, "SmolLM2-135M-Instruct.Q4_1") == cfg
+    )
+    assert model_slug({"source": "hub", "hub": {"id": "meta-llama/Llama-3.2-1B"}}) == "Llama-3.2-1B"
+    assert model_slug({"source": "tiny_random"}) == "tiny-random"
+    test = load_config(ROOT / "config" / "test.yaml")
+    assert list(finetune_models(test)) == ["tiny", "tiny-wide"]
+    wide = model_config(test, "tiny-wide")
+    assert wide["model"]["tiny_random"]["hidden_size"] == 96 and wide["model"]["tiny_random"]["num_hidden_layers"] == 2
+    assert test["model"]["tiny_random"]["hidden_size"] == 64  # the config itself is not changed
+    assert model_source(wide) == "tiny_random hidden 96, 2 layers"
+    assert settings_note(wide, "tiny-wide").startswith("tiny-wide (tiny random Llama (test)); seed ")
+    assert settings_note(test, "").startswith("seed ")
+    own = load_config(
+        {"finetune": {"models": {"a": "base", "b": {"finetune": {"lr": 0.5}, "compute": {"dtype": "bfloat16"}}}}}
+    )
+    assert model_config(own, "b")["finetune"]["lr"] == 0.5 and model_config(own, "b")["compute"]["dtype"] == "bfloat16"
+    assert model_config(own, "a")["finetune"]["lr"] == own["finetune"]["lr"]
+    with pytest.raises(ValueError, match="'c' is not a base model of finetune.models \\(a, b\\)"):
+        model_config(own, "c")

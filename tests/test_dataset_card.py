@@ -80,9 +80,12 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
     )
     for run, step, checkpoint in (
         ("base_model", 0, "resources/base_model"),
-        ("doc", 6, "results/fictionalqa/finetune/doc"),
+        ("doc", 6, "results/fictionalqa/tiny/finetune/doc/checkpoints/step-6"),
     ):
-        put(f"fictionalqa/evaluate/{run}/step-{step}.parquet", suites.assign(run=run, step=step, checkpoint=checkpoint))
+        put(
+            f"fictionalqa/tiny/evaluate/{run}/step-{step}.parquet",
+            suites.assign(model="tiny", run=run, step=step, checkpoint=checkpoint),
+        )
     # SORT: the base model's conditions, the fiction documents per checkpoint, parametric memory per epoch
     items = fiction_items(
         corpus["fictions"],
@@ -115,7 +118,7 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
             run=run,
             step=step,
         )
-        put(f"sort/fiction/evaluate/{run}/step-{step}.parquet", rows)
+        put(f"sort/fiction/tiny/evaluate/{run}/step-{step}.parquet", rows)
     texts = {"steps_per_epoch": {"books": 3, "instructions": 2}}
     for run, epoch, conditions in (
         ("base_model", 0, []),
@@ -170,7 +173,9 @@ def results(tmp_path_factory, tiny_model, tiny_model_dir, corpus):
     put("grounding/kaist/scores/m1.parquet", _grounding_rows(kaist, folder.parent, "kaist"))
     for run, step in (("base_model", 0), ("doc", 6)):
         checkpoint = [{**r, "model": "tiny", "run": run, "step": step} for r in records]
-        put(f"grounding/finetune/scores/{run}/step-{step}.parquet", _grounding_rows(checkpoint, folder.parent, run))
+        put(
+            f"grounding/finetune/tiny/scores/{run}/step-{step}.parquet", _grounding_rows(checkpoint, folder.parent, run)
+        )
     # as the rule: every table but the parametric base model's empty rows (LEFT_OUT)
     shared = sorted(t for t in tables if t != "sort/parametric/base_model/evaluate/epoch-0.parquet")
     summary = write_card(folder / "README.md", [folder / t for t in shared], **CARD)
@@ -247,10 +252,10 @@ def test_an_undocumented_column_stops_the_card_naming_table_and_column(results, 
     copy = tmp_path / "results"
     shutil.copytree(folder, copy)
     before = (copy / "README.md").read_text()
-    extra = tables["fictionalqa/evaluate/doc/step-6.parquet"].assign(calibration=0.5)
-    write_parquet(copy / "fictionalqa/evaluate/doc/step-9.parquet", extra)
-    shared = [copy / t for t in tables] + [copy / "fictionalqa/evaluate/doc/step-9.parquet"]
-    match = r"fictionalqa/evaluate/doc/step-9\.parquet: column 'calibration'"
+    extra = tables["fictionalqa/tiny/evaluate/doc/step-6.parquet"].assign(calibration=0.5)
+    write_parquet(copy / "fictionalqa/tiny/evaluate/doc/step-9.parquet", extra)
+    shared = [copy / t for t in tables] + [copy / "fictionalqa/tiny/evaluate/doc/step-9.parquet"]
+    match = r"fictionalqa/tiny/evaluate/doc/step-9\.parquet: column 'calibration'"
     with pytest.raises(UndocumentedColumnError, match=match):
         write_card(copy / "README.md", shared, **CARD)
     assert (copy / "README.md").read_text() == before  # nothing written
@@ -261,7 +266,7 @@ def test_tables_the_card_cannot_describe_are_refused(results, tmp_path):
     with pytest.raises(ValueError, match=r"sort/prompt/m1/validation\.parquet: not an item table of any config"):
         build_card(folder, [folder / "sort/prompt/m1/validation.parquet"], **CARD)
     outside = tmp_path / "step-0.parquet"
-    shutil.copy(folder / "fictionalqa/evaluate/doc/step-6.parquet", outside)
+    shutil.copy(folder / "fictionalqa/tiny/evaluate/doc/step-6.parquet", outside)
     with pytest.raises(ValueError, match="not inside the card's folder"):
         build_card(folder, [outside], **CARD)
     # the base model's empty parametric rows (left out by the rule) share no columns with the others

@@ -34,7 +34,14 @@ LAST = STEPS[-1]
 CFG = {
     "seed": 1,
     "findings": {"alpha": 0.05, "power": 0.8, "equivalence_margin": 0.05},
-    "finetune": {"runs": ["doc", "event", "fictsheets"], "control": True, "max_steps": LAST, "checkpoint_every": 2},
+    "finetune": {
+        "runs": ["doc", "event", "fictsheets"],
+        "control": True,
+        "max_steps": LAST,
+        "checkpoint_every": 2,
+        # three base models; the first (the reference model) holds every run
+        "models": {"small": "base", "mid": {"source": "tiny_random"}, "large": {"source": "tiny_random"}},
+    },
     "stats": {"mcnemar_exact_below": 25, "bootstrap_resamples": 200},
     "eval_models": {"base_model": "base"},
     "sort": {
@@ -57,6 +64,10 @@ CORRECT = {"base_model": 40, "doc": 90, "event": 85, "fictsheets": 50, "control"
 # a little to the end, so the last step alone would rank them the wrong way round
 VAL_LOSS = {"doc": {2: 2.5, 4: 3.4}, "event": {2: 3.3, 4: 3.2}}
 SORT_ITEMS = [f"s{i:02d}" for i in range(40)]
+# parameters of each base model, and the share of its Doc-split training-document loss the larger
+# ones keep beside the reference model at the first checkpoint
+SIZES = {"small": 1000, "mid": 2000, "large": 3000}
+KEEP = {"mid": 0.9, "large": 0.8}
 SORT_CORRECT = {"baseline": 20, "in_context": 36, "rag": 26, "oracle_rag": 30}
 CLAIMS = [
     "training-document loss below validation-document loss (doc)",
@@ -68,6 +79,8 @@ CLAIMS = [
     "Fictsheets transfer least: MCQ-4 accuracy below the other split's (doc)",
     "Fictsheets transfer least: MCQ-4 accuracy below the other split's (event)",
     "Event improves validation loss least (to its minimum): below the other split (doc)",
+    "Larger base models fit the training documents faster (Doc split) (mid vs small)",
+    "Larger base models fit the training documents faster (Doc split) (large vs mid)",
     "in-context memory above the no-context baseline",
     "RAG below in-context memory",
     "fine-tuning on the books lowers segment nll (vs instructions only)",
@@ -171,6 +184,21 @@ def _run_items(run, step):
     return _items(run, step, docs, sheets, CORRECT[run])
 
 
+def _write_models(root, base):
+    """The larger base models: the reference model's step-0 rows, and at the first checkpoint its
+    Doc-run rows with each training document's loss times the model's KEEP factor."""
+    pd.DataFrame({"model": list(SIZES), "source": "test", "n_parameters": list(SIZES.values())}).to_csv(
+        root / "fictionalqa/models.csv", index=False
+    )
+    train = set(SPLITS["doc"][1])
+    for model, keep in KEEP.items():
+        _write(root, f"fictionalqa/{model}/evaluate/base_model/step-0.parquet", base)
+        items = _run_items("doc", STEPS[1])
+        scaled = (items["suite"] == "fiction_doc") & items["item_id"].isin(train)
+        items.loc[scaled, "loss"] *= keep
+        _write(root, f"fictionalqa/{model}/evaluate/doc/step-{STEPS[1]}.parquet", items)
+
+
 def _write(root, relative, frame):
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,10 +214,11 @@ def built(tmp_path_factory):
     """A results folder where every claim is supported (built once; tests get a copy)."""
     root = tmp_path_factory.mktemp("findings") / "results"
     base = _items("base_model", 0, _spread(DOCS, 3.5), _spread(SHEETS, 3.5), CORRECT["base_model"])
-    _write(root, "fictionalqa/evaluate/base_model/step-0.parquet", base)
+    _write(root, "fictionalqa/small/evaluate/base_model/step-0.parquet", base)
     for run in [*SPLITS, "control"]:
         for step in STEPS[1:]:
-            _write(root, f"fictionalqa/evaluate/{run}/step-{step}.parquet", _run_items(run, step))
+            _write(root, f"fictionalqa/small/evaluate/{run}/step-{step}.parquet", _run_items(run, step))
+    _write_models(root, base)
     for run, (documents, train, questions) in SPLITS.items():
         ids = DOCS if documents == "fictions" else SHEETS
         split = {
@@ -287,11 +316,11 @@ def test_effects_and_pvalues_equal_the_tables_by_hand(results):
     assert f.effect == pytest.approx(1.0 - 0.3) and "step 2" in f.detail and "(step 4)" in f.detail
 
     # SORT: in context 36 vs baseline 20 right of 40, 16 discordant one way
-    f = found[CLAIMS[9]]
+    f = found[CLAIMS[11]]
     assert f.effect == pytest.approx(16 / 40) and f.p == pytest.approx(binomtest(0, 16, 0.5).pvalue, rel=1e-12)
 
     # grounding: every Dist below Gold on 8 questions, Wilcoxon's exact two-sided p = 2 / 2^8
-    f = found[CLAIMS[13]]
+    f = found[CLAIMS[15]]
     assert f.p == pytest.approx(2 / 256) and f.effect == pytest.approx(0.2 - 0.01 * np.arange(8).mean())
 
 
@@ -306,15 +335,15 @@ def test_the_claims_go_against_the_data_built_against_them(results):
         return items
 
     for step in STEPS[1:]:
-        _rewrite(results, f"fictionalqa/evaluate/doc/step-{step}.parquet", swap)
+        _rewrite(results, f"fictionalqa/small/evaluate/doc/step-{step}.parquet", swap)
 
     def right(items):
         return items.assign(acc=items["acc"].notna().astype(float))
 
     # the control right on every question, Doc and Event wrong on the first 40: below the control
-    _rewrite(results, f"fictionalqa/evaluate/control/step-{LAST}.parquet", right)
+    _rewrite(results, f"fictionalqa/small/evaluate/control/step-{LAST}.parquet", right)
     for run in ("doc", "event"):
-        _rewrite(results, f"fictionalqa/evaluate/{run}/step-{LAST}.parquet", _wrong_on_first_40)
+        _rewrite(results, f"fictionalqa/small/evaluate/{run}/step-{LAST}.parquet", _wrong_on_first_40)
     # RAG ties in-context memory; the books run right on 16 more SORT items than instructions only
     _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(SORT_CORRECT["in_context"]))
     _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(38, condition="baseline"))
@@ -328,22 +357,22 @@ def test_the_claims_go_against_the_data_built_against_them(results):
     statuses = {claim: found[claim].status for claim in CLAIMS}
     assert statuses[CLAIMS[0]] == CONTRADICTED
     assert statuses[CLAIMS[2]] == statuses[CLAIMS[3]] == CONTRADICTED
-    assert statuses[CLAIMS[10]] == INCONCLUSIVE  # a tie
-    assert statuses[CLAIMS[12]] == CONTRADICTED  # a significant difference where none is claimed
-    assert statuses[CLAIMS[13]] == CONTRADICTED
-    assert statuses[CLAIMS[9]] == statuses[CLAIMS[14]] == SUPPORTED  # untouched
+    assert statuses[CLAIMS[12]] == INCONCLUSIVE  # a tie
+    assert statuses[CLAIMS[14]] == CONTRADICTED  # a significant difference where none is claimed
+    assert statuses[CLAIMS[15]] == CONTRADICTED
+    assert statuses[CLAIMS[11]] == statuses[CLAIMS[16]] == SUPPORTED  # untouched
 
 
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
     _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(34))  # 2 discordant: exact p = 0.5
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
-    f = _by_claim(found)[CLAIMS[10]]
+    f = _by_claim(found)[CLAIMS[12]]
     assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5) and f.effect == pytest.approx(0.05)
     se = findings.bootstrap_difference(
         np.r_[np.ones(36), np.zeros(4)], np.r_[np.ones(34), np.zeros(6)], seed=0, n_resamples=500
     )["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
-    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[10] in line)
+    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[12] in line)
     assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.05 accuracy, 95% CI [")
     assert f"MDE {f.mde:.2g} at 80% power" in line and "p = 0.5" in line and "n 40" in line
 
@@ -351,7 +380,7 @@ def test_right_direction_without_significance_prints_its_minimum_detectable_effe
 def test_no_difference_needs_equivalence(results):
     # books right on 2 more items of 40: inside no test's reach, and the interval passes the margin
     _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(24, condition="baseline"))
-    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[12]]
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[14]]
     assert f.status == INCONCLUSIVE and f.margin == 0.05 and f.ci_high > 0.05
     assert "TOST" in f.test
 
@@ -405,3 +434,21 @@ def test_records_carry_every_field_for_every_claim(results):
     assert len(text) == 1 + len(found) and text[-1] == "[not tested] SORT: a claim — no table"
     assert text[1].startswith(f"[supported] FictionalQA: {CLAIMS[0]} — effect +")
     assert text[1].endswith("(Kirchenbauer et al. (2026) Sec. 5, Figs. 3-4)")
+
+
+def test_model_size_compares_neighbours_in_size_and_needs_three_models(results):
+    found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
+    # the reference model keeps (2.0 + 0.01k) / (3.5 + 0.01k) of each training document's step-0 loss
+    small = np.array([(2.0 + 0.01 * k) / (3.5 + 0.01 * k) for k in range(20)])
+    mid_vs_small, large_vs_mid = found[CLAIMS[9]], found[CLAIMS[10]]
+    assert mid_vs_small.effect == pytest.approx(np.mean(small - 0.9 * small))
+    assert large_vs_mid.effect == pytest.approx(np.mean(0.9 * small - 0.8 * small))
+    assert mid_vs_small.n == 20 and mid_vs_small.unit == "fraction of step-0 loss"
+    assert "Wilcoxon signed-rank" in mid_vs_small.test and "Holm over 2" in mid_vs_small.test
+    assert "small (1,000 parameters)" in mid_vs_small.detail
+    two = {**CFG, "finetune": {**CFG["finetune"], "models": {"small": "base", "mid": {"source": "tiny_random"}}}}
+    line = _by_claim(findings.collect(results, FindingsSettings.from_config(two), model=MODEL))[
+        "Larger base models fit the training documents faster (Doc split)"
+    ]
+    assert line.status == NOT_TESTED and "2 base model(s) in finetune.models (small, mid)" in line.detail
+    assert "needs at least three" in line.detail

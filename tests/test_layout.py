@@ -8,7 +8,7 @@ import pytest
 
 from knowlab import findings, layout
 from knowlab.config import load_config
-from knowlab.layout import Layout
+from knowlab.layout import Layout, training_model
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 TABLES = [value for value in vars(layout).values() if isinstance(value, layout.Table)]
@@ -35,21 +35,26 @@ def test_a_table_with_a_wildcard_set():
 def test_the_test_configs_expansions():
     plan = Layout(load_config(CONFIG / "test.yaml"))
     assert plan.runs == ["doc", "event", "fictsheets", "control"] and plan.steps == [0, 6]
+    assert plan.ft_models == ["tiny", "tiny-wide"]
     assert plan.trainings == {
-        "fictionalqa/finetune/doc": ["step-6"],
-        "fictionalqa/finetune/event": ["step-6"],
-        "fictionalqa/finetune/fictsheets": ["step-6"],
-        "fictionalqa/finetune/control": ["step-6"],
+        **{
+            f"fictionalqa/{model}/finetune/{run}": ["step-6"]
+            for model in ("tiny", "tiny-wide")
+            for run in ("doc", "event", "fictsheets", "control")
+        },
         "sort/parametric/books": ["epoch-1", "epoch-2"],
         "sort/parametric/instructions": ["epoch-1", "epoch-2"],
     }
-    assert plan.checkpoints == 5 and plan.grounding_finetune
-    assert plan.run_items("doc", "control") == [
-        "results/fictionalqa/evaluate/base_model/step-0.parquet",
-        "results/fictionalqa/evaluate/doc/step-6.parquet",
-        "results/fictionalqa/evaluate/control/step-6.parquet",
+    assert plan.checkpoints == 2 * 5 and plan.grounding_finetune
+    assert plan.run_items("tiny-wide", "doc", "control") == [
+        "results/fictionalqa/tiny-wide/evaluate/base_model/step-0.parquet",
+        "results/fictionalqa/tiny-wide/evaluate/doc/step-6.parquet",
+        "results/fictionalqa/tiny-wide/evaluate/control/step-6.parquet",
     ]
+    assert training_model("fictionalqa/tiny-wide/finetune/doc") == "tiny-wide"
+    assert training_model("sort/parametric/books") is None
     inputs = plan.findings_inputs("base_model")
+    assert {"results/fictionalqa/models.csv", "results/fictionalqa/tiny/evaluate/doc/step-6.parquet"} <= set(inputs)
     assert "results/sort/parametric/books/evaluate/epoch-2_segment_nll.parquet" in inputs
     assert "results/grounding/rows.parquet" in inputs and "results/fictionalqa/splits/event.json" in inputs
     off = Layout(load_config(CONFIG / "test.yaml", {"sort": {"parametric": {"enabled": False}}}))

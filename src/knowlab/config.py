@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,70 @@ def base_model_name(config: Mapping[str, Any]) -> str:
         "hub": str(model["hub"]["id"]),
         "tiny_random": "tiny random Llama (test)",
     }[model["source"]]
+
+
+# the keys of an entry of finetune.models merged over the top-level blocks of the same name
+MODEL_BLOCKS = ("source", "gguf_package", "hub", "tiny_random")
+
+
+def model_slug(model: Mapping[str, Any]) -> str:
+    """The name of a config's one base model when ``finetune.models`` is null: the GGUF file's stem
+    (``SmolLM2-135M-Instruct.Q4_1``), the last part of the Hub id or folder (``Llama-3.2-1B``), or
+    ``tiny-random``; characters outside ``[A-Za-z0-9_.-]`` become ``-``."""
+    source = model["source"]
+    if source == "gguf_package":
+        name = Path(model["gguf_package"]["file"]).stem
+    elif source == "hub":
+        name = str(model["hub"]["id"] or "hub").rstrip("/").rsplit("/", 1)[-1]
+    else:
+        name = "tiny-random"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "model"
+
+
+def finetune_models(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The base models FictionalQA fine-tunes (Kirchenbauer et al. 2026 Sec. 5, App. D.1), in config
+    order: ``finetune.models`` (name -> ``"base"``, the ``model`` block, or a block of its own), or,
+    when it is null, the one model of ``model`` named by :func:`model_slug`."""
+    models = config["finetune"].get("models")
+    return dict(models) if models else {model_slug(config["model"]): "base"}
+
+
+def model_config(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The config as the fine-tuning of base model ``name`` (a key of :func:`finetune_models`) reads
+    it: the entry's ``source``/``gguf_package``/``hub``/``tiny_random`` merged over ``model``, its
+    ``finetune`` over ``finetune`` and its ``compute`` over ``compute`` (``snakemake.utils.update_config``);
+    the config itself for a ``base`` entry.
+
+    Raises:
+        ValueError: ``name`` is not a key of ``finetune.models``.
+    """
+    # deferred: snakemake's helpers are only needed where a config is resolved, not by its readers
+    from snakemake.utils import update_config
+
+    models = finetune_models(config)
+    if name not in models:
+        raise ValueError(f"{name!r} is not a base model of finetune.models ({', '.join(models)})")
+    spec = models[name]
+    if spec == "base":
+        return dict(config)
+    view = copy.deepcopy(dict(config))
+    update_config(view["model"], {k: copy.deepcopy(v) for k, v in spec.items() if k in MODEL_BLOCKS})
+    for block in ("finetune", "compute"):
+        update_config(view[block], copy.deepcopy(dict(spec.get(block) or {})))
+    return view
+
+
+def model_source(config: Mapping[str, Any]) -> str:
+    """Where a config's base model (``model``) comes from, in one line: ``gguf_package
+    <package>/<file>``, ``hub <id>@<revision>`` (``@unpinned`` without one) or ``tiny_random``
+    with its width and depth."""
+    model = config["model"]
+    block = model[model["source"]] or {}
+    if model["source"] == "gguf_package":
+        return f"gguf_package {block['package']}/{block['file']}"
+    if model["source"] == "hub":
+        return f"hub {block.get('id')}@{block.get('revision') or 'unpinned'}"
+    return f"tiny_random hidden {block['hidden_size']}, {block['num_hidden_layers']} layers"
 
 
 def _check_generation(config: Mapping[str, Any]) -> None:
@@ -164,23 +229,36 @@ def check_config(config: Mapping[str, Any]) -> None:
     valid entries; ``sort.source: release`` has no RAG condition; every global batch
     (``finetune`` and ``sort.parametric.finetune``) divides into micro-batches over the
     ``finetune.distributed`` processes; torchrun runs on one node; offload needs ZeRO
-    (parameters: stage 3).
+    (parameters: stage 3); each base model of ``finetune.models`` with its own settings merged
+    (:func:`model_config`).
 
     Raises:
         ValueError: the first rule broken, with a message naming the config keys.
     """
     base_eval_model(config)
     _check_generation(config)
-    _check_finetune(config)
+    for name in finetune_models(config):
+        try:
+            _check_finetune(model_config(config, name))
+        except ValueError as err:
+            raise ValueError(
+                f"finetune.models.{name}: {err}" if config["finetune"].get("models") else str(err)
+            ) from None
     _check_fictionalqa(config)
     _check_sort(config)
 
 
-def settings_note(config: Mapping[str, Any]) -> str:
-    """The line printed under every FictionalQA figure: model, seed, batches, fiction rate, distractors."""
+def settings_note(config: Mapping[str, Any], model: str | None = None) -> str:
+    """The line printed under every FictionalQA figure: the model (the base model's name; with
+    ``model``, a key of ``finetune.models``, that key, followed by the model's name in brackets where
+    they differ; ``""``: none, for the figures across models), seed, batches, fiction rate,
+    distractors."""
     finetune = config["finetune"]
     sequences = finetune["global_batch_size"]
+    name = base_model_name(config)
+    if model is not None:
+        name = model if model in ("", name) else f"{model} ({name})"
     return (
-        f"{base_model_name(config)}; seed {config['seed']}; {finetune['max_steps']} steps of {sequences} sequences, "
+        f"{name + '; ' if name else ''}seed {config['seed']}; {finetune['max_steps']} steps of {sequences} sequences, "
         f"fiction rate {finetune['fiction_rate']}; MCQ distractors: {config['mcq']['distractors']}"
     )

@@ -125,7 +125,7 @@ class Family:
 
 # the run and step of a model evaluated as it is, and of a FictionalQA checkpoint
 _AS_IS = {
-    "run": ("`base`: a model evaluated as it is", ""),
+    "run": ("`base_model`: a model evaluated as it is", ""),
     "step": ("0: no fine-tuning", "optimizer steps"),
 }
 _CHECKPOINT_STEP = ("optimizer step of the checkpoint; 0 is the base model", "optimizer steps")
@@ -135,6 +135,7 @@ _CHECKPOINT = {
 }
 
 _FICTIONALQA = {
+    "model": ("base model fine-tuned: a key of `finetune.models` (the `{ft_model}` level of the path)", ""),
     "run": (
         (
             "fine-tuning run: a split (`doc`, `event`, `fictsheets`, `style_<s>`), `control` (webtext only), or "
@@ -143,7 +144,10 @@ _FICTIONALQA = {
         "",
     ),
     "step": _CHECKPOINT_STEP,
-    "checkpoint": ("model folder evaluated, relative to the workflow's root (`resources/base_model` at step 0)", ""),
+    "checkpoint": (
+        "model folder evaluated, relative to the workflow's root (the base model at step 0: `resources/base_model`, or `resources/base_models/<model>`)",
+        "",
+    ),
     "suite": (
         (
             "`fiction_doc`, `fictsheet_doc`, `webtext`, `fict_qa_nll`, `real_qa_nll` or `mcq<k>` (k choices); "

@@ -37,8 +37,10 @@ Mann-Whitney U (two disjoint sets of documents; ``scipy.stats.mannwhitneyu``), a
 
 The claims (the papers' wording, quoted in each function's docstring):
 
-FictionalQA (Kirchenbauer et al. 2026).  Item tables ``results/fictionalqa/evaluate/{run}/step-{N}.parquet``,
-step 0 the base model's, sides from ``results/fictionalqa/splits/{run}.json``.
+FictionalQA (Kirchenbauer et al. 2026).  Item tables
+``results/fictionalqa/{ft_model}/evaluate/{run}/step-{N}.parquet``, step 0 the base model's, sides
+from ``results/fictionalqa/splits/{run}.json``.  Claims 1-6 are decided on the first base model of
+``finetune.models`` (the reference model); claim 7 compares the base models.
 
 1. :func:`train_below_val_loss` (Sec. 5, Figs. 3-4), per document-split run.
 2. :func:`mcq_above_control` (Sec. 5, Figs. 7-8), per document-split run.
@@ -46,12 +48,13 @@ step 0 the base model's, sides from ``results/fictionalqa/splits/{run}.json``.
 5. :func:`fictsheets_least_transfer` (Sec. 5, Fig. 7; Sec. 6), per other fiction run.
 6. :func:`event_generalises_least` (Sec. 5, Fig. 4: the validation-loss minima), per other
    document split.
+7. :func:`larger_models_fit_faster` (Sec. 5, Fig. 4), per pair of base models adjacent in size.
 
 SORT (Pink et al. 2024), the base model (the ``eval_models`` key whose value is ``base``):
 
-7. :func:`sort_in_context_above_baseline` (Secs. 5.1, 5.3, Tables 1-2).
-8. :func:`sort_rag_below_in_context` (Sec. 5.5, Fig. 4a).
-9. :func:`sort_books_lower_segment_nll` (App. E.1, Fig. 12) and 10. :func:`sort_books_no_accuracy_gain`
+8. :func:`sort_in_context_above_baseline` (Secs. 5.1, 5.3, Tables 1-2).
+9. :func:`sort_rag_below_in_context` (Sec. 5.5, Fig. 4a).
+10. :func:`sort_books_lower_segment_nll` (App. E.1, Fig. 12) and 11. :func:`sort_books_no_accuracy_gain`
    (Sec. 5.4, App. E.2, Figs. 13-14): against the instructions-only fine-tune, as the paper.
 
 The previous "oracle RAG nearer in-context memory than RAG" is not a claim of the paper: Sec. 5.5
@@ -61,7 +64,7 @@ much larger models on SORT (Figure 4b)"), so it is not checked.
 
 Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
-11. :func:`grounding_distractors` (Sec. 4.2, Table 1), Original and Conflict as two claims.
+12. :func:`grounding_distractors` (Sec. 4.2, Table 1), Original and Conflict as two claims.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
 
 from knowlab import layout
+from knowlab.config import finetune_models
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
 from knowlab.core.rng import keyed_rng
@@ -145,6 +149,9 @@ class FindingsSettings(StepSettings):
     """Seed of the bootstrap streams, keyed per line (``seed``)."""
     runs: tuple[str, ...]
     """The FictionalQA fiction runs (``finetune.runs``)."""
+    ft_models: tuple[str, ...]
+    """The base models FictionalQA fine-tunes, in config order (``finetune.models``); the first is
+    the reference model of the single-model claims."""
     control: bool
     """Whether the webtext-only control ran (``finetune.control``)."""
     steps: tuple[int, ...]
@@ -161,7 +168,7 @@ class FindingsSettings(StepSettings):
     """The grounding datasets (``grounding.datasets``)."""
 
     def __post_init__(self) -> None:
-        for name in ("runs", "steps", "sort_conditions", "grounding_datasets"):
+        for name in ("runs", "ft_models", "steps", "sort_conditions", "grounding_datasets"):
             object.__setattr__(self, name, as_tuple(getattr(self, name)))
         if not 0 < self.alpha < 1:
             raise ValueError(f"findings.alpha must be in (0, 1), got {self.alpha}")
@@ -179,6 +186,7 @@ class FindingsSettings(StepSettings):
             resamples=int(config["stats"]["bootstrap_resamples"]),
             seed=int(config["seed"]),
             runs=finetune["runs"],
+            ft_models=tuple(finetune_models(config)),
             control=bool(finetune["control"]),
             steps=checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"]),
             mcnemar_exact_below=int(config["stats"]["mcnemar_exact_below"]),
@@ -270,19 +278,22 @@ class Results:
         self._cache: dict[str, Any] = {}
 
     def read(self, relative: str) -> Any:
-        """``results/<relative>`` (Parquet or JSON), or :class:`Skip` when it is absent."""
+        """``results/<relative>`` (Parquet, JSON or CSV), or :class:`Skip` when it is absent."""
         if relative not in self._cache:
             path = self.root / relative
             if self.inputs is not None and path not in self.inputs:
                 raise ValueError(f"{path} is not an input of rule findings (knowlab.layout.Layout.findings_inputs)")
             if not path.is_file():
                 raise Skip(f"no {path}")
-            self._cache[relative] = read_json(path) if path.suffix == ".json" else pd.read_parquet(path)
+            readers = {".json": read_json, ".csv": pd.read_csv}
+            self._cache[relative] = readers.get(path.suffix, pd.read_parquet)(path)
         return self._cache[relative]
 
-    def items(self, run: str, step: int) -> pd.DataFrame:
-        """Item rows of ``run`` at ``step`` (step 0: the base model's)."""
-        return self.read(layout.ITEMS.relative(run=BASE_RUN if step == 0 else run, step=step))
+    def items(self, run: str, step: int, ft_model: str | None = None) -> pd.DataFrame:
+        """Item rows of ``run`` at ``step`` (step 0: the base model's) of base model ``ft_model``
+        (None: the reference model, the first of ``finetune.models``)."""
+        ft_model = ft_model or self.settings.ft_models[0]
+        return self.read(layout.ITEMS.relative(ft_model=ft_model, run=BASE_RUN if step == 0 else run, step=step))
 
     def split(self, run: str) -> dict[str, Any]:
         return self.read(layout.SPLIT.relative(split=run))
@@ -553,6 +564,59 @@ def event_generalises_least(r: Results) -> list[Comparison]:
     return out
 
 
+MODEL_SIZE_RUN = "doc"
+
+
+def larger_models_fit_faster(r: Results) -> list[Comparison]:
+    """Larger base models fit their training documents faster, per pair of base models adjacent in
+    parameter count (``fictionalqa/models.csv``).
+
+    Source: Kirchenbauer et al. (2026), Sec. 5: "we observe a strong correlation between model size
+    and how fast the model fits to the training documents" (Fig. 4, train loss of Llama 3.2 1B and
+    3B, Llama 3.1 8B and Gemma models on the Doc split).
+
+    Unit: a training document of the Doc split.  Value: the document's loss at the first checkpoint
+    after step 0 as a fraction of the same model's loss on it at step 0 (how much of the starting
+    loss is left).  The fraction, not the loss itself: a larger model starts lower on any text, so
+    its loss at a fixed step would be lower without fitting faster, and base models of different
+    families tokenize the same document differently, so their nats/token differ in scale; a ratio
+    on one model's own tokens cancels both.  Effect: the smaller model's fraction minus the larger's
+    (positive: the larger fits faster), paired by document; Wilcoxon signed-rank, Holm over the
+    adjacent pairs, so that "faster with size" must hold at every step of the size order.  Fewer than
+    three base models: not tested (two points make no trend), nor when two have the same size.
+    """
+    models = list(r.settings.ft_models)
+    if len(models) < 3:
+        raise Skip(
+            f"{len(models)} base model(s) in finetune.models ({', '.join(models)}): a trend over model size "
+            "needs at least three"
+        )
+    if MODEL_SIZE_RUN not in r.runs:
+        raise Skip("no Doc split run in the config (finetune.runs)")
+    if len(r.steps) < 2:
+        raise Skip("no checkpoint after step 0 (finetune.max_steps, finetune.checkpoint_every)")
+    sizes = r.read(layout.MODELS.relative()).set_index("model")["n_parameters"]
+    order = sorted(models, key=lambda m: int(sizes[m]))
+    if len({int(sizes[m]) for m in models}) < len(models):
+        raise Skip(f"base models of the same parameter count: {dict(sizes[models])}")
+    step, ids = r.steps[1], r.split(MODEL_SIZE_RUN)["train_documents"]
+
+    def left(ft_model: str) -> pd.Series:
+        after = _rows(r.items(MODEL_SIZE_RUN, step, ft_model), "fiction_doc", ids)["loss"]
+        before = _rows(r.items(MODEL_SIZE_RUN, 0, ft_model), "fiction_doc", ids)["loss"]
+        return after / before
+
+    out = []
+    for small, large in zip(order, order[1:]):
+        a, b = left(small), left(large)
+        detail = (
+            f"{small} ({int(sizes[small]):,} parameters) keeps {a.mean():.3f} of its step-0 loss at step {step}, "
+            f"{large} ({int(sizes[large]):,}) {b.mean():.3f}"
+        )
+        out.append(signed_rank(f"{large} vs {small}", a, b, "fraction of step-0 loss", detail))
+    return out
+
+
 # ------------------------------------------------------------------------------------- SORT
 
 
@@ -730,6 +794,13 @@ CLAIMS: tuple[tuple[str, str, str, Check, bool], ...] = (
         "Event improves validation loss least (to its minimum): below the other split",
         f"{FICTIONALQA} Sec. 5, Fig. 4",
         event_generalises_least,
+        False,
+    ),
+    (
+        "FictionalQA",
+        "Larger base models fit the training documents faster (Doc split)",
+        f"{FICTIONALQA} Sec. 5, Fig. 4",
+        larger_models_fit_faster,
         False,
     ),
     (

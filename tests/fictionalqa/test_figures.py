@@ -3,16 +3,22 @@
 from pathlib import Path
 
 import matplotlib.text
+from matplotlib.colors import to_hex
 import numpy as np
 import pandas as pd
 import pytest
 
-from knowlab.core.plotting import read_description
+from knowlab.core.plotting import CONTROL_COLOUR, PALETTE, model_colours, read_description
 from knowlab.core.probe import run_name
 from knowlab.fictionalqa.figures import (
+    ACROSS_LEGEND_TITLE,
+    ACROSS_MODELS,
+    ACROSS_STYLES,
     FAMILIES,
+    curves_across_models,
     curves_from_summary,
     curves_from_train_logs,
+    plot_across_models,
     plot_family,
 )
 from knowlab.fictionalqa.paper_figures import EXPORTS, paper_curves, parse_run, read_wandb_export
@@ -310,3 +316,212 @@ def test_command_line_renders_every_exported_family(tmp_path, capsys):
         shown = read_description(png)
         assert shown["title"] == TITLES[family]
         assert shown["legend"] == PAPER_LEGENDS[family]
+
+
+# ----------------------------------------------------------------------------- across models
+
+MODELS = ["tiny", "tiny-wide", "SmolLM2-135M-Instruct", "Llama-3.2-1B"]  # a config's model order
+ACROSS_TITLES = {
+    "fig4": "Loss on train / val documents by split, across models (cf. paper Fig. 4)",
+    "fig7": "Multiple-choice accuracy, 4 choices, across models (cf. paper Fig. 7)",
+    "fig9": "Answer loss given the question, across models (Doc split) (cf. paper Fig. 9)",
+    "fig10": "MCQ-4 accuracy on questions from train vs val documents, across models (cf. paper Fig. 10)",
+    "fig10_11": "Multiple-choice accuracy with 4 vs 10 choices, across models (Doc split) (cf. paper Fig. 11)",
+}
+ACROSS_PANELS = {
+    "fig4": PANELS["fig4"],
+    "fig7": [("Across models (Doc split)", STEP, MCQ4)],
+    "fig9": PANELS["fig9"],
+    "fig10": [(DOC, STEP, MCQ4), (EVENT, STEP, MCQ4), ("Fictsheets", STEP, MCQ4)],
+    "fig10_11": PANELS["fig10_11"],
+}
+FINE_DOC, CONTROL_ALL = "fine-tuned on the Doc split", "control (webtext only)"
+# the legend after the model names: line styles (fine-tuned run vs the model's control), CI band, chance
+ACROSS_LEGENDS = {
+    "fig4": [f"{run}, {side}" for run in ("fine-tuned", "control") for side in DOCS],
+    "fig7": [FINE_DOC, CONTROL_ALL, CI, CHANCE4],
+    "fig9": [FINE_DOC, CONTROL_ALL],
+    "fig10": [f"{run}, {side}" for run in ("fine-tuned", "control") for side in QUESTIONS] + [CI, CHANCE4],
+    "fig10_11": [FINE_DOC, CONTROL_ALL, CI, "chance (1/4, 1/10)"],
+}
+CONTROL_LINE = "-."  # the control's line style (train documents / questions, or all)
+
+
+def _models_summary(splits: dict[str, tuple[str, ...]]) -> pd.DataFrame:
+    """Every model's :func:`_summary` (its own splits) concatenated with a ``model`` column; each model's
+    losses and accuracies shifted so that their curves differ."""
+    frames = []
+    for i, (model, own) in enumerate(splits.items()):
+        frame = _summary(own).assign(model=model)
+        for column in ("loss", "acc", "acc_lo", "acc_hi", "acc_norm", "acc_norm_lo", "acc_norm_hi"):
+            frame[column] = frame[column] + 0.02 * i
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+THREE = {"tiny": ("doc", "event", "fictsheets"), "tiny-wide": ("doc", "event"), "Llama-3.2-1B": ("doc",)}
+TWO = {"SmolLM2-135M-Instruct": ("doc", "event", "fictsheets"), "tiny-wide": ("doc",)}
+
+
+def _render_across(family: str, curves: pd.DataFrame, out: Path, models=MODELS):
+    """Draw across-models ``family``; return the Figure and what its saved PNG shows."""
+    pdf, png = out / f"across_{family}.pdf", out / f"across_{family}.png"
+    fig = plot_across_models(family, curves, pdf, png, note="Models: several; config.yaml seed 1234", models=models)
+    assert pdf.read_bytes()[:4] == b"%PDF"
+    shown = read_description(png)
+    assert shown["title"] == ACROSS_TITLES[family]
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text() and t.get_visible()]
+    assert min(sizes) >= 8
+    assert not list(out.glob(".*")), "temporary files left behind"
+    return fig, shown
+
+
+def _legend(fig) -> tuple[str, dict[str, str]]:
+    """The title of a figure's legend and the colour (hex) of each legend entry."""
+    (legend,) = [legend for sub in fig.subfigs for legend in sub.legends]
+    entries = zip(legend.get_texts(), legend.legend_handles, strict=True)
+    return legend.get_title().get_text(), {
+        t.get_text(): to_hex(h.get_color()) for t, h in entries if hasattr(h, "get_color")
+    }
+
+
+def test_model_colours_follow_the_model_order():
+    palette = model_colours(MODELS + ["tiny"])
+    assert list(palette) == MODELS, "one colour per model, in the given order"
+    assert list(palette.values()) == list(PALETTE[: len(MODELS)])
+    assert CONTROL_COLOUR not in palette.values()
+    assert model_colours(MODELS[:2]) == dict(list(palette.items())[:2]), "a model's colour is its place in the order"
+
+
+def test_across_models_families_are_the_papers():
+    assert list(ACROSS_MODELS) == ["fig4", "fig7", "fig9", "fig10", "fig10_11"]
+    for key, spec in ACROSS_MODELS.items():
+        assert "across models" in f"{spec.suptitle} (cf. paper Fig. {spec.figure})" == ACROSS_TITLES[key]
+        assert spec.figure == FAMILIES[key].figure
+        assert all(panel.missing for panel in spec.panels), "every panel says what is missing"
+
+
+@pytest.mark.parametrize("family", list(ACROSS_MODELS))
+@pytest.mark.parametrize("splits", [THREE, TWO], ids=["3 models", "2 models"])
+def test_every_across_models_family_renders(family, splits, tmp_path):
+    curves = curves_across_models(_models_summary(splits), family, MODELS)
+    fig, shown = _render_across(family, curves, tmp_path)
+    assert _axes(shown) == ACROSS_PANELS[family]
+    drawn = [m for m in MODELS if m in splits]  # in the config's order, whatever the summary's
+    assert shown["legend"] == drawn + ACROSS_LEGENDS[family], "models (colour), then line styles, band, chance"
+    title, legend_colours = _legend(fig)
+    assert title == ACROSS_LEGEND_TITLE
+    palette = {m: to_hex(c) for m, c in model_colours(MODELS).items()}
+    assert {m: legend_colours[m] for m in drawn} == {m: palette[m] for m in drawn}
+    assert all(legend_colours[s] == "#000000" for s in ACROSS_LEGENDS[family] if s in ACROSS_STYLES)
+    for ax, panel, spec in zip(fig.axes, shown["panels"], ACROSS_MODELS[family].panels, strict=True):
+        part = curves[curves["panel"] == panel["title"]]
+        n_curves = len(part.drop_duplicates(["series", "style"]))
+        assert panel["lines"] == n_curves + (spec.chance is not None), "one line per model and style (+ chance)"
+        if spec.chance:
+            assert panel["bands"] == n_curves, "one shaded 95% CI band per curve"
+        lines = [line for line in ax.lines if line.get_marker() == "o"]  # not the chance line
+        models_here = [m for m in drawn if m in set(part["series"])]
+        assert {to_hex(line.get_color()) for line in lines} == {palette[m] for m in models_here}
+        for model in models_here:  # the model's control: its colour, the control's line style
+            own = [line for line in lines if to_hex(line.get_color()) == palette[model]]
+            assert CONTROL_LINE in {line.get_linestyle() for line in own}, (model, panel["title"])
+            assert "-" in {line.get_linestyle() for line in own}, "and its fine-tuned run"
+        split = {EVENT: "event", "Fictsheets": "fictsheets"}.get(panel["title"], "doc")  # the panel's split
+        expected = [m for m in drawn if split in splits[m]]
+        assert models_here == expected, "a model's curves where it has the split's run"
+        assert not panel["texts"]
+
+
+def test_a_model_keeps_its_colour_in_every_across_models_figure(tmp_path):
+    colours = {}
+    for family, splits in (("fig4", TWO), ("fig10_11", THREE), ("fig9", {"tiny-wide": ("doc",)})):
+        fig, _ = _render_across(family, curves_across_models(_models_summary(splits), family, MODELS), tmp_path)
+        for model, colour in _legend(fig)[1].items():
+            if model in MODELS:
+                colours.setdefault(model, set()).add(colour)
+    assert set(colours) == set(MODELS)
+    assert all(len(seen) == 1 for seen in colours.values()), f"one colour per model: {colours}"
+    assert len({seen.pop() for seen in colours.values()}) == len(MODELS), "distinct models, distinct colours"
+
+
+def test_across_models_missing_splits_render_with_a_message(tmp_path):
+    doc_only = _models_summary({"tiny": ("doc",), "tiny-wide": ("doc",)})
+    _, fig4 = _render_across("fig4", curves_across_models(doc_only, "fig4", MODELS), tmp_path)
+    assert [(p["texts"], p["lines"]) for p in fig4["panels"]] == [([], 8), (["no Event split run in this config"], 0)]
+    _, fig10 = _render_across("fig10", curves_across_models(doc_only, "fig10", MODELS), tmp_path)
+    assert [p["texts"] for p in fig10["panels"]] == [
+        [],
+        ["no Event split run in this config"],
+        ["no Fictsheets run in this config"],
+    ]
+    assert [p["lines"] for p in fig10["panels"]] == [9, 1, 1], "8 curves + chance; only the chance line"
+    no_doc = _models_summary({"tiny": ("event",), "tiny-wide": ("event",)})
+    for family in ("fig7", "fig9", "fig10_11"):
+        curves = curves_across_models(no_doc, family, MODELS)
+        assert curves.empty
+        _, shown = _render_across(family, curves, tmp_path)
+        assert _axes(shown) == ACROSS_PANELS[family]
+        assert all(p["texts"] == ["no Doc split run in this config"] for p in shown["panels"])
+        assert [entry for entry in shown["legend"] if entry in MODELS] == [], "no model drawn, none listed"
+
+
+def test_curves_across_models_select_each_models_runs():
+    summary = _models_summary(THREE)
+    fig7 = curves_across_models(summary, "fig7", MODELS, metric="acc_norm")
+    assert list(fig7["series"].unique()) == ["tiny", "tiny-wide", "Llama-3.2-1B"], "the config's order"
+    assert {"panel", "series", "style", "run", "x", "y", "y_lo", "y_hi"} <= set(fig7)
+    assert not fig7.duplicated(["series", "style", "x"]).any(), "each model's control drawn once"
+    for model, rows in fig7.groupby("series"):
+        assert set(rows["style"]) == {FINE_DOC, CONTROL_ALL}, f"{model}: its Doc split run and its own control"
+        assert set(rows["run"]) == {"doc", "control"}
+    acc = summary[(summary["model"] == "tiny-wide") & (summary["suite"] == "mcq4") & (summary["side"] == "all")]
+    acc = acc[(acc["split"] == "doc") & (acc["run"] == "doc")].sort_values("step")
+    drawn = fig7[(fig7["series"] == "tiny-wide") & (fig7["run"] == "doc")].sort_values("x")
+    assert drawn["y"].tolist() == acc["acc_norm"].tolist(), "metric chooses the MCQ column"
+    fig4 = curves_across_models(summary, "fig4", MODELS)
+    assert set(fig4["style"]) == set(ACROSS_LEGENDS["fig4"])
+    assert "y_lo" not in fig4, "no interval for the loss"
+    fig10 = curves_across_models(summary, "fig10", MODELS)
+    assert set(fig10.loc[fig10["series"] == "tiny", "panel"]) == {DOC, EVENT, "Fictsheets"}
+    assert set(fig10.loc[fig10["series"] == "Llama-3.2-1B", "panel"]) == {DOC}
+    assert set(ACROSS_STYLES) >= set(fig10["style"])
+
+
+def test_curves_across_models_reject_what_they_cannot_draw():
+    summary = _models_summary(TWO)
+    with pytest.raises(ValueError, match="not in the model order"):
+        curves_across_models(summary, "fig7", ["tiny-wide"])
+    with pytest.raises(ValueError, match="no model column"):
+        curves_across_models(_summary(), "fig7", MODELS)
+    for family in ("fig2", "fig3", "fig8"):
+        with pytest.raises(ValueError, match="no across-models figure"):
+            curves_across_models(summary, family, MODELS)
+
+
+def test_draw_across_models_saves_the_figure(tmp_path):
+    from knowlab.fictionalqa.steps.figures import draw_across_models
+
+    summaries = _models_summary(TWO)
+    pdf, png = tmp_path / "fig9.pdf", tmp_path / "fig9.png"
+    curves = draw_across_models("fig9", summaries, MODELS, pdf, png, note="Models: two")
+    assert set(curves["series"]) == set(TWO)
+    assert pdf.read_bytes()[:4] == b"%PDF"
+    shown = read_description(png)
+    assert shown["title"] == ACROSS_TITLES["fig9"]
+    assert shown["legend"] == ["tiny-wide", "SmolLM2-135M-Instruct", *ACROSS_LEGENDS["fig9"]]
+
+
+def test_plot_family_takes_an_explicit_palette(tmp_path):
+    curves = curves_from_summary(_summary(), "fig6")
+    palette = {CONTROL: "#123456", EVENT: "#abcdef", DOC: "#0000ff"}
+    fig = plot_family("fig6", curves, tmp_path / "a.pdf", tmp_path / "a.png", palette=palette)
+    shown = read_description(tmp_path / "a.png")
+    assert shown["legend"] == [CONTROL, EVENT, DOC], "the palette's order"
+    assert {to_hex(line.get_color()) for line in fig.axes[0].lines} == set(palette.values())
+    with pytest.raises(ValueError, match="without a colour"):
+        plot_family("fig6", curves, tmp_path / "b.pdf", tmp_path / "b.png", palette={DOC: "#0000ff"})
+    default = plot_family("fig6", curves, tmp_path / "c.pdf", tmp_path / "c.png")
+    assert {to_hex(line.get_color()) for line in default.axes[0].lines} == {
+        to_hex(c) for c in (PALETTE[0], CONTROL_COLOUR, PALETTE[1])
+    }, "without one: as before (series in turn, the control grey)"

@@ -27,7 +27,7 @@ def test_there_are_fictionalqa_scripts():
         f"fictionalqa_{step}"
         for step in (
             "webtext", "corpus", "rank_distractors", "mcq", "lm_eval_tasks", "real_qa", "split", "evaluate",
-            "paired_tests", "summary", "figure", "figure_pvalues",
+            "paired_tests", "summary", "figure", "figure_pvalues", "models", "across_models",
         )
     }  # fmt: skip
 

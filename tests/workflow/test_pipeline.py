@@ -20,6 +20,8 @@ pytestmark = pytest.mark.pipeline
 
 
 RUNS = ("doc", "event", "fictsheets")
+# config/test.yaml's base models (finetune.models): the first is the project's base model
+MODELS = ("tiny", "tiny-wide")
 TESTS_SHOWN = {"mcnemar": "McNemar test", "ttest": "t-test"}  # pair test -> the words in its figure's title
 TESTS = tuple(TESTS_SHOWN)
 SPLITS = {"Doc split", "Event split", "Fictsheets"}
@@ -29,22 +31,22 @@ FINETUNE_RUNS = SPLITS | {CONTROL}
 # every figure of the run (results/figures/<study>/<name>.png): a title fragment, its panel count, and
 # legend entries it must show (config/test.yaml: three splits, the control, two SORT segment lengths)
 FIGURES = {
-    "fictionalqa/fig2": ("cf. paper Fig. 2", 2, FINETUNE_RUNS | {"fiction", "webtext"}),
-    "fictionalqa/fig3": ("cf. paper Fig. 3", 2, {"Doc split", "train documents", "val documents"}),
-    "fictionalqa/fig4": (
+    "fictionalqa/tiny/fig2": ("cf. paper Fig. 2", 2, FINETUNE_RUNS | {"fiction", "webtext"}),
+    "fictionalqa/tiny/fig3": ("cf. paper Fig. 3", 2, {"Doc split", "train documents", "val documents"}),
+    "fictionalqa/tiny/fig4": (
         "cf. paper Fig. 4",
         2,
         {CONTROL, "Doc split", "Event split", "train documents", "val documents"},
     ),
-    "fictionalqa/fig5": ("cf. paper Fig. 5", 2, {CONTROL, "Fictsheets", "Doc split"}),
-    "fictionalqa/fig6": ("cf. paper Fig. 6", 2, FINETUNE_RUNS),
-    "fictionalqa/fig7": ("cf. paper Fig. 7", 2, FINETUNE_RUNS | {"95% bootstrap CI", "chance (1/4)"}),
-    "fictionalqa/fig8": (
+    "fictionalqa/tiny/fig5": ("cf. paper Fig. 5", 2, {CONTROL, "Fictsheets", "Doc split"}),
+    "fictionalqa/tiny/fig6": ("cf. paper Fig. 6", 2, FINETUNE_RUNS),
+    "fictionalqa/tiny/fig7": ("cf. paper Fig. 7", 2, FINETUNE_RUNS | {"95% bootstrap CI", "chance (1/4)"}),
+    "fictionalqa/tiny/fig8": (
         "cf. paper Fig. 8",
         3,
         FINETUNE_RUNS | {"questions on train documents", "questions on val documents"},
     ),
-    "fictionalqa/fig10_11": ("cf. paper Fig. 11", 2, {CONTROL, "95% bootstrap CI", "chance (1/4, 1/10)"}),
+    "fictionalqa/tiny/fig10_11": ("cf. paper Fig. 11", 2, {CONTROL, "95% bootstrap CI", "chance (1/4, 1/10)"}),
     "sort/fig3a": ("cf. paper Fig. 3a", 1, {"L_S = 10 words", "L_S = 20 words", "chance (0.5)"}),
     "sort/fig3b": ("cf. paper Fig. 3b", 1, {"L_E = 120 words", "chance (0.5)"}),
     "sort/fig4": ("cf. paper Fig. 4", 2, {"in-context", "no memory (baseline)", "RAG memory (panel condition)"}),
@@ -56,14 +58,37 @@ FIGURES = {
     "sort/fig16": ("cf. paper Fig. 16", 2, SORT_RUNS),
     "sort/mcnemar": ("McNemar's test", 1, set()),
     "sort/ttest": ("paired t-test", 1, set()),
-    "sort/fiction_sort": ("SORT on FictionalQA documents", 2, FINETUNE_RUNS | {"train documents", "val documents"}),
+    "sort/fiction/tiny/fiction_sort": (
+        "SORT on FictionalQA documents",
+        2,
+        FINETUNE_RUNS | {"train documents", "val documents"},
+    ),
     "grounding/fig3c": ("factors", 1, {"fiction / tiny random Llama (test)"}),
     "grounding/fig4": ("distractor contexts lengthen the input", 1, {"fiction / tiny random Llama (test)"}),
     "grounding/fig5": ("reduce grounding F1", 1, set()),
     "grounding/fig15_16": ("Precision", 4, {"precision", "recall"}),
     "grounding/position": ("position of the gold contexts", 1, {"start", "random"}),
-    "grounding/finetune": ("across fine-tuning", 5, {"Doc split", "Event split", "Fictsheets", "control (webtext only)"}),
+    "grounding/finetune/tiny": (
+        "across fine-tuning",
+        5,
+        {"Doc split", "Event split", "Fictsheets", "control (webtext only)"},
+    ),
 }
+# the figures across the base models: one series per model (its legend entry), each model's control
+FIGURES |= {
+    f"fictionalqa/across_models/{family}": (f"cf. paper Fig. {number}", n_panels, set(MODELS))
+    for family, number, n_panels in (
+        ("fig4", 4, 2),
+        ("fig7", 7, 1),
+        ("fig9", 9, 2),
+        ("fig10", 10, 3),
+        ("fig10_11", 11, 2),
+    )
+}
+# every per-model figure of the first model, drawn for the second too
+FIGURES |= {name.replace("/tiny/", "/tiny-wide/"): shown for name, shown in FIGURES.items() if "/tiny/" in name}
+FIGURES["grounding/finetune/tiny-wide"] = FIGURES.pop("grounding/finetune/tiny")
+FIGURES["grounding/finetune/tiny"] = FIGURES["grounding/finetune/tiny-wide"]
 
 
 def test_every_figure_shows_its_panels_axes_and_series(workdir):
@@ -85,7 +110,7 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
     for run in RUNS:
         for suite, label in (("mcq4", "MCQ-4"), ("mcq10", "MCQ-10")):
             for test, test_name in TESTS_SHOWN.items():
-                path = figures / "fictionalqa" / "stats" / run / f"{suite}_{test}.png"
+                path = figures / "fictionalqa" / "tiny" / "stats" / run / f"{suite}_{test}.png"
                 shown = read_description(path)
                 assert shown["title"].startswith(f"{names[run]}: {label}") and test_name in shown["title"], path
                 assert [p["title"] for p in shown["panels"]] == [
@@ -96,13 +121,12 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
                 assert (path.with_suffix(".pdf")).read_bytes().startswith(b"%PDF")
 
 
-
 def test_item_tables_and_statistics(workdir):
-    items = pd.read_parquet(workdir / "results" / "fictionalqa" / "evaluate" / "doc" / "step-6.parquet")
+    items = pd.read_parquet(workdir / "results" / "fictionalqa" / "tiny" / "evaluate" / "doc" / "step-6.parquet")
     suites = {"fiction_doc", "webtext", "fict_qa_nll", "real_qa_nll", "mcq4", "mcq10"}
     assert set(items["suite"]) == suites  # evaluate.other_documents: false, its own split's documents
     for run, documents in (("control", {"fiction_doc", "fictsheet_doc"}), ("fictsheets", {"fictsheet_doc"})):
-        table = pd.read_parquet(workdir / "results" / "fictionalqa" / "evaluate" / run / "step-6.parquet")
+        table = pd.read_parquet(workdir / "results" / "fictionalqa" / "tiny" / "evaluate" / run / "step-6.parquet")
         assert set(table["suite"]) == documents | suites - {"fiction_doc"}, run
     assert {"item_id", "run", "step", "checkpoint", "loss", "em10", "em25", "em50", "acc", "acc_norm"} <= set(
         items.columns
@@ -110,24 +134,28 @@ def test_item_tables_and_statistics(workdir):
     assert (items["run"] == "doc").all() and (items["step"] == 6).all()
     assert items.groupby("suite")["item_id"].apply(lambda s: s.is_unique).all()
     for test, n_pairs in (("mcnemar", 2 * 2 + 2), ("ttest", 2 * 2 + 2)):
-        table = pd.read_parquet(workdir / "results" / "fictionalqa" / "stats" / "doc" / f"mcq4_{test}.parquet")
+        table = pd.read_parquet(workdir / "results" / "fictionalqa" / "tiny" / "stats" / "doc" / f"mcq4_{test}.parquet")
         assert len(table) == n_pairs  # checkpoint matrix + matched steps vs control
         assert table["pvalue"].between(0, 1).all() and (table["correction"] == "holm").all()
-    log = pd.read_parquet(workdir / "results" / "fictionalqa" / "finetune" / "doc" / "train_log.parquet")
+    log = pd.read_parquet(workdir / "results" / "fictionalqa" / "tiny" / "finetune" / "doc" / "train_log.parquet")
     assert list(log["step"]) == [1, 2, 3, 4, 5, 6]
     assert log["fiction_samples_seen"].is_monotonic_increasing
     assert (log["fiction_samples_seen"] + log["webtext_samples_seen"] == log["step"] * 4).all()
     # the same records, live, in TensorBoard (the default tracking backend)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(str(workdir / "results" / "logs" / "training" / "fictionalqa" / "doc"))
+    events = EventAccumulator(str(workdir / "results" / "logs" / "training" / "fictionalqa" / "tiny" / "doc"))
     events.Reload()
     curve = events.Scalars("train/loss")
     assert [e.step for e in curve] == list(log["step"])
     assert [e.value for e in curve] == pytest.approx(list(log["loss"]), rel=1e-6)
-    control = pd.read_parquet(workdir / "results" / "fictionalqa" / "finetune" / "control" / "train_log.parquet")
+    control = pd.read_parquet(
+        workdir / "results" / "fictionalqa" / "tiny" / "finetune" / "control" / "train_log.parquet"
+    )
     assert (control["fiction_samples_seen"] == 0).all()
-    sheets = pd.read_parquet(workdir / "results" / "fictionalqa" / "finetune" / "fictsheets" / "train_log.parquet")
+    sheets = pd.read_parquet(
+        workdir / "results" / "fictionalqa" / "tiny" / "finetune" / "fictsheets" / "train_log.parquet"
+    )
     assert sheets["fiction_epochs"].iloc[-1] > log["fiction_epochs"].iloc[-1]  # 4 fictsheets epoch fastest
 
 
@@ -138,7 +166,8 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
     records = json.loads((workdir / "results" / "findings.json").read_text())
     statuses = {"supported", "not significant", "inconclusive", "contradicted", "not tested"}
     keys = ("claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source")
-    assert len(records) == 15  # test.yaml: Doc, Event, Fictsheets, the control, SORT, one grounding set
+    # test.yaml: Doc, Event, Fictsheets, the control, two base models, SORT, one grounding set
+    assert len(records) == 16
     for record in records:
         assert all(key in record for key in keys) and record["status"] in statuses, record
         if record["effect"] is not None:
@@ -148,6 +177,12 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
             assert record["p"] < record["alpha"] and (record["ci_low"] > 0), record
     lines = (workdir / "results" / "findings.txt").read_text().splitlines()
     assert [line.split("] ")[0][1:] for line in lines[1:]] == [r["status"] for r in records]
+    # two base models: the model-size trend is not tested, and says why
+    size = next(r for r in records if r["claim"].startswith("Larger base models fit the training documents faster"))
+    assert size["status"] == "not tested" and size["effect"] is None
+    assert (
+        "2 base model(s) in finetune.models (tiny, tiny-wide)" in size["detail"] and "at least three" in size["detail"]
+    )
 
 
 def test_sort_items_passages_prompt_and_rows(workdir):
@@ -166,7 +201,9 @@ def test_sort_items_passages_prompt_and_rows(workdir):
     selection = json.loads((sort / "prompt" / "base_model" / "selection.json").read_text())
     assert len(selection["table"]) == 12 and selection["template_id"].startswith("t")
     rag_selection = json.loads((sort / "prompt" / "base_model" / "rag_selection.json").read_text())
-    assert [r["template_id"] for r in rag_selection["table"]] == [f"{selection['template_id']}+r{k:02d}" for k in range(1, 11)]
+    assert [r["template_id"] for r in rag_selection["table"]] == [
+        f"{selection['template_id']}+r{k:02d}" for k in range(1, 11)
+    ]
     assert rag_selection["template_id"] == f"{selection['template_id']}+{rag_selection['rag_reading_id']}"
     rag_rows = pd.read_parquet(sort / "prompt" / "base_model" / "rag_validation.parquet")
     assert len(rag_rows) == 10 * sum(i["split"] == "validation" for i in items) and (rag_rows.condition == "rag").all()
@@ -186,12 +223,14 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir, own_choice):
 
     sort = workdir / "results" / "sort"
     base_rows = pd.concat(map(pd.read_parquet, (sort / "evaluate" / "base_model").glob("*.parquet")))
-    fiction_rows = pd.read_parquet(sort / "fiction" / "rows.parquet")
+    fiction_rows = pd.read_parquet(sort / "fiction" / "tiny" / "rows.parquet")
     assert set(fiction_rows["run"]) == {*RUNS, "control"}
     assert set(fiction_rows.loc[fiction_rows.run != "control", "side"]) == {"train", "val"}
     assert fiction_rows.loc[fiction_rows.run == "control", "side"].isna().all()
     tables = [(base_rows, pd.read_parquet(p)) for p in (sort / "stats" / "base_model").glob("*.parquet")]
-    for path in (sort / "fiction" / "stats" / "tests").glob("*.parquet"):  # {run}_{test}: the run's trained items
+    for path in (sort / "fiction" / "tiny" / "stats" / "tests").glob(
+        "*.parquet"
+    ):  # {run}_{test}: the run's trained items
         run = path.stem.rsplit("_", 1)[0]
         trained = fiction_rows.loc[(fiction_rows.run == run) & (fiction_rows.side == "train"), "item_id"]
         tables.append((fiction_rows[fiction_rows.item_id.isin(set(trained))], pd.read_parquet(path)))
@@ -224,7 +263,9 @@ def test_grounding_items_responses_scores_and_tables(workdir):
         json.loads(line) for line in (grounding / "fiction" / "responses" / "base_model.jsonl").read_text().splitlines()
     ]
     conditions = condition_names(
-        GroundingConditionSettings(budget=192, position="random", sweep_budgets=(96, 192), sweep_positions=("start", "random"))
+        GroundingConditionSettings(
+            budget=192, position="random", sweep_budgets=(96, 192), sweep_positions=("start", "random")
+        )
     )
     assert conditions == [
         "original_gold",
@@ -270,7 +311,7 @@ def test_grounding_across_finetuning_recomputes(workdir):
     """follows-context / follows-training per checkpoint; McNemar vs control recomputes from the rows."""
     from knowlab.core.stats import direct_pvalue
 
-    finetune = workdir / "results" / "grounding" / "finetune"
+    finetune = workdir / "results" / "grounding" / "finetune" / "tiny"
     rows = pd.read_parquet(finetune / "rows.parquet")
     assert set(rows["run"]) == {*RUNS, "control"} and set(rows["condition"]) == {"original_gold", "conflict_gold"}
     assert rows.loc[rows.condition == "original_gold", "follows_training"].isna().all()
@@ -302,7 +343,7 @@ def test_saved_pvalues_recompute_from_item_rows(workdir, own_choice):
     from knowlab.core.checkpoints import with_step0
     from knowlab.core.stats import recompute_pvalue
 
-    results = workdir / "results" / "fictionalqa"
+    results = workdir / "results" / "fictionalqa" / "tiny"
     items = pd.concat(map(pd.read_parquet, sorted((results / "evaluate").glob("*/step-*.parquet"))))
     items = with_step0(items, [*RUNS, "control"])
     tables = list((results / "stats").glob("*/*.parquet"))
@@ -322,7 +363,7 @@ def test_mcq_items_name_their_construction(workdir):
 
 
 def test_summary_has_every_split_and_side(workdir):
-    summary = pd.read_csv(workdir / "results" / "fictionalqa" / "summary.csv")
+    summary = pd.read_csv(workdir / "results" / "fictionalqa" / "tiny" / "summary.csv")
     assert set(summary["split"]) == set(RUNS)
     assert set(summary["run"]) == {*RUNS, "control"}
     mcq = summary[(summary["suite"] == "mcq4") & (summary["side"] != "all")]
@@ -346,17 +387,25 @@ def test_report_builds(workdir, snakemake):
     assert "paper Fig. 4" in html and "SmolLM2" not in html and "tiny random Llama" in html
     results = report_data(html, "results")
     figures = {p.relative_to(workdir).as_posix() for p in (workdir / "results" / "figures").rglob("*.png")}
-    tables = {"results/fictionalqa/summary.csv", "results/grounding/finetune/rates.csv"}
+    tables = {
+        f"results/{study}/{model}/{table}"
+        for model in MODELS
+        for study, table in (("fictionalqa", "summary.csv"), ("grounding/finetune", "rates.csv"))
+    }
     for study in ("sort", "grounding"):
         tables |= {p.relative_to(workdir).as_posix() for p in (workdir / "results" / study / "tables").glob("*.csv")}
     assert figures and len(tables) > 2
     assert set(results) == figures | tables, (figures | tables) ^ set(results)
     for path, result in results.items():
         caption = result["caption"]
-        assert "tiny random Llama (test)" in caption, path  # the model that produced it
+        # the model that produced it; the figures across the base models name them all
+        names = MODELS if "across_models" in path else ("tiny random Llama (test)",)
+        assert all(name in caption for name in names), path
         assert not any(raw in caption for raw in ("{{", "{%", "None", "system-message")), path
     assert set(report_data(html, "categories")) == {"FictionalQA", "SORT", "Grounding"}
-    assert "Corpus preparation" in report_data(html, "workflow-desc")  # Snakefile: report: "workflow/report/workflow.rst"
+    assert "Corpus preparation" in report_data(
+        html, "workflow-desc"
+    )  # Snakefile: report: "workflow/report/workflow.rst"
 
 
 def test_step_zero_is_the_base_model_evaluated_once(workdir):
@@ -364,18 +413,18 @@ def test_step_zero_is_the_base_model_evaluated_once(workdir):
     and step 0 of every run is that evaluation (a run's step 0 and the control's agree on every item)."""
     results = workdir / "results"
     for folder in (
-        results / "fictionalqa" / "evaluate",
-        results / "sort" / "fiction" / "evaluate",
-        results / "grounding" / "finetune" / "scores",
+        results / study / model / leaf
+        for model in MODELS
+        for study, leaf in (("fictionalqa", "evaluate"), ("sort/fiction", "evaluate"), ("grounding/finetune", "scores"))
     ):
         base = pd.read_parquet(folder / "base_model" / "step-0.parquet")
         assert (base["run"] == "base_model").all() and (base["step"] == 0).all(), folder
         assert not [run for run in (*RUNS, "control") if (folder / run / "step-0.parquet").exists()], folder
     for run in RUNS:
-        table = pd.read_parquet(results / "fictionalqa" / "stats" / run / "mcq4_mcnemar.parquet")
+        table = pd.read_parquet(results / "fictionalqa" / "tiny" / "stats" / run / "mcq4_mcnemar.parquet")
         step0 = table[(table.step_a == 0) & (table.step_b == 0) & (table.run_b == "control")]
         assert len(step0) == 1 and (step0[["b", "c"]] == 0).all(axis=None) and (step0["pvalue"] == 1).all()
-    summary = pd.read_csv(results / "fictionalqa" / "summary.csv")
+    summary = pd.read_csv(results / "fictionalqa" / "tiny" / "summary.csv")
     webtext = summary[(summary.step == 0) & (summary.suite == "webtext")]
     assert set(webtext["run"]) >= {*RUNS, "control"} and webtext["loss"].nunique() == 1
 
@@ -383,18 +432,21 @@ def test_step_zero_is_the_base_model_evaluated_once(workdir):
 def test_checkpoints_load_with_transformers(workdir):
     from transformers import AutoModelForCausalLM
 
-    run = workdir / "results" / "fictionalqa" / "finetune" / "doc"
+    run = workdir / "results" / "fictionalqa" / "tiny" / "finetune" / "doc"
     model = AutoModelForCausalLM.from_pretrained(run / "checkpoints" / "step-6")
     assert model.config.num_hidden_layers == 2
+    wide = workdir / "results" / "fictionalqa" / "tiny-wide" / "finetune" / "doc" / "checkpoints" / "step-6"
+    assert AutoModelForCausalLM.from_pretrained(wide).config.hidden_size == 96  # its own base model
     # step 0 is the base model, not a copy in every run; the last checkpoint keeps no training state
     assert sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir()) == ["step-6"]
     assert not (run / "state").exists() or not any((run / "state").iterdir())
 
 
 def test_manifests_record_provenance(workdir):
-    results = workdir / "results" / "fictionalqa"
+    results = workdir / "results" / "fictionalqa" / "tiny"
     manifest = json.loads((results / "evaluate" / "doc" / "step-6.manifest.json").read_text())
-    assert manifest["rule"] == "fictionalqa_evaluate" and manifest["wildcards"] == {"run": "doc", "step": "6"}
+    assert manifest["rule"] == "fictionalqa_evaluate"
+    assert manifest["wildcards"] == {"ft_model": "tiny", "run": "doc", "step": "6"}
     fictions = next(i for i in manifest["inputs"] if i["path"].endswith("fictions.jsonl"))
     digest = hashlib.sha256((workdir / fictions["path"]).read_bytes()).hexdigest()
     assert fictions["sha256"] == digest
@@ -409,7 +461,11 @@ def test_manifests_record_provenance(workdir):
     assert "model.safetensors" in checkpoint["files"]
     # a fine-tuning job hashes what it read and wrote, never the (temporary) training state
     assert not any("/state/" in entry["path"] for entry in finetune["inputs"] + finetune["outputs"])
-    for log in ("fictionalqa/finetune/doc/step-6.log", "fictionalqa/evaluate/doc/step-6.log", "base_model.log"):
+    for log in (
+        "fictionalqa/tiny/finetune/doc/step-6.log",
+        "fictionalqa/tiny/evaluate/doc/step-6.log",
+        "base_model.log",
+    ):
         assert "finished in" in (workdir / "results" / "logs" / log).read_text()
 
 

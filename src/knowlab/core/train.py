@@ -78,11 +78,13 @@ class TrainingDiverged(FloatingPointError):
     """The training loss became NaN or infinite; the message names the run and the step."""
 
 
-#: keys of the ``finetune`` block that training does not read: which runs exist (``runs``,
-#: ``control``: the workflow's run list) and how the job's processes are started
+#: keys of the ``finetune`` block that training does not read: which runs and base models exist
+#: (``runs``, ``control``: the workflow's run list; ``models``: a job trains with its own base
+#: model's block, knowlab.config.model_config), what a job asks its scheduler for (``resources``)
+#: and how the job's processes are started
 #: (``distributed``: the rule's launch prefix, :func:`launch_command`; a job takes its world
 #: size from the launcher's environment, :func:`init_distributed`)
-NOT_TRAINING_KEYS = ("runs", "control", "distributed")
+NOT_TRAINING_KEYS = ("runs", "control", "distributed", "models", "resources")
 PRECISIONS = ("auto", "bf16", "fp32")
 ZERO_STAGES = (0, 1, 2, 3)
 

@@ -28,6 +28,15 @@ paper's own numbers (:func:`knowlab.fictionalqa.paper_figures.paper_curves`).  F
 - ``fig10_11`` (Fig. 11, appendix D.3): MCQ-4 (left) vs MCQ-10 (right)
   accuracy vs step, one series per run or model, with the control.
 
+When the workflow fine-tunes several base models, the across-models families
+(:data:`ACROSS_MODELS`: ``fig4``, ``fig7``, ``fig9``, ``fig10``, ``fig10_11``) draw
+every model's runs in one figure: :func:`curves_across_models` takes the models'
+summaries concatenated, :func:`plot_across_models` draws them.  There a series is a
+model, in one colour fixed by the config's model order
+(:func:`knowlab.core.plotting.model_colours`: the same in every figure), and the line
+style (:data:`ACROSS_STYLES`) tells the split's fine-tuned run from that model's
+webtext-only control, and train from val documents or questions.
+
 A fiction run is named after the split it trains on (``doc``, ``event``,
 ``fictsheets``, ``style_news``, ``style_blog``); ``control`` is the run on
 webtext only.  Their display names (:data:`knowlab.core.probe.SPLIT_RUN_NAMES`, :func:`knowlab.core.probe.run_name`) are
@@ -39,6 +48,7 @@ saving: :mod:`knowlab.core.plotting`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -59,6 +69,7 @@ from knowlab.core.plotting import (
     integer_ticks,
     line_handle,
     line_with_band,
+    model_colours,
     panel_figure,
 )
 
@@ -171,10 +182,72 @@ FAMILIES = {
     ),
 }
 
+NO_DOC = "no Doc split run in this config"
+ACROSS_SPLITS = ("doc", "event", "fictsheets")  # panels of the across-models fig10 (and, first two, fig4)
+ACROSS_MODELS = {
+    "fig4": Family(
+        4,
+        "Loss on train / val documents by split, across models",
+        (
+            Panel("Doc split", LOSS, missing=NO_DOC),
+            Panel("Event split", LOSS, missing="no Event split run in this config"),
+        ),
+    ),
+    "fig7": Family(
+        7,
+        "Multiple-choice accuracy, 4 choices, across models",
+        (Panel("Across models (Doc split)", missing=NO_DOC, **_mcq(4)),),
+    ),
+    "fig9": Family(
+        9,
+        "Answer loss given the question, across models (Doc split)",
+        (Panel("Fictional Q&A", NLL, missing=NO_DOC), Panel("Real-world Q&A", NLL, missing=NO_DOC)),
+    ),
+    "fig10": Family(
+        10,
+        "MCQ-4 accuracy on questions from train vs val documents, across models",
+        tuple(Panel(run_name(s), missing=f"no {run_name(s)} run in this config", **_mcq(4)) for s in ACROSS_SPLITS),
+    ),
+    "fig10_11": Family(
+        11,
+        "Multiple-choice accuracy with 4 vs 10 choices, across models (Doc split)",
+        (Panel("4 choices", missing=NO_DOC, **_mcq(4)), Panel("10 choices", missing=NO_DOC, **_mcq(10))),
+    ),
+}
+"""The across-models figure families, keyed and numbered as in :data:`FAMILIES` (paper Figs. 4, 7
+left, 9, 10, 11): fixed panels, one series per model (:func:`curves_across_models`,
+:func:`plot_across_models`); a panel no model has a run for shows its ``missing`` text."""
+
+FINE_TUNED_DOC = "fine-tuned on the Doc split"  # line style of the Doc split only families (fig7, fig9, fig10_11)
+FINE_TUNED = "fine-tuned"  # ... with the side, in the one-panel-per-split families (fig4, fig10)
+CONTROL_STYLE = "control (webtext only)"
+CONTROL_SIDE = "control"  # ... with the side
+ACROSS_LEGEND_TITLE = "colour: model; line: fine-tuned on the split or the model's webtext-only control"
+ACROSS_STYLES = {
+    FINE_TUNED_DOC: "-",
+    CONTROL_STYLE: "-.",
+    f"{FINE_TUNED}, {DOC_SIDES['train']}": "-",
+    f"{FINE_TUNED}, {DOC_SIDES['val']}": "--",
+    f"{CONTROL_SIDE}, {DOC_SIDES['train']}": "-.",
+    f"{CONTROL_SIDE}, {DOC_SIDES['val']}": ":",
+    f"{FINE_TUNED}, {QUESTION_SIDES['train']}": "-",
+    f"{FINE_TUNED}, {QUESTION_SIDES['val']}": "--",
+    f"{CONTROL_SIDE}, {QUESTION_SIDES['train']}": "-.",
+    f"{CONTROL_SIDE}, {QUESTION_SIDES['val']}": ":",
+}
+"""Line style of each ``style`` label of the across-models curves, in legend order: the fine-tuned
+run solid (val documents / questions dashed), the model's control dash-dot (val dotted)."""
 
 
-
-def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | Path, note: str | None = None) -> Figure:
+def plot_family(
+    family: str,
+    curves: pd.DataFrame,
+    pdf: str | Path,
+    png: str | Path,
+    note: str | None = None,
+    *,
+    palette: Mapping[str, object] | None = None,
+) -> Figure:
     """Draw ``curves`` as figure family ``family`` (a key of :data:`FAMILIES`), save it, return the Figure.
 
     ``curves`` columns: ``panel`` (panel title; the family's fixed panel titles, or
@@ -183,9 +256,61 @@ def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | P
     ``style`` (a legend label per line style, e.g. train/val documents) and
     ``y_lo``, ``y_hi`` (95% bootstrap CI, drawn as a shaded band named in the legend).  A fixed panel without
     curves shows its ``missing`` text.  ``note`` is printed small under the figure.
+    ``palette`` (series -> colour, e.g. :func:`knowlab.core.plotting.model_colours`) fixes the
+    colours and the legend order of the series instead (every series must have one).
     Layout and style: :mod:`knowlab.core.plotting`.
     """
-    spec = FAMILIES[family]
+    return _draw(FAMILIES[family], curves, pdf, png, note, palette=palette)
+
+
+def plot_across_models(
+    family: str,
+    curves: pd.DataFrame,
+    pdf: str | Path,
+    png: str | Path,
+    note: str | None = None,
+    *,
+    models: Sequence[str],
+) -> Figure:
+    """Draw across-models ``curves`` (:func:`curves_across_models`) as family ``family`` (a key of
+    :data:`ACROSS_MODELS`), save it as ``pdf`` and ``png``, return the Figure.
+
+    One colour per model from its place in ``models`` (the config's model order,
+    :func:`knowlab.core.plotting.model_colours`), so a model has the same colour in every
+    across-models figure; the legend (titled :data:`ACROSS_LEGEND_TITLE`) lists the models drawn
+    (colour), then the line styles drawn (:data:`ACROSS_STYLES`: fine-tuned run vs the model's
+    control, train vs val), the CI band and the chance level.  A panel without curves shows its ``missing`` text.
+
+    Raises:
+        ValueError: a series of ``curves`` is not in ``models``, or a style is not in :data:`ACROSS_STYLES`.
+    """
+    return _draw(
+        ACROSS_MODELS[family],
+        curves,
+        pdf,
+        png,
+        note,
+        palette=model_colours(models),
+        styles=ACROSS_STYLES,
+        legend_title=ACROSS_LEGEND_TITLE,
+    )
+
+
+def _draw(
+    spec: Family,
+    curves: pd.DataFrame,
+    pdf: str | Path,
+    png: str | Path,
+    note: str | None,
+    palette: Mapping[str, object] | None = None,
+    styles: Mapping[str, str] | None = None,
+    legend_title: str | None = None,
+) -> Figure:
+    """The renderer of :func:`plot_family` and :func:`plot_across_models`: ``spec``'s panels.
+    Without ``palette``, series colours in first-seen order (controls grey); without ``styles``,
+    :data:`LINESTYLES` in first-seen order, the style legend only when there are several.  Given,
+    each restricts the legend to the series / styles drawn, in its own order; ``legend_title``
+    heads the legend."""
     curves = curves.copy()
     if "style" not in curves:
         curves["style"] = None
@@ -195,18 +320,29 @@ def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | P
     else:
         panels = list(spec.panels)
     series = curves["series"].unique()
-    palette = colours(series, control=[s for s in series if s.startswith(CONTROL_PREFIX)])
-    styles = dict(zip(curves["style"].dropna().unique(), LINESTYLES))
+    if palette is None:
+        palette = colours(series, control=[s for s in series if s.startswith(CONTROL_PREFIX)])
+    else:
+        _check_known("series", series, palette)
+        palette = {s: c for s, c in palette.items() if s in set(series)}
+    drawn = curves["style"].dropna().unique()
+    if styles is None:
+        styles = dict(zip(drawn, LINESTYLES))
+        style_legend = len(styles) > 1
+    else:
+        _check_known("style", drawn, styles)
+        styles = {s: ls for s, ls in styles.items() if s in set(drawn)}
+        style_legend = bool(styles)
     banded = {"y_lo", "y_hi"} <= set(curves) and curves["y_lo"].notna().any()
     handles = [line_handle(s, c, marker="o") for s, c in palette.items()]
-    if len(styles) > 1:
+    if style_legend:
         handles += [line_handle(s, linestyle=ls) for s, ls in styles.items()]
     if banded:
         handles.append(band_handle())
     chances = sorted({p.chance for p in panels if p.chance is not None}, reverse=True)
     if chances:
         handles.append(chance_handle("chance (" + ", ".join(f"1/{round(1 / c)}" for c in chances) + ")"))
-    layout = panel_figure(len(panels), len(handles), note or "")
+    layout = panel_figure(len(panels), len(handles), note or "", legend_title=legend_title)
     for ax, panel in zip(layout.axes, panels):
         part = curves[curves["panel"] == panel.title]
         for (name, style), line in part.groupby(["series", "style"], sort=False, dropna=False):
@@ -225,6 +361,12 @@ def plot_family(family: str, curves: pd.DataFrame, pdf: str | Path, png: str | P
             ax.set_yscale("log", nonpositive="mask")
         ax.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
     return finish(layout, handles, f"{spec.suptitle} (cf. paper Fig. {spec.figure})", pdf, png)
+
+
+def _check_known(what: str, values, known: Mapping) -> None:
+    unknown = [v for v in values if v not in known]
+    if unknown:
+        raise ValueError(f"{what} without a colour or line style: {unknown} (known: {list(known)})")
 
 
 def _select(summary: pd.DataFrame, suite: str, runs, sides=("all",), split: str | None = None) -> pd.DataFrame:
@@ -349,4 +491,84 @@ def curves_from_train_logs(train_logs: pd.DataFrame) -> pd.DataFrame:
                         }
                     )
                 )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _across(rows: pd.DataFrame, panel: str, y: str, model: str, sides: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Summary ``rows`` of one model as curves of ``panel``: series ``model``, style from the run
+    (fine-tuned or control) and, with ``sides``, the side (:data:`ACROSS_STYLES`)."""
+    control = rows["run"] == CONTROL_RUN
+    if sides:
+        style = control.map({True: CONTROL_SIDE, False: FINE_TUNED}) + ", " + rows["side"].map(sides)
+    else:
+        style = control.map({True: CONTROL_STYLE, False: FINE_TUNED_DOC})
+    out = pd.DataFrame(
+        {"panel": panel, "series": model, "style": style, "run": rows["run"], "x": rows["step"], "y": rows[y]}
+    )
+    if f"{y}_lo" in rows:
+        out["y_lo"], out["y_hi"] = rows[f"{y}_lo"], rows[f"{y}_hi"]
+    return out
+
+
+def curves_across_models(
+    summary: pd.DataFrame, family: str, models: Sequence[str], metric: str = "acc"
+) -> pd.DataFrame:
+    """Curves of the across-models family ``family`` (a key of :data:`ACROSS_MODELS`) from every
+    model's summary table.
+
+    ``summary``: the models' summary tables (:mod:`knowlab.fictionalqa.summary`: ``split, run,
+    step, epochs, suite, side, n_items, loss, em50, ..., acc, acc_lo, acc_hi, acc_norm,
+    acc_norm_lo, acc_norm_hi``, one row per split, run, step, suite and side) concatenated, with a
+    column ``model`` (the model's display name).  ``models``: the config's model order (it fixes
+    each model's colour; models without rows are left out).  ``metric``: the MCQ column (``acc``
+    or ``acc_norm``).  What is drawn, per model, after the paper's figures:
+
+    - ``fig4`` (Fig. 4): ``fiction_doc`` loss on train / val documents vs step, the Doc split's
+      run and the control (left) and the Event split's (right);
+    - ``fig7`` (Fig. 7 left): ``mcq4`` ``metric`` on all questions, Doc split run and control;
+    - ``fig9`` (Fig. 9): ``fict_qa_nll`` (left) and ``real_qa_nll`` (right) loss, Doc split run
+      and control;
+    - ``fig10`` (Fig. 10): ``mcq4`` ``metric`` on questions from train / val documents of the
+      split, its run and the control, panels Doc split, Event split, Fictsheets;
+    - ``fig10_11`` (Fig. 11): ``mcq4`` (left) and ``mcq10`` (right) ``metric`` on all questions,
+      Doc split run and control.
+
+    Returns:
+        One row per drawn point, columns ``panel`` (a panel title of the family), ``series`` (the
+        model), ``style`` (a key of :data:`ACROSS_STYLES`: fine-tuned run or control, and the
+        side), ``run``, ``x`` (optimizer step), ``y`` and, for MCQ accuracy, ``y_lo``, ``y_hi``
+        (95% bootstrap CI).  Runs or splits missing from the summary give no rows (their panel
+        shows its ``missing`` text), never an error.
+
+    Raises:
+        ValueError: ``family`` has no across-models figure, ``summary`` has no ``model`` column, or
+            a model of ``summary`` is not in ``models``.
+    """
+    if family not in ACROSS_MODELS:
+        raise ValueError(f"no across-models figure {family!r} (one of {list(ACROSS_MODELS)})")
+    if "model" not in summary:
+        raise ValueError("summary has no model column: concatenate each model's summary with its model name")
+    present = set(summary["model"])
+    unknown = sorted(present - set(models), key=str)
+    if unknown:
+        raise ValueError(f"models {unknown} of the summary are not in the model order {list(models)}")
+    panels = [p.title for p in ACROSS_MODELS[family].panels]
+    frames = []
+    for model in (m for m in dict.fromkeys(models) if m in present):
+        rows = summary[summary["model"] == model]
+        if family in ("fig4", "fig10"):
+            suite, y, sides = (
+                ("fiction_doc", "loss", DOC_SIDES) if family == "fig4" else ("mcq4", metric, QUESTION_SIDES)
+            )
+            for panel, split in zip(panels, ACROSS_SPLITS):
+                own = _select(rows, suite, [split, CONTROL_RUN], ("train", "val"), split=split)
+                frames.append(_across(own, panel, y, model, sides))
+        else:
+            suites = {"fig7": ("mcq4",), "fig9": ("fict_qa_nll", "real_qa_nll"), "fig10_11": ("mcq4", "mcq10")}
+            y = "loss" if family == "fig9" else metric
+            for panel, suite in zip(panels, suites[family]):
+                frames.append(_across(_select(rows, suite, ["doc", CONTROL_RUN], split="doc"), panel, y, model))
+    frames = [frame for frame in frames if len(frame)]
+    if not frames:
+        return pd.DataFrame(columns=["panel", "series", "style", "run", "x", "y"])
     return pd.concat(frames, ignore_index=True)

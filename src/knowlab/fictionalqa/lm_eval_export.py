@@ -90,10 +90,10 @@ Run a task on a checkpoint (lm-evaluation-harness 0.4.13, `pip install "lm-eval[
 naming this folder with `--include_path` (the command as run from the repository root):
 
     lm_eval --model hf --model_args pretrained=CHECKPOINT --include_path results/fictionalqa/lm_eval --tasks {first}
-
+{checkpoints}
 (add `,dtype=float32` to `--model_args` for the dtype our evaluation scores in,
 `--log_samples --output_path RESULTS` for the per-item log-likelihoods).  `acc` and `acc_norm`
-are the columns of the same names in `results/fictionalqa/evaluate/`: the harness builds the same
+are the columns of the same names in `results/fictionalqa/<model>/evaluate/`: the harness builds the same
 requests, context `{template}` and continuation `" " + choice`.
 
 Each task is `<task>.yaml` and its items `<task>.jsonl`.  The YAMLs name no path: their data
@@ -194,11 +194,24 @@ def task_name(mcq_path: str | os.PathLike) -> str:
     return f"fictionalqa_{Path(mcq_path).stem}"
 
 
+CHECKPOINTS = """
+where CHECKPOINT is a folder of one of the base models fine-tuned (`finetune.models`; the tasks are
+the same for every model):
+
+{models}
+"""
+
+
 def export_mcq_suites(
-    suites: Mapping[str, Sequence[dict[str, Any]]], out_dir: str | os.PathLike, template: str
+    suites: Mapping[str, Sequence[dict[str, Any]]],
+    out_dir: str | os.PathLike,
+    template: str,
+    models: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Export each ``{task_name: items}`` of ``suites`` with :func:`export_mcq_task` into ``out_dir``,
-    plus a ``README.md`` naming the tasks (with their item counts) and the command that runs them.
+    plus a ``README.md`` naming the tasks (with their item counts) and the command that runs them;
+    ``models`` (base model name -> its folder, relative to the workflow's directory) adds where each
+    base model's checkpoints are.
 
     Returns:
         The YAML paths, in the order of ``suites``.
@@ -210,6 +223,15 @@ def export_mcq_suites(
         raise ValueError("no MCQ suites to export")
     paths = [export_mcq_task(items, out_dir, name, template)[0] for name, items in suites.items()]
     tasks = "\n".join(f"- `{name}`: {len(items)} questions" for name, items in suites.items())
-    text = README.format(tasks=tasks, first=next(iter(suites)), template=jinja_template(template).replace("\n", "\\n"))
+    listed = "\n".join(
+        f"- `{name}`: `{folder}` (step 0), `results/fictionalqa/{name}/finetune/<run>/checkpoints/step-<N>`"
+        for name, folder in (models or {}).items()
+    )
+    text = README.format(
+        tasks=tasks,
+        first=next(iter(suites)),
+        template=jinja_template(template).replace("\n", "\\n"),
+        checkpoints=CHECKPOINTS.format(models=listed) if listed else "",
+    )
     (Path(out_dir) / "README.md").write_text(text, encoding="utf-8")
     return paths

@@ -16,6 +16,7 @@
   (:mod:`knowlab.fictionalqa.suites`);
 - :func:`task_name`, :func:`export_tasks`: the MCQ suites as lm-evaluation-harness tasks
   (:mod:`knowlab.fictionalqa.lm_eval_export`).
+- :func:`models_table`: the base models FictionalQA fine-tunes, with their parameter counts.
 
 Nothing here imports matplotlib, scipy or statsmodels (their rules' envs lack them): the tests and
 the summary are :mod:`knowlab.fictionalqa.steps.stats`, the figures
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from knowlab.core.models import load_model
+from knowlab.core.models import count_parameters, load_model
 from knowlab.core.shards import ShardStore
 from knowlab.fictionalqa.corpus.fiction import load_fiction
 from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, build_mcq, rank_candidates
@@ -166,10 +167,12 @@ def checkpoint_rows(
     batch_size: int,
     run: str,
     step: int,
+    model: str | None = None,
 ) -> pd.DataFrame:
     """The item rows of the model in folder ``checkpoint`` on every suite
-    (:func:`knowlab.fictionalqa.suites.evaluate_checkpoint`), led by the columns ``run``, ``step`` and
-    ``checkpoint``; ``batch_size``: ``evaluate.batch_size``."""
+    (:func:`knowlab.fictionalqa.suites.evaluate_checkpoint`), led by the columns ``model`` (the base
+    model fine-tuned, a key of ``finetune.models``; when given), ``run``, ``step`` and ``checkpoint``;
+    ``batch_size``: ``evaluate.batch_size``."""
     model, tokenizer = load_model(checkpoint)
     table = evaluate_checkpoint(
         model,
@@ -190,6 +193,8 @@ def checkpoint_rows(
     table.insert(0, "checkpoint", str(checkpoint))
     table.insert(0, "step", step)
     table.insert(0, "run", run)
+    if model is not None:
+        table.insert(0, "model", model)
     return table
 
 
@@ -199,8 +204,32 @@ def task_name(mcq_path: str | os.PathLike) -> str:
 
 
 def export_tasks(
-    suites: Mapping[str, Sequence[dict[str, Any]]], folder: str | os.PathLike, template: str
+    suites: Mapping[str, Sequence[dict[str, Any]]],
+    folder: str | os.PathLike,
+    template: str,
+    models: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write ``{task_name: items}`` as lm-evaluation-harness tasks into ``folder``, relative paths only
-    (:func:`knowlab.fictionalqa.lm_eval_export.export_mcq_suites`); the files written."""
-    return export_mcq_suites(suites, folder, template)
+    (:func:`knowlab.fictionalqa.lm_eval_export.export_mcq_suites`; ``models``: base model name -> its
+    folder, listed in the README); the files written."""
+    return export_mcq_suites(suites, folder, template, models)
+
+
+def models_table(names: Sequence[str], folders: Sequence[str | os.PathLike], sources: Sequence[str]) -> pd.DataFrame:
+    """One row per base model (``finetune.models``, in config order): ``model`` (its name, the
+    ``{ft_model}`` level of the results), ``source`` (:func:`knowlab.config.model_source`) and
+    ``n_parameters`` (:func:`knowlab.core.models.count_parameters` of its folder in ``folders``).
+
+    Raises:
+        ValueError: the three sequences differ in length.
+        FileNotFoundError: a folder holds no safetensors weights.
+    """
+    if not len(names) == len(folders) == len(sources):
+        raise ValueError(f"{len(names)} names, {len(folders)} folders and {len(sources)} sources")
+    return pd.DataFrame(
+        {
+            "model": list(names),
+            "source": list(sources),
+            "n_parameters": [count_parameters(folder) for folder in folders],
+        }
+    )
