@@ -13,10 +13,14 @@ Prints, in Markdown:
 3. the SLURM jobs per rule of the paper-scale DAG (``snakemake -n --profile
    workflow/profiles/slurm --configfile config/paper.yaml`` in a scratch folder) against
    ``capacity.job_counts``;
-4. the plan for Llama-3.2-1B and Llama-3.1-8B at config/paper.yaml's settings, and what the
-   SLURM profile's ``set-resources`` must give each rule (the 8B plan) against what it gives.
+4. the plan of config/paper.yaml: a table per base model of ``finetune.models`` (the rules run
+   per base model, at its shape and settings), one of the rules run once (on the project's base
+   model and ``eval_models``), and their sum (the tables of docs/cluster.md, "Paper scale: what
+   it costs"); then what each base model's fine-tuning jobs must ask for against what the config
+   asks (``finetune.resources``, a model's ``resources``), and what the SLURM profile's
+   ``set-resources`` must give every other rule (the summed plan) against what it gives.
 
-Usage (from the repository root)::
+Usage (from the repository root; ``--no-measure`` skips the CPU measurement, a minute)::
 
     .venv/bin/python benchmarks/capacity.py [--repeats 3] [--threads N] [--corpus] [--no-measure]
 """
@@ -40,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from knowlab.config import load_config
+from knowlab.config import finetune_models, load_config, model_config
 from knowlab.tooling import capacity
 
 SEQ_LEN, SCORE_ROWS = 512, 8
@@ -170,9 +174,11 @@ def main() -> None:
             flops = m[f"{kind}_flops"]
             print(f"| {label} | {m[f'{kind}_tokens_s']:.1f} | {flops / 1e9:.1f} | {flops / m['matmul_flops']:.2f} |")
         print(f"| `torch.matmul` 2048² | | {m['matmul_flops'] / 1e9:.1f} | 1.00 |\n")
-        for shape in (capacity.LLAMA_3_2_1B, capacity.LLAMA_3_1_8B):
+        paper = load_config(ROOT / "config" / "paper.yaml")
+        for name in finetune_models(paper):
+            shape = capacity.shape_of(model_config(paper, name))
             per_token = capacity.training_flops_per_token(shape, 2048, checkpointing=True)
-            cfg = load_config(ROOT / "config" / "paper.yaml")["finetune"]
+            cfg = paper["finetune"]
             tokens = cfg["max_steps"] * cfg["global_batch_size"] * cfg["seq_len"]
             years = tokens * per_token / m["train_flops"] / 3.15e7
             print(f"- one {shape.name} FictionalQA run ({tokens / 1e6:.0f}M tokens) at this CPU's training rate: "
@@ -199,20 +205,45 @@ def main() -> None:
         f"MFU {gpu.mfu_training} training / "
         f"{gpu.mfu_scoring} forward, {gpu.bandwidth / 1e12:.2f} TB/s x {gpu.bandwidth_efficiency} decoding)\n"
     )
-    for shape in (capacity.LLAMA_3_2_1B, capacity.LLAMA_3_1_8B):
-        p = capacity.count_parameters(shape)
-        costs = capacity.plan(cfg, shape)
-        print(f"### {shape.name} ({p.total:,} parameters)\n")
-        print(capacity.markdown_table(costs))
-        over = capacity.over_memory(costs)
-        print(f"\nOver {gpu.usable_memory_gib:.1f} GiB a GPU: {', '.join(over) or 'none'}.\n")
+    parts = capacity.plans(cfg)
+    over = {}
+    for name, costs in parts.items():
+        if name == capacity.SHARED:
+            shape = capacity.shape_of(cfg)
+            print(f"### Run once: the project's base model ({shape.name}) and eval_models\n")
+        else:
+            shape = capacity.shape_of(model_config(cfg, name))
+            params = capacity.count_parameters(shape).total
+            print(f"### Base model {name}: {shape.name} ({params:,} parameters)\n")
+        print(capacity.markdown_table(costs) + "\n")
+        over[name] = capacity.over_memory(costs)
+    summed = capacity.plan(cfg)
+    print(f"### Summed over the {len(parts) - 1} base models\n")
+    print(capacity.markdown_table(summed))
+    print(f"\nOver {gpu.usable_memory_gib:.1f} GiB a GPU: "
+          f"{'; '.join(f'{n}: {o}' for n, o in over.items() if o) or 'none'}.\n")  # fmt: skip
 
-    need = capacity.required_resources(capacity.plan(cfg, capacity.LLAMA_3_1_8B))
+    print("## Fine-tuning resources per base model (config/paper.yaml) against the plan\n")
+    print("| fine-tuning of | GPUs | runtime min: plan x 1.5 / config | mem_mb: plan / config |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, costs in parts.items():
+        model = None if name == capacity.SHARED else name
+        n = capacity.required_resources(costs)["finetune"]
+        got = capacity.finetune_resources(cfg, model)
+        gpus = next(c.gpus_per_job for c in costs if c.rule.startswith("finetune ("))
+        label = "SORT parametric runs" if model is None else name
+        print(
+            f"| {label} | {gpus} | {n['runtime']:,.0f} / {got['runtime']:,} | {n['mem_mb']:,.0f} / {got['mem_mb']:,} |"
+        )
+
+    need = capacity.required_resources(summed)
     have = profile_resources()
-    print("## SLURM profile against the 8B plan\n")
+    print("\n## SLURM profile against the summed plan (fine-tuning: the config's, above)\n")
     print("| rule | runtime min: plan x 1.5 / profile | mem_mb: plan / profile |")
     print("| --- | ---: | ---: |")
     for rule, n in need.items():
+        if rule in ("finetune", "finetune_last"):
+            continue
         got = {**have["default-resources"], **have["set-resources"].get(rule, {})}
         print(f"| {rule} | {n['runtime']:,.0f} / {got['runtime']:,} | {n['mem_mb']:,.0f} / {got['mem_mb']:,} |")
 

@@ -128,7 +128,7 @@ BASE_EVAL = base_eval_model(config)
 # SORT (Pink et al. 2024)
 SORT = "results/sort"
 SORT_CONDITIONS = LAYOUT.sort_conditions
-SORT_EPOCHS = config["sort"]["parametric"]["epochs"]
+SORT_EPOCHS = LAYOUT.sort_epochs  # 0 when sort.parametric is off
 
 # Grounding (Lee et al. 2024)
 GROUNDING = "results/grounding"

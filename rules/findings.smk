@@ -72,5 +72,6 @@ rule dataset_card:
         seed=config["seed"],
         settings=FIGURE_NOTE,
         eval_models=[eval_model_label(name) for name in EVAL_MODELS],
+        ft_models=FT_MODELS,
     script:
         "../scripts/dataset_card.py"

@@ -17,6 +17,7 @@ with rule_step(snakemake) as log:
         seed=params.seed,
         settings=params.settings,
         eval_models=params.eval_models,
+        ft_models=params.ft_models,
     )
     for config, counts in configs.items():
         log.info(

@@ -28,6 +28,6 @@ with rule_step(snakemake) as log:
         batch_size=snakemake.config["evaluate"]["batch_size"],  # not a result key: not a param
         run=params.run,
         step=params.step,
-        model=params.model,
+        model_name=params.model,
     )
     write_parquet(snakemake.output.table, table)

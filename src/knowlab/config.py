@@ -107,7 +107,8 @@ def finetune_models(config: Mapping[str, Any]) -> dict[str, Any]:
 def model_config(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The config as the fine-tuning of base model ``name`` (a key of :func:`finetune_models`) reads
     it: the entry's ``source``/``gguf_package``/``hub``/``tiny_random`` merged over ``model``, its
-    ``finetune`` over ``finetune`` and its ``compute`` over ``compute`` (``snakemake.utils.update_config``);
+    ``finetune`` over ``finetune``, its ``compute`` over ``compute`` and its ``resources`` over
+    ``finetune.resources`` (``snakemake.utils.update_config``);
     the config itself for a ``base`` entry.
 
     Raises:
@@ -126,6 +127,7 @@ def model_config(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     update_config(view["model"], {k: copy.deepcopy(v) for k, v in spec.items() if k in MODEL_BLOCKS})
     for block in ("finetune", "compute"):
         update_config(view[block], copy.deepcopy(dict(spec.get(block) or {})))
+    update_config(view["finetune"].setdefault("resources", {}), dict(spec.get("resources") or {}))
     return view
 
 

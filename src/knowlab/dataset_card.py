@@ -196,7 +196,13 @@ _FICTIONALQA_PATTERNS = {
 }
 
 _SORT_ITEM = {
-    "model": ("name of the model evaluated (the base model's display name, or its `eval_models` key)", ""),
+    "model": (
+        (
+            "name of the model evaluated: the base model's display name or its `eval_models` key; for the rows "
+            "of FictionalQA checkpoints, the base model fine-tuned (a key of `finetune.models`)"
+        ),
+        "",
+    ),
     "item_id": (
         (
             "SORT item `<book_id>|E<excerpt length>|S<segment length>|x<excerpt index>|b<distance bin>`; pairs the "
@@ -322,7 +328,7 @@ _GROUNDING = {
 _GROUNDING_FINETUNE = {
     **_GROUNDING,
     **_CHECKPOINT,
-    "model": ("the base model, fine-tuned in the FictionalQA runs", ""),
+    "model": ("the base model fine-tuned in the FictionalQA runs (a key of `finetune.models`)", ""),
     "condition": ("`original_gold` or `conflict_gold` (the gold contexts of each version)", ""),
 }
 
@@ -619,6 +625,7 @@ def _body(
     seed: int,
     settings: str,
     eval_models: Sequence[str],
+    ft_models: Sequence[str],
 ) -> str:
     total = sum(c.rows for c in configs)
     lines = [
@@ -638,6 +645,11 @@ def _body(
         "",
         f"- base model: {model}",
     ]
+    if ft_models:
+        lines.append(
+            f"- base models fine-tuned (FictionalQA; the `model` column, and the level of the path after the "
+            f"study's folder): {', '.join(ft_models)}"
+        )
     if eval_models:
         lines.append(f"- models evaluated as they are (SORT, grounding): {', '.join(eval_models)}")
     lines += [
@@ -702,6 +714,7 @@ def build_card(
     seed: int,
     settings: str,
     eval_models: Sequence[str] = (),
+    ft_models: Sequence[str] = (),
     label: str | None = None,
 ) -> DatasetCard:
     """The dataset card of ``tables``, item tables inside ``folder`` (the card's folder).
@@ -712,6 +725,7 @@ def build_card(
         model, seed, settings: the base model's display name, the config's seed and its settings line
             (:func:`knowlab.config.base_model_name`, :func:`knowlab.config.settings_note`).
         eval_models: display names of the models evaluated as they are.
+        ft_models: the base models FictionalQA fine-tunes (``finetune.models``).
         label: the folder's name in the card's loading examples (default: ``folder``'s own name).
 
     Returns:
@@ -724,7 +738,16 @@ def build_card(
         ValueError: no tables, a table outside ``folder`` or of no family, tables of one config
             with different columns, or a header that ``datasets`` would not read back.
     """
-    return _build(folder, tables, model=model, seed=seed, settings=settings, eval_models=eval_models, label=label)[0]
+    return _build(
+        folder,
+        tables,
+        model=model,
+        seed=seed,
+        settings=settings,
+        eval_models=eval_models,
+        ft_models=ft_models,
+        label=label,
+    )[0]
 
 
 def _build(
@@ -735,6 +758,7 @@ def _build(
     seed: int,
     settings: str,
     eval_models: Sequence[str] = (),
+    ft_models: Sequence[str] = (),
     label: str | None = None,
 ) -> tuple[DatasetCard, list[_Config]]:
     folder = Path(folder)
@@ -767,7 +791,7 @@ def _build(
         }
     ).to_dataset_card_data(data)
     card = DatasetCard(
-        f"---\n{data.to_yaml()}\n---\n\n{_body(folder, configs, label, model, seed, settings, eval_models)}"
+        f"---\n{data.to_yaml()}\n---\n\n{_body(folder, configs, label, model, seed, settings, eval_models, ft_models)}"
     )
     _check_header(card, configs)
     return card, configs

@@ -1,4 +1,5 @@
-"""The capacity plan (knowlab.tooling.capacity): its estimators, and the SLURM profile and README against it."""
+"""The capacity plan (knowlab.tooling.capacity): its estimators, and config/paper.yaml's fine-tuning requests, the SLURM
+profile, the dry run and docs/cluster.md against it."""
 
 import contextlib
 import io
@@ -10,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from knowlab.config import load_config
+from knowlab.config import finetune_models, load_config, model_config
 from knowlab.tooling import capacity
-from knowlab.tooling.capacity import LLAMA_3_1_8B, LLAMA_3_2_1B, ParamCount
+from knowlab.tooling.capacity import GEMMA_2_2B, GEMMA_2B, LLAMA_3_1_8B, LLAMA_3_2_1B, LLAMA_3_2_3B, ParamCount
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "workflow" / "profiles" / "slurm"
@@ -29,6 +30,24 @@ def profile():
     return yaml.safe_load((PROFILE / "config.yaml").read_text())
 
 
+@pytest.fixture(scope="module")
+def paper_plans(paper):
+    """The plan of every base model of paper.yaml and of the rules run once (``capacity.plans``)."""
+    return capacity.plans(paper)
+
+
+@pytest.fixture(scope="module")
+def paper_dry_run(tmp_path_factory):
+    """stdout of ``snakemake -n --profile workflow/profiles/slurm --configfile config/paper.yaml``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--directory", str(tmp_path_factory.mktemp("paper")), "--profile",
+         str(PROFILE), "-n", "--configfile", str(ROOT / "config" / "paper.yaml")],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 def test_parameter_counts_of_the_two_shapes():
     small, large = capacity.count_parameters(LLAMA_3_2_1B), capacity.count_parameters(LLAMA_3_1_8B)
     assert small.total == 1_235_814_400  # Llama-3.2-1B: 1.24B, tied embeddings counted once
@@ -37,6 +56,27 @@ def test_parameter_counts_of_the_two_shapes():
     assert large.largest_layer == large.embedding == 128256 * 4096
     assert small.matmul == small.total  # the tied head multiplies every token
     assert large.matmul == large.total - large.embedding
+
+
+def test_parameter_counts_of_the_other_base_models():
+    assert capacity.count_parameters(LLAMA_3_2_3B).total == 3_212_749_824  # Llama-3.2-3B: 3.21B
+    # Gemma 1 2B as a Llama decoder of its widths: the published count (1,981,884,416 non-embedding
+    # parameters + 256,000 x 2,048 embeddings)
+    gemma = capacity.count_parameters(GEMMA_2B)
+    assert gemma.total == 1_981_884_416 + 256000 * 2048 == 2_506_172_416
+    # Gemma 2 2B: the published 2,024,517,888 + 256,000 x 2,304, less its second pair of norms a layer
+    gemma2 = capacity.count_parameters(GEMMA_2_2B)
+    assert gemma2.total == 2_024_517_888 + 256000 * 2304 - 26 * 2 * 2304
+    assert GEMMA_2_2B.attention_width == 8 * 256 != GEMMA_2_2B.hidden_size
+    assert GEMMA_2_2B.kv_bytes_per_token() == 2 * 26 * 4 * 256 * 2
+
+
+def test_every_paper_base_model_has_its_shape(paper):
+    shapes = {name: capacity.shape_of(model_config(paper, name)) for name in finetune_models(paper)}
+    assert shapes == {"llama-3.2-1b": LLAMA_3_2_1B, "llama-3.2-3b": LLAMA_3_2_3B, "llama-3.1-8b": LLAMA_3_1_8B,
+                      "gemma-2b": GEMMA_2B, "gemma-2-2b": GEMMA_2_2B}  # fmt: skip
+    with pytest.raises(ValueError, match="MODEL_SHAPES"):
+        capacity.shape_of({"model": {"source": "hub", "hub": {"id": "someone/unknown"}}})
 
 
 def _printed_gib(printer, **kwargs) -> dict[str, tuple[float, float]]:
@@ -84,6 +124,14 @@ def test_model_state_memory_rejects_impossible_settings(kwargs, message):
         capacity.model_state_memory(ParamCount(10, 1, 1, 10), **kwargs)
 
 
+def test_gemma_2_memory_terms():
+    s, b, h, i, a = 2048, 4, 2304, 9216, 8
+    # eager attention keeps its scores: Korthikanti's 5 bytes, + 6 for the softcap's tanh and the float32 softmax
+    assert capacity.layer_activation_bytes(GEMMA_2_2B, b, s) == 16 * s * b * h + 8 * s * b * i + 11 * a * s * s * b
+    assert capacity.loss_bytes(GEMMA_2_2B, s) == 16 * s * 256000  # + the bf16 tanh of the capped logits
+    assert capacity.loss_bytes(GEMMA_2B, s) == 14 * s * 256000
+
+
 def test_activation_memory_formulas():
     s, b, h, i, a = 2048, 4, 4096, 14336, 32
     layer = capacity.layer_activation_bytes(LLAMA_3_1_8B, b, s)
@@ -113,36 +161,111 @@ def test_flops_and_time():
 
 
 @pytest.mark.slow
-def test_job_counts_match_the_paper_dag(paper, tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--directory", str(tmp_path), "--profile", str(PROFILE), "-n",
-         "--configfile", str(ROOT / "config" / "paper.yaml")],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    stats = proc.stdout.split("Job stats:")[1].split("total")[0]
+def test_job_counts_match_the_paper_dag(paper, paper_dry_run, paper_plans):
+    stats = paper_dry_run.split("Job stats:")[1].split("total")[0]
     dag = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.MULTILINE)}
     planned = capacity.job_counts(paper)
     assert {rule: dag.get(rule) for rule in planned} == planned
     # every rule of the DAG that runs a model is in the plan
     assert not {r for r in dag if r.startswith(("sort_prompt", "grounding_generate", "finetune"))} - set(planned)
+    # the plan's rows account for every planned job, once: the base models' and the shared ones
+    rows = [c for costs in paper_plans.values() for c in costs]
+    by_rule = {rule: sum(c.jobs for c in rows if c.rule.split(" ")[0] == rule) for rule in planned}
+    assert by_rule == {**planned, "finetune": planned["finetune"] + planned["finetune_last"], "finetune_last": 0}
 
 
-@pytest.mark.parametrize("shape", [LLAMA_3_2_1B, LLAMA_3_1_8B], ids=["1B", "8B"])
-def test_paper_settings_fit_an_80gb_gpu(paper, shape):
-    costs = capacity.plan(paper, shape)
-    assert not capacity.over_memory(costs), capacity.over_memory(costs)
-    finetune = next(c for c in costs if c.rule.startswith("finetune (FictionalQA"))
-    assert finetune.jobs == 60 and finetune.gpus_per_job == 8
+def _job_model(output: str) -> str | None:
+    """The base model of a fine-tuning job's output (results/fictionalqa/{ft_model}/...), None for SORT's."""
+    return output.split("/")[2] if output.startswith("results/fictionalqa/") else None
 
 
-def test_profile_resources_follow_the_8b_plan(paper, profile):
+@pytest.mark.slow
+def test_finetune_jobs_ask_for_their_base_models_gpus(paper, paper_dry_run):
     from knowlab.core.train import launch_resources
 
-    costs = capacity.plan(paper, LLAMA_3_1_8B)
-    need = capacity.required_resources(costs)
+    for rule in ("finetune", "finetune_last"):
+        jobs = _dag_jobs(paper_dry_run, rule)
+        assert len(jobs) == capacity.job_counts(paper)[rule]
+        for output, got in jobs:
+            name = _job_model(output)
+            view = model_config(paper, name) if name else paper
+            assert int(got["gpu"]) == launch_resources(view["finetune"]["distributed"])["gpu"], output
+
+
+def _dag_jobs(stdout: str, rule: str) -> list[tuple[str, dict[str, str]]]:
+    """(output, resources) of every job of ``rule`` in a dry run's printout."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", stdout):
+        if re.match(rf"(?:local)?rule {rule}:", block):
+            output = re.search(r"^\s*output: ([^,\s]+)", block, re.MULTILINE)[1]
+            resources = re.search(r"^\s*resources: (.*)$", block, re.MULTILINE)[1]
+            jobs.append((output, dict(kv.split("=", 1) for kv in resources.split(", "))))
+    return jobs
+
+
+@pytest.mark.slow
+def test_finetune_jobs_ask_for_their_base_models_resources(paper, paper_dry_run):
+    """Each fine-tuning job's mem_mb and runtime are its base model's (capacity.finetune_resources)."""
+    wrong = []
+    for rule in ("finetune", "finetune_last"):
+        for output, got in _dag_jobs(paper_dry_run, rule):
+            want = capacity.finetune_resources(paper, _job_model(output))
+            if {k: int(got[k]) for k in want} != want:
+                wrong.append(f"{output}: {got} != {want}")
+    assert not wrong, "\n".join(wrong[:5])
+
+
+def test_paper_settings_fit_an_80gb_gpu(paper_plans):
+    for name, costs in paper_plans.items():
+        assert not capacity.over_memory(costs), (name, capacity.over_memory(costs))
+        if name != capacity.SHARED:
+            finetune = next(c for c in costs if c.rule.startswith("finetune (FictionalQA"))
+            assert finetune.jobs == 60, name
+    # the 8B needs activation checkpointing (config/paper.yaml says why it is on)
+    state, _ = capacity.model_state_memory(capacity.count_parameters(LLAMA_3_1_8B), 3, gpus_per_node=8)
+    full = state + capacity.activation_memory(LLAMA_3_1_8B, 4, 2048, checkpointing=False)
+    assert full / 2**30 > capacity.H100.usable_memory_gib
+
+
+def test_the_summed_plan_adds_up_the_parts(paper, paper_plans):
+    summed = capacity.plan(paper)
+    rows = [c for costs in paper_plans.values() for c in costs]
+    assert sum(c.gpu_hours for c in summed) == pytest.approx(sum(c.gpu_hours for c in rows))
+    assert sum(c.jobs for c in summed) == sum(c.jobs for c in rows)
+    assert len({c.rule for c in summed}) == len(summed)
+    fictionalqa = next(c for c in summed if c.rule.startswith("finetune (FictionalQA"))
+    assert fictionalqa.jobs == 60 * len(finetune_models(paper)) and fictionalqa.gpus_per_job == 8  # the 8B's node
+
+
+def test_paper_finetune_resources_cover_each_models_plan(paper, paper_plans):
+    """Each base model's fine-tuning request (finetune.resources, or its own `resources`) covers its plan:
+    runtime >= 1.5 x its longest job, mem_mb >= its host memory, GPUs = its processes; SORT's parametric
+    runs (the project's base model, the top-level settings) ask for finetune.resources."""
+    from knowlab.core.train import launch_resources
+
+    short = []
+    for name, costs in paper_plans.items():
+        model = None if name == capacity.SHARED else name
+        view = paper if model is None else model_config(paper, model)
+        need = capacity.required_resources(costs)["finetune"]
+        got = capacity.finetune_resources(paper, model)
+        if got["runtime"] < need["runtime"]:
+            short.append(f"{name}: runtime {got['runtime']} < {need['runtime']:.0f} min")
+        if got["mem_mb"] < need["mem_mb"]:
+            short.append(f"{name}: mem_mb {got['mem_mb']} < {need['mem_mb']:.0f}")
+        finetune = next(c for c in costs if c.rule.startswith("finetune ("))
+        if launch_resources(view["finetune"]["distributed"])["gpu"] != finetune.gpus_per_job:
+            short.append(f"{name}: the plan's {finetune.gpus_per_job} GPUs are not its distributed processes")
+    assert not short, "config/paper.yaml's fine-tuning resources against the plan: " + "; ".join(short)
+    # an 8B run asks for more GPUs and memory than a 1B run
+    small, large = (capacity.finetune_resources(paper, name) for name in ("llama-3.2-1b", "llama-3.1-8b"))
+    assert large["mem_mb"] > small["mem_mb"]
+    gpus = {c.gpus_per_job for name in ("llama-3.2-1b", "llama-3.1-8b") for c in paper_plans[name][:1]}
+    assert gpus == {4, 8}
+
+
+def _profile_shortfalls(need, profile) -> list[str]:
     default, rules = profile["default-resources"], profile["set-resources"]
-    assert default["slurm_account"]  # the site-specific placeholder
     short = []
     for rule, n in need.items():
         got = {**default, **rules.get(rule, {})}
@@ -152,9 +275,21 @@ def test_profile_resources_follow_the_8b_plan(paper, profile):
             short.append(f"{rule}: mem_mb {got['mem_mb']} < {n['mem_mb']:.0f}")
         if n["gpu_mem_gib"] and got.get("slurm_partition") != "gpu":
             short.append(f"{rule}: runs a model on a GPU but asks for partition {got.get('slurm_partition')}")
-    assert not short, "workflow/profiles/slurm/config.yaml against the 8B plan: " + "; ".join(short)
-    finetune = next(c for c in costs if c.rule.startswith("finetune"))
-    assert launch_resources(paper["finetune"]["distributed"])["gpu"] == finetune.gpus_per_job
+    return short
+
+
+def test_profile_resources_follow_the_summed_plan(paper, profile):
+    """Every rule but fine-tuning gets from the profile at least the summed plan's runtime (1.5 x its longest
+    job over every base model) and host memory, and a GPU partition where it runs a model on a GPU."""
+    need = capacity.required_resources(capacity.plan(paper))
+    assert profile["default-resources"]["slurm_account"]  # the site-specific placeholder
+    for rule in ("finetune", "finetune_last"):
+        # the config's per-model request (test above); a profile value would override it
+        assert not {"mem_mb", "runtime"} & set(profile["set-resources"][rule]), rule
+        assert profile["set-resources"][rule]["slurm_partition"] == "gpu"
+        need.pop(rule)
+    short = _profile_shortfalls(need, profile)
+    assert not short, "workflow/profiles/slurm/config.yaml against the plan: " + "; ".join(short)
 
 
 def test_localrules_run_no_model(profile):
@@ -180,12 +315,12 @@ def capacity_config():
     return cfg
 
 
-def test_readme_tables_are_the_plan(paper):
+def test_readme_tables_are_the_plan(paper, paper_plans):
     readme = (ROOT / "docs" / "cluster.md").read_text()
-    section = readme.split("## Paper scale: what it costs")[1]
-    for shape in (LLAMA_3_2_1B, LLAMA_3_1_8B):
-        table = capacity.markdown_table(capacity.plan(paper, shape))
-        assert table in section, (
-            f"docs/cluster.md's {shape.name} table differs from the plan: paste `.venv/bin/python benchmarks/capacity.py` "
-            "output into the section"
+    section = readme.split("## Paper scale: what it costs")[1].split("\n## ")[0]
+    tables = {**paper_plans, "summed": capacity.plan(paper)}
+    for name, costs in tables.items():
+        assert capacity.markdown_table(costs) in section, (
+            f"docs/cluster.md's {name} table differs from the plan: paste `.venv/bin/python benchmarks/capacity.py "
+            "--no-measure` output into the section"
         )

@@ -1,10 +1,17 @@
 """Capacity plan of the paper-scale workflow: GPU memory, GPU-hours, storage and SLURM jobs per rule.
 
-The plan answers "what does ``config/paper.yaml`` cost on a GPU cluster" for a base model of a
-given shape (:data:`LLAMA_3_2_1B`, :data:`LLAMA_3_1_8B`), rule by rule: :data:`RULE_COSTS`
-holds one cost function per workflow rule, keyed by the rule's name, and :func:`plan` sums over
-it.  The SLURM profile's ``set-resources`` follow from the plan
-(``tests/tooling/test_capacity.py`` checks them; ``benchmarks/capacity.py`` prints the plan).
+The plan answers "what does ``config/paper.yaml`` cost on a GPU cluster", rule by rule, summed
+over the base models FictionalQA fine-tunes (``finetune.models``; Kirchenbauer et al. 2026,
+Sec. 5, App. D.1), each at its shape (:data:`MODEL_SHAPES`, by Hub id: :data:`LLAMA_3_2_1B`,
+:data:`LLAMA_3_2_3B`, :data:`LLAMA_3_1_8B`, :data:`GEMMA_2B`, :data:`GEMMA_2_2B`).
+:data:`MODEL_RULE_COSTS` holds one cost function per rule that runs per base model (its
+fine-tuning, the evaluations and probes of its checkpoints, its download), planned at that
+model's shape and settings (:func:`model_plan`); :data:`SHARED_RULE_COSTS` one per rule that
+runs once, at the project's base model's shape (:func:`shared_plan`); :func:`plans` gives both
+parts and :func:`plan` their sum.  Fine-tuning jobs ask SLURM for what the config says per base
+model (:func:`finetune_resources`), the other rules for the SLURM profile's ``set-resources``;
+both follow from the plan (``tests/tooling/test_capacity.py`` checks them;
+``benchmarks/capacity.py`` prints the plan).
 The names the workflow expands the config with are the workflow's own, imported from where
 ``rules/common.smk`` takes them (:func:`knowlab.core.checkpoints.checkpoint_steps`,
 :data:`knowlab.sort.finetune.PARAMETRIC_RUNS`, :mod:`knowlab.grounding.conditions`,
@@ -38,6 +45,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from knowlab.config import finetune_models, model_config
 from knowlab.core.checkpoints import checkpoint_steps
 from knowlab.layout import Layout
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
@@ -56,7 +64,15 @@ BF16 = 2
 
 @dataclass(frozen=True)
 class ModelShape:
-    """A Llama-architecture decoder's shape (the ``transformers.LlamaConfig`` fields of the same names)."""
+    """A Llama-architecture decoder's shape (the ``transformers.LlamaConfig`` fields of the same names).
+
+    The last three fields describe decoders that are Llama-shaped only approximately (Gemma):
+    ``fixed_head_dim``, a head width other than ``hidden_size / num_attention_heads`` (0: that
+    quotient; ``LlamaConfig.head_dim``); ``attention``, the attention implementation transformers
+    trains the model with (``"sdpa"``, or ``"eager"`` for a model without SDPA support, which keeps
+    its ``s x s`` scores); ``logit_softcapping``, Gemma 2's ``tanh`` caps on the attention scores
+    and the output logits (:func:`layer_activation_bytes`, :func:`loss_bytes`).
+    """
 
     name: str
     hidden_size: int
@@ -67,10 +83,18 @@ class ModelShape:
     vocab_size: int
     tie_word_embeddings: bool
     max_position_embeddings: int
+    fixed_head_dim: int = 0
+    attention: str = "sdpa"
+    logit_softcapping: bool = False
 
     @property
     def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
+        return self.fixed_head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def attention_width(self) -> int:
+        """Width of the queries (and of the attention output): heads x head width; ``hidden_size`` for Llama."""
+        return self.num_attention_heads * self.head_dim
 
     def kv_bytes_per_token(self, bytes_per_value: int = BF16) -> int:
         """KV-cache bytes per token: keys and values of every layer (grouped-query heads)."""
@@ -79,10 +103,68 @@ class ModelShape:
 
 #: meta-llama/Llama-3.2-1B (its config.json)
 LLAMA_3_2_1B = ModelShape("Llama-3.2-1B", 2048, 16, 32, 8, 8192, 128256, True, 131072)
+#: meta-llama/Llama-3.2-3B (its config.json): 3,212,749,824 parameters
+LLAMA_3_2_3B = ModelShape("Llama-3.2-3B", 3072, 28, 24, 8, 8192, 128256, True, 131072)
 #: meta-llama/Llama-3.1-8B (its config.json)
 LLAMA_3_1_8B = ModelShape("Llama-3.1-8B", 4096, 32, 32, 8, 14336, 128256, False, 131072)
+#: google/gemma-2b, Gemma 1 (its config.json: head_dim 256, one KV head, tied embeddings), as a Llama
+#: decoder of its widths.  Gemma's GeGLU MLP has the same three matrices as Llama's SwiGLU and its
+#: RMSNorm one weight vector, so the count, 2,506,172,416, is the published one (Gemma Team 2024,
+#: Table 2: 1,981,884,416 non-embedding parameters, plus 256,000 x 2,048 embeddings at the
+#: config's vocabulary; the report counts 256,128 rows).  Not modelled: the embeddings' scaling by
+#: sqrt(hidden) (one more ``s x h`` tensor a step) and GeLU in place of SiLU (the same FLOPs).
+GEMMA_2B = ModelShape("gemma-2b", 2048, 18, 8, 1, 16384, 256000, True, 8192, fixed_head_dim=256)
+#: google/gemma-2-2b, Gemma 2 (its config.json: head_dim 256, so 8 x 256 = 2,048-wide queries on a
+#: 2,304-wide residual stream), as a Llama decoder of its widths: 2,614,222,080 parameters, 119,808
+#: (0.005%) fewer than the published 2,614,341,888 (Gemma Team 2024b, Table 2: 2,024,517,888
+#: non-embedding, plus 256,000 x 2,304 embeddings at the config's vocabulary): Gemma 2 normalises
+#: each block's attention and MLP outputs too, two more 2,304-vectors a layer.  transformers trains it
+#: with eager attention (``Gemma2PreTrainedModel._supports_sdpa`` is False: SDPA has no softcapping)
+#: and caps attention scores and logits with ``tanh``; its sliding-window layers (4,096 tokens) are
+#: planned as global (an upper bound for caches of longer sequences).
+GEMMA_2_2B = ModelShape(
+    "gemma-2-2b",
+    2304,
+    26,
+    8,
+    4,
+    9216,
+    256000,
+    True,
+    8192,
+    fixed_head_dim=256,
+    attention="eager",
+    logit_softcapping=True,
+)
 #: HuggingFaceTB/SmolLM2-135M: the project's CPU model, measured by benchmarks/capacity.py
 SMOLLM2_135M = ModelShape("SmolLM2-135M", 576, 30, 9, 3, 1536, 49152, True, 8192)
+
+#: The shapes the plan knows, by Hub id (``model.hub.id`` and a base model's ``hub.id`` in
+#: ``finetune.models``): the paper's base models (Kirchenbauer et al. 2026, Sec. 5, App. D.1).
+MODEL_SHAPES: dict[str, ModelShape] = {
+    "meta-llama/Llama-3.2-1B": LLAMA_3_2_1B,
+    "meta-llama/Llama-3.2-3B": LLAMA_3_2_3B,
+    "meta-llama/Llama-3.1-8B": LLAMA_3_1_8B,
+    "google/gemma-2b": GEMMA_2B,
+    "google/gemma-2-2b": GEMMA_2_2B,
+}
+
+
+def shape_of(cfg: Mapping[str, Any]) -> ModelShape:
+    """The shape of a config's base model (its ``model`` block: for a base model of
+    ``finetune.models``, :func:`knowlab.config.model_config`'s view), by its Hub id in :data:`MODEL_SHAPES`.
+
+    Raises:
+        ValueError: the model is not from the Hub, or its id has no shape here.
+    """
+    model = cfg["model"]
+    hub_id = (model.get("hub") or {}).get("id") if model["source"] == "hub" else None
+    if hub_id not in MODEL_SHAPES:
+        raise ValueError(
+            f"the capacity plan knows the shapes of {', '.join(MODEL_SHAPES)}, not model source "
+            f"{model['source']!r} {hub_id or ''}: add its shape to knowlab.tooling.capacity.MODEL_SHAPES"
+        )
+    return MODEL_SHAPES[hub_id]
 
 
 @dataclass(frozen=True)
@@ -204,7 +286,7 @@ def model_state_memory(
     return int(gpu), int(cpu)
 
 
-def layer_activation_bytes(shape: ModelShape, micro_batch: int, seq_len: int, attention: str = "sdpa") -> int:
+def layer_activation_bytes(shape: ModelShape, micro_batch: int, seq_len: int, attention: str | None = None) -> int:
     """Activations one decoder layer keeps for its backward pass, bf16 (bytes).
 
     Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
@@ -213,19 +295,25 @@ def layer_activation_bytes(shape: ModelShape, micro_batch: int, seq_len: int, at
     no dropout (minus the two ``s*b*h`` masks), and the SwiGLU MLP keeps its input (``2*s*b*h``)
     and four ``s*b*I`` tensors (gate output, its SiLU, up output, their product: ``8*s*b*I``)
     in place of GeLU's ``16*s*b*h``; so ``16*s*b*h + 8*s*b*I`` bytes.  The ``5*a*s^2*b`` term
-    (attention scores, softmax, its dropout) is kept only for ``attention="eager"``: the
-    fine-tuning loads models with transformers' default ``sdpa`` attention, whose flash and
-    memory-efficient kernels keep no ``s x s`` matrix.
+    (attention scores, softmax, its dropout) is kept only for ``attention="eager"`` (default: the
+    shape's :attr:`ModelShape.attention`): the fine-tuning loads models with transformers' default
+    ``sdpa`` attention, whose flash and memory-efficient kernels keep no ``s x s`` matrix; a model
+    without SDPA support (Gemma 2) runs eager.  With ``logit_softcapping`` (Gemma 2's
+    ``eager_attention_forward``: ``tanh(scores / cap) * cap``, then a float32 softmax) each score
+    keeps 6 bytes more, the ``tanh`` output (2) that its backward reads and the float32 softmax
+    output (4) in place of Korthikanti's bf16 one counted in the 5 (an upper bound: 11 bytes a score).
 
     Raises:
         ValueError: an unknown ``attention``.
     """
+    attention = shape.attention if attention is None else attention
     if attention not in ("sdpa", "eager"):
         raise ValueError(f"attention must be 'sdpa' or 'eager', got {attention!r}")
     s, b, h = seq_len, micro_batch, shape.hidden_size
     nbytes = 16 * s * b * h + 8 * s * b * shape.intermediate_size
     if attention == "eager":
-        nbytes += 5 * shape.num_attention_heads * s * s * b
+        per_score = 5 + (6 if shape.logit_softcapping else 0)
+        nbytes += per_score * shape.num_attention_heads * s * s * b
     return nbytes
 
 
@@ -236,13 +324,14 @@ def loss_bytes(shape: ModelShape, tokens: int) -> int:
     (2 bytes, kept as the model's output) to float32 and calls ``cross_entropy``, whose
     log-softmax output (4) is saved for backward; its backward adds the float32 gradient of
     that output and of the logits (4 + 4).  With a 128k vocabulary this is the largest
-    activation of a Llama 3 step.
+    activation of a Llama 3 step (Gemma's 256k: twice that).  ``logit_softcapping`` (Gemma 2's
+    ``tanh(logits / cap) * cap``) keeps the bf16 ``tanh`` output too: 16 bytes a logit.
     """
-    return 14 * tokens * shape.vocab_size
+    return (16 if shape.logit_softcapping else 14) * tokens * shape.vocab_size
 
 
 def activation_memory(
-    shape: ModelShape, micro_batch: int, seq_len: int, *, checkpointing: bool, attention: str = "sdpa"
+    shape: ModelShape, micro_batch: int, seq_len: int, *, checkpointing: bool, attention: str | None = None
 ) -> int:
     """Activation memory of one micro-batch on one GPU, bf16, at the backward pass's peak (bytes).
 
@@ -269,11 +358,15 @@ def inference_memory(shape: ModelShape, rows: int, width: int, *, logit_position
     width`` tokens (input, normed input, Q/K/V/attention output: ``4*h``; the MLP's three
     ``I``-wide tensors: ``3*I``; bf16), and the logits at ``logit_positions`` positions in bf16
     plus the float32 copy and log-sum-exp temporary that :mod:`knowlab.core.scoring` takes
-    (``2 + 4 + 4`` bytes a logit).
+    (``2 + 4 + 4`` bytes a logit).  Eager attention (:attr:`ModelShape.attention`) adds one
+    layer's scores over the batch: bf16 scores, their float32 softmax and its bf16 copy, 8 bytes
+    a score (``rows x heads x width^2``).
     """
     params = count_parameters(shape).total
     tokens = rows * width
     layer = tokens * (4 * shape.hidden_size + 3 * shape.intermediate_size) * BF16
+    if shape.attention == "eager":
+        layer += 8 * rows * shape.num_attention_heads * width * width
     return BF16 * params + cache_tokens * shape.kv_bytes_per_token() + layer + 10 * logit_positions * shape.vocab_size
 
 
@@ -285,10 +378,11 @@ def forward_flops_per_token(shape: ModelShape, context: int) -> float:
 
     ``2 * N`` (Kaplan et al. 2020, Sec. 2.1: a multiply and an add per parameter; N =
     :attr:`ParamCount.matmul`, the parameters that multiply a token) plus the attention
-    scores and weighted sum, ``4 * layers * hidden * context`` (Chowdhery et al. 2022, PaLM,
-    App. B, per token of a ``context``-long sequence).
+    scores and weighted sum, ``4 * layers * width * context`` (Chowdhery et al. 2022, PaLM,
+    App. B, per token of a ``context``-long sequence; the width is the queries',
+    :attr:`ModelShape.attention_width`, the hidden size for Llama).
     """
-    return 2 * count_parameters(shape).matmul + 4 * shape.num_hidden_layers * shape.hidden_size * context
+    return 2 * count_parameters(shape).matmul + 4 * shape.num_hidden_layers * shape.attention_width * context
 
 
 def training_flops_per_token(shape: ModelShape, seq_len: int, *, checkpointing: bool) -> float:
@@ -450,8 +544,9 @@ def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     """SLURM jobs per model-running rule of the workflow under ``cfg`` (a merged, validated config).
 
     Takes the names the rules expand over from :class:`knowlab.layout.Layout`, as
-    ``rules/common.smk`` does (runs x checkpoints, eval_models x conditions, datasets x models,
-    the trainings and their checkpoints); ``tests/tooling/test_capacity.py`` checks the result
+    ``rules/common.smk`` does (runs x checkpoints of every base model of ``finetune.models``,
+    eval_models x conditions, datasets x models, the trainings and their checkpoints, a download
+    per base model other than ``model``); ``tests/tooling/test_capacity.py`` checks the result
     against the DAG of ``snakemake -n``.  Rules that are not listed run on the submit host
     (``localrules``) or are CPU steps of seconds.
     """
@@ -463,6 +558,7 @@ def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     datasets = len(plan.grounding_datasets)
     counts = {
         "base_model": 1,
+        "finetune_base_model": sum(spec != "base" for spec in finetune_models(cfg).values()),
         "eval_model": sum(spec != "base" for spec in cfg["eval_models"].values()),
         "finetune": sum(len(ckpts) - 1 for ckpts in trainings.values()),
         "finetune_last": len(trainings),
@@ -511,9 +607,10 @@ def _gib(nbytes: float) -> float:
     return nbytes / GIB
 
 
-def combine(parts: Sequence[RuleCost]) -> RuleCost:
+def combine(parts: Sequence[RuleCost], note: str | None = None) -> RuleCost:
     """One row for jobs of the same rule (different models or conditions): jobs, GPU-hours and storage
-    add up; GPU and host memory and hours per job are the largest (the SLURM request covers every job)."""
+    add up; GPUs, GPU and host memory and hours per job are the largest (the SLURM request covers every
+    job); the note is ``note``, else the first part's."""
     first = parts[0]
     return RuleCost(
         rule=first.rule,
@@ -525,18 +622,20 @@ def combine(parts: Sequence[RuleCost]) -> RuleCost:
         gpu_hours=sum(p.gpu_hours for p in parts),
         storage_gib=sum(p.storage_gib for p in parts),
         temp_gib=sum(p.temp_gib for p in parts),
-        note=first.note,
+        note=first.note if note is None else note,
         profile_rules=first.profile_rules,
     )
 
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What every rule's cost function (:data:`RULE_COSTS`) reads.
+    """What every rule's cost function (:data:`MODEL_RULE_COSTS`, :data:`SHARED_RULE_COSTS`) reads.
 
-    ``cfg``: the merged, validated config; ``shape``: the base model's; ``counts``:
-    :func:`job_counts` of ``cfg``; ``corpus`` and ``gpu``: the plan's sizes and assumptions;
-    ``eval_model_shape``: the shape of every model of ``eval_models`` other than the base model.
+    ``cfg``: the merged, validated config, or for a base model of ``finetune.models`` its view
+    (:func:`knowlab.config.model_config`); ``shape``: that base model's (:func:`shape_of`);
+    ``counts``: :func:`job_counts` of ``cfg`` (of the one base model: :func:`model_job_counts`);
+    ``corpus`` and ``gpu``: the plan's sizes and assumptions; ``eval_model_shape``: the shape of
+    every model of ``eval_models`` other than the base model.
     """
 
     cfg: Mapping[str, Any]
@@ -708,8 +807,8 @@ def _finetune_parametric(p: PlanInputs, t: _Training) -> RuleCost:
 
 def finetune_cost(p: PlanInputs) -> list[RuleCost]:
     """Rules ``finetune`` and ``finetune_last`` (rules/models.smk: ``knowlab.finetune_job``, which runs
-    ``knowlab.core.train`` under DeepSpeed): a row per recipe, FictionalQA runs by checkpoint interval
-    and (when ``sort.parametric.enabled``) SORT parametric runs by epoch.
+    ``knowlab.core.train`` under DeepSpeed) on one base model of ``finetune.models``: its FictionalQA
+    runs, by checkpoint interval, at its own ``finetune`` settings (:func:`knowlab.config.model_config`).
 
     GPU memory: DeepSpeed's ZeRO estimate of the model state (:func:`model_state_memory`) plus the
     activations of one micro-batch (:func:`activation_memory`, Korthikanti et al. 2022); time: the
@@ -717,11 +816,16 @@ def finetune_cost(p: PlanInputs) -> list[RuleCost]:
     moving the training state (:func:`job_overhead_s`); storage: a bf16 checkpoint per job, and two
     training states per run kept temporarily.
     """
-    t = _training(p)
-    rows = [_finetune_fictionalqa(p, t)]
-    if p.cfg["sort"]["parametric"]["enabled"]:
-        rows.append(_finetune_parametric(p, t))
-    return rows
+    return [_finetune_fictionalqa(p, _training(p))]
+
+
+def finetune_parametric_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rules ``finetune`` and ``finetune_last`` for SORT's parametric runs (when ``sort.parametric.enabled``),
+    by epoch, on the project's base model (``model``) at the top-level ``finetune`` settings; as
+    :func:`finetune_cost`."""
+    if not p.cfg["sort"]["parametric"]["enabled"]:
+        return []
+    return [_finetune_parametric(p, _training(p))]
 
 
 # ---- FictionalQA
@@ -1193,6 +1297,28 @@ def base_model_cost(p: PlanInputs) -> list[RuleCost]:
     ]
 
 
+def finetune_base_model_cost(p: PlanInputs) -> list[RuleCost]:
+    """Rule ``finetune_base_model`` (rules/models.smk: scripts/base_model.py), one CPU job per base model of
+    ``finetune.models`` other than ``model`` (the project's is rule ``base_model``): as :func:`base_model_cost`."""
+    if not p.counts.get("finetune_base_model"):
+        return []
+    n = count_parameters(p.shape).total
+    return [
+        RuleCost(
+            "finetune_base_model",
+            p.counts["finetune_base_model"],
+            0,
+            0.0,
+            PROCESS_HOST_GIB + _gib(2 * BF16 * n),
+            0.0,
+            0.0,
+            _gib(p.counts["finetune_base_model"] * BF16 * n),
+            note="download, save as safetensors",
+            profile_rules=("finetune_base_model",),
+        )
+    ]
+
+
 def eval_model_cost(p: PlanInputs) -> list[RuleCost]:
     """Rule ``eval_model`` (rules/models.smk: scripts/eval_model.py), one CPU job per model of
     ``eval_models`` other than the base model, each at ``eval_model_shape``: as :func:`base_model_cost`."""
@@ -1215,50 +1341,135 @@ def eval_model_cost(p: PlanInputs) -> list[RuleCost]:
     ]
 
 
-#: The plan's cost function of every workflow rule that runs a model or fetches one, by rule name, in the
-#: plan's row order.  Each takes the :class:`PlanInputs` and returns the rule's rows: none when the
-#: config runs no job of it, one for most, and one per recipe for ``finetune`` (with ``finetune_last``).
-RULE_COSTS: dict[str, Callable[[PlanInputs], list[RuleCost]]] = {
+#: The plan's cost functions of the rules that run once per base model of ``finetune.models``
+#: (Kirchenbauer et al. 2026 fine-tune several), at the model's shape (:func:`shape_of`) and with its
+#: own ``finetune`` and ``compute`` settings (:func:`knowlab.config.model_config`): its FictionalQA
+#: fine-tuning, and the evaluations and probes of its checkpoints.  Each takes the :class:`PlanInputs`
+#: and returns the rule's rows, none when the config runs no job of it.
+MODEL_RULE_COSTS: dict[str, Callable[[PlanInputs], list[RuleCost]]] = {
     "finetune": finetune_cost,
-    "fictionalqa_rank_distractors": fictionalqa_rank_distractors_cost,
     "fictionalqa_evaluate": fictionalqa_evaluate_cost,
+    "sort_fiction_evaluate": sort_fiction_evaluate_cost,
+    "grounding_checkpoint_generate": grounding_checkpoint_generate_cost,
+    "finetune_base_model": finetune_base_model_cost,
+}
+#: The plan's cost functions of the rules that run once, on the project's base model (``model``) or
+#: the models of ``eval_models``: SORT (its parametric fine-tuning among them), grounding, the MCQ
+#: ranker, the cross-encoder over every checkpoint's responses, and the downloads.
+SHARED_RULE_COSTS: dict[str, Callable[[PlanInputs], list[RuleCost]]] = {
+    "finetune": finetune_parametric_cost,
+    "fictionalqa_rank_distractors": fictionalqa_rank_distractors_cost,
     "sort_prompt": sort_prompt_cost,
     "sort_rag_prompt": sort_rag_prompt_cost,
     "sort_evaluate_base": sort_evaluate_base_cost,
-    "sort_fiction_evaluate": sort_fiction_evaluate_cost,
     "sort_parametric_evaluate": sort_parametric_evaluate_cost,
     "grounding_generate": grounding_generate_cost,
     "grounding_score": grounding_score_cost,
-    "grounding_checkpoint_generate": grounding_checkpoint_generate_cost,
     "grounding_checkpoint_score": grounding_checkpoint_score_cost,
     "base_model": base_model_cost,
     "eval_model": eval_model_cost,
 }
+#: The row order of the summed plan, by rule (the FictionalQA fine-tuning before SORT's)
+RULE_ORDER = (
+    "finetune",
+    "fictionalqa_rank_distractors",
+    "fictionalqa_evaluate",
+    "sort_prompt",
+    "sort_rag_prompt",
+    "sort_evaluate_base",
+    "sort_fiction_evaluate",
+    "sort_parametric_evaluate",
+    "grounding_generate",
+    "grounding_score",
+    "grounding_checkpoint_generate",
+    "grounding_checkpoint_score",
+    "base_model",
+    "finetune_base_model",
+    "eval_model",
+)
 
 
-def plan(
+def model_job_counts(cfg: Mapping[str, Any], name: str) -> dict[str, int]:
+    """:func:`job_counts` of base model ``name`` alone: ``cfg`` with ``finetune.models`` cut to its entry."""
+    models = finetune_models(cfg)
+    if name not in models:
+        raise ValueError(f"{name!r} is not a base model of finetune.models ({', '.join(models)})")
+    return job_counts({**cfg, "finetune": {**cfg["finetune"], "models": {name: models[name]}}})
+
+
+def model_plan(
     cfg: Mapping[str, Any],
-    shape: ModelShape,
+    name: str,
     *,
     corpus: Corpus = PAPER_CORPUS,
     gpu: GPU = H100,
     eval_model_shape: ModelShape = LLAMA_3_1_8B,
 ) -> list[RuleCost]:
-    """The capacity plan of the workflow under ``cfg`` (paper.yaml merged over config.yaml) for a base model ``shape``.
+    """The rows of :data:`MODEL_RULE_COSTS` for base model ``name`` of ``finetune.models``: its jobs
+    (:func:`model_job_counts`) at its shape (:func:`shape_of` of :func:`knowlab.config.model_config`)."""
+    view = model_config(cfg, name)
+    inputs = PlanInputs(view, shape_of(view), model_job_counts(cfg, name), corpus, gpu, eval_model_shape)
+    return [cost for rule_cost in MODEL_RULE_COSTS.values() for cost in rule_cost(inputs)]
 
-    The rows of every rule of :data:`RULE_COSTS`, in its order: one :class:`RuleCost` per
-    model-running rule (the fine-tuning rules split by recipe: FictionalQA runs and SORT
-    parametric runs), plus the base model and the models evaluated as they are.  Rules over
-    ``eval_models`` run the base model at ``shape`` and every other model at
-    ``eval_model_shape`` (the open 7B models of the papers are 6.7B-8.5B parameters): their
-    hours per job are the longest job's, their GPU-hours the sum.
+
+def shared_plan(
+    cfg: Mapping[str, Any],
+    *,
+    corpus: Corpus = PAPER_CORPUS,
+    gpu: GPU = H100,
+    eval_model_shape: ModelShape = LLAMA_3_1_8B,
+) -> list[RuleCost]:
+    """The rows of :data:`SHARED_RULE_COSTS`: every job of ``cfg`` (:func:`job_counts`) at the shape of
+    the project's base model (``model``; rules over ``eval_models`` run every other model at
+    ``eval_model_shape``)."""
+    inputs = PlanInputs(cfg, shape_of(cfg), job_counts(cfg), corpus, gpu, eval_model_shape)
+    return [cost for rule_cost in SHARED_RULE_COSTS.values() for cost in rule_cost(inputs)]
+
+
+def plans(
+    cfg: Mapping[str, Any],
+    *,
+    corpus: Corpus = PAPER_CORPUS,
+    gpu: GPU = H100,
+    eval_model_shape: ModelShape = LLAMA_3_1_8B,
+) -> dict[str, list[RuleCost]]:
+    """The plan by part: every base model of ``finetune.models`` (:func:`model_plan`), in config order,
+    and :data:`SHARED` (:func:`shared_plan`)."""
+    kwargs = {"corpus": corpus, "gpu": gpu, "eval_model_shape": eval_model_shape}
+    parts = {name: model_plan(cfg, name, **kwargs) for name in finetune_models(cfg)}
+    return {**parts, SHARED: shared_plan(cfg, **kwargs)}
+
+
+#: the key of :func:`plans`'s rows that run once
+SHARED = "shared"
+
+
+def plan(
+    cfg: Mapping[str, Any],
+    *,
+    corpus: Corpus = PAPER_CORPUS,
+    gpu: GPU = H100,
+    eval_model_shape: ModelShape = LLAMA_3_1_8B,
+) -> list[RuleCost]:
+    """The capacity plan of the workflow under ``cfg`` (paper.yaml merged over config.yaml), summed over its
+    base models: the rows of :func:`plans`, one per row name (the fine-tuning rules split by recipe:
+    FictionalQA runs and SORT parametric runs), in :data:`RULE_ORDER`, each the :func:`combine` of
+    the base models' rows (jobs, GPU-hours and storage add up; the largest GPUs, memory and hours a job).
 
     Raises:
         KeyError: ``cfg`` lacks a key of the schema (pass a validated config).
-        ValueError: the ZeRO settings are invalid (:func:`model_state_memory`).
+        ValueError: a base model has no known shape (:func:`shape_of`); the ZeRO settings are invalid
+            (:func:`model_state_memory`).
     """
-    inputs = PlanInputs(cfg, shape, job_counts(cfg), corpus, gpu, eval_model_shape)
-    return [cost for rule_cost in RULE_COSTS.values() for cost in rule_cost(inputs)]
+    parts = plans(cfg, corpus=corpus, gpu=gpu, eval_model_shape=eval_model_shape)
+    rows: dict[str, list[RuleCost]] = {}
+    for cost in (c for costs in parts.values() for c in costs):
+        rows.setdefault(cost.rule, []).append(cost)
+    summed = []
+    for same in rows.values():
+        # a row name that several parts have is a per-model rule's: say over how many base models it sums
+        summed.append(combine(same, note=f"{same[0].note}; {len(same)} base models" if len(same) > 1 else None))
+    return sorted(summed, key=lambda c: RULE_ORDER.index(c.rule.split(" ")[0]))
 
 
 # ----------------------------------------------------------------------------- SLURM resources
@@ -1279,6 +1490,23 @@ def required_resources(costs: Sequence[RuleCost], margin: float = RUNTIME_MARGIN
             need["mem_mb"] = max(need["mem_mb"], cost.host_mem_gib * GIB / 1e6)
             need["gpu_mem_gib"] = max(need["gpu_mem_gib"], cost.gpu_mem_gib)
     return out
+
+
+def finetune_resources(cfg: Mapping[str, Any], name: str | None = None) -> dict[str, int]:
+    """What the config asks SLURM for a fine-tuning job of base model ``name`` of ``finetune.models``:
+    ``finetune.resources`` (``mem_mb``: MB per node; ``runtime``: minutes) with the entry's own
+    ``resources`` over it; ``None``: SORT's parametric runs, on the project's base model (``finetune.resources``).
+
+    Raises:
+        ValueError: ``name`` is not a base model of ``finetune.models``.
+    """
+    own: Mapping[str, Any] = {}
+    if name is not None:
+        models = finetune_models(cfg)
+        if name not in models:
+            raise ValueError(f"{name!r} is not a base model of finetune.models ({', '.join(models)})")
+        own = (models[name] if models[name] != "base" else {}).get("resources") or {}
+    return {**cfg["finetune"]["resources"], **own}
 
 
 def over_memory(costs: Sequence[RuleCost], gpu: GPU = H100) -> list[str]:

@@ -167,11 +167,11 @@ def checkpoint_rows(
     batch_size: int,
     run: str,
     step: int,
-    model: str | None = None,
+    model_name: str | None = None,
 ) -> pd.DataFrame:
     """The item rows of the model in folder ``checkpoint`` on every suite
-    (:func:`knowlab.fictionalqa.suites.evaluate_checkpoint`), led by the columns ``model`` (the base
-    model fine-tuned, a key of ``finetune.models``; when given), ``run``, ``step`` and ``checkpoint``;
+    (:func:`knowlab.fictionalqa.suites.evaluate_checkpoint`), led by the columns ``model`` (``model_name``:
+    the base model fine-tuned, a key of ``finetune.models``; when given), ``run``, ``step`` and ``checkpoint``;
     ``batch_size``: ``evaluate.batch_size``."""
     model, tokenizer = load_model(checkpoint)
     table = evaluate_checkpoint(
@@ -193,8 +193,8 @@ def checkpoint_rows(
     table.insert(0, "checkpoint", str(checkpoint))
     table.insert(0, "step", step)
     table.insert(0, "run", run)
-    if model is not None:
-        table.insert(0, "model", model)
+    if model_name is not None:
+        table.insert(0, "model", model_name)
     return table
 
 
