@@ -344,11 +344,18 @@ def training_config(training):
     return FT_CONFIGS[ft_model] if ft_model else config
 
 
+# The interpreter and the checkout's src/ reach the job through its environment, not through the
+# launch param: where the checkout sits, or whether snakemake started as .venv/bin/snakemake or
+# python -m snakemake, must not retrain anything.
+os.environ["KNOWLAB_PYTHON"] = _PYTHON
+os.environ["KNOWLAB_SRC"] = f"{BASEDIR}/src"
+
+
 def finetune_launch(wildcards):
     """The launch command of the job's processes (knowlab.core.train.launch_command)."""
     distributed = training_config(wildcards.training)["finetune"]["distributed"]
-    return f"PYTHONPATH={BASEDIR}/src${{PYTHONPATH:+:$PYTHONPATH}} " + launch_command(
-        distributed, _PYTHON
+    return 'PYTHONPATH="$KNOWLAB_SRC${PYTHONPATH:+:$PYTHONPATH}" ' + launch_command(
+        distributed, '"$KNOWLAB_PYTHON"'
     )
 
 

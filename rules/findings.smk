@@ -40,7 +40,6 @@ rule findings:
 # which tables are left out and why.
 DATASET_CARD_INPUTS = list(rules.sort_stats.input.rows)
 if FICTION_RUNS:
-    DATASET_CARD_INPUTS += [MODELS.smk]
     for ft_model in FT_MODELS:
         DATASET_CARD_INPUTS += run_items(ft_model, *RUNS)
     DATASET_CARD_INPUTS += expand(rules.sort_fiction_stats.input.base, ft_model=FT_MODELS)

@@ -1,6 +1,7 @@
 """Snakemake as a user calls it (``snakemake``), and the one run of the workflow on config/test.yaml
 that the tests of ``test_pipeline.py`` read (``workdir``)."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
 TEST_CONFIG = str(ROOT / "config" / "test.yaml")
+# a finished run of config/test.yaml to start the session's run from (see ``workdir``)
+REUSE_ENV = "KNOWLAB_PIPELINE_RUN"
 
 
 def run_snakemake(workdir, *args, configs=(TEST_CONFIG,), check=True) -> subprocess.CompletedProcess:
@@ -34,8 +37,14 @@ def snakemake():
 def workdir(tmp_path_factory):
     """The workflow run once on config/test.yaml (2 cores); read-only for tests (a test that changes
     it takes ``workdir_copy``).  Only tests/workflow/test_pipeline.py and test_rerun.py read it: they are one
-    unit of work for pytest-xdist (tests/conftest.py), so the run is made once per session."""
+    unit of work for pytest-xdist (tests/conftest.py), so the run is made once per session.
+
+    With ``KNOWLAB_PIPELINE_RUN`` naming a finished run of config/test.yaml (a ``--directory``), the
+    session starts from a copy of it (times kept) and the workflow brings it up to date: a developer's
+    shortcut while editing tests (docs/tests.md); ``make test`` always starts from nothing."""
     work = tmp_path_factory.mktemp("pipeline")
+    if os.environ.get(REUSE_ENV):
+        shutil.copytree(os.environ[REUSE_ENV], work, symlinks=True, dirs_exist_ok=True)
     run_snakemake(work, "--cores", "2")
     return work
 

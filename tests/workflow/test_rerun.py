@@ -206,10 +206,11 @@ def test_a_base_models_key_reruns_only_that_models_jobs(workdir, snakemake, tmp_
     overlay = tmp_path / "wide.yaml"
     overlay.write_text(yaml.safe_dump(_overlay(("finetune.models.tiny-wide.finetune.lr", 2.0e-3))))
     out = snakemake(workdir, "-n", configs=(TEST_CONFIG, overlay)).stdout
-    jobs = [
-        (block.group(1), block.group(2) or "")
-        for block in re.finditer(r"^(?:local)?rule (\w+):\n(?:    .*\n)*?(?:    wildcards: (.*)\n)?", out, re.MULTILINE)
-    ]
+    jobs = []  # (rule, its wildcards line) of every job of the dry run
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", out):
+        if rule := re.match(r"(?:local)?rule (\w+):\n", block):
+            wildcards = re.search(r"^    wildcards: (.*)$", block, re.MULTILINE)
+            jobs.append((rule[1], wildcards[1] if wildcards else ""))
     per_model = [(rule, wildcards) for rule, wildcards in jobs if "ft_model=" in wildcards or "training=" in wildcards]
     assert per_model and all("tiny-wide" in wildcards for _, wildcards in per_model), per_model
     assert sum(rule == "finetune_last" for rule, _ in jobs) == 4  # tiny-wide's Doc, Event, Fictsheets, control
