@@ -31,7 +31,13 @@ from knowlab.fictionalqa.settings import (
 )
 from knowlab.fictionalqa.corpus.schema import TABLES
 from knowlab.findings import FindingsSettings
-from knowlab.finetune_job import TRACKING_ENV, job_spec, recipe_settings
+from knowlab.finetune_job import (
+    PYTHON_ENV,
+    SRC_ENV,
+    TRACKING_ENV,
+    job_spec,
+    recipe_settings,
+)
 from knowlab.layout import (
     GROUNDING_CHECKPOINT_SCORES,
     GROUNDING_ROWS,
@@ -87,6 +93,7 @@ def ft_compute(wildcards):
     """The param `compute` of a job that runs one of base model {ft_model}'s checkpoints."""
     return FT_COMPUTE[wildcards.ft_model]
 
+
 # FictionalQA (Kirchenbauer et al. 2026): its results, figures, logs and benchmarks
 FICTIONALQA = "results/fictionalqa"
 FICTIONALQA_FIGURES = "results/figures/fictionalqa"
@@ -103,7 +110,8 @@ FICTION_RUNS = LAYOUT.fiction_runs
 RUNS = LAYOUT.runs
 # the fine-tuning folders of every base model's RUNS under results/ (knowlab.layout.fictionalqa_training)
 FICTIONALQA_TRAININGS = {
-    ft_model: [fictionalqa_training(ft_model, run) for run in RUNS] for ft_model in FT_MODELS
+    ft_model: [fictionalqa_training(ft_model, run) for run in RUNS]
+    for ft_model in FT_MODELS
 }
 STEPS = LAYOUT.steps
 SPLITS = sorted(set(config["splits"]["names"]) | set(FICTION_RUNS))
@@ -339,7 +347,8 @@ _PYTHON = (
 
 def training_config(training):
     """The config a fine-tuning folder trains with: its base model's (knowlab.config.model_config)
-    for a FictionalQA run, else the config (SORT's parametric runs, on the project's base model)."""
+    for a FictionalQA run, else the config (SORT's parametric runs, on the project's base model).
+    """
     ft_model = training_model(training)
     return FT_CONFIGS[ft_model] if ft_model else config
 
@@ -347,16 +356,15 @@ def training_config(training):
 # The interpreter and the checkout's src/ reach the job through its environment, not through the
 # launch param: where the checkout sits, or whether snakemake started as .venv/bin/snakemake or
 # python -m snakemake, must not retrain anything.
-os.environ["KNOWLAB_PYTHON"] = _PYTHON
-os.environ["KNOWLAB_SRC"] = f"{BASEDIR}/src"
+os.environ[PYTHON_ENV] = _PYTHON
+os.environ[SRC_ENV] = f"{BASEDIR}/src"
 
 
 def finetune_launch(wildcards):
     """The launch command of the job's processes (knowlab.core.train.launch_command)."""
     distributed = training_config(wildcards.training)["finetune"]["distributed"]
-    return 'PYTHONPATH="$KNOWLAB_SRC${PYTHONPATH:+:$PYTHONPATH}" ' + launch_command(
-        distributed, '"$KNOWLAB_PYTHON"'
-    )
+    prefix = f'PYTHONPATH="${SRC_ENV}${{PYTHONPATH:+:$PYTHONPATH}}" '
+    return prefix + launch_command(distributed, f'"${PYTHON_ENV}"')
 
 
 def _finetune_resources(training):

@@ -501,7 +501,9 @@ SORT_OUTPUTS += expand(
     "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
 )
 if FICTION_RUNS:
-    SORT_OUTPUTS += expand(f"{SORT}/fiction/{{ft_model}}/stats/manifest.json", ft_model=FT_MODELS)
+    SORT_OUTPUTS += expand(
+        f"{SORT}/fiction/{{ft_model}}/stats/manifest.json", ft_model=FT_MODELS
+    )
     SORT_OUTPUTS += expand(
         "results/figures/sort/fiction/{ft_model}/fiction_sort.{ext}",
         ft_model=FT_MODELS,

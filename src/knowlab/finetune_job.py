@@ -53,6 +53,9 @@ PARAMETRIC_READS = ("epochs",)
 
 #: the environment variable holding the ``tracking`` block as JSON (the default of ``--tracking``)
 TRACKING_ENV = "KNOWLAB_TRACKING"
+#: the environment variables of the job's interpreter and of the checkout's ``src/``, which the
+#: workflow's launch command reads (so that neither is part of the rule's params)
+PYTHON_ENV, SRC_ENV = "KNOWLAB_PYTHON", "KNOWLAB_SRC"
 
 
 def recipe_settings(
