@@ -443,7 +443,8 @@ def snakemake_command(workdir: Path, profile: Path | None, configs: Sequence[Pat
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir)]
     if profile is not None:
         cmd += ["--profile", str(profile)]
-    return cmd + ["--configfile", *map(str, configs), *args]
+    # the configs last: --configfile (like --rerun-triggers) takes every word up to the next option
+    return cmd + [*args, "--configfile", *map(str, configs)]
 
 
 class Run:
