@@ -830,7 +830,7 @@ def main(argv: list[str] | None = None) -> int:
     test = sub.add_parser("test", help="make test-slurm: start the cluster, run and check, stop it")
     test.add_argument("--config", type=Path, default=ROOT / "config/test.yaml")
     test.add_argument("--work", type=Path, default=Path("/tmp/knowlab-slurm"))
-    test.add_argument("--timeout", type=int, default=1500, help="seconds for the runs, all together")
+    test.add_argument("--timeout", type=int, default=2100, help="seconds for the runs, all together")
     test.add_argument("--keep-cluster", action="store_true", help="neither start nor stop the cluster")
     args = parser.parse_args(argv)
     if args.command == "test":
