@@ -11,7 +11,7 @@ Two parts, both driven from the repository root:
 * ``python -m knowlab.tooling.slurm test`` (``make test-slurm``; the cluster must be up) runs
   config/test.yaml twice, locally and through the project's SLURM profile
   (``workflow/profiles/slurm``, unchanged, with :func:`local_profile` laid over it for this one
-  node), cancels a running fine-tuning job and a running evaluation job with ``scancel``
+  node), kills a running fine-tuning job and a running evaluation job with ``scancel`` (:class:`Canceller`)
   (the profile's ``retries`` re-runs them), then runs one fine-tuning interval with
   ``launcher: srun`` on 2 tasks and one job past its time limit, and checks what
   :func:`main` lists.  Its last line is :func:`summary_line`.
@@ -490,8 +490,14 @@ class Cancelled:
 
 @dataclass
 class Canceller:
-    """Watches ``squeue`` and cancels (``scancel``) the first job of each of ``kinds`` (name ->
-    rule-name pattern) that has been running ``delay_s`` seconds, once per kind."""
+    """Watches ``squeue`` and kills the first job of each of ``kinds`` (name -> rule-name pattern) that
+    has been running ``delay_s`` seconds, once per kind, with ``scancel --signal TERM``: every process of
+    the job's steps gets SIGTERM, the job ends FAILED and the profile's ``retries`` re-run it.
+
+    Not a plain ``scancel`` (nor ``--signal KILL``, which SLURM turns into one): sacct reports such a
+    job as ``CANCELLED by <uid>``, a state snakemake-executor-plugin-slurm (2.8.0) does not recognize
+    (it compares the whole string with ``CANCELLED``), so Snakemake waits on the job forever (seen on
+    this cluster)."""
 
     kinds: Mapping[str, str]
     delay_s: int = 8
@@ -519,9 +525,11 @@ class Canceller:
                 rule, wildcards = comment_rule(comment)
                 for kind, pattern in list(pending.items()):
                     if re.fullmatch(pattern, rule) and seconds(elapsed) >= self.delay_s:
-                        subprocess.run(["scancel", job_id], check=False)
+                        subprocess.run(["scancel", "--signal", "TERM", job_id], check=False)
                         self.done.append(Cancelled(kind, job_id, rule, wildcards, seconds(elapsed)))
-                        print(f"  scancel {job_id} ({rule} {wildcards}) after {elapsed} running", flush=True)
+                        print(
+                            f"  scancel --signal KILL {job_id} ({rule} {wildcards}) after {elapsed} running", flush=True
+                        )
                         del pending[kind]
                         break
 
@@ -701,7 +709,7 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
         again = [
             r for r in rows if comment_rule(r["Comment"]) == (job.rule, job.wildcards) and r["State"] == "COMPLETED"
         ]
-        ok = states.get(job.job_id, "").startswith("CANCELLED") and bool(again)
+        ok = states.get(job.job_id, "").startswith(("FAILED", "CANCELLED")) and bool(again)
         _say(f"cancelled {job.kind} job {job.job_id} ({job.rule} {job.wildcards}): {states.get(job.job_id)}, "
              f"retried as {[r['JobIDRaw'] for r in again]}")  # fmt: skip
         if not ok:
@@ -795,7 +803,7 @@ def test_main(args: argparse.Namespace) -> int:
         if not args.keep_cluster:
             subprocess.run([str(script), "start"], check=True, env=env)
         line, problems = run_test(args.work, args.config, args.timeout)
-    except (Failed, subprocess.CalledProcessError) as err:
+    except (Failed, subprocess.CalledProcessError, SystemExit) as err:
         problems = [str(err)]
     finally:
         if not args.keep_cluster:
