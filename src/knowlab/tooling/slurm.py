@@ -528,7 +528,7 @@ class Canceller:
                         subprocess.run(["scancel", "--signal", "TERM", job_id], check=False)
                         self.done.append(Cancelled(kind, job_id, rule, wildcards, seconds(elapsed)))
                         print(
-                            f"  scancel --signal KILL {job_id} ({rule} {wildcards}) after {elapsed} running", flush=True
+                            f"  scancel --signal TERM {job_id} ({rule} {wildcards}) after {elapsed} running", flush=True
                         )
                         del pending[kind]
                         break
