@@ -753,7 +753,7 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
         work / "srun.log",
     )
     try:
-        code = srun.wait(max(60.0, timeout_s - (time.time() - began)))
+        code = srun.wait(max(600.0, timeout_s - (time.time() - began)))
     except subprocess.TimeoutExpired:
         raise Failed(f"the srun fine-tuning took too long ({work / 'srun.log'})") from None
     finally:
@@ -838,7 +838,7 @@ def main(argv: list[str] | None = None) -> int:
     test = sub.add_parser("test", help="make test-slurm: start the cluster, run and check, stop it")
     test.add_argument("--config", type=Path, default=ROOT / "config/test.yaml")
     test.add_argument("--work", type=Path, default=Path("/tmp/knowlab-slurm"))
-    test.add_argument("--timeout", type=int, default=2100, help="seconds for the runs, all together")
+    test.add_argument("--timeout", type=int, default=2400, help="seconds for the runs (the srun fine-tuning: 600 at least)")
     test.add_argument("--keep-cluster", action="store_true", help="neither start nor stop the cluster")
     args = parser.parse_args(argv)
     if args.command == "test":
