@@ -838,7 +838,9 @@ def main(argv: list[str] | None = None) -> int:
     test = sub.add_parser("test", help="make test-slurm: start the cluster, run and check, stop it")
     test.add_argument("--config", type=Path, default=ROOT / "config/test.yaml")
     test.add_argument("--work", type=Path, default=Path("/tmp/knowlab-slurm"))
-    test.add_argument("--timeout", type=int, default=2400, help="seconds for the runs (the srun fine-tuning: 600 at least)")
+    test.add_argument(
+        "--timeout", type=int, default=2400, help="seconds for the runs (the srun fine-tuning: 600 at least)"
+    )
     test.add_argument("--keep-cluster", action="store_true", help="neither start nor stop the cluster")
     args = parser.parse_args(argv)
     if args.command == "test":
