@@ -127,6 +127,12 @@ def run_job(spec: dict[str, Any], threads: int = 1, tracking: Mapping[str, Any] 
     # torchrun: the processes of a node share the job's threads; srun: each task has its own CPUs
     local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     configure_logging(None)
+    # every rank, before ranks above 0 go quiet: which process this is, as its launcher numbered it
+    log.info(
+        "rank %d of %s (SLURM_PROCID=%s) on %s",
+        rank, os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1")),
+        os.environ.get("SLURM_PROCID", "-"), socket.gethostname(),
+    )  # fmt: skip
     if rank:
         log.setLevel(logging.WARNING)
     torch.set_num_threads(max(1, threads // local_processes))

@@ -287,8 +287,9 @@ def launch_command(distributed: Mapping[str, Any], python: str = "python") -> st
     Returns:
         A shell command prefix to which ``-m <module> <args>`` is appended: the interpreter
         alone for one process; ``python -m torch.distributed.run --standalone ...`` for
-        torchrun; for srun, MASTER_ADDR (the job's first node) and MASTER_PORT (from the job
-        id) set, then ``srun --nodes N --ntasks N*P --ntasks-per-node P python``.
+        torchrun; for srun, MASTER_ADDR (the job's first node, from SLURM_JOB_NODELIST or, where
+        the job step's environment lacks it, squeue) and MASTER_PORT (from the job id) set,
+        then ``srun --nodes N --ntasks N*P --ntasks-per-node P python``.
 
     Raises:
         ValueError: torchrun with more than one node.
@@ -301,7 +302,11 @@ def launch_command(distributed: Mapping[str, Any], python: str = "python") -> st
             raise ValueError("finetune.distributed: torchrun starts the processes of one node; use srun for nodes > 1")
         return f"{python} -m torch.distributed.run --standalone --nnodes 1 --nproc-per-node {per_node}"
     return (
-        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) '
+        # the job's first node: snakemake-executor-plugin-slurm-jobstep starts an srun job's command
+        # with every SLURM_* variable but the job id removed, SLURM_JOB_NODELIST included; squeue
+        # asks the controller instead
+        'MASTER_ADDR=$(scontrol show hostnames "${SLURM_JOB_NODELIST:-$(squeue -h -j "$SLURM_JOB_ID" -o %N)}" '
+        "| head -n 1) "
         "MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000)) "
         f"srun --nodes {nodes} --ntasks {nodes * per_node} --ntasks-per-node {per_node} {python}"
     )

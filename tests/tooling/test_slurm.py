@@ -1,0 +1,161 @@
+"""The local SLURM cluster's configuration, the profile fitted to it, and the reading of sacct and
+Snakemake logs by knowlab.tooling.slurm (make test-slurm); no cluster needed, seconds."""
+
+import re
+
+import pytest
+import yaml
+
+from knowlab.tooling import slurm
+
+SLURMD_C = (
+    "NodeName=vm CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105\n"
+    "UpTime=0-11:11:44\n"
+)
+
+
+def test_slurm_conf_has_the_settings_a_root_cluster_without_cgroups_needs():
+    node = slurm.node_line(SLURMD_C)
+    assert node.startswith("NodeName=vm CPUs=2 ") and "RealMemory=24105" in node and "Gres=gpu:2" in node
+    conf = slurm.slurm_conf(node)
+    settings = dict(
+        line.split("=", 1) for line in conf.splitlines()[1:] if not line.startswith(("NodeName", "Partition"))
+    )
+    assert settings["ProctrackType"] == "proctrack/linuxproc" and settings["TaskPlugin"] == "task/none"
+    assert settings["SlurmUser"] == settings["SlurmdUser"] == "root"
+    assert settings["SelectType"] == "select/cons_tres" and settings["SelectTypeParameters"] == "CR_Core_Memory"
+    assert settings["ReturnToService"] == "2" and int(settings["MinJobAge"]) >= 300
+    assert settings["AccountingStorageType"] == "accounting_storage/slurmdbd"
+    assert "job_comment" in settings["AccountingStoreFlags"]
+    assert conf.startswith(slurm.MARKER)
+    assert re.search(r"^PartitionName=local Nodes=ALL Default=YES", conf, re.M)
+    gres = slurm.gres_conf(node)
+    assert gres.count("Name=gpu File=") == 2
+    with pytest.raises(ValueError):
+        slurm.node_line("no node here")
+
+
+def test_write_conf_refuses_a_foreign_slurm_conf(tmp_path):
+    (tmp_path / "slurm.conf").write_text("ClusterName=real\n")
+    with pytest.raises(FileExistsError):
+        slurm.write_conf(tmp_path, SLURMD_C)
+    (tmp_path / "slurm.conf").unlink()
+    written = slurm.write_conf(tmp_path, SLURMD_C)
+    assert {p.name for p in written} == {"slurm.conf", "slurmdbd.conf", "gres.conf"}
+    assert (tmp_path / "slurmdbd.conf").stat().st_mode & 0o777 == 0o600
+    slurm.write_conf(tmp_path, SLURMD_C)  # its own files: rewritten
+
+
+def test_local_profile_fits_the_node_and_keeps_the_rest_of_the_users_profile():
+    user = slurm.load_user_profile()
+    local = slurm.local_profile(user)
+    assert local["executor"] == "slurm" and local["retries"] == user["retries"] >= 1
+    assert local["default-resources"]["slurm_partition"] == "local"
+    assert local["default-resources"]["slurm_account"] == "knowlab"
+    for rule, resources in local["set-resources"].items():
+        assert resources.get("slurm_partition", "local") == "local"
+        assert resources.get("mem_mb", 0) <= slurm.LOCAL_MEM_MB
+        assert resources.get("runtime") == user["set-resources"][rule].get("runtime")
+    assert set(local["set-threads"].values()) == {slurm.LOCAL_CPUS}
+    want = slurm.expected_resources(local, "finetune")
+    assert want == {"mem_mb": slurm.LOCAL_MEM_MB, "runtime": 240, "cpus_per_task": slurm.LOCAL_CPUS}
+    assert slurm.expected_resources(local, "no_such_rule")["runtime"] == user["default-resources"]["runtime"]
+    # the user's profile itself is not touched
+    assert user["set-resources"]["finetune"]["slurm_partition"] == "gpu"
+
+
+def test_write_profile_round_trips(tmp_path):
+    local = slurm.local_profile(slurm.load_user_profile())
+    folder = slurm.write_profile(tmp_path / "p", local)
+    assert yaml.safe_load((folder / "config.yaml").read_text()) == local
+
+
+@pytest.mark.parametrize("text, mb", [("4000M", 4000), ("4G", 4096), ("4000Mn", 4000), ("512K", 0), ("1T", 1048576)])
+def test_mem_mb(text, mb):
+    assert slurm.mem_mb(text) == mb
+
+
+@pytest.mark.parametrize(
+    "text, mins", [("01:00:00", 60), ("4-12:00:00", 6480), ("00:01:00", 1), ("30", 30), ("1-00:00:00", 1440)]
+)
+def test_minutes(text, mins):
+    assert slurm.minutes(text) == mins
+
+
+def test_times_and_comments():
+    assert slurm.seconds("0:05") == 5 and slurm.seconds("1:00:00") == 3600 and slurm.seconds("1-00:00:01") == 86401
+    assert slurm.comment_rule("rule_finetune_last_wildcards_fictionalqa_finetune_doc_step-6") == (
+        "finetune_last",
+        "fictionalqa_finetune_doc_step-6",
+    )
+    assert slurm.comment_rule("rule_base_model") == ("base_model", "")
+    for bad in ("UNLIMITED", "x"):
+        with pytest.raises(ValueError):
+            slurm.minutes(bad)
+    with pytest.raises(ValueError):
+        slurm.comment_rule("wrap")
+
+
+def test_parse_sacct_and_resource_mismatches():
+    profile = slurm.local_profile(slurm.load_user_profile())
+    good = "12|run|rule_finetune_wildcards_x|COMPLETED|4000M|04:00:00|1|cpu=1,gres/gpu=1|local|knowlab|1|00:00:30|0:0"
+    bad = "13|run|rule_base_model|CANCELLED by 0|8000M|00:30:00|2||local|other||00:00:03|0:15"
+    rows = slurm.parse_sacct(good + "\n" + bad + "\n")
+    assert rows[0]["State"] == "COMPLETED" and rows[1]["Account"] == "other"
+    problems = slurm.resource_mismatches(rows, profile)
+    assert not [p for p in problems if p.startswith("job 12 ")]
+    assert any("mem_mb 8000" in p for p in problems) and any("cpus_per_task 2" in p for p in problems)
+    assert any("Account other" in p for p in problems)
+    with pytest.raises(ValueError):
+        slurm.parse_sacct("1|2|3\n")
+    assert "--name" in slurm.sacct_command(name="abc") and "-X" not in slurm.sacct_command(job_ids=["1"], steps=True)
+
+
+LOG = """\
+Building DAG of jobs...
+SLURM run ID: 1234-abcd
+Job stats:
+job                count
+---------------  -------
+all                    1
+base_model             1
+fictionalqa_split      2
+total                  4
+
+Select jobs to execute...
+localrule fictionalqa_split:
+    output: x
+rule base_model:
+    output: y
+Job 3 has been submitted with SLURM jobid 7 (log: z).
+localrule fictionalqa_split:
+localrule all:
+"""
+
+
+def test_reading_a_snakemake_log():
+    assert slurm.job_stats(LOG) == {"base_model": 1, "fictionalqa_split": 2}
+    assert slurm.started_rules(LOG) == ({"fictionalqa_split": 2, "all": 1}, {"base_model": 1})
+    assert slurm.run_id(LOG) == "1234-abcd"
+    with pytest.raises(ValueError):
+        slurm.job_stats("nothing")
+    with pytest.raises(ValueError):
+        slurm.run_id("nothing")
+
+
+def test_localrules_of_the_snakefile(tmp_path):
+    names = slurm.localrules(slurm.ROOT / "Snakefile")
+    assert {"all", "findings", "train_log"} <= names and "finetune" not in names
+    (tmp_path / "Snakefile").write_text("x = 1\nlocalrules: a, b,\n    c,\n\nrule a:\n")
+    assert slurm.localrules(tmp_path / "Snakefile") == {"a", "b", "c"}
+
+
+def test_summary_line_format():
+    line = slurm.summary_line(70, 5, 5, 2, 2, True)
+    assert line == "slurm: jobs=70 identical=5/5 srun_ranks=2 cancelled=2 recovered_identical=True"
+
+
+def test_tolerance_is_the_distributed_benchmarks():
+    text = (slurm.ROOT / "benchmarks/distributed.py").read_text()
+    default = re.search(r'"--tolerance", type=float, default=([0-9.e-]+)', text).group(1)
+    assert float(default) == slurm.DISTRIBUTED_TOLERANCE
