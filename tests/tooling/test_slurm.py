@@ -55,10 +55,14 @@ def test_local_profile_fits_the_node_and_keeps_the_rest_of_the_users_profile():
     for rule, resources in local["set-resources"].items():
         assert resources.get("slurm_partition", "local") == "local"
         assert resources.get("mem_mb", 0) <= slurm.LOCAL_MEM_MB
-        assert resources.get("runtime") == user["set-resources"][rule].get("runtime")
+        if rule not in slurm.CONFIG_RESOURCE_RULES:
+            assert resources.get("runtime") == user["set-resources"][rule].get("runtime")
     assert set(local["set-threads"].values()) == {slurm.LOCAL_CPUS}
+    # fine-tuning's memory and time are the config's (finetune.resources): fitted to the node here
+    assert not {"mem_mb", "runtime"} & set(user["set-resources"]["finetune"])
     want = slurm.expected_resources(local, "finetune")
-    assert want == {"mem_mb": slurm.LOCAL_MEM_MB, "runtime": 240, "cpus_per_task": slurm.LOCAL_CPUS}
+    runtime = user["default-resources"]["runtime"]
+    assert want == {"mem_mb": slurm.LOCAL_MEM_MB, "runtime": runtime, "cpus_per_task": slurm.LOCAL_CPUS}
     assert slurm.expected_resources(local, "no_such_rule")["runtime"] == user["default-resources"]["runtime"]
     # the user's profile itself is not touched
     assert user["set-resources"]["finetune"]["slurm_partition"] == "gpu"
@@ -98,7 +102,7 @@ def test_times_and_comments():
 
 def test_parse_sacct_and_resource_mismatches():
     profile = slurm.local_profile(slurm.load_user_profile())
-    good = "12|run|rule_finetune_wildcards_x|COMPLETED|4000M|04:00:00|1|cpu=1,gres/gpu=1|local|knowlab|1|00:00:30|0:0"
+    good = "12|run|rule_finetune_wildcards_x|COMPLETED|4000M|01:00:00|1|cpu=1,gres/gpu=1|local|knowlab|1|00:00:30|0:0"
     bad = "13|run|rule_base_model|CANCELLED by 0|8000M|00:30:00|2||local|other||00:00:03|0:15"
     rows = slurm.parse_sacct(good + "\n" + bad + "\n")
     assert rows[0]["State"] == "COMPLETED" and rows[1]["Account"] == "other"

@@ -202,11 +202,16 @@ def write_conf(etc: Path, slurmd_c: str, gpus: int = FAKE_GPUS) -> list[Path]:
 # ---------------------------------------------------------------------------- the profile on this node
 
 
+#: the rules whose memory and time the config gives per job (finetune.resources, per base model)
+CONFIG_RESOURCE_RULES = ("finetune", "finetune_last")
+
+
 def local_profile(profile: Mapping[str, Any], cpus: int = LOCAL_CPUS, mem_mb: int = LOCAL_MEM_MB) -> dict[str, Any]:
     """The user's SLURM profile (``workflow/profiles/slurm/config.yaml``, parsed) fitted to the one
     local node: every partition becomes :data:`PARTITION`, the account :data:`ACCOUNT`, every
     ``cpus_per_task`` and ``set-threads`` entry ``cpus``, every ``mem_mb`` at most ``mem_mb``; runtimes,
-    retries and everything else stay the user's.  Snakemake profiles do not inherit, so the overlay is
+    retries and everything else stay the user's.  Fine-tuning (:data:`CONFIG_RESOURCE_RULES`), whose
+    memory and time the config gives per base model, gets the default runtime and the capped memory.  Snakemake profiles do not inherit, so the overlay is
     a whole profile written next to the test's runs (:func:`write_profile`).  The plugin polls
     sooner (``slurm-init-seconds-before-status-checks: 2``): test jobs take seconds, not hours.
     """
@@ -229,6 +234,13 @@ def local_profile(profile: Mapping[str, Any], cpus: int = LOCAL_CPUS, mem_mb: in
         "slurm_account": ACCOUNT,
     }
     out["set-resources"] = {rule: fit(res) for rule, res in out.get("set-resources", {}).items()}
+    # fine-tuning's memory and time come from the config, per base model (finetune.resources), not
+    # from the user's profile: here they are fitted to the node like every other job's
+    for rule in CONFIG_RESOURCE_RULES:
+        out["set-resources"][rule] = out["set-resources"].get(rule, {}) | {
+            "mem_mb": min(int(out["default-resources"].get("mem_mb", mem_mb)), mem_mb),
+            "runtime": out["default-resources"]["runtime"],
+        }
     out["set-threads"] = {rule: cpus for rule in out.get("set-threads", {})}
     out["slurm-init-seconds-before-status-checks"] = 2
     return out
