@@ -82,11 +82,16 @@ FT_NOTES = {name: settings_note(view, name) for name, view in FT_CONFIGS.items()
 ACROSS_MODELS_NOTE = settings_note(config, "")
 
 
+# each base model's folder: the project's (``base``), else its own under resources/base_models
+FT_DIRS = {
+    name: BASE_MODEL if spec == "base" else f"resources/base_models/{name}"
+    for name, spec in finetune_models(config).items()
+}
+
+
 def ft_model_dir(ft_model):
-    """A base model's folder: the project's (``base``), else its own under resources/base_models."""
-    if finetune_models(config)[ft_model] == "base":
-        return BASE_MODEL
-    return f"resources/base_models/{ft_model}"
+    """A base model's folder (FT_DIRS)."""
+    return FT_DIRS[ft_model]
 
 
 def ft_compute(wildcards):
