@@ -44,7 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from knowlab.config import finetune_models, load_config, model_config
+from knowlab.config import load_config, model_config
+from knowlab.layout import finetune_models
 from knowlab.tooling import capacity
 
 SEQ_LEN, SCORE_ROWS = 512, 8

@@ -9,7 +9,6 @@ from snakemake.settings.types import DeploymentMethod
 from knowlab.config import (
     base_eval_model,
     base_model_name,
-    finetune_models,
     model_config,
     model_source,
     settings_note,
@@ -54,6 +53,7 @@ from knowlab.layout import (
     TRAIN_LOG,
     Layout,
     fictionalqa_training,
+    finetune_models,
     training_model,
 )
 from knowlab.sort.finetune import PARAMETRIC_RUNS
@@ -69,7 +69,7 @@ FIGURE_NOTE = settings_note(config)
 # the param `compute` of the jobs that run a model (the compute keys that can change a result)
 COMPUTE = ComputeSettings.from_config(config).param()
 
-# The base models FictionalQA fine-tunes (finetune.models; knowlab.config.finetune_models): the
+# The base models FictionalQA fine-tunes (finetune.models; knowlab.layout.finetune_models): the
 # {ft_model} level of FictionalQA's results and of SORT's and grounding's probes of its checkpoints.
 # Each sees the config with its own source, training and compute settings (knowlab.config.model_config).
 FT_MODELS = LAYOUT.ft_models

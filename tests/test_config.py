@@ -10,13 +10,12 @@ from knowlab.config import (
     base_eval_model,
     base_model_name,
     check_config,
-    finetune_models,
     load_config,
     model_config,
-    model_slug,
     model_source,
     settings_note,
 )
+from knowlab.layout import finetune_models, model_slug
 
 ROOT = Path(__file__).resolve().parents[1]
 

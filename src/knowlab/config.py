@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from knowlab.core.train import launch_command
 from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
+from knowlab.layout import finetune_models
 from knowlab.sort.prompts import RAG_CONDITIONS, get_rag_reading, get_template, rag_readings, templates
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: config/, rules/, scripts/
@@ -80,28 +80,6 @@ def base_model_name(config: Mapping[str, Any]) -> str:
 
 # the keys of an entry of finetune.models merged over the top-level blocks of the same name
 MODEL_BLOCKS = ("source", "gguf_package", "hub", "tiny_random")
-
-
-def model_slug(model: Mapping[str, Any]) -> str:
-    """The name of a config's one base model when ``finetune.models`` is null: the GGUF file's stem
-    (``SmolLM2-135M-Instruct.Q4_1``), the last part of the Hub id or folder (``Llama-3.2-1B``), or
-    ``tiny-random``; characters outside ``[A-Za-z0-9_.-]`` become ``-``."""
-    source = model["source"]
-    if source == "gguf_package":
-        name = Path(model["gguf_package"]["file"]).stem
-    elif source == "hub":
-        name = str(model["hub"]["id"] or "hub").rstrip("/").rsplit("/", 1)[-1]
-    else:
-        name = "tiny-random"
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "model"
-
-
-def finetune_models(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The base models FictionalQA fine-tunes (Kirchenbauer et al. 2026 Sec. 5, App. D.1), in config
-    order: ``finetune.models`` (name -> ``"base"``, the ``model`` block, or a block of its own), or,
-    when it is null, the one model of ``model`` named by :func:`model_slug`."""
-    models = config["finetune"].get("models")
-    return dict(models) if models else {model_slug(config["model"]): "base"}
 
 
 def model_config(config: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -83,7 +83,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.weightstats import ttost_paired
 
 from knowlab import layout
-from knowlab.config import finetune_models
+from knowlab.layout import finetune_models
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
 from knowlab.core.rng import keyed_rng

@@ -13,12 +13,12 @@ the dataset card (:mod:`knowlab.dataset_card`) and the capacity plan
   checkpoints, the tables the findings read).
 
 Every FictionalQA result of a fine-tuned model sits under the base model it fine-tunes:
-``{ft_model}``, a key of ``finetune.models`` (:func:`knowlab.config.finetune_models`); so do SORT's
+``{ft_model}``, a key of ``finetune.models`` (:func:`finetune_models`); so do SORT's
 and grounding's probes of its checkpoints.  (``{model}`` is a model evaluated as it is,
 ``eval_models``.)  The corpus, the MCQ items and the splits are shared by every base model.
 
 It sits above the studies (like :mod:`knowlab.config`) because it names all of their outputs; it
-imports only their constants and :mod:`knowlab.config`.
+imports only their constants, so that the findings' env (``envs/stats.yaml``) can import it.
 """
 
 from __future__ import annotations
@@ -26,15 +26,37 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from knowlab.config import finetune_models
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 
 RESULTS = "results"
 # wildcards whose values are integers (their regex is \d+)
 NUMERIC = ("step", "epoch", "n")
+
+
+def model_slug(model: Mapping[str, Any]) -> str:
+    """The name of a config's one base model when ``finetune.models`` is null: the GGUF file's stem
+    (``SmolLM2-135M-Instruct.Q4_1``), the last part of the Hub id or folder (``Llama-3.2-1B``), or
+    ``tiny-random``; characters outside ``[A-Za-z0-9_.-]`` become ``-``."""
+    source = model["source"]
+    if source == "gguf_package":
+        name = Path(model["gguf_package"]["file"]).stem
+    elif source == "hub":
+        name = str(model["hub"]["id"] or "hub").rstrip("/").rsplit("/", 1)[-1]
+    else:
+        name = "tiny-random"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "model"
+
+
+def finetune_models(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The base models FictionalQA fine-tunes (Kirchenbauer et al. 2026 Sec. 5, App. D.1), in config
+    order: ``finetune.models`` (name -> ``"base"``, the ``model`` block, or a block of its own), or,
+    when it is null, the one model of ``model`` named by :func:`model_slug`."""
+    models = config["finetune"].get("models")
+    return dict(models) if models else {model_slug(config["model"]): "base"}
 
 
 @dataclass(frozen=True)

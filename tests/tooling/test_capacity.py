@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from knowlab.config import finetune_models, load_config, model_config
+from knowlab.config import load_config, model_config
+from knowlab.layout import finetune_models
 from knowlab.tooling import capacity
 from knowlab.tooling.capacity import GEMMA_2_2B, GEMMA_2B, LLAMA_3_1_8B, LLAMA_3_2_1B, LLAMA_3_2_3B, ParamCount
 

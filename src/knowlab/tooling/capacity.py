@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from knowlab.config import finetune_models, model_config
+from knowlab.config import model_config
 from knowlab.core.checkpoints import checkpoint_steps
-from knowlab.layout import Layout
+from knowlab.layout import Layout, finetune_models
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
 from knowlab.grounding.settings import GroundingConditionSettings
 from knowlab.sort.build import N_BINS
