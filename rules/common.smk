@@ -73,6 +73,8 @@ COMPUTE = ComputeSettings.from_config(config).param()
 # {ft_model} level of FictionalQA's results and of SORT's and grounding's probes of its checkpoints.
 # Each sees the config with its own source, training and compute settings (knowlab.config.model_config).
 FT_MODELS = LAYOUT.ft_models
+# the base models whose checkpoints SORT and grounding probe (finetune.probe_models; null: all)
+PROBE_MODELS = LAYOUT.probe_models
 FT_CONFIGS = {name: model_config(config, name) for name in FT_MODELS}
 FT_COMPUTE = {
     name: ComputeSettings.from_config(view).param() for name, view in FT_CONFIGS.items()
@@ -209,9 +211,9 @@ def checkpoint_path(wildcards, input):
 
 # ----------------------------------------------------------------- a probe at every checkpoint
 # SORT on the fiction documents and grounding across fine-tuning probe every FictionalQA
-# checkpoint of every base model with their own items (knowlab.core.probe): a job per checkpoint
-# (the base model once, as run base_model at step 0), then one job across them all, per base model
-# ({ft_model}). Their rules are built from these pieces, so the two probes expand, constrain and
+# checkpoint of every base model of PROBE_MODELS with their own items (knowlab.core.probe): a job per
+# checkpoint (the base model once, as run base_model at step 0), then one job across them all, per
+# base model ({ft_model}). Their rules are built from these pieces, so the two probes expand, constrain and
 # name their checkpoints the same way.
 
 # the run wildcard of a per-checkpoint job

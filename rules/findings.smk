@@ -43,10 +43,10 @@ if FICTION_RUNS:
     for ft_model in FT_MODELS:
         DATASET_CARD_INPUTS += run_items(ft_model, *RUNS)
     DATASET_CARD_INPUTS += expand(
-        rules.sort_fiction_stats.input.base, ft_model=FT_MODELS
+        rules.sort_fiction_stats.input.base, ft_model=PROBE_MODELS
     )
     DATASET_CARD_INPUTS += expand(
-        rules.sort_fiction_stats.input.rows, ft_model=FT_MODELS
+        rules.sort_fiction_stats.input.rows, ft_model=PROBE_MODELS
     )
 if config["sort"]["parametric"]["enabled"]:
     DATASET_CARD_INPUTS += rules.sort_parametric_stats.input.rows
@@ -55,10 +55,10 @@ if GROUNDING_DATASETS:
     DATASET_CARD_INPUTS += rules.grounding_tables.input.scores
 if GROUNDING_FINETUNE:
     DATASET_CARD_INPUTS += expand(
-        rules.grounding_finetune_stats.input.base, ft_model=FT_MODELS
+        rules.grounding_finetune_stats.input.base, ft_model=PROBE_MODELS
     )
     DATASET_CARD_INPUTS += expand(
-        rules.grounding_finetune_stats.input.rows, ft_model=FT_MODELS
+        rules.grounding_finetune_stats.input.rows, ft_model=PROBE_MODELS
     )
 
 

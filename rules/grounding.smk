@@ -344,10 +344,10 @@ GROUNDING_OUTPUTS += expand(
 )
 if GROUNDING_FINETUNE:
     GROUNDING_OUTPUTS += expand(
-        f"{GROUNDING}/finetune/{{ft_model}}/manifest.json", ft_model=FT_MODELS
+        f"{GROUNDING}/finetune/{{ft_model}}/manifest.json", ft_model=PROBE_MODELS
     )
     GROUNDING_OUTPUTS += expand(
         "results/figures/grounding/finetune/{ft_model}.{ext}",
-        ft_model=FT_MODELS,
+        ft_model=PROBE_MODELS,
         ext=("pdf", "png"),
     )

@@ -502,11 +502,11 @@ SORT_OUTPUTS += expand(
 )
 if FICTION_RUNS:
     SORT_OUTPUTS += expand(
-        f"{SORT}/fiction/{{ft_model}}/stats/manifest.json", ft_model=FT_MODELS
+        f"{SORT}/fiction/{{ft_model}}/stats/manifest.json", ft_model=PROBE_MODELS
     )
     SORT_OUTPUTS += expand(
         "results/figures/sort/fiction/{ft_model}/fiction_sort.{ext}",
-        ft_model=FT_MODELS,
+        ft_model=PROBE_MODELS,
         ext=("pdf", "png"),
     )
 if config["sort"]["parametric"]["enabled"]:

@@ -15,7 +15,7 @@ from knowlab.config import (
     model_source,
     settings_note,
 )
-from knowlab.layout import finetune_models, model_slug
+from knowlab.layout import Layout, finetune_models, model_slug
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,6 +52,10 @@ def test_shipped_configs_pass(name):
         (
             {"finetune": {"models": {"a": "base", "b": {"finetune": {"distributed": {"processes_per_node": 3}}}}}},
             "finetune.models.b: finetune.global_batch_size (2) must be a multiple",
+        ),
+        (
+            {"finetune": {"models": {"a": "base"}, "probe_models": ["a", "b"]}},
+            "finetune.probe_models ['b'] are not base models of finetune.models (a)",
         ),
     ],
 )
@@ -96,6 +100,9 @@ def test_base_models_and_their_settings():
     assert model_slug({"source": "tiny_random"}) == "tiny-random"
     test = load_config(ROOT / "config" / "test.yaml")
     assert list(finetune_models(test)) == ["tiny", "tiny-wide"]
+    # the probes of every checkpoint: every base model by default, the first one in config/test.yaml
+    assert Layout(load_config({"finetune": {"models": {"a": "base", "b": "base"}}})).probe_models == ["a", "b"]
+    assert Layout(test).probe_models == ["tiny"]
     wide = model_config(test, "tiny-wide")
     assert wide["model"]["tiny_random"]["hidden_size"] == 96 and wide["model"]["tiny_random"]["num_hidden_layers"] == 2
     assert test["model"]["tiny_random"]["hidden_size"] == 64  # the config itself is not changed

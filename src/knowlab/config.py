@@ -210,20 +210,25 @@ def check_config(config: Mapping[str, Any]) -> None:
     (``finetune`` and ``sort.parametric.finetune``) divides into micro-batches over the
     ``finetune.distributed`` processes; torchrun runs on one node; offload needs ZeRO
     (parameters: stage 3); each base model of ``finetune.models`` with its own settings merged
-    (:func:`model_config`).
+    (:func:`model_config`); ``finetune.probe_models`` names base models of ``finetune.models``.
 
     Raises:
         ValueError: the first rule broken, with a message naming the config keys.
     """
     base_eval_model(config)
     _check_generation(config)
-    for name in finetune_models(config):
+    models = finetune_models(config)
+    for name in models:
         try:
             _check_finetune(model_config(config, name))
         except ValueError as err:
             raise ValueError(
                 f"finetune.models.{name}: {err}" if config["finetune"].get("models") else str(err)
             ) from None
+    if unknown := [name for name in config["finetune"].get("probe_models") or () if name not in models]:
+        raise ValueError(
+            f"finetune.probe_models {unknown} are not base models of finetune.models ({', '.join(models)})"
+        )
     _check_fictionalqa(config)
     _check_sort(config)
 

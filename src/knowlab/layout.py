@@ -142,6 +142,10 @@ class Layout:
         finetune, sort, grounding = config["finetune"], config["sort"], config["grounding"]
         #: the base models FictionalQA fine-tunes, in config order (``finetune.models``)
         self.ft_models: list[str] = list(finetune_models(config))
+        #: the base models whose checkpoints SORT and grounding probe (``finetune.probe_models``; null: all)
+        self.probe_models: list[str] = [
+            name for name in self.ft_models if finetune.get("probe_models") is None or name in finetune["probe_models"]
+        ]
         #: FictionalQA's fine-tuning runs on fiction (``finetune.runs``)
         self.fiction_runs: list[str] = list(finetune["runs"])
         #: every FictionalQA run: the fiction runs and the webtext-only control when it is on
@@ -180,6 +184,12 @@ class Layout:
         """Checkpoint evaluations of FictionalQA: per base model, the base model once, then every run's
         checkpoints."""
         return len(self.ft_models) * (1 + len(self.runs) * (len(self.steps) - 1))
+
+    @property
+    def probe_checkpoints(self) -> int:
+        """The checkpoints SORT and grounding probe: :attr:`checkpoints` of the base models of
+        :attr:`probe_models`."""
+        return self.checkpoints * len(self.probe_models) // len(self.ft_models)
 
     def run_items(self, ft_model: str, *runs: str) -> list[str]:
         """Item tables of every checkpoint of base model ``ft_model``'s ``runs``: step 0 is the base

@@ -85,10 +85,14 @@ FIGURES |= {
         ("fig10_11", 11, 2),
     )
 }
-# every per-model figure of the first model, drawn for the second too
-FIGURES |= {name.replace("/tiny/", "/tiny-wide/"): shown for name, shown in FIGURES.items() if "/tiny/" in name}
-FIGURES["grounding/finetune/tiny-wide"] = FIGURES.pop("grounding/finetune/tiny")
-FIGURES["grounding/finetune/tiny"] = FIGURES["grounding/finetune/tiny-wide"]
+# every FictionalQA figure of the first model, drawn for the second too; SORT and grounding probe the
+# first model's checkpoints only (finetune.probe_models in config/test.yaml)
+FIGURES |= {
+    name.replace("/tiny/", "/tiny-wide/"): shown
+    for name, shown in FIGURES.items()
+    if name.startswith("fictionalqa/tiny/")
+}
+PROBES = ("sort/fiction/{model}", "grounding/finetune/{model}")
 
 
 def test_every_figure_shows_its_panels_axes_and_series(workdir):
@@ -119,6 +123,17 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
                 ]
                 assert [p["images"] for p in shown["panels"]] == [1, 1]
                 assert (path.with_suffix(".pdf")).read_bytes().startswith(b"%PDF")
+
+
+def test_only_the_probed_models_checkpoints_are_probed(workdir):
+    """finetune.probe_models [tiny]: SORT and grounding probe tiny's checkpoints; nothing of theirs exists
+    for tiny-wide, whose FictionalQA results are complete."""
+    results = workdir / "results"
+    for study in PROBES:
+        assert any((results / study.format(model="tiny")).rglob("*.parquet")), study
+        assert not list(results.glob(f"{study.format(model='tiny-wide')}*")), study
+        assert not list((results / "figures").glob(f"{study.format(model='tiny-wide')}*")), study
+    assert (results / "fictionalqa" / "tiny-wide" / "summary.csv").exists()
 
 
 def test_item_tables_and_statistics(workdir):
@@ -387,10 +402,8 @@ def test_report_builds(workdir, snakemake):
     assert "paper Fig. 4" in html and "SmolLM2" not in html and "tiny random Llama" in html
     results = report_data(html, "results")
     figures = {p.relative_to(workdir).as_posix() for p in (workdir / "results" / "figures").rglob("*.png")}
-    tables = {
-        f"results/{study}/{model}/{table}"
-        for model in MODELS
-        for study, table in (("fictionalqa", "summary.csv"), ("grounding/finetune", "rates.csv"))
+    tables = {f"results/fictionalqa/{model}/summary.csv" for model in MODELS} | {
+        "results/grounding/finetune/tiny/rates.csv"
     }
     for study in ("sort", "grounding"):
         tables |= {p.relative_to(workdir).as_posix() for p in (workdir / "results" / study / "tables").glob("*.csv")}
@@ -413,9 +426,8 @@ def test_step_zero_is_the_base_model_evaluated_once(workdir):
     and step 0 of every run is that evaluation (a run's step 0 and the control's agree on every item)."""
     results = workdir / "results"
     for folder in (
-        results / study / model / leaf
-        for model in MODELS
-        for study, leaf in (("fictionalqa", "evaluate"), ("sort/fiction", "evaluate"), ("grounding/finetune", "scores"))
+        *(results / "fictionalqa" / model / "evaluate" for model in MODELS),
+        *(results / study.format(model="tiny") / leaf for study, leaf in zip(PROBES, ("evaluate", "scores"))),
     ):
         base = pd.read_parquet(folder / "base_model" / "step-0.parquet")
         assert (base["run"] == "base_model").all() and (base["step"] == 0).all(), folder

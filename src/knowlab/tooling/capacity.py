@@ -567,12 +567,12 @@ def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
         "sort_prompt": models,
         "sort_rag_prompt": models if rag else 0,
         "sort_evaluate_base": models * len(plan.sort_conditions),
-        "sort_fiction_evaluate": checkpoints if plan.fiction_runs else 0,
+        "sort_fiction_evaluate": plan.probe_checkpoints if plan.fiction_runs else 0,
         "sort_parametric_evaluate": 1 + len(plan.parametric_runs) * plan.sort_epochs if plan.sort_epochs else 0,
         "grounding_generate": datasets * models,
         "grounding_score": datasets * models,
-        "grounding_checkpoint_generate": checkpoints if plan.grounding_finetune else 0,
-        "grounding_checkpoint_score": checkpoints if plan.grounding_finetune else 0,
+        "grounding_checkpoint_generate": plan.probe_checkpoints if plan.grounding_finetune else 0,
+        "grounding_checkpoint_score": plan.probe_checkpoints if plan.grounding_finetune else 0,
     }
     return {rule: n for rule, n in counts.items() if n}
 
