@@ -204,6 +204,7 @@ def test_train_settings_build_from_every_config_and_round_trip(name):
         "control",
         "distributed",
         "models",
+        "probe_models",
         "resources",
     }
     assert settings.max_steps == config["finetune"]["max_steps"] and settings.lr == config["finetune"]["lr"]
