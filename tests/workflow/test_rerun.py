@@ -198,22 +198,44 @@ def test_keys_that_cannot_change_a_result_rerun_nothing(dry_runs):
     assert not jobs, f"{[key for key, _ in NO_RESULT_KEYS]}: re-run {jobs} ({reasons})"
 
 
+def _jobs(snakemake, workdir, overlay_path, *changes) -> list[tuple[str, str]]:
+    """(rule, its wildcards line) of every job of ``snakemake -n`` with ``changes`` over config/test.yaml."""
+    overlay_path.write_text(yaml.safe_dump(_overlay(*changes)))
+    out = snakemake(workdir, "-n", configs=(TEST_CONFIG, overlay_path)).stdout
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", out):
+        if rule := re.match(r"(?:local)?rule (\w+):\n", block):
+            wildcards = re.search(r"^    wildcards: (.*)$", block, re.MULTILINE)
+            jobs.append((rule[1], wildcards[1] if wildcards else ""))
+    return jobs
+
+
 def test_a_base_models_key_reruns_only_that_models_jobs(workdir, snakemake, tmp_path):
     """``finetune.models.tiny-wide.finetune.lr``: the second base model's runs retrain and everything
     of that model downstream re-runs, with the figures across models, the findings and the dataset
     card; no job of the first model, and no SORT parametric run (each job's params hold its own
     model's settings, knowlab.config.model_config)."""
-    overlay = tmp_path / "wide.yaml"
-    overlay.write_text(yaml.safe_dump(_overlay(("finetune.models.tiny-wide.finetune.lr", 2.0e-3))))
-    out = snakemake(workdir, "-n", configs=(TEST_CONFIG, overlay)).stdout
-    jobs = []  # (rule, its wildcards line) of every job of the dry run
-    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", out):
-        if rule := re.match(r"(?:local)?rule (\w+):\n", block):
-            wildcards = re.search(r"^    wildcards: (.*)$", block, re.MULTILINE)
-            jobs.append((rule[1], wildcards[1] if wildcards else ""))
+    jobs = _jobs(snakemake, workdir, tmp_path / "wide.yaml", ("finetune.models.tiny-wide.finetune.lr", 2.0e-3))
     per_model = [(rule, wildcards) for rule, wildcards in jobs if "ft_model=" in wildcards or "training=" in wildcards]
     assert per_model and all("tiny-wide" in wildcards for _, wildcards in per_model), per_model
     assert sum(rule == "finetune_last" for rule, _ in jobs) == 4  # tiny-wide's Doc, Event, Fictsheets, control
     rules = {rule for rule, _ in jobs}
     assert {"fictionalqa_across_models_fig4", "findings", "dataset_card"} <= rules
     assert not {rule for rule in rules if rule.startswith("sort_parametric") or rule == "sort_evaluate_base"}
+
+
+def test_probing_another_model_adds_its_probes_and_reruns_only_the_dataset_card(workdir, snakemake, tmp_path):
+    """``finetune.probe_models: [tiny, tiny-wide]``: SORT's and grounding's jobs of tiny-wide's checkpoints
+    are added; of what exists, only the dataset card (which lists the probes' tables) re-runs."""
+    jobs = _jobs(snakemake, workdir, tmp_path / "probe.yaml", ("finetune.probe_models", ["tiny", "tiny-wide"]))
+    added = {rule for rule, wildcards in jobs if "ft_model=tiny-wide" in wildcards}
+    assert added == {
+        "sort_fiction_evaluate",
+        "sort_fiction_stats",
+        "sort_fiction_figures",
+        "grounding_checkpoint_generate",
+        "grounding_checkpoint_score",
+        "grounding_finetune_stats",
+        "grounding_finetune_figures",
+    }
+    assert {rule for rule, wildcards in jobs if "ft_model=tiny-wide" not in wildcards} == {"dataset_card", "all"}
