@@ -69,7 +69,9 @@ def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
     funnel = pd.read_csv(work / "results" / "generate" / "summary.csv").set_index("step")["count"]
     assert (funnel["fictions"], funnel["questions"], funnel["kept"]) == (15, 75, len(corpus["fict_qa"]))
     assert "gpt-4o-2024-08-06" in (work / "results" / "logs" / "generate" / "seeds.log").read_text()
-    assert len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
+    assert (
+        len(list((work / "results" / "generate" / "requests").glob("*/*.json"))) == 1 + 1 + 15 + 15 + 33 + 75 + 21 + 68
+    )
     # Downstream rules read the generated corpus with no other change; nothing is generated twice.
     dry = snakemake(work, "-n", configs=configs).stdout
     assert "generate_" not in dry and "rule fictionalqa_split:" in dry and "rule grounding_items:" in dry
@@ -188,7 +190,8 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
 @pytest.mark.parametrize(
     "overlay, expected",
     [
-        # the default: three fiction runs + control, one checkpoint each (+ 2 SORT parametric runs)
+        # the default, through the SLURM profile: three fiction runs + control, one checkpoint each
+        # (+ 2 SORT parametric runs); one fine-tuning process, no srun
         (
             None,
             {
@@ -217,25 +220,24 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
     ids=["default", "cpu-full"],
 )
 def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected, snakemake):
-    proc = snakemake(tmp_path, "-n", configs=[ROOT / "config" / overlay] if overlay else [])
+    profile = [] if overlay else ["--profile", SLURM_PROFILE]
+    proc = snakemake(tmp_path, *profile, "-n", configs=[ROOT / "config" / overlay] if overlay else [])
     counts = job_counts(proc.stdout)
     assert {rule: counts.get(rule, 0) for rule in expected} == expected
+    if profile:  # the fine-tuning launch: one process
+        assert "-m knowlab.finetune_job --threads" in proc.stdout and "srun --nodes" not in proc.stdout
 
 
-@pytest.mark.parametrize("extra", [[], [ROOT / "config" / "paper.yaml"]], ids=["default", "paper"])
-def test_slurm_profile_dry_run(tmp_path, extra, snakemake):
-    proc = snakemake(tmp_path, "--profile", SLURM_PROFILE, "-n", configs=extra)
-    assert "finetune" in proc.stdout and "fictionalqa_rank_distractors" in proc.stdout
-    # the fine-tuning launch: one process (default); eight srun tasks, one per GPU (paper)
-    assert "-m knowlab.finetune_job --threads" in proc.stdout
-    assert ("srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in proc.stdout) == bool(extra)
-    assert ("gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in proc.stdout) == bool(extra)
-
-
-def test_slurm_profile_dry_run_of_the_paper_generation(tmp_path, snakemake):
+def test_slurm_profile_dry_run_of_the_paper_with_generation(tmp_path, snakemake):
+    """config/paper.yaml through the SLURM profile, fiction generated: the generation rules run before
+    the corpus (the OpenAI batch backend: no base model), and each fine-tuning job launches eight srun
+    tasks, one per GPU."""
     generate = tmp_path / "generate.yaml"
     generate.write_text("fiction:\n  source: generate\n")
     proc = snakemake(tmp_path, "--profile", SLURM_PROFILE, "-n", configs=(ROOT / "config" / "paper.yaml", generate))
     for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fictionalqa_corpus"):
         assert f"rule {rule}:" in proc.stdout
     assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
+    assert "rule finetune:" in proc.stdout and "rule fictionalqa_rank_distractors:" in proc.stdout
+    assert "srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in proc.stdout
+    assert "gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in proc.stdout
