@@ -183,13 +183,18 @@ class Layout:
     def checkpoints(self) -> int:
         """Checkpoint evaluations of FictionalQA: per base model, the base model once, then every run's
         checkpoints."""
-        return len(self.ft_models) * (1 + len(self.runs) * (len(self.steps) - 1))
+        return len(self.ft_models) * self._checkpoints_per_model
 
     @property
     def probe_checkpoints(self) -> int:
         """The checkpoints SORT and grounding probe: :attr:`checkpoints` of the base models of
         :attr:`probe_models`."""
-        return self.checkpoints * len(self.probe_models) // len(self.ft_models)
+        return len(self.probe_models) * self._checkpoints_per_model
+
+    @property
+    def _checkpoints_per_model(self) -> int:
+        """The base model once, then every run's checkpoints after 0."""
+        return 1 + len(self.runs) * (len(self.steps) - 1)
 
     def run_items(self, ft_model: str, *runs: str) -> list[str]:
         """Item tables of every checkpoint of base model ``ft_model``'s ``runs``: step 0 is the base

@@ -41,6 +41,16 @@ MODEL_RULES = {  # every rule that runs a model on config/test.yaml: its param `
 # retrains only its runs (knowlab.finetune_job.recipe_settings), and the other study's evaluations
 # stay.
 SORT_PARAMETRIC = {"sort_parametric_evaluate", "sort_parametric_stats", "sort_parametric_figures"}
+# SORT's and grounding's probes of the FictionalQA checkpoints of a base model (finetune.probe_models)
+PROBE_RULES = {
+    "sort_fiction_evaluate",
+    "sort_fiction_stats",
+    "sort_fiction_figures",
+    "grounding_checkpoint_generate",
+    "grounding_checkpoint_score",
+    "grounding_finetune_stats",
+    "grounding_finetune_figures",
+}
 FICTIONALQA_DOWNSTREAM = {
     "fictionalqa_evaluate",
     "fictionalqa_paired_tests",
@@ -50,13 +60,7 @@ FICTIONALQA_DOWNSTREAM = {
         for fig in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11", "pvalues")
     ),
     *(f"fictionalqa_across_models_{fig}" for fig in ("fig4", "fig7", "fig9", "fig10", "fig10_11")),
-    "sort_fiction_evaluate",
-    "sort_fiction_stats",
-    "sort_fiction_figures",
-    "grounding_checkpoint_generate",
-    "grounding_checkpoint_score",
-    "grounding_finetune_stats",
-    "grounding_finetune_figures",
+    *PROBE_RULES,
 }
 KEYS = [
     ("splits.event_train_fraction", 0.5, {"fictionalqa_split"}, SORT_PARAMETRIC),
@@ -229,13 +233,5 @@ def test_probing_another_model_adds_its_probes_and_reruns_only_the_dataset_card(
     are added; of what exists, only the dataset card (which lists the probes' tables) re-runs."""
     jobs = _jobs(snakemake, workdir, tmp_path / "probe.yaml", ("finetune.probe_models", ["tiny", "tiny-wide"]))
     added = {rule for rule, wildcards in jobs if "ft_model=tiny-wide" in wildcards}
-    assert added == {
-        "sort_fiction_evaluate",
-        "sort_fiction_stats",
-        "sort_fiction_figures",
-        "grounding_checkpoint_generate",
-        "grounding_checkpoint_score",
-        "grounding_finetune_stats",
-        "grounding_finetune_figures",
-    }
+    assert added == PROBE_RULES
     assert {rule for rule, wildcards in jobs if "ft_model=tiny-wide" not in wildcards} == {"dataset_card", "all"}
