@@ -16,6 +16,7 @@ from scipy.stats import binomtest, mannwhitneyu, wilcoxon
 from statsmodels.stats.contingency_tables import mcnemar
 
 from knowlab import findings
+from knowlab.core import stats
 from knowlab.core.io import write_json
 from knowlab.findings import (
     CONTRADICTED,
@@ -368,7 +369,7 @@ def test_right_direction_without_significance_prints_its_minimum_detectable_effe
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     f = _by_claim(found)[CLAIMS[12]]
     assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5) and f.effect == pytest.approx(0.05)
-    se = findings.bootstrap_difference(
+    se = stats.bootstrap_difference(
         np.r_[np.ones(36), np.zeros(4)], np.r_[np.ones(34), np.zeros(6)], seed=0, n_resamples=500
     )["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream

@@ -78,9 +78,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu, wilcoxon
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.weightstats import ttost_paired
 
 from knowlab import layout
 from knowlab.layout import finetune_models
@@ -350,6 +347,8 @@ def mcnemar(label: str, a: pd.Series, b: pd.Series, exact_below: int, unit: str,
 
 def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, detail: str) -> Comparison:
     """Wilcoxon signed-rank test of the paired differences ``a - b``, two-sided (p = 1 when all are 0)."""
+    from scipy.stats import wilcoxon  # deferred: as in knowlab.core.stats
+
     x, y = _aligned(a, b)
     p = 1.0 if (x == y).all() else float(wilcoxon(x, y, zero_method="wilcox").pvalue)
     return Comparison(label, x, y, True, p, min(1.0, 2 * 0.5 ** len(x)), "Wilcoxon signed-rank", unit, detail)
@@ -357,6 +356,8 @@ def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, detail: str) 
 
 def rank_sum(label: str, a: Sequence[float], b: Sequence[float], unit: str, detail: str) -> Comparison:
     """Mann-Whitney U test of two disjoint samples ``a`` vs ``b``, two-sided."""
+    from scipy.stats import mannwhitneyu  # deferred: as in knowlab.core.stats
+
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if not len(x) or not len(y):
         raise Skip("an empty side")
@@ -370,6 +371,8 @@ def tost(a: np.ndarray, b: np.ndarray, margin: float) -> float:
     """p of the two one-sided paired t-tests that the mean of ``a - b`` lies inside ``(-margin, margin)``
     (Schuirmann 1987; ``statsmodels.stats.weightstats.ttost_paired``).  Every difference equal (no
     spread, the t statistics undefined): 0 when that difference lies inside the margin, else 1."""
+    from statsmodels.stats.weightstats import ttost_paired  # deferred: as in knowlab.core.stats
+
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if np.ptp(d) == 0:
         return 0.0 if abs(d[0]) < margin else 1.0
@@ -385,6 +388,8 @@ def _judge(
     equivalence: bool = False,
 ) -> list[Finding]:
     """The findings of one claim's comparisons: bootstrap, Holm over the family, status."""
+    from statsmodels.stats.multitest import multipletests  # deferred: as in knowlab.core.stats
+
     m = len(comparisons)
     holm = multipletests([c.p for c in comparisons], method="holm")[1] if m > 1 else [comparisons[0].p]
     out = []

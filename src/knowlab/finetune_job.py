@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from knowlab.core.io import write_json, write_parquet
-from knowlab.core.provenance import build_manifest, configure_logging
+from knowlab.core.provenance import build_manifest, configure_logging, skip_exit_collection
 from knowlab.fictionalqa.training import finetune_run
 from knowlab.sort.finetune import finetune_parametric_run
 
@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("spec", type=json.loads, help="the job as a JSON object (see the module docstring)")
     args = parser.parse_args(argv)
     run_job(args.spec, args.threads, args.tracking)
+    skip_exit_collection()  # the outputs are written: exit without walking torch's objects
 
 
 if __name__ == "__main__":

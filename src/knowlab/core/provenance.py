@@ -21,6 +21,7 @@ host): a retry or a re-run never hides the first failure.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.metadata
 import logging
 import os
@@ -227,3 +228,16 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
         err.knowlab_logged = True  # the rule log has it: knowlab's excepthook skips it
         raise
     log.info("rule %s finished in %.1f s", smk.rule, time.time() - started)
+    skip_exit_collection()
+
+
+def skip_exit_collection() -> None:
+    """Let the interpreter exit without a final cyclic garbage collection over what is alive now.
+
+    Called once a job's outputs are written and closed.  ``gc.freeze()`` moves every tracked
+    object to the permanent generation, which the collections at interpreter shutdown skip; a
+    process that imported torch and transformers spent 1.3 s of its exit in them (measured on a
+    2-core CPU; 0.25 s with the freeze), a second of every model job's time.  Reference counting
+    still frees objects and ``atexit`` handlers (logging's flush) still run.
+    """
+    gc.freeze()

@@ -69,9 +69,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import bootstrap, norm, ttest_rel
-from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
-from statsmodels.stats.multitest import multipletests
+
+# scipy.stats and statsmodels load in the functions that test ("# deferred"): the Snakefile imports
+# knowlab.findings, which imports this module, and at module top they add 0.7 s to every Snakemake
+# start (each dry run) on a 2-core CPU.
 
 CORRECTION = "holm"
 TESTS = ("mcnemar", "ttest")
@@ -104,6 +105,10 @@ def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int = 25) -> dict[str,
     Raises:
         ValueError: the series share no item.
     """
+    from statsmodels.stats.contingency_tables import (
+        mcnemar as sm_mcnemar,
+    )  # deferred: see the note at the module's imports
+
     joined = paired_items(a, b).astype(bool)
     n_b = int((joined["a"] & ~joined["b"]).sum())
     n_c = int((~joined["a"] & joined["b"]).sum())
@@ -136,6 +141,8 @@ def mcnemar_sample_size(p_b: float, p_c: float, alpha: float = 0.05, power: floa
         ValueError: proportions outside [0, 1] or summing above 1, equal proportions (no
             difference to detect), or ``alpha`` / ``power`` outside (0, 1).
     """
+    from scipy.stats import norm  # deferred: see the note at the module's imports
+
     if not (0 <= p_b <= 1 and 0 <= p_c <= 1 and p_b + p_c <= 1):
         raise ValueError(f"discordant proportions must lie in [0, 1] and sum to at most 1, got {p_b}, {p_c}")
     if p_b == p_c:
@@ -163,6 +170,8 @@ def ttest_pair(a: pd.Series, b: pd.Series, alternative: str = "greater") -> dict
         ValueError: the series share no item, or ``alternative`` is not one of
             :data:`ALTERNATIVES`.
     """
+    from scipy.stats import ttest_rel  # deferred: see the note at the module's imports
+
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
     joined = paired_items(a, b).astype(float)
@@ -211,6 +220,8 @@ def _series_by_key(
 
 def _holm(pairs: Sequence[Pair], pvalues: Sequence[float], ordered: bool, families: Sequence[Hashable]) -> list[float]:
     """Holm-adjusted p-values of ``pairs``, family by family (see the module docstring)."""
+    from statsmodels.stats.multitest import multipletests  # deferred: see the note at the module's imports
+
     tests: dict[Hashable, dict[Hashable, float]] = {}
     names = [(a, b) if ordered else frozenset((a, b)) for a, b in pairs]
     for (a, b), name, p, family in zip(pairs, names, pvalues, families):
@@ -363,6 +374,8 @@ def bootstrap_difference(
     Raises:
         ValueError: an empty sample, paired samples of different lengths, or NaN values.
     """
+    from scipy.stats import bootstrap  # deferred: see the note at the module's imports
+
     x = np.asarray(a, dtype=float)
     y = None if b is None else np.asarray(b, dtype=float)
     if x.size == 0 or (y is not None and y.size == 0):
@@ -416,6 +429,8 @@ def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8
     Raises:
         ValueError: ``alpha`` or ``power`` outside (0, 1), or a negative ``se``.
     """
+    from scipy.stats import norm  # deferred: see the note at the module's imports
+
     if not (0 < alpha < 1 and 0 < power < 1):
         raise ValueError(f"alpha and power must lie in (0, 1), got {alpha}, {power}")
     if se < 0:
@@ -495,6 +510,11 @@ def direct_pvalue(x, y, test: str, exact: bool | None = None, alternative: str |
     ``ttest_rel(x, y, alternative=alternative)``.  No discordant pair / all differences 0
     give 1.0, the definitions of :func:`mcnemar_pair` and :func:`ttest_pair`.
     """
+    from scipy.stats import ttest_rel  # deferred: see the note at the module's imports
+    from statsmodels.stats.contingency_tables import (
+        mcnemar as sm_mcnemar,
+    )  # deferred: see the note at the module's imports
+
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if test == "mcnemar":
         x, y = x.astype(bool), y.astype(bool)
