@@ -29,7 +29,7 @@ Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run 
 
 The tally counts ``supported`` only.  A claim that spans a family (every fiction run, every
 other split) is one line per comparison, Holm-corrected over the family
-(``statsmodels.stats.multitest.multipletests``); separate claims are not corrected together.
+(:func:`knowlab.core.stats.holm_adjust`); separate claims are not corrected together.
 Tests: McNemar's (0/1 correctness on the same items; :func:`knowlab.core.stats.mcnemar_pair`,
 exact below ``stats.mcnemar_exact_below`` discordant pairs), Wilcoxon signed-rank (paired
 continuous scores; ``scipy.stats.wilcoxon``, zeros dropped, p = 1 when every difference is 0),
@@ -85,7 +85,7 @@ from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
 from knowlab.core.io import read_json
 from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
-from knowlab.core.stats import bootstrap_difference, mcnemar_pair, minimum_detectable_effect, paired_items
+from knowlab.core.stats import bootstrap_difference, holm_adjust, mcnemar_pair, minimum_detectable_effect, paired_items
 
 SUPPORTED = "supported"
 NOT_SIGNIFICANT = "not significant"
@@ -388,10 +388,8 @@ def _judge(
     equivalence: bool = False,
 ) -> list[Finding]:
     """The findings of one claim's comparisons: bootstrap, Holm over the family, status."""
-    from statsmodels.stats.multitest import multipletests  # deferred: as in knowlab.core.stats
-
     m = len(comparisons)
-    holm = multipletests([c.p for c in comparisons], method="holm")[1] if m > 1 else [comparisons[0].p]
+    holm = holm_adjust([c.p for c in comparisons]) if m > 1 else [comparisons[0].p]
     out = []
     for c, p in zip(comparisons, holm):
         seed = keyed_rng(s.seed, "findings", claim, c.label).getrandbits(63)

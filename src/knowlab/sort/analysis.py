@@ -37,10 +37,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
-from statsmodels.stats.multitest import multipletests
 
 from knowlab.core.checkpoints import BASE_RUN
-from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, pair_tests
+from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, holm_adjust, pair_tests
 from knowlab.core.probe import trained_items
 from knowlab.sort.answers import answer_note
 
@@ -150,7 +149,7 @@ def binomial_tests(
     Paper: App. C.1 / Figs. 5 and 10 (baseline accuracy per distance bin and segment length;
     asterisks mark a significant difference from chance) and Fig. 2 / Sec. 5.2.  Each group
     is tested with ``scipy.stats.binomtest(k, n, p, alternative)``; the family of Holm's
-    step-down correction (``statsmodels.stats.multitest.multipletests``) is every group of
+    step-down correction (:func:`knowlab.core.stats.holm_adjust`) is every group of
     the table.  Marks (:func:`marks`) are put on the corrected p-value.
 
     Args:
@@ -181,7 +180,7 @@ def binomial_tests(
         result = binomtest(k, n, p=p, alternative=alternative)
         out.append({**dict(zip(by, key)), "k": k, "n": n, "accuracy": k / n, "pvalue": float(result.pvalue)})
     table = pd.DataFrame(out)
-    table["pvalue_holm"] = multipletests(table["pvalue"].to_numpy(), method=CORRECTION)[1]
+    table["pvalue_holm"] = holm_adjust(table["pvalue"].to_numpy())
     table["correction"] = CORRECTION
     table["family_size"] = len(table)
     table["significance"] = table["pvalue_holm"].map(marks)
