@@ -214,6 +214,29 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def paper_slurm_dry_run(tmp_path_factory) -> str:
+    """stdout of ``snakemake -n --profile workflow/profiles/slurm --configfile config/paper.yaml``
+    with the fiction generated (``fiction.source: generate``): the paper's whole DAG as SLURM would
+    get it, made once per session and shared by the xdist workers (a Snakemake process of 15 s read
+    by the capacity plan's tests and the SLURM profile's)."""
+    import subprocess
+
+    def build(out: Path) -> None:
+        out.mkdir(parents=True)
+        overlay = out / "generate.yaml"
+        overlay.write_text("fiction:\n  source: generate\n")
+        cmd = [sys.executable, "-m", "snakemake", "--directory", str(out / "work"), "-n",
+               "--profile", str(ROOT / "workflow" / "profiles" / "slurm"),
+               "--configfile", str(ROOT / "config" / "paper.yaml"), str(overlay)]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if proc.returncode:
+            raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        (out / "stdout.txt").write_text(proc.stdout)
+
+    return (built_once(tmp_path_factory, "paper_slurm_dry_run", build) / "stdout.txt").read_text()
+
+
 #: shape of the tests' tiny random Llama (knowlab.core.models.build_tiny_model)
 TINY_ARCH = {
     "vocab_size": 400,

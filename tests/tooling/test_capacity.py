@@ -4,8 +4,6 @@ profile, the dry run and docs/cluster.md against it."""
 import contextlib
 import io
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,15 +36,10 @@ def paper_plans(paper):
 
 
 @pytest.fixture(scope="module")
-def paper_dry_run(tmp_path_factory):
-    """stdout of ``snakemake -n --profile workflow/profiles/slurm --configfile config/paper.yaml``."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--directory", str(tmp_path_factory.mktemp("paper")), "--profile",
-         str(PROFILE), "-n", "--configfile", str(ROOT / "config" / "paper.yaml")],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+def paper_dry_run(paper_slurm_dry_run):
+    """The paper's SLURM dry run (tests/conftest.py; with the fiction generated, which adds only the
+    generation rules, none of them in the plan)."""
+    return paper_slurm_dry_run
 
 
 def test_parameter_counts_of_the_two_shapes():

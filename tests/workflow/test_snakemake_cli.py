@@ -228,16 +228,14 @@ def test_default_and_cpu_full_dry_runs(tmp_path, overlay, expected, snakemake):
         assert "-m knowlab.finetune_job --threads" in proc.stdout and "srun --nodes" not in proc.stdout
 
 
-def test_slurm_profile_dry_run_of_the_paper_with_generation(tmp_path, snakemake):
-    """config/paper.yaml through the SLURM profile, fiction generated: the generation rules run before
-    the corpus (the OpenAI batch backend: no base model), and each fine-tuning job launches eight srun
-    tasks, one per GPU."""
-    generate = tmp_path / "generate.yaml"
-    generate.write_text("fiction:\n  source: generate\n")
-    proc = snakemake(tmp_path, "--profile", SLURM_PROFILE, "-n", configs=(ROOT / "config" / "paper.yaml", generate))
+def test_slurm_profile_dry_run_of_the_paper_with_generation(paper_slurm_dry_run):
+    """config/paper.yaml through the SLURM profile, fiction generated (tests/conftest.py): the
+    generation rules run before the corpus (the OpenAI batch backend: no base model), and each
+    fine-tuning job launches eight srun tasks, one per GPU."""
+    dry = paper_slurm_dry_run
     for rule in ("generate_seeds", "generate_fict_qa", "generate_grades", "generate_annotate", "fictionalqa_corpus"):
-        assert f"rule {rule}:" in proc.stdout
-    assert "resources/base_model" not in proc.stdout.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
-    assert "rule finetune:" in proc.stdout and "rule fictionalqa_rank_distractors:" in proc.stdout
-    assert "srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in proc.stdout
-    assert "gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in proc.stdout
+        assert f"rule {rule}:" in dry
+    assert "resources/base_model" not in dry.split("rule generate_seeds:")[1].split("rule ")[0]  # openai_batch
+    assert "rule finetune:" in dry and "rule fictionalqa_rank_distractors:" in dry
+    assert "srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in dry
+    assert "gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in dry
