@@ -21,7 +21,8 @@ def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(smollm2_dir, tm
     monkeypatch.chdir(tmp_path)  # torch on one thread: the suite runs on both cores already (make test)
     generate = dict(
         n_seeds=1, max_parse_retries=0,  # retries: tests/test_generation.py
-        styles={"news": 1, "social": 0, "encyclopedia": 1, "corporate": 0, "blog": 0},
+        # one fiction: SmolLM2 reads long prompts on one thread (the replay tests cover the styles' mix)
+        styles={"news": 1, "social": 0, "encyclopedia": 0, "corporate": 0, "blog": 0},
         max_tokens={"seeds": 64, "fictsheets": 128, "fictions": 80, "fict_qa": 160, "attempts": 24, "grades": 48},
     )
     settings = stage_settings(load_config({"fiction": {"generate": generate}}))
@@ -32,7 +33,7 @@ def test_tiny_chain_with_smollm2_writes_only_schema_valid_tables(smollm2_dir, tm
 
     tables = {name: read_jsonl(f"{name}.jsonl") for name in ("seeds", "fictsheets", "fictions", "fict_qa")}
     assert len(tables["seeds"]) == 1 and len(tables["fictsheets"]) == 1
-    assert {f["style"] for f in tables["fictions"]} == {"news", "encyclopedia"}
+    assert [f["style"] for f in tables["fictions"]] == ["news"]
     for name, records in tables.items():
         for record in records:
             validate_record(name, record, f"{name}.jsonl")
