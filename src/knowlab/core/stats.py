@@ -39,13 +39,13 @@ the per-item differences d = a - b; ``alternative="greater"`` (default) tests me
 
 Correction.  Every table of p-values gets ``pvalue_holm``: Holm's step-down adjustment
 (:func:`holm_adjust`, the numbers of ``statsmodels.stats.multitest.multipletests`` with
-``method="holm"``; named in the ``correction`` column) over a family of tests.  A family is every distinct test between
-two different keys among the table's pairs (by default all of them; ``family`` names key
-columns that split the table into one family per value, e.g. one per condition): for
-McNemar and a two-sided t-test each unordered pair once (copied to its mirrored cell), for
-a one-sided t-test every ordered off-diagonal pair.  Diagonal cells keep p = 1 and are not
-in any family; a NaN p-value (scipy's, e.g. one item with a non-zero difference) is left
-out of its family and stays NaN.
+``method="holm"``; named in the ``correction`` column) over a family of tests.  A family is
+every distinct test between two different keys among the table's pairs (by default all of
+them; ``family`` names key columns that split the table into one family per value, e.g. one
+per condition): for McNemar and a two-sided t-test each unordered pair once (copied to its
+mirrored cell), for a one-sided t-test every ordered off-diagonal pair.  Diagonal cells keep
+p = 1 and are not in any family; a NaN p-value (scipy's, e.g. one item with a non-zero
+difference) is left out of its family and stays NaN.
 
 Recomputation.  :func:`recompute_pvalue` recomputes a saved row's uncorrected p-value
 straight from the item rows with statsmodels / scipy (:func:`direct_pvalue`), an
@@ -105,9 +105,7 @@ def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int = 25) -> dict[str,
     Raises:
         ValueError: the series share no item.
     """
-    from statsmodels.stats.contingency_tables import (
-        mcnemar as sm_mcnemar,
-    )  # deferred: see the note at the module's imports
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar  # deferred: see the module's imports
 
     joined = paired_items(a, b).astype(bool)
     n_b = int((joined["a"] & ~joined["b"]).sum())
@@ -141,7 +139,7 @@ def mcnemar_sample_size(p_b: float, p_c: float, alpha: float = 0.05, power: floa
         ValueError: proportions outside [0, 1] or summing above 1, equal proportions (no
             difference to detect), or ``alpha`` / ``power`` outside (0, 1).
     """
-    from scipy.stats import norm  # deferred: see the note at the module's imports
+    from scipy.stats import norm  # deferred: see the module's imports
 
     if not (0 <= p_b <= 1 and 0 <= p_c <= 1 and p_b + p_c <= 1):
         raise ValueError(f"discordant proportions must lie in [0, 1] and sum to at most 1, got {p_b}, {p_c}")
@@ -170,7 +168,7 @@ def ttest_pair(a: pd.Series, b: pd.Series, alternative: str = "greater") -> dict
         ValueError: the series share no item, or ``alternative`` is not one of
             :data:`ALTERNATIVES`.
     """
-    from scipy.stats import ttest_rel  # deferred: see the note at the module's imports
+    from scipy.stats import ttest_rel  # deferred: see the module's imports
 
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
@@ -400,7 +398,7 @@ def bootstrap_difference(
     Raises:
         ValueError: an empty sample, paired samples of different lengths, or NaN values.
     """
-    from scipy.stats import bootstrap  # deferred: see the note at the module's imports
+    from scipy.stats import bootstrap  # deferred: see the module's imports
 
     x = np.asarray(a, dtype=float)
     y = None if b is None else np.asarray(b, dtype=float)
@@ -455,7 +453,7 @@ def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8
     Raises:
         ValueError: ``alpha`` or ``power`` outside (0, 1), or a negative ``se``.
     """
-    from scipy.stats import norm  # deferred: see the note at the module's imports
+    from scipy.stats import norm  # deferred: see the module's imports
 
     if not (0 < alpha < 1 and 0 < power < 1):
         raise ValueError(f"alpha and power must lie in (0, 1), got {alpha}, {power}")
@@ -536,10 +534,8 @@ def direct_pvalue(x, y, test: str, exact: bool | None = None, alternative: str |
     ``ttest_rel(x, y, alternative=alternative)``.  No discordant pair / all differences 0
     give 1.0, the definitions of :func:`mcnemar_pair` and :func:`ttest_pair`.
     """
-    from scipy.stats import ttest_rel  # deferred: see the note at the module's imports
-    from statsmodels.stats.contingency_tables import (
-        mcnemar as sm_mcnemar,
-    )  # deferred: see the note at the module's imports
+    from scipy.stats import ttest_rel  # deferred: see the module's imports
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar  # deferred: see the module's imports
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if test == "mcnemar":
