@@ -35,13 +35,6 @@ def paper_plans(paper):
     return capacity.plans(paper)
 
 
-@pytest.fixture(scope="module")
-def paper_dry_run(paper_slurm_dry_run):
-    """The paper's SLURM dry run (tests/conftest.py; with the fiction generated, which adds only the
-    generation rules, none of them in the plan)."""
-    return paper_slurm_dry_run
-
-
 def test_parameter_counts_of_the_two_shapes():
     small, large = capacity.count_parameters(LLAMA_3_2_1B), capacity.count_parameters(LLAMA_3_1_8B)
     assert small.total == 1_235_814_400  # Llama-3.2-1B: 1.24B, tied embeddings counted once
@@ -155,8 +148,8 @@ def test_flops_and_time():
 
 
 @pytest.mark.slow
-def test_job_counts_match_the_paper_dag(paper, paper_dry_run, paper_plans):
-    stats = paper_dry_run.split("Job stats:")[1].split("total")[0]
+def test_job_counts_match_the_paper_dag(paper, paper_slurm_dry_run, paper_plans):
+    stats = paper_slurm_dry_run.split("Job stats:")[1].split("total")[0]
     dag = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.MULTILINE)}
     planned = capacity.job_counts(paper)
     assert {rule: dag.get(rule) for rule in planned} == planned
@@ -174,11 +167,11 @@ def _job_model(output: str) -> str | None:
 
 
 @pytest.mark.slow
-def test_finetune_jobs_ask_for_their_base_models_gpus(paper, paper_dry_run):
+def test_finetune_jobs_ask_for_their_base_models_gpus(paper, paper_slurm_dry_run):
     from knowlab.core.train import launch_resources
 
     for rule in ("finetune", "finetune_last"):
-        jobs = _dag_jobs(paper_dry_run, rule)
+        jobs = _dag_jobs(paper_slurm_dry_run, rule)
         assert len(jobs) == capacity.job_counts(paper)[rule]
         for output, got in jobs:
             name = _job_model(output)
@@ -198,11 +191,11 @@ def _dag_jobs(stdout: str, rule: str) -> list[tuple[str, dict[str, str]]]:
 
 
 @pytest.mark.slow
-def test_finetune_jobs_ask_for_their_base_models_resources(paper, paper_dry_run):
+def test_finetune_jobs_ask_for_their_base_models_resources(paper, paper_slurm_dry_run):
     """Each fine-tuning job's mem_mb and runtime are its base model's (capacity.finetune_resources)."""
     wrong = []
     for rule in ("finetune", "finetune_last"):
-        for output, got in _dag_jobs(paper_dry_run, rule):
+        for output, got in _dag_jobs(paper_slurm_dry_run, rule):
             want = capacity.finetune_resources(paper, _job_model(output))
             if {k: int(got[k]) for k in want} != want:
                 wrong.append(f"{output}: {got} != {want}")
