@@ -1,5 +1,5 @@
-"""Shared fixtures: repository paths, the shipped corpus, a tiny model built in the session, and a
-scripted local OpenAI-compatible server."""
+"""Shared fixtures: repository paths, Snakemake as a user calls it, the shipped corpus, a tiny model
+built in the session, and a scripted local OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import threading
 import urllib.parse
@@ -45,6 +46,29 @@ FINETUNE_CFG = {
     "gradient_checkpointing": False,
     "lora": {"enabled": False, "r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
 }
+
+
+# ------------------------------------------------------------------ Snakemake as a user calls it
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+TEST_CONFIG = str(ROOT / "config" / "test.yaml")
+PAPER_CONFIG = str(ROOT / "config" / "paper.yaml")
+
+
+def run_snakemake(workdir, *args, configs=(TEST_CONFIG,), check=True) -> subprocess.CompletedProcess:
+    """``snakemake --directory workdir --configfile *configs *args`` from the repository root
+    (``configs``: config/test.yaml and overlays merged over it; empty: the default config alone);
+    raises AssertionError with the ends of its output when it fails and ``check``."""
+    cmd = [*SNAKEMAKE, "--directory", str(workdir), *(["--configfile", *map(str, configs)] if configs else []), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def snakemake():
+    """:func:`run_snakemake`."""
+    return run_snakemake
 
 
 # ------------------------------------------------------------------ order, workers, tiers
@@ -220,18 +244,13 @@ def paper_slurm_dry_run(tmp_path_factory) -> str:
     with the fiction generated (``fiction.source: generate``): the paper's whole DAG as SLURM would
     get it, made once per session and shared by the xdist workers (a Snakemake process of 15 s read
     by the capacity plan's tests and the SLURM profile's)."""
-    import subprocess
 
     def build(out: Path) -> None:
         out.mkdir(parents=True)
         overlay = out / "generate.yaml"
         overlay.write_text("fiction:\n  source: generate\n")
-        cmd = [sys.executable, "-m", "snakemake", "--directory", str(out / "work"), "-n",
-               "--profile", str(ROOT / "workflow" / "profiles" / "slurm"),
-               "--configfile", str(ROOT / "config" / "paper.yaml"), str(overlay)]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-        if proc.returncode:
-            raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        profile = ROOT / "workflow" / "profiles" / "slurm"
+        proc = run_snakemake(out / "work", "-n", "--profile", str(profile), configs=(PAPER_CONFIG, overlay))
         (out / "stdout.txt").write_text(proc.stdout)
 
     return (built_once(tmp_path_factory, "paper_slurm_dry_run", build) / "stdout.txt").read_text()

@@ -389,7 +389,7 @@ def _judge(
 ) -> list[Finding]:
     """The findings of one claim's comparisons: bootstrap, Holm over the family, status."""
     m = len(comparisons)
-    holm = holm_adjust([c.p for c in comparisons]) if m > 1 else [comparisons[0].p]
+    holm = holm_adjust([c.p for c in comparisons])  # a family of one keeps its p
     out = []
     for c, p in zip(comparisons, holm):
         seed = keyed_rng(s.seed, "findings", claim, c.label).getrandbits(63)
