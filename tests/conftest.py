@@ -52,6 +52,7 @@ FINETUNE_CFG = {
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
 TEST_CONFIG = str(ROOT / "config" / "test.yaml")
 PAPER_CONFIG = str(ROOT / "config" / "paper.yaml")
+SLURM_PROFILE = str(ROOT / "workflow" / "profiles" / "slurm")
 
 
 def run_snakemake(workdir, *args, configs=(TEST_CONFIG,), check=True) -> subprocess.CompletedProcess:
@@ -249,8 +250,7 @@ def paper_slurm_dry_run(tmp_path_factory) -> str:
         out.mkdir(parents=True)
         overlay = out / "generate.yaml"
         overlay.write_text("fiction:\n  source: generate\n")
-        profile = ROOT / "workflow" / "profiles" / "slurm"
-        proc = run_snakemake(out / "work", "-n", "--profile", str(profile), configs=(PAPER_CONFIG, overlay))
+        proc = run_snakemake(out / "work", "-n", "--profile", SLURM_PROFILE, configs=(PAPER_CONFIG, overlay))
         (out / "stdout.txt").write_text(proc.stdout)
 
     return (built_once(tmp_path_factory, "paper_slurm_dry_run", build) / "stdout.txt").read_text()
