@@ -87,3 +87,13 @@ rule all:
         SORT_OUTPUTS,
         GROUNDING_OUTPUTS,
         FINDINGS_OUTPUTS,
+
+
+# A job killed with SIGKILL (by hand, by SLURM at its time limit, by a node failure) cannot remove
+# the temporaries of its atomic writes; its next attempt removes those beside its own outputs, and a
+# run that ends well removes every one left, caches included (knowlab.core.io.sweep_partials).
+onsuccess:
+    from knowlab.core.io import sweep_partials
+
+    for stale in sweep_partials("results") + sweep_partials("resources"):
+        print(f"removed {stale}, left by an interrupted job", file=sys.stderr)

@@ -11,10 +11,13 @@ from knowlab.core.io import (
     atomic_dir,
     atomic_path,
     iter_jsonl_numbered,
+    partial_prefix,
     read_json,
     read_jsonl,
     read_text,
+    remove_partials,
     sha256_file,
+    sweep_partials,
     verify_sha256,
     write_jsonl,
 )
@@ -137,3 +140,36 @@ def test_atomic_outputs_get_the_permissions_of_a_direct_write(tmp_path):
     assert stat.S_IMODE((tmp_path / "items.jsonl").stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "tasks").stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "tasks" / "task.jsonl").stat().st_mode) == 0o644
+
+
+def test_what_a_killed_write_leaves_is_named_after_its_output_and_removed(tmp_path):
+    """SIGKILL runs no ``finally``: the temporaries of atomic writes are named ``.<name>.partial...``
+    beside their output, so the next writer of that output, or the end of a successful run, finds them."""
+    figures = tmp_path / "results" / "figures"
+    with atomic_path(figures / "fig6.png") as tmp, atomic_dir(figures / "tables") as folder:
+        assert tmp.parent == figures and tmp.name.startswith(".fig6.png.partial-") and tmp.suffix == ".png"
+        assert folder.name.startswith(partial_prefix(figures / "tables"))
+        left = {tmp.name, folder.name}
+        tmp.write_bytes(b"half a PNG")
+        (folder / "t.csv").write_text("a\n")
+        # what a SIGKILL here would leave: copies the context managers cannot clean up
+        os.link(tmp, figures / ".fig6.png.partial-killed.png")
+        os.makedirs(figures / ".tables.partial-killed")
+    for name in ("fig6.png.partial-notes.txt", ".fig6.png.txt", "fig7.png"):  # results, not temporaries
+        (figures / name).write_text("a result")
+    assert not left & {p.name for p in figures.iterdir()}, "finished writes leave nothing"
+    assert remove_partials(figures / "fig6.png") == [figures / ".fig6.png.partial-killed.png"]
+    assert remove_partials(figures / "fig6.png") == [] and remove_partials(tmp_path / "absent" / "x") == []
+    (figures / "deep").mkdir()
+    (figures / "deep" / ".x.parquet.partial-abc.parquet").write_text("half")
+    (figures / "deep" / ".step-4.partial").mkdir()  # a checkpoint's fixed-name temporary (knowlab.core.train)
+    (figures / "deep" / ".step-4.partial" / "model.safetensors").write_text("half")
+    assert sweep_partials(tmp_path / "results") == [
+        figures / ".tables.partial-killed",
+        figures / "deep" / ".step-4.partial",
+        figures / "deep" / ".x.parquet.partial-abc.parquet",
+    ]
+    assert sorted(p.relative_to(figures).as_posix() for p in figures.rglob("*")) == sorted(
+        [".fig6.png.txt", "deep", "fig6.png", "fig6.png.partial-notes.txt", "fig7.png", "tables", "tables/t.csv"]
+    )
+    assert sweep_partials(tmp_path / "absent") == []

@@ -221,7 +221,6 @@ def test_served_decomposer(openai_stub, tmp_path):
     assert out[0] == {
         "facts": ["Fact of: Ada built the bridge.", "Another.", "Fact of: It spans the Tolle."],
         "method": "llm",
-        "cached": False,
     }
     assert out[1]["facts"] == ["Fact of: It spans the Tolle.", "Another."] and out[2]["facts"] == []
     assert len(fake.bodies) == 2  # one request per distinct sentence

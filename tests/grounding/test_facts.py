@@ -109,7 +109,6 @@ def test_cache_and_duplicates(monkeypatch, tmp_path):
     assert first[0] == {
         "facts": ["Fact about: Ada was born in London.", "Fact about: She wrote notes."],
         "method": "llm",
-        "cached": False,
     }
     assert first[1] == first[0] and first[2]["facts"] == ["Fact about: Rome is old."]
     cache.save()
@@ -117,15 +116,14 @@ def test_cache_and_duplicates(monkeypatch, tmp_path):
     assert len(reread) == 2
     again = decompose_responses(responses, decomposer, model=object(), tokenizer=PlainTokenizer(), cache=reread)
     assert len(fake.prompts) == 3  # no model call
-    assert [r["cached"] for r in again] == [True, True, True]
-    assert [r["facts"] for r in again] == [r["facts"] for r in first]
+    assert again == first  # from the cache: the same records, nothing says where they came from
     key = FactCache.key(decomposer_id(decomposer), responses[2])
     assert reread.get(key)["decomposer"] == "llm:fake-lm:max_new_tokens=96:min_support=None"
     # another decomposer (or prompt version) does not hit these entries
     other = decompose_responses(
         ["Rome is old."], Settings(kind="llm", name="other"), object(), PlainTokenizer(), reread
     )
-    assert other[0]["cached"] is False and len(fake.prompts) == 4
+    assert len(fake.prompts) == 4
 
 
 def test_fallback_to_sentences(monkeypatch):
@@ -137,8 +135,8 @@ def test_fallback_to_sentences(monkeypatch):
         model=object(),
         tokenizer=PlainTokenizer(),
     )
-    assert out[0] == {"facts": ["Ada wrote notes.", "Rome is a city."], "method": "mixed", "cached": False}
-    assert out[1] == {"facts": ["Ada wrote notes."], "method": "sentences", "cached": False}
+    assert out[0] == {"facts": ["Ada wrote notes.", "Rome is a city."], "method": "mixed"}
+    assert out[1] == {"facts": ["Ada wrote notes."], "method": "sentences"}
     assert out[2]["facts"] == [] and out[3]["facts"] == []
     assert len(fake.prompts) == 2  # no call for the empty responses
 
@@ -155,8 +153,8 @@ def test_support_filter(monkeypatch):
 def test_sentences_kind_and_errors():
     out = decompose_responses(["Ada wrote notes. Rome is old.", ""], Settings(kind="sentences"))
     assert out == [
-        {"facts": ["Ada wrote notes.", "Rome is old."], "method": "sentences", "cached": False},
-        {"facts": [], "method": "sentences", "cached": False},
+        {"facts": ["Ada wrote notes.", "Rome is old."], "method": "sentences"},
+        {"facts": [], "method": "sentences"},
     ]
     with pytest.raises(ValueError, match="decomposer kind 'llm' needs a model and a tokenizer"):
         decompose_responses(["x"], Settings(kind="llm"))
@@ -328,3 +326,52 @@ def test_demonstration_settings_errors(demons_file, tmp_path):
         decompose_responses(["x"], Settings(kind="llm", k_demos=-1), object(), PlainTokenizer())
     # the sentence decomposer never reads the file
     assert decompose_responses(["Ada wrote notes."], Settings(kind="sentences", demos=str(tmp_path / "missing.json")))
+
+
+@pytest.mark.slow
+def test_the_score_step_writes_the_same_bytes_from_a_warm_cache(tiny_model_dir, tmp_path, caplog):
+    """Issue 43: an output holds results, not how the run reached them.  The grounding score step
+    (LLM decomposer on the tiny model, the packaged bi-encoder), run with the decomposer's cache
+    empty and again with every response in it, writes byte-identical facts and score tables."""
+    from knowlab.core.io import write_parquet
+    from knowlab.grounding.settings import GroundingEvaluatorSettings, GroundingScoreSettings
+    from knowlab.grounding.steps import data as steps
+
+    context = "Ada Quill built the Meridian bridge in 1871. The bridge spans the river Tolle near the old mill."
+    records = [
+        {
+            "response": response,
+            "response_id": f"r{i}",
+            "gold_contexts": [context],
+            "model": "tiny",
+            "run": "base",
+            "step": 0,
+            "source": "fiction",
+            "condition": "original_gold",
+            "answers": ["Ada Quill"],
+            "context_tokens": 24,
+            "n_distractors": 0,
+            "n_truncated_tokens": 0,
+            "item_id": f"q{i}",
+            "version": "original",
+            "atomic_facts": ["Ada Quill built the Meridian bridge.", "The bridge spans the river Tolle."],
+        }
+        for i, response in enumerate(["Ada Quill built it in 1871. It spans the Tolle.", "The mill is old.", ""])
+    ]
+    settings = GroundingScoreSettings(
+        decomposer=Settings(kind="llm", max_new_tokens=16), evaluator=GroundingEvaluatorSettings(kind="bi_encoder")
+    )
+    written = {}
+    for attempt in ("cold", "warm"):
+        caplog.clear()
+        with caplog.at_level("INFO", logger="knowlab.grounding.facts"):
+            facts_path, cache_path = tmp_path / attempt / "facts.json", tmp_path / "cache.json"
+            rows = steps.score(records, settings, str(tiny_model_dir), facts_path, cache_path)
+        write_parquet(tmp_path / attempt / "scores.parquet", rows)
+        written[attempt] = {p.name: p.read_bytes() for p in (tmp_path / attempt).iterdir()}
+        hits = 2 if attempt == "warm" else 0
+        assert f"3 distinct response(s): {hits} from the cache, {2 - hits} to decompose" in caplog.text
+    assert sorted(written["cold"]) == ["facts.json", "scores.parquet"]
+    assert written["warm"] == written["cold"]
+    facts = json.loads(written["warm"]["facts.json"])
+    assert set(facts["r0"]) == {"facts", "method"} and facts["r2"] == {"facts": [], "method": "sentences"}

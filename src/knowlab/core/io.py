@@ -2,7 +2,11 @@
 
 Every writer here writes to a temporary file in the destination folder and
 renames it into place, so an interrupted or failing step never leaves a
-half-written output behind.
+half-written output behind.  A temporary is named ``.<name>.partial...`` after what it
+becomes (:func:`partial_prefix`); one that a SIGKILL left (no ``finally`` runs) is removed by
+the next job that writes the same output (:func:`remove_partials`, called by
+:func:`knowlab.core.provenance.rule_step`) and by the workflow once it succeeds
+(:func:`sweep_partials`, the Snakefile's ``onsuccess``).
 """
 
 from __future__ import annotations
@@ -167,13 +171,68 @@ def default_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~mask
 
 
+#: what follows ``.<name>`` in the name of every temporary file or folder written towards ``<name>``
+PARTIAL = ".partial"
+
+
+def partial_prefix(path: str | os.PathLike) -> str:
+    """The prefix of the name of every temporary written towards ``path`` (``.<name>.partial``),
+    beside it in its folder: :func:`atomic_path` and :func:`atomic_dir` add a random part."""
+    return f".{Path(path).name}{PARTIAL}"
+
+
+def is_partial(name: str) -> bool:
+    """Whether a file or folder name is that of a temporary of :func:`partial_prefix`."""
+    return name.startswith(".") and PARTIAL in name[1:]
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_partials(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries that interrupted writes of ``path`` left beside it; the removed paths.
+
+    Only the job that owns ``path`` may call this (Snakemake gives each output one job): a
+    temporary of a write in progress elsewhere would go too.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    prefix = partial_prefix(path)
+    stale = sorted(p for p in path.parent.iterdir() if p.name.startswith(prefix))
+    for found in stale:
+        _remove(found)
+    return stale
+
+
+def sweep_partials(root: str | os.PathLike) -> list[Path]:
+    """Remove every temporary of an atomic write (:func:`is_partial`) under ``root``; the removed
+    paths (a temporary folder's contents are not listed).  For a moment when no job writes under
+    ``root``: the end of a successful workflow run, under Snakemake's lock."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    stale = []
+    for folder, subfolders, files in os.walk(root):
+        found = [name for name in subfolders + files if is_partial(name)]
+        subfolders[:] = [name for name in subfolders if not is_partial(name)]
+        stale += [Path(folder) / name for name in found]
+    for path in stale:
+        _remove(path)
+    return sorted(stale)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` on success only, with the
-    permissions of a file written directly (:func:`default_mode`)."""
+    """Yield a temporary path beside ``path`` (``.<name>.partial-<random><suffix>``); rename it onto
+    ``path`` on success only, with the permissions of a file written directly (:func:`default_mode`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix or path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{partial_prefix(path)}-", suffix=suffix or path.suffix)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -259,11 +318,11 @@ def download(
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path``; move it onto ``path`` on success only, with the
-    permissions of a folder made directly (:func:`default_mode`)."""
+    """Yield a temporary folder beside ``path`` (``.<name>.partial-<random>``); move it onto ``path``
+    on success only, with the permissions of a folder made directly (:func:`default_mode`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f"{partial_prefix(path)}-"))
     try:
         yield tmp
         os.chmod(tmp, default_mode(directory=True))

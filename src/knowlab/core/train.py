@@ -59,7 +59,7 @@ import pandas as pd
 
 from knowlab.core.checkpoints import checkpoint_dir, checkpoint_steps
 from knowlab.core.device import place
-from knowlab.core.io import read_json, write_json
+from knowlab.core.io import partial_prefix, read_json, write_json
 from knowlab.core.mixture import MixtureSampler
 from knowlab.core.models import check_model_dir
 from knowlab.core.provenance import portable
@@ -668,7 +668,7 @@ def _partial(path: Path, create: bool = True) -> Path:
     """The folder a checkpoint or state is written in before it is moved onto ``path``: one fixed
     name per output, so that every rank writes to the same place and a killed job's leftovers
     are cleared by the next attempt (``create``: remove them and make it afresh; rank 0 only)."""
-    partial = path.parent / f".{path.name}.partial"
+    partial = path.parent / partial_prefix(path)
     if create:
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)

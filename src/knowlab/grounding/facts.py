@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -55,6 +56,8 @@ from knowlab.grounding.generate import ClientOptions, answer_requests, chat_back
 
 if TYPE_CHECKING:  # the settings module imports this one
     from knowlab.grounding.settings import GroundingDecomposerSettings
+
+log = logging.getLogger(__name__)
 
 #: bump when the prompt, the parsing or the fallback changes: cached decompositions then miss
 PROMPT_VERSION = "facts-v1"
@@ -583,9 +586,11 @@ def decompose_responses(
             (``grounding.decomposer.openai``'s client keys; default :data:`DECOMPOSER_CLIENT`).
 
     Returns:
-        per response, in order, ``{"facts": list[str], "method": "llm" | "sentences" | "mixed",
-        "cached": bool}``; an empty or whitespace response gives ``facts == []`` (method
-        ``"sentences"``, no model call); identical responses are decomposed once.
+        per response, in order, ``{"facts": list[str], "method": "llm" | "sentences" | "mixed"}``,
+        the same whether it came from ``cache`` or from the decomposer (how many came from the
+        cache is logged, not returned: an output holds results, not how a run reached them); an
+        empty or whitespace response gives ``facts == []`` (method ``"sentences"``, no model
+        call); identical responses are decomposed once.
 
     Raises:
         ValueError: ``kind == "llm"`` with backend ``transformers`` without model and tokenizer,
@@ -602,16 +607,19 @@ def decompose_responses(
         raise ValueError("grounding.decomposer.backend openai needs the served model name (openai.model)")
     demos = Demonstrations.from_settings(settings) if settings.kind == "llm" else None
     ident = decomposer_id(settings, model, demos)
-    done: dict[str, dict[str, Any]] = {}  # response text -> {facts, method, cached}
+    done: dict[str, dict[str, Any]] = {}  # response text -> {facts, method}
     todo: list[str] = []
+    n_cached = 0
     for text in dict.fromkeys(responses):
         hit = cache.get(FactCache.key(ident, text)) if cache is not None else None
         if hit is not None:
-            done[text] = {"facts": list(hit["facts"]), "method": hit["method"], "cached": True}
+            done[text] = {"facts": list(hit["facts"]), "method": hit["method"]}
+            n_cached += 1
         elif not text.strip():
-            done[text] = {"facts": [], "method": "sentences", "cached": False}
+            done[text] = {"facts": [], "method": "sentences"}
         else:
             todo.append(text)
+    log.info("%d distinct response(s): %d from the cache, %d to decompose", len(done) + len(todo), n_cached, len(todo))
     sentences = {text: split_sentences(text) for text in todo}
     llm: dict[str, list[str]] = {}
     if settings.kind == "llm" and todo:
@@ -633,7 +641,7 @@ def decompose_responses(
             n_llm += bool(from_model)
             facts.extend(f for f in (from_model or [sentence]) if f not in facts)
         method = "llm" if n_llm == len(sentences[text]) else "sentences" if n_llm == 0 else "mixed"
-        done[text] = {"facts": facts, "method": method, "cached": False}
+        done[text] = {"facts": facts, "method": method}
         if cache is not None:
             cache.put(FactCache.key(ident, text), {"facts": facts, "method": method, "decomposer": ident})
     return [dict(done[text], facts=list(done[text]["facts"])) for text in responses]

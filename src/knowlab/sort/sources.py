@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowlab.core.io import USER_AGENT, DataError, download, sha256_file
+from knowlab.core.io import USER_AGENT, DataError, atomic_path, download, sha256_file
 from knowlab.core.io import ChecksumError as ChecksumError  # what this module's downloads raise
 from knowlab.core.provenance import record
 
@@ -241,5 +241,6 @@ def fetch_sources(settings: SortSourcesSettings, out_dir: str | os.PathLike) -> 
             pins.setdefault(book_id, digest)
     ids = list(settings.gutenberg_ids)
     paths = fetch_gutenberg(ids, pins, out_dir, GUTENBERG_URL_TEMPLATE, pin_on_first_use=True)
-    sums.write_text("".join(f"{sha256_file(path)} {book_id}\n" for book_id, path in zip(ids, paths, strict=True)))
+    with atomic_path(sums) as tmp:  # read back as pins by the next run: never half-written
+        tmp.write_text("".join(f"{sha256_file(path)} {book_id}\n" for book_id, path in zip(ids, paths, strict=True)))
     return paths
