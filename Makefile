@@ -47,7 +47,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow"
 
 # Before citing a result: config/test.yaml at 1 and 2 threads per job in two fresh copies must agree
-# byte for byte, and a third copy killed (SIGKILL) in every kind of job must end the same (~15 min).
+# byte for byte, and a third copy killed (SIGKILL) in every kind of job must end the same (~12 min
+# here); CI runs it after make test.
 verify: $(STAMP)
 	$(BIN)/python -m knowlab.tooling.verify
 
