@@ -85,6 +85,18 @@ def test_the_model_loads_in_the_policy_dtype(tiny_model_dir):
     assert device.place(torch.zeros(2), model).device.type == "cpu"
 
 
+class _Outputs(list):
+    """A job's outputs as Snakemake gives them to a script: every file when iterated, the named ones
+    as attributes and from ``items()``."""
+
+    def __init__(self, **named):
+        super().__init__(named.values())
+        self.__dict__.update(named)
+
+    def items(self):
+        return self.__dict__.items()
+
+
 @no_gpu
 def test_a_rule_asking_for_a_missing_gpu_fails_in_its_log(tmp_path):
     log = tmp_path / "job.log"
@@ -94,7 +106,7 @@ def test_a_rule_asking_for_a_missing_gpu_fails_in_its_log(tmp_path):
         rule="fictionalqa_evaluate",
         wildcards=SimpleNamespace(items=lambda: []),
         input=[],
-        output=SimpleNamespace(items=lambda: [], manifest=str(tmp_path / "m.json")),
+        output=_Outputs(manifest=str(tmp_path / "m.json")),
     )
     with pytest.raises(DeviceUnavailable, match=r"compute\.device is 'cuda' but torch sees no CUDA GPU"):
         with rule_step(smk):

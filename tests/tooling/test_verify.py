@@ -29,8 +29,7 @@ rule all:
 
 rule fictionalqa_figure_fig6:
     output:
-        pdf="results/figures/fig6.pdf",
-        png="results/figures/fig6.png",
+        figure=["results/figures/fig6.pdf", "results/figures/fig6.png"],  # a named list, as sort_stats has
         manifest="results/figures/fig6.manifest.json",
     log: "results/logs/fig6.log"
     script: "draw.py"
@@ -56,7 +55,7 @@ with rule_step(snakemake):
             time.sleep(600)
 
         Figure.savefig = held
-    plotting.save(fig, snakemake.output.pdf, snakemake.output.png)
+    plotting.save(fig, *snakemake.output.figure)
 """
 
 

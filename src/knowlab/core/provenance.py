@@ -210,7 +210,7 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
     log.info(
         "rule %s %s started on %s (pid %d)", smk.rule, dict(smk.wildcards.items()), socket.gethostname(), os.getpid()
     )
-    for _, output in smk.output.items():  # what a killed attempt (SIGKILL: no cleanup ran) left beside them
+    for output in smk.output:  # every output file, flat; what a killed attempt (SIGKILL) left beside them
         for stale in remove_partials(output):
             log.info("removed %s, left by an interrupted attempt", stale)
     try:
