@@ -5,6 +5,7 @@ it), with p-values from scipy / statsmodels called directly on hand-written tabl
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -12,12 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binomtest, mannwhitneyu, wilcoxon
-from statsmodels.stats.contingency_tables import mcnemar
+from scipy.stats import wilcoxon
 
 from knowlab import findings
 from knowlab.core import stats
-from knowlab.core.io import write_json
+from knowlab.core.io import write_json, write_jsonl
 from knowlab.findings import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -28,10 +28,12 @@ from knowlab.findings import (
     decide,
     decide_equivalence,
 )
+from knowlab.fictionalqa.splits import make_split
 
 MODEL = "m"
 STEPS = (0, 2, 4)
 LAST = STEPS[-1]
+PERMUTATIONS = 999
 CFG = {
     "seed": 1,
     "findings": {"alpha": 0.05, "power": 0.8, "equivalence_margin": 0.05},
@@ -43,7 +45,7 @@ CFG = {
         # three base models; the first (the reference model) holds every run
         "models": {"small": "base", "mid": {"source": "tiny_random"}, "large": {"source": "tiny_random"}},
     },
-    "stats": {"mcnemar_exact_below": 25, "bootstrap_resamples": 200},
+    "stats": {"bootstrap_resamples": 200, "permutation_resamples": PERMUTATIONS},
     "eval_models": {"base_model": "base"},
     "sort": {
         "conditions": ["baseline", "in_context", "rag", "oracle_rag"],
@@ -51,25 +53,30 @@ CFG = {
     },
     "grounding": {"datasets": ["fiction"]},
 }
-DOCS = [f"d{i:02d}" for i in range(40)]
-SHEETS = [f"e{i:02d}" for i in range(16)]
-QUESTIONS = [f"q{i:03d}" for i in range(120)]
-SPLITS = {  # run: (documents, train documents, train questions)
-    "doc": ("fictions", DOCS[:20], QUESTIONS[:60]),
-    "event": ("fictions", DOCS[:24], QUESTIONS[:70]),
-    "fictsheets": ("fictsheets", SHEETS[:10], QUESTIONS[:60]),
+# The corpus: 14 events x 2 styles x 2 documents, 2 questions a document (8 an event, in id order).
+# The Event split trains 8 events (C(14, 8) = 3003 assignments), so that every claim can reach alpha
+# at the event (the shipped corpus's 6 events cannot: tests/workflow/test_pipeline.py).
+EVENTS = [f"e{k:02d}" for k in range(14)]
+DOCS = [f"{e}_{style}_{n}" for e in EVENTS for style in ("blog", "news") for n in range(2)]
+QUESTIONS = [f"{d}_q{j}" for d in DOCS for j in range(2)]
+FICTIONS = [{"fiction_id": d, "event_id": d[:3], "style": d.split("_")[1], "fiction": d} for d in DOCS]
+FICT_QA = [{"question_id": q, "fiction_id": q[:-3], "event_id": q[:3]} for q in QUESTIONS]
+SPLITS = {
+    run: make_split(run, FICTIONS, FICT_QA, seed=1, event_train_fraction=8 / 14)
+    for run in ("doc", "event", "fictsheets")
 }
-# questions answered right at the last step (the first n)
-CORRECT = {"base_model": 40, "doc": 90, "event": 85, "fictsheets": 50, "control": 40}
+# MCQ-4: a run answers the first n of each event's 8 questions right at the last step
+RIGHT = {"base_model": 3, "control": 3, "doc": 7, "event": 6, "fictsheets": 4}
 # validation-document loss per step: Doc's curve is U-shaped (its minimum at step 2), Event's falls
 # a little to the end, so the last step alone would rank them the wrong way round
 VAL_LOSS = {"doc": {2: 2.5, 4: 3.4}, "event": {2: 3.3, 4: 3.2}}
-SORT_ITEMS = [f"s{i:02d}" for i in range(40)]
+# SORT: 20 excerpts (2 books x 10) x 4 distance bins; a condition gets the first n bins of every excerpt right
+SORT_ITEMS = [f"book{x // 10}|E100|S10|x{x % 10:03d}|b{b}" for x in range(20) for b in range(4)]
+SORT_RIGHT = {"baseline": 2, "in_context": 4, "rag": 3, "oracle_rag": 3}
 # parameters of each base model, and the share of its Doc-split training-document loss the larger
 # ones keep beside the reference model at the first checkpoint
 SIZES = {"small": 1000, "mid": 2000, "large": 3000}
 KEEP = {"mid": 0.9, "large": 0.8}
-SORT_CORRECT = {"baseline": 20, "in_context": 36, "rag": 26, "oracle_rag": 30}
 CLAIMS = [
     "training-document loss below validation-document loss (doc)",
     "training-document loss below validation-document loss (event)",
@@ -143,18 +150,6 @@ def test_tally_counts_every_status():
     )
 
 
-def test_tost_equals_two_one_sided_t_tests():
-    rng = np.random.default_rng(0)
-    a, b = rng.normal(0, 1, 50), rng.normal(0, 1, 50)
-    d = a - b
-    from scipy.stats import ttest_1samp
-
-    expected = max(ttest_1samp(d, -0.5, alternative="greater").pvalue, ttest_1samp(d, 0.5, alternative="less").pvalue)
-    assert findings.tost(a, b, 0.5) == pytest.approx(expected, rel=1e-9)
-    assert findings.tost(np.ones(5), np.ones(5), 0.05) == 0.0  # no spread, inside the margin
-    assert findings.tost(np.ones(5), np.zeros(5), 0.05) == 1.0
-
-
 # --------------------------------------------------------------------------- results folder
 
 
@@ -169,20 +164,21 @@ def _spread(ids, level, step=0.01):
     return [level + step * k for k in range(len(ids))]
 
 
-def _items(run, step, docs, sheets, correct):
-    rows = _loss_rows("fiction_doc", DOCS, docs) + _loss_rows("fictsheet_doc", SHEETS, sheets)
-    rows += [{"suite": "mcq4", "item_id": q, "acc": float(k < correct)} for k, q in enumerate(QUESTIONS)]
+def _items(run, step, docs, sheets):
+    rows = _loss_rows("fiction_doc", DOCS, docs) + _loss_rows("fictsheet_doc", EVENTS, sheets)
+    rows += [{"suite": "mcq4", "item_id": q, "acc": float(k % 8 < RIGHT[run])} for k, q in enumerate(QUESTIONS)]
     return pd.DataFrame(rows).assign(run=run, step=step)
 
 
 def _run_items(run, step):
-    docs, sheets = _spread(DOCS, 3.5), _spread(SHEETS, 3.5)
+    docs, sheets = _spread(DOCS, 3.5), _spread(EVENTS, 3.5)
     if run in VAL_LOSS:
-        train = SPLITS[run][1]
+        train = SPLITS[run]["train_documents"]
         docs = [2.0 + 0.01 * k if d in train else VAL_LOSS[run][step] + 0.01 * k for k, d in enumerate(DOCS)]
     if run == "fictsheets":
-        sheets = [1.0 + 0.03 * k if s in SPLITS[run][1] else 3.8 + 0.02 * k for k, s in enumerate(SHEETS)]
-    return _items(run, step, docs, sheets, CORRECT[run])
+        train = SPLITS[run]["train_documents"]
+        sheets = [1.0 + 0.03 * k if e in train else 3.8 + 0.02 * k for k, e in enumerate(EVENTS)]
+    return _items(run, step, docs, sheets)
 
 
 def _write_models(root, base):
@@ -191,7 +187,7 @@ def _write_models(root, base):
     pd.DataFrame({"model": list(SIZES), "source": "test", "n_parameters": list(SIZES.values())}).to_csv(
         root / "fictionalqa/models.csv", index=False
     )
-    train = set(SPLITS["doc"][1])
+    train = set(SPLITS["doc"]["train_documents"])
     for model, keep in KEEP.items():
         _write(root, f"fictionalqa/{model}/evaluate/base_model/step-0.parquet", base)
         items = _run_items("doc", STEPS[1])
@@ -207,34 +203,29 @@ def _write(root, relative, frame):
 
 
 def _sort_rows(n_right, **columns):
-    return pd.DataFrame({"item_id": SORT_ITEMS, "correct": [k < n_right for k in range(len(SORT_ITEMS))], **columns})
+    """SORT rows: the first ``n_right`` bins of every excerpt right."""
+    right = [int(i.rsplit("|b", 1)[1]) < n_right for i in SORT_ITEMS]
+    return pd.DataFrame({"item_id": SORT_ITEMS, "correct": right, **columns})
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """A results folder where every claim is supported (built once; tests get a copy)."""
     root = tmp_path_factory.mktemp("findings") / "results"
-    base = _items("base_model", 0, _spread(DOCS, 3.5), _spread(SHEETS, 3.5), CORRECT["base_model"])
+    base = _items("base_model", 0, _spread(DOCS, 3.5), _spread(EVENTS, 3.5))
     _write(root, "fictionalqa/small/evaluate/base_model/step-0.parquet", base)
     for run in [*SPLITS, "control"]:
         for step in STEPS[1:]:
             _write(root, f"fictionalqa/small/evaluate/{run}/step-{step}.parquet", _run_items(run, step))
     _write_models(root, base)
-    for run, (documents, train, questions) in SPLITS.items():
-        ids = DOCS if documents == "fictions" else SHEETS
-        split = {
-            "split": run,
-            "documents": documents,
-            "train_documents": train,
-            "val_documents": [i for i in ids if i not in train],
-            "train_questions": questions,
-            "val_questions": [q for q in QUESTIONS if q not in questions],
-        }
+    for run, split in SPLITS.items():
         write_json(root / f"fictionalqa/splits/{run}.json", split)
-    for condition, n_right in SORT_CORRECT.items():
+    write_jsonl(root / "fictionalqa/corpus/fiction/fictions.jsonl", FICTIONS)
+    write_jsonl(root / "fictionalqa/corpus/fiction/fict_qa.jsonl", FICT_QA)
+    for condition, n_right in SORT_RIGHT.items():
         _write(root, f"sort/evaluate/base_model/{condition}.parquet", _sort_rows(n_right, condition=condition))
     for run, nll in (("books", 3.0), ("instructions", 3.9)):
-        _write(root, f"sort/parametric/{run}/evaluate/epoch-1.parquet", _sort_rows(22, condition="baseline"))
+        _write(root, f"sort/parametric/{run}/evaluate/epoch-1.parquet", _sort_rows(2, condition="baseline"))
         spread = 0.01 * np.arange(len(SORT_ITEMS))
         nll_table = pd.DataFrame({"item_id": SORT_ITEMS, "nll_a": nll + spread, "nll_b": nll - spread})
         _write(root, f"sort/parametric/{run}/evaluate/epoch-1_segment_nll.parquet", nll_table)
@@ -243,6 +234,7 @@ def built(tmp_path_factory):
             "dataset": "fiction",
             "model": MODEL,
             "item_id": f"g{k}",
+            "document_id": f"doc{k}",
             "condition": condition,
             "f1": f1 + 0.01 * k * is_dist,
         }
@@ -279,60 +271,87 @@ def _rewrite(root, relative, change):
     change(pd.read_parquet(path)).to_parquet(path, index=False)
 
 
+def _event_means(values):
+    """Mean per event of values indexed by document or question id (the first 3 characters: e07)."""
+    return values.groupby(values.index.str[:3]).mean()
+
+
 def test_every_claim_is_supported_where_the_data_show_it(results):
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     assert [f.claim for f in found] == CLAIMS
     assert [f.status for f in found] == [SUPPORTED] * len(CLAIMS), findings.render(found, "r.html")
     for f in found:  # no supported finding at p >= alpha or with an interval that reaches 0
-        assert f.p < f.alpha and f.source and f.test and f.n > 0
+        assert f.p < f.alpha and f.source and f.test and f.n > 0 and f.n_clusters > 0
         assert (f.ci_low > 0 or f.margin is not None) and f.ci_low <= f.effect <= f.ci_high
 
 
 def test_effects_and_pvalues_equal_the_tables_by_hand(results):
     found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
-    # at the last step, Doc's 20 validation documents at 3.4 + 0.01 k (k = 20..39) vs 20 training ones at
-    # 2.0 + 0.01 k; Event's 16 at 3.2 + 0.01 k (k = 24..39) vs 24 at 2.0 + 0.01 k; Holm over the two runs
-    doc_val, doc_train = 3.4 + 0.01 * np.arange(20, 40), 2.0 + 0.01 * np.arange(20)
-    event_val, event_train = 3.2 + 0.01 * np.arange(24, 40), 2.0 + 0.01 * np.arange(24)
-    assert found[CLAIMS[0]].effect == pytest.approx(1.6) and found[CLAIMS[0]].n == 40
-    holm = _holm2(mannwhitneyu(doc_val, doc_train).pvalue, mannwhitneyu(event_val, event_train).pvalue)
-    assert [found[claim].p for claim in CLAIMS[:2]] == pytest.approx(holm, rel=1e-12)
+    # Event split at the last step: every one of the C(14, 8) choices of training events, by hand;
+    # each side the mean of its events' mean document loss
+    losses = pd.Series(_run_items("event", LAST).query("suite == 'fiction_doc'").set_index("item_id")["loss"])
+    train = set(SPLITS["event"]["train_documents"])
 
-    # MCQ-4 vs control on the trained questions: Doc 60 vs 40 right of 60 (20 discordant: exact),
-    # Event 70 vs 40 of 70 (30 discordant: chi-square with continuity correction)
-    f = found[CLAIMS[2]]
-    assert f.effect == pytest.approx(20 / 60) and f.n == 60
-    holm = _holm2(binomtest(0, 20, 0.5).pvalue, mcnemar([[40, 30], [0, 0]], exact=False, correction=True).pvalue)
-    assert [found[claim].p for claim in CLAIMS[2:4]] == pytest.approx(holm, rel=1e-12)
-    assert "exact" in f.test and "chi-square" in found[CLAIMS[3]].test and "Holm over 2" in f.test
+    def statistic(trained_events):
+        held = ~losses.index.str[:3].isin(trained_events)
+        return _event_means(losses[held]).mean() - _event_means(losses[~held]).mean()
 
-    # Fictsheets: 10 training fictsheets from 3.5 + 0.01 k to 1.0 + 0.03 k, paired
+    observed = statistic({d[:3] for d in train})
+    every = [statistic(set(chosen)) for chosen in itertools.combinations(EVENTS, 8)]
+    p_event = np.mean(np.abs(every) >= abs(observed) - 1e-12)
+    f = found[CLAIMS[1]]
+    assert f.effect == pytest.approx(observed) and p_event == pytest.approx(1 / 3003)
+    assert f.unit == "event" and f.n_clusters == 14 and f.n == 56 and f.seeds == 1
+    # the Doc split: Monte Carlo over 999 fresh draws of the split, none as extreme as the actual one
+    doc = found[CLAIMS[0]]
+    assert doc.unit == "document" and doc.n_clusters == 56 and "randomisation test of the doc split" in doc.test
+    assert [doc.p, f.p] == pytest.approx(_holm2(1 / (PERMUTATIONS + 1), p_event), rel=1e-12)
+
+    # MCQ-4 vs control on the trained questions, per event, every event's difference positive
+    f = found[CLAIMS[3]]
+    questions = SPLITS["event"]["train_questions"]
+    acc = {
+        run: pd.Series({q: float(QUESTIONS.index(q) % 8 < RIGHT[run]) for q in questions})
+        for run in ("event", "control")
+    }
+    assert f.effect == pytest.approx((_event_means(acc["event"]) - _event_means(acc["control"])).mean())
+    assert f.unit == "event" and f.n_clusters == 8 and f.n == 64 and "sign-flip permutation over events" in f.test
+    assert "Holm over 2" in f.test and "conditional on it" in f.detail
+
+    # Fictsheets: 8 training fictsheets from 3.5 + 0.01 k to 1.0 + 0.03 k, paired; Wilcoxon at the fictsheet
     f = found[CLAIMS[4]]
-    before, after = 3.5 + 0.01 * np.arange(10), 1.0 + 0.03 * np.arange(10)
-    assert f.effect == pytest.approx((before - after).mean())
-    assert f.p == pytest.approx(wilcoxon(before, after).pvalue, rel=1e-12) and f.n == 10
+    k = np.array([EVENTS.index(e) for e in SPLITS["fictsheets"]["train_documents"]])
+    before, after = 3.5 + 0.01 * k, 1.0 + 0.03 * k
+    assert f.effect == pytest.approx((before - after).mean()) and f.unit == "fictsheet" and f.n_clusters == 8
+    assert f.p == pytest.approx(wilcoxon(before, after).pvalue, rel=1e-12)
 
-    # Event's improvement to its minimum: Doc's validation documents 3.5 -> 2.5 (step 2), Event's 3.5 -> 3.2
+    # Event's improvement to its minimum, paired on Event's 6 validation events: Doc's validation
+    # documents 3.5 -> 2.5 (step 2), Event's 3.5 -> 3.2; every event one way: exact p = 2 / 2^6
     f = found[CLAIMS[8]]
     assert f.effect == pytest.approx(1.0 - 0.3) and "step 2" in f.detail and "(step 4)" in f.detail
+    assert f.n_clusters == 6 and f.p == pytest.approx(2 / 64)
 
-    # SORT: in context 36 vs baseline 20 right of 40, 16 discordant one way
+    # SORT: in context right on 2 more bins of every excerpt than the baseline
     f = found[CLAIMS[11]]
-    assert f.effect == pytest.approx(16 / 40) and f.p == pytest.approx(binomtest(0, 16, 0.5).pvalue, rel=1e-12)
+    assert f.effect == pytest.approx(0.5) and f.unit == "excerpt" and f.n_clusters == 20 and f.n == 80
+    assert f.seeds is None  # the base model: no training
 
-    # grounding: every Dist below Gold on 8 questions, Wilcoxon's exact two-sided p = 2 / 2^8
+    # grounding: every Dist below Gold on 8 questions of 8 documents, the exact two-sided p = 2 / 2^8
     f = found[CLAIMS[15]]
     assert f.p == pytest.approx(2 / 256) and f.effect == pytest.approx(0.2 - 0.01 * np.arange(8).mean())
+    assert f.unit == "document" and f.n_clusters == 8
 
 
-def _wrong_on_first_40(items):
-    return items.assign(acc=items["acc"].mask((items["suite"] == "mcq4") & (items["item_id"] < "q040"), 0.0))
+def _wrong_on_first_four(items):
+    first = (items["suite"] == "mcq4") & (items.index % 8 < 4)
+    return items.assign(acc=items["acc"].mask(first, 0.0))
 
 
 def test_the_claims_go_against_the_data_built_against_them(results):
     def swap(items):  # Doc's validation documents below its training documents
         docs = items["suite"] == "fiction_doc"
-        items.loc[docs, "loss"] = items.loc[docs, "loss"].to_numpy()[::-1]
+        train = items["item_id"].isin(SPLITS["doc"]["train_documents"])
+        items.loc[docs & train, "loss"] += 3.0
         return items
 
     for step in STEPS[1:]:
@@ -341,13 +360,13 @@ def test_the_claims_go_against_the_data_built_against_them(results):
     def right(items):
         return items.assign(acc=items["acc"].notna().astype(float))
 
-    # the control right on every question, Doc and Event wrong on the first 40: below the control
+    # the control right on every question, Doc and Event wrong on the first 4 of every event: below the control
     _rewrite(results, f"fictionalqa/small/evaluate/control/step-{LAST}.parquet", right)
     for run in ("doc", "event"):
-        _rewrite(results, f"fictionalqa/small/evaluate/{run}/step-{LAST}.parquet", _wrong_on_first_40)
-    # RAG ties in-context memory; the books run right on 16 more SORT items than instructions only
-    _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(SORT_CORRECT["in_context"]))
-    _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(38, condition="baseline"))
+        _rewrite(results, f"fictionalqa/small/evaluate/{run}/step-{LAST}.parquet", _wrong_on_first_four)
+    # RAG ties in-context memory; the books run right on one more bin of every excerpt than instructions only
+    _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(SORT_RIGHT["in_context"]))
+    _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(3, condition="baseline"))
     # distractors help grounding (Original)
     _rewrite(
         results,
@@ -365,34 +384,45 @@ def test_the_claims_go_against_the_data_built_against_them(results):
 
 
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
-    _write(results, "sort/evaluate/base_model/rag.parquet", _sort_rows(34))  # 2 discordant: exact p = 0.5
+    rag = _sort_rows(SORT_RIGHT["in_context"])
+    rag.loc[[3, 7], "correct"] = False  # RAG misses one item in 2 of the 20 excerpts: p = 2 / 2^2
+    _write(results, "sort/evaluate/base_model/rag.parquet", rag)
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     f = _by_claim(found)[CLAIMS[12]]
-    assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5) and f.effect == pytest.approx(0.05)
-    se = stats.bootstrap_difference(
-        np.r_[np.ones(36), np.zeros(4)], np.r_[np.ones(34), np.zeros(6)], seed=0, n_resamples=500
-    )["se"]
+    # 2^20 sign patterns: Monte Carlo over 999 of them, p within a few standard errors of 0.5
+    assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5, abs=0.05) and f.effect == pytest.approx(2 / 80)
+    per_excerpt = np.r_[np.full(2, 0.25), np.zeros(18)]
+    se = stats.bootstrap_difference(per_excerpt, seed=0, n_resamples=500)["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
     line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[12] in line)
-    assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.05 accuracy, 95% CI [")
-    assert f"MDE {f.mde:.2g} at 80% power" in line and "p = 0.5" in line and "n 40" in line
+    assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.025 accuracy, 95% CI [")
+    assert f"MDE {f.mde:.2g} at 80% power" in line and f"p = {f.p:.2g}" in line and "n 20 excerpts (80 values)" in line
 
 
 def test_no_difference_needs_equivalence(results):
-    # books right on 2 more items of 40: inside no test's reach, and the interval passes the margin
-    _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", _sort_rows(24, condition="baseline"))
+    # books right on 1 more item in 3 of 20 excerpts: no significant difference, but Tango's 90%
+    # interval passes the margin
+    books = _sort_rows(2, condition="baseline")
+    books.loc[[2, 6, 10], "correct"] = True
+    _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", books)
     f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[14]]
-    assert f.status == INCONCLUSIVE and f.margin == 0.05 and f.ci_high > 0.05
-    assert "TOST" in f.test
+    assert f.status == INCONCLUSIVE and f.margin == 0.05 and f.p >= 0.05
+    assert "Tango score interval 90%" in f.test and f.unit == "excerpt"
 
 
 def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
-    cfg = copy.deepcopy(CFG)
     split = json.loads((results / "fictionalqa/splits/fictsheets.json").read_text())
     split["val_documents"] = split["val_documents"][:2]  # 2 validation fictsheets: smallest p 0.5
     write_json(results / "fictionalqa/splits/fictsheets.json", split)
-    f = _by_claim(findings.collect(results, FindingsSettings.from_config(cfg), model=MODEL))[CLAIMS[5]]
-    assert f.status == NOT_TESTED and "not testable at n 2" in f.detail and "0.5" in f.detail
+    # identical correctness on only 24 items: even full agreement cannot show equivalence within 0.05
+    few = _sort_rows(2, condition="baseline").head(24)
+    for run in ("books", "instructions"):
+        _write(results, f"sort/parametric/{run}/evaluate/epoch-1.parquet", few)
+    found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
+    f = found[CLAIMS[5]]
+    assert f.status == NOT_TESTED and "not testable with 2 fictsheets" in f.detail and "0.5" in f.detail
+    f = found[CLAIMS[14]]
+    assert f.status == NOT_TESTED and "24 effective pairs" in f.detail and "full agreement" in f.detail
 
 
 def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results):
@@ -427,6 +457,8 @@ def test_records_carry_every_field_for_every_claim(results):
     found.append(findings.Finding("SORT", "a claim", NOT_TESTED, "no table"))
     records = json.loads(json.dumps(findings.to_records(found)))
     keys = {"claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source"}
+    keys |= {"unit", "n_clusters", "scale"}
+    assert all("seeds" in record for record in records)
     assert all(keys <= record.keys() for record in records)
     assert all(record[key] is not None for record in records[:-1] for key in keys)
     assert records[-1]["effect"] is None and records[-1]["status"] == NOT_TESTED
@@ -439,13 +471,16 @@ def test_records_carry_every_field_for_every_claim(results):
 
 def test_model_size_compares_neighbours_in_size_and_needs_three_models(results):
     found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
-    # the reference model keeps (2.0 + 0.01k) / (3.5 + 0.01k) of each training document's step-0 loss
-    small = np.array([(2.0 + 0.01 * k) / (3.5 + 0.01 * k) for k in range(20)])
+    # the reference model keeps (2.0 + 0.01k) / (3.5 + 0.01k) of each training document's step-0 loss;
+    # the effect is the mean over events of each event's mean difference
+    train = SPLITS["doc"]["train_documents"]
+    small = pd.Series({d: (2.0 + 0.01 * DOCS.index(d)) / (3.5 + 0.01 * DOCS.index(d)) for d in train})
     mid_vs_small, large_vs_mid = found[CLAIMS[9]], found[CLAIMS[10]]
-    assert mid_vs_small.effect == pytest.approx(np.mean(small - 0.9 * small))
-    assert large_vs_mid.effect == pytest.approx(np.mean(0.9 * small - 0.8 * small))
-    assert mid_vs_small.n == 20 and mid_vs_small.unit == "fraction of step-0 loss"
-    assert "Wilcoxon signed-rank" in mid_vs_small.test and "Holm over 2" in mid_vs_small.test
+    assert mid_vs_small.effect == pytest.approx(_event_means(small - 0.9 * small).mean())
+    assert large_vs_mid.effect == pytest.approx(_event_means(0.9 * small - 0.8 * small).mean())
+    assert mid_vs_small.n == 28 and mid_vs_small.n_clusters == 14 and mid_vs_small.unit == "event"
+    assert mid_vs_small.scale == "fraction of step-0 loss"
+    assert "sign-flip permutation over events" in mid_vs_small.test and "Holm over 2" in mid_vs_small.test
     assert "small (1,000 parameters)" in mid_vs_small.detail
     two = {**CFG, "finetune": {**CFG["finetune"], "models": {"small": "base", "mid": {"source": "tiny_random"}}}}
     line = _by_claim(findings.collect(results, FindingsSettings.from_config(two), model=MODEL))[

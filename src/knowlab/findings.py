@@ -2,9 +2,16 @@
 
 :func:`collect` reads the tables of a finished run (``results/``) and returns one :class:`Finding`
 per comparison of the claims below: its effect (oriented so that a positive effect is the
-direction the paper claims), a 95% percentile-bootstrap interval over the unit the paper samples
-(questions, documents, SORT items; paired where the design pairs them,
-:func:`knowlab.core.stats.bootstrap_difference`), a two-sided test, n, p and a status.
+direction the paper claims), a two-sided test, a 95% percentile-bootstrap interval, n, p and a
+status.  The test and the interval work at the **inference unit**: what the design samples or
+assigns (``Finding.unit``, ``n_clusters`` of them), not the values measured inside it.
+FictionalQA's questions and documents nest in events, whose facts they share.  SORT's items and
+segments nest in excerpts, whose text they share.  A grounding question about a fiction document
+shares that document.  Each unit's values are averaged into one value, and the bootstrap resamples
+those values (:func:`knowlab.core.stats.bootstrap_difference`, paired where the design pairs).
+The test is a permutation test at the unit (:mod:`knowlab.core.clustered`).  A claim about
+fine-tuned models rests on one training seed per run, and its line says the result is conditional
+on that seed (``seeds``).
 :func:`render` prints them for a terminal, :func:`to_records` / :func:`to_frame` give JSON records
 and a table.
 
@@ -18,10 +25,13 @@ Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run 
   :func:`knowlab.core.stats.minimum_detectable_effect`).
 - ``inconclusive``: not the claimed direction (a tie included), and not significantly so.
 - ``contradicted``: the other direction, the test rejects and the interval excludes 0.
-- Claims of **no difference** are ``supported`` only by equivalence: the two one-sided tests
-  (TOST) reject at ``alpha`` and the 95% interval lies inside ``(-margin, margin)``
-  (``findings.equivalence_margin``); ``contradicted`` when the difference is significant as
-  above; else ``inconclusive``.
+- Claims of **no difference** are ``supported`` only by equivalence, which needs two things.
+  First, Tango's ``1 - 2 alpha`` score interval for paired proportions lies inside
+  ``(-margin, margin)`` (``findings.equivalence_margin``): the interval form of the two one-sided
+  tests, with the counts divided by the design effect of the units.  Second, the 95% interval
+  lies inside that margin too.  The claim is ``contradicted`` when the difference is significant
+  as above, else ``inconclusive``.  It is ``not tested`` when even full agreement at this
+  effective n could not show equivalence.
 - ``not tested``: the config lacks what the claim needs (a study, run or table; the line says
   which), or the design cannot reach ``alpha`` at all: the smallest p the test can give at this
   n (every unit agreeing), times the claim's Holm family size, is not below ``alpha`` (e.g. 4
@@ -30,10 +40,17 @@ Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run 
 The tally counts ``supported`` only.  A claim that spans a family (every fiction run, every
 other split) is one line per comparison, Holm-corrected over the family
 (:func:`knowlab.core.stats.holm_adjust`); separate claims are not corrected together.
-Tests: McNemar's (0/1 correctness on the same items; :func:`knowlab.core.stats.mcnemar_pair`,
-exact below ``stats.mcnemar_exact_below`` discordant pairs), Wilcoxon signed-rank (paired
-continuous scores; ``scipy.stats.wilcoxon``, zeros dropped, p = 1 when every difference is 0),
-Mann-Whitney U (two disjoint sets of documents; ``scipy.stats.mannwhitneyu``), all two-sided.
+Tests, all two-sided:
+
+- Sign-flip permutation over units: paired units, each unit's mean difference (:func:`by_cluster`).
+- Randomisation test of a split: the split's own random assignment drawn again
+  (:func:`split_comparison`).
+- Wilcoxon signed-rank: the fictsheets, which are themselves the split's units.  ``scipy.stats.wilcoxon``
+  drops zero differences, and p is 1 when every difference is 0.
+
+Permutation counts come from ``stats.permutation_resamples``.  ``tests/core/test_clustered.py``
+simulates each design's clustering and shows that each test keeps its level, while the
+item-level McNemar, Wilcoxon and Mann-Whitney tests used before did not.
 
 The claims (the papers' wording, quoted in each function's docstring):
 
@@ -82,10 +99,13 @@ import pandas as pd
 from knowlab import layout
 from knowlab.layout import finetune_models
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
-from knowlab.core.io import read_json
+from knowlab.core.clustered import cluster_means, paired_equivalence, randomization_test, sign_flip_test
+from knowlab.core.io import read_json, read_jsonl
 from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
-from knowlab.core.stats import bootstrap_difference, holm_adjust, mcnemar_pair, minimum_detectable_effect, paired_items
+from knowlab.core.stats import bootstrap_difference, holm_adjust, minimum_detectable_effect, paired_items
+from knowlab.fictionalqa.splits import split_assignments
+from knowlab.sort.build import excerpt_id
 
 SUPPORTED = "supported"
 NOT_SIGNIFICANT = "not significant"
@@ -119,9 +139,13 @@ def decide(effect: float, ci_low: float, ci_high: float, p: float, alpha: float)
 def decide_equivalence(
     ci_low: float, ci_high: float, p_difference: float, p_equivalence: float, alpha: float, margin: float
 ) -> str:
-    """Status of a claim of no difference: ``supported`` when TOST's ``p_equivalence < alpha`` and
-    the 95% interval lies inside ``(-margin, margin)``; ``contradicted`` when the difference test
-    rejects and the interval excludes 0; else ``inconclusive``."""
+    """Status of a claim of no difference.
+
+    - ``supported``: the equivalence test's ``p_equivalence < alpha`` and the 95% interval lies
+      inside ``(-margin, margin)``.
+    - ``contradicted``: the difference test rejects and the interval excludes 0.
+    - ``inconclusive``: otherwise.
+    """
     if p_equivalence < alpha and -margin < ci_low and ci_high < margin:
         return SUPPORTED
     if p_difference < alpha and (ci_low > 0 or ci_high < 0):
@@ -142,6 +166,9 @@ class FindingsSettings(StepSettings):
     """Equivalence margin of a no-difference claim, in the effect's unit (``findings.equivalence_margin``)."""
     resamples: int
     """Bootstrap resamples of every interval (``stats.bootstrap_resamples``)."""
+    permutations: int
+    """Permutations of a permutation test that cannot list them all, and draws of a split's
+    randomisation (``stats.permutation_resamples``)."""
     seed: int
     """Seed of the bootstrap streams, keyed per line (``seed``)."""
     runs: tuple[str, ...]
@@ -153,8 +180,6 @@ class FindingsSettings(StepSettings):
     """Whether the webtext-only control ran (``finetune.control``)."""
     steps: tuple[int, ...]
     """The checkpoint steps, 0 first (``finetune.max_steps``, ``finetune.checkpoint_every``)."""
-    mcnemar_exact_below: int
-    """McNemar is exact below this many discordant pairs (``stats.mcnemar_exact_below``)."""
     base_eval: str | None
     """The ``eval_models`` key of the base model (``None``: none is)."""
     sort_conditions: tuple[str, ...]
@@ -181,12 +206,12 @@ class FindingsSettings(StepSettings):
             power=float(config["findings"]["power"]),
             margin=float(config["findings"]["equivalence_margin"]),
             resamples=int(config["stats"]["bootstrap_resamples"]),
+            permutations=int(config["stats"]["permutation_resamples"]),
             seed=int(config["seed"]),
             runs=finetune["runs"],
             ft_models=tuple(finetune_models(config)),
             control=bool(finetune["control"]),
             steps=checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"]),
-            mcnemar_exact_below=int(config["stats"]["mcnemar_exact_below"]),
             base_eval=base,
             sort_conditions=config["sort"]["conditions"],
             parametric_epochs=int(parametric["epochs"]) if parametric["enabled"] else 0,
@@ -199,11 +224,16 @@ class Finding:
     """One comparison of a paper's claim, decided on this run (module docstring).
 
     ``effect``, ``ci_low``, ``ci_high``: the effect, positive in the claimed direction, and its 95%
-    bootstrap interval, in ``unit``; ``mde``: minimum detectable effect at this n (80% power);
-    ``n``: units compared (paired units, or both sets together); ``p``: the decisive p (Holm-
-    corrected in a family; TOST's for a claim of no difference); ``margin``: the equivalence
-    margin of a no-difference claim.  Fields that do not apply are None; ``detail`` gives the
-    numbers behind the effect (or, for ``not tested``, what the claim needs).
+    bootstrap interval over the inference units, in ``scale`` (accuracy, nats/token, ...);
+    ``unit``: the inference unit, what the design samples or assigns (event, document, excerpt,
+    fictsheet, question); ``n_clusters``: how many of them the test counts (paired units, or both
+    sets together); ``n``: the measured values they hold (questions, documents, segments, items);
+    ``mde``: minimum detectable effect at this number of units (80% power); ``p``: the decisive p
+    (Holm-corrected in a family; the equivalence test's for a claim of no difference);
+    ``margin``: the equivalence margin of a no-difference claim; ``seeds``: the training seeds
+    behind a claim about trained models (1: the result is conditional on that seed; None: no
+    training).  Fields that do not apply are None; ``detail`` gives the numbers behind the effect
+    (or, for ``not tested``, what the claim needs).
     """
 
     study: str
@@ -221,6 +251,9 @@ class Finding:
     mde: float | None = None
     margin: float | None = None
     unit: str | None = None
+    n_clusters: int | None = None
+    scale: str | None = None
+    seeds: int | None = None
 
 
 class Skip(Exception):
@@ -231,9 +264,12 @@ class Skip(Exception):
 class Comparison:
     """One comparison of a claim before its family's correction: ``a - b`` oriented to the claim.
 
-    ``a``/``b``: aligned per-unit values (paired) or two samples (unpaired); ``p``: the two-sided
-    test's raw p; ``min_p``: the smallest p that test can give at this n; ``p_equivalence``: TOST's
-    p, for a claim of no difference.
+    ``a``/``b``: one value per inference unit (``unit``), aligned (paired) or two samples
+    (unpaired), what the bootstrap resamples; ``n``: the measured values behind them; ``p``: the
+    two-sided test's raw p; ``min_p``: the smallest p that test can give at this number of
+    units; ``scale``: the values' scale; ``trained``: whether the claim is about fine-tuned models
+    (one training seed each); ``equivalence``: for a claim of no difference,
+    :func:`knowlab.core.clustered.paired_equivalence`'s result.
     """
 
     label: str
@@ -244,13 +280,16 @@ class Comparison:
     min_p: float
     test: str
     unit: str
+    scale: str
+    n: int
     detail: str
-    p_equivalence: float | None = None
-    n: int = field(init=False)
+    trained: bool
+    equivalence: dict[str, float] | None = None
+    n_clusters: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.a, self.b = np.asarray(self.a, dtype=float), np.asarray(self.b, dtype=float)
-        self.n = len(self.a) if self.paired else len(self.a) + len(self.b)
+        self.n_clusters = len(self.a) if self.paired else len(self.a) + len(self.b)
 
 
 class Results:
@@ -271,7 +310,6 @@ class Results:
         self.control = settings.control
         self.steps = list(settings.steps)
         self.last = self.steps[-1]
-        self.exact_below = settings.mcnemar_exact_below
         self._cache: dict[str, Any] = {}
 
     def read(self, relative: str) -> Any:
@@ -282,7 +320,7 @@ class Results:
                 raise ValueError(f"{path} is not an input of rule findings (knowlab.layout.Layout.findings_inputs)")
             if not path.is_file():
                 raise Skip(f"no {path}")
-            readers = {".json": read_json, ".csv": pd.read_csv}
+            readers = {".json": read_json, ".csv": pd.read_csv, ".jsonl": lambda p: pd.DataFrame(read_jsonl(p))}
             self._cache[relative] = readers.get(path.suffix, pd.read_parquet)(path)
         return self._cache[relative]
 
@@ -294,6 +332,21 @@ class Results:
 
     def split(self, run: str) -> dict[str, Any]:
         return self.read(layout.SPLIT.relative(split=run))
+
+    def fictions(self) -> list[dict[str, Any]]:
+        """The corpus's fiction documents (``fiction_id``, ``event_id``, ``style``, ...)."""
+        return self.read(layout.CORPUS.relative(table="fictions")).to_dict("records")
+
+    def events(self, documents: str = "fictions") -> pd.Series:
+        """Event id of every document (``fictions``: by ``fiction_id``; ``fictsheets``: a fictsheet's
+        id is its event's) and of every question (by ``question_id``): the cluster of FictionalQA's
+        measured values."""
+        qa = self.read(layout.CORPUS.relative(table="fict_qa")).set_index("question_id")["event_id"]
+        fictions = pd.DataFrame(self.fictions())
+        docs = fictions.set_index("fiction_id")["event_id"]
+        if documents == "fictsheets":
+            docs = pd.Series(sorted(set(docs)), index=sorted(set(docs)))
+        return pd.concat([docs, qa])
 
     def fiction_runs(self) -> list[str]:
         if not self.runs:
@@ -327,56 +380,88 @@ def _rows(items: pd.DataFrame, suite: str, ids: Sequence[str] | None = None) -> 
     return rows if ids is None else rows.loc[rows.index.intersection(ids)]
 
 
-def _aligned(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Values of the units both series hold (joined on the index, NaN dropped), in index order."""
+def _aligned(a: pd.Series, b: pd.Series) -> pd.DataFrame:
+    """Columns ``a`` and ``b`` on the units both series hold (joined on the index, NaN dropped)."""
     try:
-        joined = paired_items(a, b).sort_index()
+        return paired_items(a, b).sort_index()
     except ValueError as err:  # no shared unit: nothing to compare
         raise Skip(str(err)) from None
-    return joined["a"].to_numpy(float), joined["b"].to_numpy(float)
 
 
-def mcnemar(label: str, a: pd.Series, b: pd.Series, exact_below: int, unit: str, detail: str) -> Comparison:
-    """McNemar's test of 0/1 correctness ``a`` vs ``b`` on the same items (effect: accuracy a - b)."""
-    x, y = _aligned(a, b)
-    test = mcnemar_pair(pd.Series(x), pd.Series(y), exact_below)
-    kind = "exact" if test["exact"] else "chi-square"
-    # every item discordant one way: the exact test's p is 2 * 0.5^n
-    return Comparison(label, x, y, True, test["pvalue"], min(1.0, 2 * 0.5 ** len(x)), f"McNemar ({kind})", unit, detail)
+def by_cluster(
+    label: str,
+    a: pd.Series,
+    b: pd.Series,
+    clusters: pd.Series | Mapping[str, str],
+    r: Results,
+    unit: str,
+    scale: str,
+    detail: str,
+    trained: bool,
+) -> Comparison:
+    """Values ``a`` and ``b`` of the same measured units (questions, segments, items), paired, tested
+    at their clusters (``unit``: event, excerpt, document).  Each cluster's mean of ``a`` and of
+    ``b`` over the units both hold is one pair.  The test flips each cluster's sign at random
+    (:func:`knowlab.core.clustered.sign_flip_test`, exact up to ``stats.permutation_resamples``)."""
+    joined = _aligned(a, b)
+    means_a, means_b = (cluster_means(joined[side], clusters) for side in ("a", "b"))
+    seed = keyed_rng(r.settings.seed, "findings", "sign-flip", label, detail).getrandbits(32)
+    p, min_p = sign_flip_test((means_a - means_b).to_numpy(), r.settings.permutations, seed)
+    test = f"sign-flip permutation over {unit}s"
+    return Comparison(label, means_a, means_b, True, p, min_p, test, unit, scale, len(joined), detail, trained)
 
 
-def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, detail: str) -> Comparison:
-    """Wilcoxon signed-rank test of the paired differences ``a - b``, two-sided (p = 1 when all are 0)."""
+def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, scale: str, detail: str) -> Comparison:
+    """Wilcoxon signed-rank test of the paired differences ``a - b``, two-sided (p = 1 when all
+    are 0), for units that are themselves the design's (the fictsheets)."""
     from scipy.stats import wilcoxon  # deferred: as in knowlab.core.stats
 
-    x, y = _aligned(a, b)
+    joined = _aligned(a, b)
+    x, y = joined["a"].to_numpy(), joined["b"].to_numpy()
     p = 1.0 if (x == y).all() else float(wilcoxon(x, y, zero_method="wilcox").pvalue)
-    return Comparison(label, x, y, True, p, min(1.0, 2 * 0.5 ** len(x)), "Wilcoxon signed-rank", unit, detail)
+    min_p = min(1.0, 2 * 0.5 ** len(x))
+    return Comparison(label, x, y, True, p, min_p, "Wilcoxon signed-rank", unit, scale, len(x), detail, True)
 
 
-def rank_sum(label: str, a: Sequence[float], b: Sequence[float], unit: str, detail: str) -> Comparison:
-    """Mann-Whitney U test of two disjoint samples ``a`` vs ``b``, two-sided."""
-    from scipy.stats import mannwhitneyu  # deferred: as in knowlab.core.stats
+_SPLIT_UNIT = {"doc": "document", "event": "event", "fictsheets": "event"}
 
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if not len(x) or not len(y):
-        raise Skip("an empty side")
-    p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
-    return Comparison(
-        label, x, y, False, p, min(1.0, 2 / comb(len(x) + len(y), len(x))), "Mann-Whitney U", unit, detail
+
+def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale: str, detail: str) -> Comparison:
+    """Validation minus training documents of ``run``'s split (``values``: one per scored document),
+    tested by re-drawing the split's own random assignment
+    (:func:`knowlab.fictionalqa.splits.split_assignments`,
+    :func:`knowlab.core.clustered.randomization_test`).  The Doc split holds out one document of
+    each (event, style), so documents are the unit, and there are many possible draws.  The Event
+    split assigns whole events, so events are the unit: 4 of 6 events give 15 assignments, and no
+    p below 1/15.  A style split's held-out style is a choice of the config, and the test lists
+    each style as the held-out one.  Each side's mean is the mean of its events' means, and so is
+    the effect.  The interval is a bootstrap over events: paired when every event has documents
+    on both sides (Doc, style), else one sample of events per side (Event)."""
+    split = r.split(run)
+    events = r.events(split["documents"])
+    train = set(split["train_documents"])
+    values = values.dropna()
+    treated = frozenset(values.index.intersection(list(train)))
+    val_means = cluster_means(values[~values.index.isin(list(train))], events)
+    train_means = cluster_means(values[values.index.isin(list(train))], events)
+    if val_means.empty or train_means.empty:
+        raise Skip(f"no scored document on one side of the {run} split")
+    seed = keyed_rng(r.settings.seed, "findings", "randomisation", run, detail).getrandbits(32)
+    p, min_p = randomization_test(
+        values, treated, split_assignments(split, r.fictions()), r.settings.permutations, seed, clusters=events
     )
-
-
-def tost(a: np.ndarray, b: np.ndarray, margin: float) -> float:
-    """p of the two one-sided paired t-tests that the mean of ``a - b`` lies inside ``(-margin, margin)``
-    (Schuirmann 1987; ``statsmodels.stats.weightstats.ttost_paired``).  Every difference equal (no
-    spread, the t statistics undefined): 0 when that difference lies inside the margin, else 1."""
-    from statsmodels.stats.weightstats import ttost_paired  # deferred: as in knowlab.core.stats
-
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if np.ptp(d) == 0:
-        return 0.0 if abs(d[0]) < margin else 1.0
-    return float(ttost_paired(np.asarray(a, dtype=float), np.asarray(b, dtype=float), -margin, margin)[0])
+    unit = _SPLIT_UNIT.get(run, "style")
+    n_units = {"document": len(values), "event": values.index.map(events).nunique()}.get(unit)
+    if n_units is None:  # a style split: its styles among the scored documents
+        styles = {d["fiction_id"]: d["style"] for d in r.fictions()}
+        n_units = values.index.map(styles).nunique()
+    paired = list(val_means.index) == list(train_means.index)
+    test = f"randomisation test of the {run} split's draw ({unit}s), interval over events"
+    comparison = Comparison(
+        label, val_means, train_means, paired, p, min_p, test, unit, scale, len(values), detail, True
+    )
+    comparison.n_clusters = n_units
+    return comparison
 
 
 def _judge(
@@ -396,6 +481,7 @@ def _judge(
         est = bootstrap_difference(c.a, c.b, paired=c.paired, confidence=CONFIDENCE, n_resamples=s.resamples, seed=seed)
         test = f"{c.test}, two-sided" + (f", Holm over {m} comparisons" if m > 1 else "")
         mde = minimum_detectable_effect(est["se"], s.alpha, s.power)
+        detail = c.detail + ("; one training seed: the result is conditional on it" if c.trained else "")
         common = dict(
             study=study,
             claim=f"{claim} ({c.label})" if c.label else claim,
@@ -407,18 +493,34 @@ def _judge(
             alpha=s.alpha,
             mde=mde,
             unit=c.unit,
-            detail=c.detail,
+            n_clusters=c.n_clusters,
+            scale=c.scale,
+            seeds=1 if c.trained else None,
+            detail=detail,
         )
         if equivalence:
-            status = decide_equivalence(est["ci_low"], est["ci_high"], float(p), c.p_equivalence, s.alpha, s.margin)
-            test += f"; equivalence: TOST (paired t) within +/-{s.margin:g}"
-            out.append(Finding(**common, status=status, test=test, p=float(c.p_equivalence), margin=s.margin))
+            eq = c.equivalence
+            test += (
+                f"; equivalence: Tango score interval {100 * (1 - 2 * s.alpha):g}% [{_signed(eq['low'])}, "
+                f"{_signed(eq['high'])}] on the items, design effect {eq['deff']:.2g} of their {c.unit}s, "
+                f"within +/-{s.margin:g}"
+            )
+            if eq["min_p"] >= s.alpha:
+                reason = (
+                    f"not testable: with {eq['n_effective']:.3g} effective pairs even full agreement gives an "
+                    f"equivalence p of {eq['min_p']:.3g}, not below alpha {s.alpha:g}; {detail}"
+                )
+                out.append(
+                    Finding(**{**common, "detail": reason}, status=NOT_TESTED, test=test, p=eq["p"], margin=s.margin)
+                )
+                continue
+            status = decide_equivalence(est["ci_low"], est["ci_high"], float(p), eq["p"], s.alpha, s.margin)
+            out.append(Finding(**common, status=status, test=test, p=float(eq["p"]), margin=s.margin))
             continue
         if c.min_p * m >= s.alpha:
             reason = (
-                f"not testable at n {c.n}: the smallest p {c.test} can give is {c.min_p:.3g}"
-                + (f" (x {m} for Holm)" if m > 1 else "")
-                + f", not below alpha {s.alpha:g}; {c.detail}"
+                f"not testable with {c.n_clusters} {c.unit}s: the smallest p the {c.test.split(' (')[0]} can give is "
+                f"{c.min_p:.3g}" + (f" (x {m} for Holm)" if m > 1 else "") + f", not below alpha {s.alpha:g}; {detail}"
             )
             out.append(Finding(**{**common, "detail": reason}, status=NOT_TESTED, test=test, p=float(p)))
             continue
@@ -443,14 +545,15 @@ def train_below_val_loss(r: Results) -> list[Comparison]:
     Source: Kirchenbauer et al. (2026), Sec. 5 "Verbatim Memorization under Repeated Training":
     "Figure 3 demonstrates rapid overfitting despite the fact that we are training on a mixture of
     fictional data and base webtext" (Fig. 3 left: loss on training vs validation samples), and
-    Fig. 4.  Effect: mean validation minus mean training per-document loss (nats/token), the
-    split's two disjoint sets of documents; Mann-Whitney U.  The Fictsheets run is claims 3-4's.
+    Fig. 4.  Effect: mean validation minus mean training document loss (nats/token), each side the
+    mean of its events' means.  Tested by re-drawing the split (:func:`split_comparison`): the
+    Doc split at the document, the Event split at the event.  The Fictsheets run is claims 3-4's.
     """
     out = []
     for run in r.document_runs():
         train, val = (_doc_losses(r, run, r.last, side) for side in ("train", "val"))
         detail = f"train {train.mean():.2f} vs val {val.mean():.2f} at step {r.last}"
-        out.append(rank_sum(run, val, train, "nats/token", detail))
+        out.append(split_comparison(run, r, run, pd.concat([train, val]), "nats/token", detail))
     return out
 
 
@@ -461,8 +564,10 @@ def mcq_above_control(r: Results) -> list[Comparison]:
     "training on only the fictional documents (not the questions) reliably increases rank-choice
     MCQ accuracy" and "these improvements are caused by training on the fictional data ... based on
     the lack of improvement for the 'Base Webtext'-only control in Figure 7" (Figs. 7-8; Fig. 8's
-    "Train" questions).  Effect: run minus control accuracy on the questions of the run's
-    training documents at the last checkpoint, paired by question; McNemar.
+    "Train" questions).  Effect: run minus control accuracy on the questions of the run's training
+    documents at the last checkpoint.  Unit: the event.  Questions about one event share its facts
+    across the event's documents, so one event's questions are not independent evidence; each
+    event's accuracies are paired, and the test is sign flips over events (:func:`by_cluster`).
     """
     if not r.control:
         raise Skip("no webtext-only control run in the config (finetune.control)")
@@ -473,7 +578,7 @@ def mcq_above_control(r: Results) -> list[Comparison]:
         a = _rows(r.items(run, r.last), "mcq4", questions)["acc"]
         b = _rows(control, "mcq4", questions)["acc"]
         detail = f"{run} {a.mean():.2f} vs control {b.mean():.2f} at step {r.last}"
-        out.append(mcnemar(run, a, b, r.exact_below, "accuracy", detail))
+        out.append(by_cluster(run, a, b, r.events(), r, "event", "accuracy", detail, True))
     return out
 
 
@@ -489,10 +594,11 @@ def fictsheets_train_loss_falls(r: Results) -> list[Comparison]:
     Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "training on the Fictsheets split's
     training texts causes almost immediate overfitting"; Fig. 7: "the model has memorized most of
     the training fictsheets as indicated by near zero loss (Figure 5)".  Effect: per-fictsheet loss
-    at step 0 minus at the last step (nats/token), paired; Wilcoxon signed-rank.
+    at step 0 minus at the last step (nats/token), paired.  Unit: the fictsheet, one per event and
+    the split's own unit; Wilcoxon signed-rank.
     """
     before, after, detail = _fictsheet_change(r, "train")
-    return [signed_rank("", before, after, "nats/token", detail)]
+    return [signed_rank("", before, after, "fictsheet", "nats/token", detail)]
 
 
 def fictsheets_val_loss_rises(r: Results) -> list[Comparison]:
@@ -501,10 +607,11 @@ def fictsheets_val_loss_rises(r: Results) -> list[Comparison]:
     Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "there is little to no observable transfer
     period where validation loss also improves alongside training loss", "rapid verbatim
     memorization occurs (train loss heading to zero, but validation loss increasing)".  Effect:
-    per-fictsheet loss at the last step minus at step 0, paired; Wilcoxon signed-rank.
+    per-fictsheet loss at the last step minus at step 0, paired; unit the fictsheet; Wilcoxon
+    signed-rank.
     """
     before, after, detail = _fictsheet_change(r, "val")
-    return [signed_rank("", after, before, "nats/token", detail)]
+    return [signed_rank("", after, before, "fictsheet", "nats/token", detail)]
 
 
 def fictsheets_least_transfer(r: Results) -> list[Comparison]:
@@ -514,9 +621,10 @@ def fictsheets_least_transfer(r: Results) -> list[Comparison]:
     least transfer"; Sec. 6: "training on the Fictsheets split offers the least amount of
     validation performance improvement in terms of loss or Q&A accuracy".  Per other fiction run:
     its MCQ-4 accuracy minus the Fictsheets run's on every question at the last checkpoint, paired
-    by question; McNemar.  Every run's gain over the webtext-only control is its accuracy minus the
-    control's on the same questions, so the difference of two gains is the difference of the two
-    accuracies: the control cancels and is not needed.
+    by event (:func:`by_cluster`; unit the event, as claim 2).  Every run's gain over the
+    webtext-only control is its accuracy minus the control's on the same questions, so the
+    difference of two gains is the difference of the two accuracies: the control cancels and is
+    not needed.
     """
     r.need_fictsheets()
     others = [run for run in r.fiction_runs() if run != FICTSHEETS]
@@ -527,7 +635,7 @@ def fictsheets_least_transfer(r: Results) -> list[Comparison]:
     for run in others:
         acc = _rows(r.items(run, r.last), "mcq4")["acc"]
         detail = f"{run} {acc.mean():.2f} vs {FICTSHEETS} {sheets.mean():.2f} on all questions at step {r.last}"
-        out.append(mcnemar(run, acc, sheets, r.exact_below, "accuracy", detail))
+        out.append(by_cluster(run, acc, sheets, r.events(), r, "event", "accuracy", detail, True))
     return out
 
 
@@ -548,22 +656,34 @@ def event_generalises_least(r: Results) -> list[Comparison]:
     cases is small, all models exhibit more generalization (lower minimum validation loss) in the
     Doc Split case than in the Event Split case."  Per run, each validation document's loss at step
     0 minus at the run's minimum-validation-loss checkpoint (the minimum over ``checkpoint_steps``,
-    step 0 included: with one checkpoint, over step 0 and the last); the effect is the other run's
-    mean improvement minus Event's (nats/token), two disjoint sets of documents; Mann-Whitney U.
+    step 0 included: with one checkpoint, over step 0 and the last).  Unit: the event, what the
+    Event split holds out.  On each of the Event split's validation events, the other run's mean
+    improvement on its own validation documents of that event is paired with Event's (the two
+    runs' documents overlap, so they are not two independent samples); sign flips over those
+    events (:func:`by_cluster`).  With 2 validation events no p is below 0.5: not tested.
     """
     runs = r.document_runs()
     if EVENT not in runs or len(runs) < 2:
         raise Skip(f"needs the {EVENT} run and another document split (finetune.runs: {', '.join(r.runs)})")
     event, event_step = _val_improvement(r, EVENT)
+    events = r.events()
     out = []
     for run in runs:
         if run != EVENT:
             other, step = _val_improvement(r, run)
+            # one value per event on each side, indexed by event: paired on Event's validation events
+            other_by_event = cluster_means(other, events)
+            event_by_event = cluster_means(event, events)
             detail = (
                 f"val loss improvement to the minimum: {run} {other.mean():.2f} (step {step}) vs "
                 f"{EVENT} {event.mean():.2f} (step {event_step}), checkpoints {', '.join(map(str, r.steps))}"
             )
-            out.append(rank_sum(run, other, event, "nats/token", detail))
+            identity = pd.Series(other_by_event.index, index=other_by_event.index)
+            comparison = by_cluster(
+                run, other_by_event, event_by_event, identity, r, "event", "nats/token", detail, True
+            )
+            comparison.n = len(event) + len(other)
+            out.append(comparison)
     return out
 
 
@@ -578,15 +698,15 @@ def larger_models_fit_faster(r: Results) -> list[Comparison]:
     and how fast the model fits to the training documents" (Fig. 4, train loss of Llama 3.2 1B and
     3B, Llama 3.1 8B and Gemma models on the Doc split).
 
-    Unit: a training document of the Doc split.  Value: the document's loss at the first checkpoint
-    after step 0 as a fraction of the same model's loss on it at step 0 (how much of the starting
-    loss is left).  The fraction, not the loss itself: a larger model starts lower on any text, so
-    its loss at a fixed step would be lower without fitting faster, and base models of different
-    families tokenize the same document differently, so their nats/token differ in scale; a ratio
-    on one model's own tokens cancels both.  Effect: the smaller model's fraction minus the larger's
-    (positive: the larger fits faster), paired by document; Wilcoxon signed-rank, Holm over the
-    adjacent pairs, so that "faster with size" must hold at every step of the size order.  Fewer than
-    three base models: not tested (two points make no trend), nor when two have the same size.
+    Value: a Doc-split training document's loss at the first checkpoint after step 0 as a fraction
+    of the same model's loss on it at step 0 (how much of the starting loss is left).  The
+    fraction, not the loss itself: a larger model starts lower on any text, so its loss at a fixed
+    step would be lower without fitting faster, and base models of different families tokenize
+    the same document differently, so their nats/token differ in scale; a ratio on one model's own
+    tokens cancels both.  Effect: the smaller model's fraction minus the larger's (positive: the
+    larger fits faster), paired by event (unit: the event; :func:`by_cluster`), Holm over the
+    adjacent pairs, so that "faster with size" must hold at every step of the size order.  Fewer
+    than three base models: not tested (two points make no trend), nor when two have the same size.
     """
     models = list(r.settings.ft_models)
     if len(models) < 3:
@@ -616,11 +736,18 @@ def larger_models_fit_faster(r: Results) -> list[Comparison]:
             f"{small} ({int(sizes[small]):,} parameters) keeps {a.mean():.3f} of its step-0 loss at step {step}, "
             f"{large} ({int(sizes[large]):,}) {b.mean():.3f}"
         )
-        out.append(signed_rank(f"{large} vs {small}", a, b, "fraction of step-0 loss", detail))
+        label = f"{large} vs {small}"
+        out.append(by_cluster(label, a, b, r.events(), r, "event", "fraction of step-0 loss", detail, True))
     return out
 
 
 # ------------------------------------------------------------------------------------- SORT
+
+
+def _excerpts(ids: Sequence[str]) -> pd.Series:
+    """The excerpt of every SORT item (or ``<item>/<a|b>`` segment) id: the unit of SORT's claims.
+    An excerpt's items share its text, and their segments may overlap."""
+    return pd.Series([excerpt_id(i.split("/")[0]) for i in ids], index=list(ids))
 
 
 def _sort_correct(r: Results, condition: str) -> pd.Series:
@@ -634,7 +761,7 @@ def _sort_correct(r: Results, condition: str) -> pd.Series:
 def _sort_pair(r: Results, a: str, b: str, names: tuple[str, str]) -> list[Comparison]:
     x, y = _sort_correct(r, a), _sort_correct(r, b)
     detail = f"accuracy {names[0]} {x.mean():.2f} vs {names[1]} {y.mean():.2f}"
-    return [mcnemar("", x, y, r.exact_below, "accuracy", detail)]
+    return [by_cluster("", x, y, _excerpts(x.index), r, "excerpt", "accuracy", detail, False)]
 
 
 def sort_in_context_above_baseline(r: Results) -> list[Comparison]:
@@ -643,7 +770,8 @@ def sort_in_context_above_baseline(r: Results) -> list[Comparison]:
     Source: Pink et al. (2024), Sec. 5.1 (Table 1: "none of the models have a high performance
     (below 60%)" without the books) and Sec. 5.3 (Table 2: "Models generally perform well on SORT
     based on in-context memory"); the paper tests no difference between them.  Effect: in-context
-    minus baseline accuracy, paired by SORT item; McNemar.
+    minus baseline accuracy; unit the excerpt (its 4 items share its text), paired, sign flips
+    over excerpts (:func:`by_cluster`).
     """
     return _sort_pair(r, "in_context", "baseline", ("in context", "no context"))
 
@@ -652,7 +780,8 @@ def sort_rag_below_in_context(r: Results) -> list[Comparison]:
     """SORT accuracy with retrieval-augmented memory below in-context memory.
 
     Source: Pink et al. (2024), Sec. 5.5 (Fig. 4a): "RAG based memory leads to worse performance
-    than in-context memory."  Effect: in-context minus RAG accuracy, paired by SORT item; McNemar.
+    than in-context memory."  Effect: in-context minus RAG accuracy; unit the excerpt, paired,
+    sign flips over excerpts.
     """
     return _sort_pair(r, "in_context", "rag", ("in context", "RAG"))
 
@@ -670,7 +799,9 @@ def sort_books_lower_segment_nll(r: Results) -> list[Comparison]:
     includes the chunks of the books, they have a substantially lower perplexity for both
     segments, compared with the models fine-tuned only on the instruction data".  Effect: per
     segment (both of every SORT item), mean per-token nll after the last epoch of the
-    "instructions" run minus the "books" run's (nats/token), paired; Wilcoxon signed-rank.
+    "instructions" run minus the "books" run's (nats/token).  Unit: the excerpt.  The segments of
+    one excerpt overlap and share its text, so they are not independent; each excerpt's mean
+    segment nll is paired, and the test is sign flips over excerpts (:func:`by_cluster`).
     """
     epochs = _parametric_epochs(r)
 
@@ -682,7 +813,8 @@ def sort_books_lower_segment_nll(r: Results) -> list[Comparison]:
     detail = (
         f"segment nll after epoch {epochs}: books {books.mean():.2f} vs instructions only {instructions.mean():.2f}"
     )
-    return [signed_rank("", instructions, books, "nats/token", detail)]
+    clusters = _excerpts(books.index.union(instructions.index))
+    return [by_cluster("", instructions, books, clusters, r, "excerpt", "nats/token", detail, True)]
 
 
 def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
@@ -694,9 +826,10 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
     the book text".  The comparison model is the instructions-only fine-tune (App. E: "the same
     model fine-tuned on the same 3,500 instruction samples but excluding the 116 samples of book
     chunks").  A claim of no difference: effect "books" minus "instructions" accuracy after the
-    last epoch, no context, paired by SORT item; McNemar for a difference, TOST
-    (``statsmodels.stats.weightstats.ttost_paired`` on the 0/1 correctness) for equivalence
-    within ``findings.equivalence_margin``.
+    last epoch, no context, paired by excerpt (sign flips over excerpts for a difference).
+    Equivalence within ``findings.equivalence_margin``: Tango's score interval for paired
+    proportions at ``1 - 2 alpha``, on the item counts divided by the design effect of the
+    excerpts (:func:`knowlab.core.clustered.paired_equivalence`).
     """
     epochs = _parametric_epochs(r)
 
@@ -711,16 +844,22 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
         f"no-context accuracy after epoch {epochs}: books {books.mean():.2f} "
         f"vs instructions only {instructions.mean():.2f}"
     )
-    comparison = mcnemar("", books, instructions, r.exact_below, "accuracy", detail)
-    comparison.p_equivalence = tost(comparison.a, comparison.b, r.settings.margin)
+    clusters = _excerpts(books.index.union(instructions.index))
+    comparison = by_cluster("", books, instructions, clusters, r, "excerpt", "accuracy", detail, True)
+    items = _aligned(books, instructions)
+    comparison.equivalence = paired_equivalence(
+        items["a"], items["b"], clusters.loc[items.index], r.settings.margin, r.settings.alpha
+    )
     return [comparison]
 
 
 # -------------------------------------------------------------------------------- Grounding
 
 
-def _grounding_f1(r: Results, dataset: str) -> pd.DataFrame:
-    """The base model's F1 of ``dataset``, question x condition, from ``results/grounding/rows.parquet``."""
+def _grounding_f1(r: Results, dataset: str) -> tuple[pd.DataFrame, pd.Series]:
+    """The base model's F1 of ``dataset``, question x condition, from ``results/grounding/rows.parquet``,
+    and each question's cluster: the document it was asked about (the fiction items), or the
+    question itself (the benchmark's items, each with its own contexts)."""
     rows = r.read(layout.GROUNDING_ROWS.relative())
     model = r.model
     if model is None:
@@ -729,7 +868,9 @@ def _grounding_f1(r: Results, dataset: str) -> pd.DataFrame:
             raise ValueError(f"the grounding rows hold {len(models)} models; name the base model (model=...)")
         model = models[0]
     rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
-    return rows.pivot(index="item_id", columns="condition", values="f1")
+    documents = rows["document_id"] if "document_id" in rows else pd.Series(None, index=rows.index, dtype=object)
+    clusters = documents.fillna(rows["item_id"]).set_axis(rows["item_id"]).groupby(level=0).first()
+    return rows.pivot(index="item_id", columns="condition", values="f1"), clusters
 
 
 def grounding_distractors(r: Results, dataset: str, version: str) -> list[Comparison]:
@@ -738,10 +879,11 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
     Source: Lee et al. (2024), Sec. 4.2 (Table 1): "The performance also consistently degrades with
     distractor contexts added: an average of 10.7 drops for Original-Dist from Original-Gold and an
     average of 10.0 drops for Conflict-Dist from Conflict-Gold" (the paper reports means, no
-    test).  Effect: ``{version}_gold`` minus ``{version}_dist`` F1 (0-1), paired by question;
-    Wilcoxon signed-rank.
+    test).  Effect: ``{version}_gold`` minus ``{version}_dist`` F1 (0-1), paired.  Unit: the
+    document a fiction question was asked about (its questions share it as gold context); a
+    benchmark question is its own unit.  Sign flips over the units (:func:`by_cluster`).
     """
-    f1 = _grounding_f1(r, dataset)
+    f1, clusters = _grounding_f1(r, dataset)
     gold_col, dist_col = f"{version}_gold", f"{version}_dist"
     if gold_col not in f1 or dist_col not in f1:
         raise Skip(f"no paired {gold_col} / {dist_col} rows on {dataset}")
@@ -749,7 +891,8 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
     detail = (
         f"F1 x 100: {version.title()}-Gold {100 * gold.mean():.1f} vs {version.title()}-Dist {100 * dist.mean():.1f}"
     )
-    return [signed_rank("", gold, dist, "F1", detail)]
+    unit = "question" if (clusters.index == clusters.to_numpy()).all() else "document"
+    return [by_cluster("", gold, dist, clusters, r, unit, "F1", detail, False)]
 
 
 # --------------------------------------------------------------------------------- findings
@@ -887,7 +1030,8 @@ def _signed(x: float) -> str:
 
 def render(findings: Sequence[Finding], report_path: str | Path) -> str:
     """Plain text for a terminal: a first line with the tally (``supported`` of all) and the report,
-    then one line per finding: ``[status] study: claim — effect, 95% CI, test, n, p; detail (source)``."""
+    then one line per finding: ``[status] study: claim — effect, 95% CI, test, n (units and values),
+    p; detail (source)``."""
     counts = tally(findings)
     rest = ", ".join(f"{n} {status}" for status, n in counts.items() if n and status != SUPPORTED)
     lines = [
@@ -901,8 +1045,8 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
             lines.append(line + f.detail)
             continue
         line += (
-            f"effect {_signed(f.effect)} {f.unit}, 95% CI [{_signed(f.ci_low)}, {_signed(f.ci_high)}], "
-            f"{f.test}, n {f.n}, p = {f.p:.2g}"
+            f"effect {_signed(f.effect)} {f.scale}, 95% CI [{_signed(f.ci_low)}, {_signed(f.ci_high)}], "
+            f"{f.test}, n {f.n_clusters} {f.unit}s ({f.n} values), p = {f.p:.2g}"
         )
         if f.status in (NOT_SIGNIFICANT, INCONCLUSIVE) and f.margin is None:
             line += f", MDE {f.mde:.2g} at 80% power"

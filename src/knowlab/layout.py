@@ -103,6 +103,8 @@ SPLIT = Table("fictionalqa/splits/{split}.json", "fictionalqa_split")
 ITEMS = Table("fictionalqa/{ft_model}/evaluate/{run}/step-{step}.parquet", "fictionalqa_evaluate")
 PAIRED_TESTS = Table("fictionalqa/{ft_model}/stats/{run}/{suite}_{test}.parquet", "fictionalqa_paired_tests")
 SUMMARY = Table("fictionalqa/{ft_model}/summary.csv", "fictionalqa_summary")
+# the fiction corpus's tables ({table}: fictions, fict_qa, ...): documents, their events and styles, questions
+CORPUS = Table("fictionalqa/corpus/fiction/{table}.jsonl", "fictionalqa_corpus")
 # every base model: its name, source, parameter count (knowlab.fictionalqa.models)
 MODELS = Table("fictionalqa/models.csv", "fictionalqa_models")
 # a fine-tuning run's training log; {training}: its folder (Layout.trainings)
@@ -210,7 +212,8 @@ class Layout:
     def findings_inputs(self, base_eval: str) -> list[str]:
         """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run of every base
         model (Event's claim takes the minimum validation loss over them; the model-size claim compares
-        the base models), the base models' table, the splits; the base model's
+        the base models), the base models' table, the splits, the corpus's documents and questions
+        (their events: the unit of FictionalQA's claims); the base model's
         (``base_eval``) SORT items in each condition and, when on, the parametric runs' last-epoch
         items and segment nll; the grounding rows."""
         inputs = [SORT_ROWS.path(model=base_eval, condition=c) for c in self.sort_conditions]
@@ -219,6 +222,7 @@ class Layout:
                 inputs += self.run_items(ft_model, *self.runs)
             inputs += [MODELS.path()]
             inputs += [SPLIT.path(split=run) for run in self.fiction_runs]
+            inputs += [CORPUS.path(table=table) for table in ("fictions", "fict_qa")]
         for prun in self.parametric_runs:
             inputs += [SORT_PARAMETRIC_ROWS.path(prun=prun, epoch=self.sort_epochs)]
             inputs += [SORT_PARAMETRIC_NLL.path(prun=prun, epoch=self.sort_epochs)]

@@ -13,6 +13,7 @@ from knowlab.fictionalqa.splits import (
     SplitError,
     document_sample,
     make_split,
+    split_assignments,
     training_texts,
 )
 
@@ -87,6 +88,32 @@ def test_style_split_holds_out_one_whole_style(corpus, style):
     styles = {r["fiction_id"]: r["style"] for r in corpus["fictions"]}
     assert {styles[i] for i in split["val_documents"]} == {style}
     assert {styles[i] for i in split["train_documents"]} == set(STYLES) - {style}
+
+
+@pytest.mark.parametrize("name", ["event", "fictsheets", "style_news"])
+def test_split_assignments_list_every_training_set_the_draw_could_make(corpus, name):
+    """The randomisation a findings test re-draws (issue 44): the Event split's C(6, 4) = 15 event
+    choices (the fictsheets follow their events), a style split's 5 held-out styles; the actual
+    split is one of them."""
+    split = make_split(name, corpus["fictions"], corpus["fict_qa"], seed=3)
+    listed = split_assignments(split, corpus["fictions"])
+    assert len(listed) == (5 if name.startswith("style") else 15) and len(set(listed)) == len(listed)
+    assert frozenset(split["train_documents"]) in listed
+
+
+def test_doc_split_assignments_are_fresh_draws_of_the_split(corpus):
+    import numpy as np
+
+    split = make_split("doc", corpus["fictions"], corpus["fict_qa"], seed=3)
+    draw = split_assignments(split, corpus["fictions"])
+    rng = np.random.default_rng(0)
+    draws = [draw(rng) for _ in range(200)]
+    group = {r["fiction_id"]: (r["event_id"], r["style"]) for r in corpus["fictions"]}
+    for trained in draws[:5]:  # each draw holds out one document of every (event, style)
+        held = Counter(group[i] for i in group if i not in trained)
+        assert set(held.values()) == {1} and len(held) == len(set(group.values()))
+    first = sorted(group)[0]  # a document of a pair is trained in about half the draws
+    assert 0.35 < np.mean([first in trained for trained in draws]) < 0.65
 
 
 def test_split_with_zero_documents_fails(corpus):

@@ -17,6 +17,7 @@ from knowlab.sort.build import (
     check_items,
     distance_bins,
     documents_as_books,
+    excerpt_id,
     items_from_documents,
     sentence_starts,
 )
@@ -116,6 +117,18 @@ def test_items_from_real_plays_keep_every_invariant(plays, built):
         assert it["split"] == ("validation" if it["excerpt_index"] < N_VALIDATION else "test")
     bins_seen = Counter((it["excerpt_length"], it["distance_bin"]) for it in built)
     assert set(bins_seen) == {(le, b) for le in EXCERPTS for b in range(4)}
+
+
+def test_an_excerpts_items_share_its_excerpt_id(built):
+    """The unit of SORT's findings (issue 44): the 4 items of an excerpt, one per distance bin, and no other."""
+    by_excerpt = Counter(excerpt_id(it["item_id"]) for it in built)
+    assert set(by_excerpt.values()) == {4}
+    first = built[0]
+    assert excerpt_id(first["item_id"]) == (
+        f"{first['book_id']}|E{first['excerpt_length']}|S{first['segment_length']}|x{first['excerpt_index']:03d}"
+    )
+    with pytest.raises(ValueError, match="not a SORT item id"):
+        excerpt_id("macbeth-12")
 
 
 def test_build_is_deterministic_and_keyed_by_book(plays, built):

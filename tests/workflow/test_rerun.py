@@ -66,7 +66,8 @@ KEYS = [
     ("splits.event_train_fraction", 0.5, {"fictionalqa_split"}, SORT_PARAMETRIC),
     ("evaluate.em_tokens", [10, 25], {"fictionalqa_evaluate"}, set()),
     ("mcq.ranker.evict", "released", {"fictionalqa_mcq"}, set()),
-    ("stats.mcnemar_exact_below", 30, {"fictionalqa_paired_tests", "findings"}, set()),
+    ("stats.mcnemar_exact_below", 30, {"fictionalqa_paired_tests"}, set()),
+    ("stats.permutation_resamples", 199, {"findings"}, set()),
     ("findings.alpha", 0.01, {"findings"}, set()),
     # SORT's runs set lr in sort.parametric.finetune; test.yaml's FictionalQA runs are one interval
     # long, so their jobs are all finetune_last

@@ -25,9 +25,12 @@ reported on train-document and val-document questions.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN
 from knowlab.core.rng import keyed_rng
@@ -122,6 +125,41 @@ def make_split(
         "train_questions": sorted(q["question_id"] for q in fict_qa if q[owner] in train_set),
         "val_questions": sorted(q["question_id"] for q in fict_qa if q[owner] not in train_set),
     }
+
+
+def split_assignments(
+    split: dict[str, Any], fictions: Sequence[dict[str, Any]]
+) -> list[frozenset[str]] | Callable[[np.random.Generator], frozenset[str]]:
+    """Every training set the random draw of ``split`` (a :func:`make_split` record) could have made.
+    A randomisation test compares the actual split with these
+    (:func:`knowlab.core.clustered.randomization_test`).
+
+    - ``event`` and ``fictsheets``: every choice of as many events as the split trains, listed
+      (C(6, 4) = 15 for the shipped corpus), with their documents (fictsheets: the event ids).
+    - ``style_<s>``: the style is the config's choice, not a random one.  The closest randomisation
+      is the choice of held-out style, so each style is listed as the held-out one.
+    - ``doc``: one held-out document per (event, style), drawn by :func:`doc_split` itself at a
+      fresh seed (a function of a generator).  There are too many assignments to list (2^30 for
+      the shipped corpus).
+
+    Raises:
+        SplitError: an unknown split.
+    """
+    name = split["split"]
+    if name == "doc":
+        return lambda rng: frozenset(doc_split(fictions, int(rng.integers(2**62)))[0])
+    events = sorted({r["event_id"] for r in fictions})
+    if name in ("event", "fictsheets"):
+        owner = TEXT_FIELD[split["documents"]][0]
+        event_of = {r[owner]: r["event_id"] for r in fictions}
+        n_train = len({event_of[i] for i in split["train_documents"]})
+        ids = sorted(event_of)
+        choices = itertools.combinations(events, n_train)
+        return [frozenset(i for i in ids if event_of[i] in chosen) for chosen in choices]
+    if name in SPLITS:
+        styles = sorted({r["style"] for r in fictions})
+        return [frozenset(style_split(fictions, style)[0]) for style in styles]
+    raise SplitError(f"unknown split {name!r}; implemented: {', '.join(SPLITS)}")
 
 
 DOCUMENT_SUITES = ("fiction_doc", "fictsheet_doc")

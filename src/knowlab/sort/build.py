@@ -70,6 +70,22 @@ N_BINS = 4
 # The released code switches from the standard to the extended bin row at L_E = 5000.
 RELEASE_EXTENDED_FROM = 5000
 
+
+def excerpt_id(item_id: str) -> str:
+    """The excerpt of a SORT item: its ``item_id`` without the distance bin
+    (``"macbeth|E120|S10|x001|b0"`` -> ``"macbeth|E120|S10|x001"``).  The items of one excerpt
+    share its text, and their segments may overlap, so the excerpt is the unit that SORT's findings
+    test at.
+
+    Raises:
+        ValueError: an id not of the form ``<book>|E<L_E>|S<L_S>|x<k>|b<bin>``.
+    """
+    head, _, tail = item_id.rpartition("|")
+    if not head or not tail.startswith("b") or head.count("|") < 3:
+        raise ValueError(f"not a SORT item id (<book>|E<L_E>|S<L_S>|x<k>|b<bin>): {item_id!r}")
+    return head
+
+
 # ----------------------------------------------------------------------------- distance bins
 
 

@@ -1,0 +1,329 @@
+"""Inference at the unit the design samples or assigns.
+
+Measurements nest: SORT items in excerpts, FictionalQA questions in documents and documents in
+events.  Counting the nested values as independent treats correlated values as separate
+evidence and makes p-values too small.  This module provides three ways to test at the right
+unit:
+
+- **Aggregate, then test** (:func:`cluster_means`): one value per unit (an excerpt's accuracy, an
+  event's mean loss); the effect, its bootstrap interval and the test all use these values.
+- **Permutation tests at the unit** (:func:`sign_flip_test` for units paired between two
+  conditions, :func:`two_sample_permutation_test` for two disjoint sets of units): exact when
+  every permutation can be listed within ``n_resamples``, else Monte Carlo
+  (``scipy.stats.permutation_test``).  They assume only that the units are exchangeable under
+  the null hypothesis.  Even with few clusters they keep their level, which a cluster-robust
+  sandwich model with 6 clusters does not (``tests/core/test_clustered.py`` simulates both).
+- **Re-randomisation** (:func:`randomization_test`): the design's own random assignment drawn
+  again, for a split that randomised which documents or events are trained on.
+
+Each test also returns ``min_p``, the smallest p it can give at this number of units, for the
+findings' ``not tested`` rule.
+
+Equivalence of two paired proportions (a claim of no difference in accuracy):
+:func:`tango_interval`, the score interval of Tango (1998) for the difference of paired
+proportions.  With clustered pairs, the counts are first divided by the design effect
+(:func:`paired_design_effect`; Rao & Scott 1992).  :func:`paired_equivalence` takes the
+interval form of the two one-sided tests (Schuirmann 1987): equivalence at level alpha when the
+``1 - 2 alpha`` interval lies inside ``(-margin, margin)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+import warnings
+from math import comb
+
+import numpy as np
+import pandas as pd
+
+
+def cluster_means(values: pd.Series, clusters: Mapping[str, str] | pd.Series) -> pd.Series:
+    """The mean of ``values`` per cluster (NaN values dropped first), indexed by cluster id in sorted order.
+
+    Args:
+        values: one value per measured unit (question, segment, item), indexed by its id.
+        clusters: unit id -> cluster id (event, excerpt, document).
+
+    Raises:
+        KeyError: a unit of ``values`` has no cluster (the message names it).
+    """
+    values = values.dropna()
+    lookup = pd.Series(clusters) if not isinstance(clusters, pd.Series) else clusters
+    missing = values.index.difference(lookup.index)
+    if len(missing):
+        raise KeyError(f"no cluster for {len(missing)} unit(s), e.g. {missing[0]!r}")
+    return values.groupby(lookup.loc[values.index].to_numpy()).mean().sort_index()
+
+
+def _mean(x, axis=-1):
+    return x.mean(axis=axis)
+
+
+def _mean_difference(x, y, axis=-1):
+    return x.mean(axis=axis) - y.mean(axis=axis)
+
+
+def sign_flip_test(d: Sequence[float] | np.ndarray, n_resamples: int, seed: int) -> tuple[float, float]:
+    """Two-sided paired permutation test of mean(d) = 0. Each unit's difference ``d`` (for example, one
+    excerpt's accuracy in condition A minus condition B) has its sign flipped at random.
+
+    The test is exact when ``2 ** len(d) <= n_resamples``; otherwise it is Monte Carlo with
+    ``n_resamples`` draws (``scipy.stats.permutation_test``, ``permutation_type="samples"``).
+    Under the null hypothesis, each unit's two conditions are exchangeable.
+
+    Returns:
+        ``(p, min_p)``: the two-sided p-value, and the smallest p-value the test can give at this
+        n: ``2 / 2**n`` when exact, at least ``2 / (n_resamples + 1)`` when Monte Carlo (scipy's
+        p counts the observed statistic).  If every difference is 0, p is 1.
+
+    Raises:
+        ValueError: no unit.
+    """
+    from scipy.stats import permutation_test  # deferred: scipy loads where a test runs
+
+    d = np.asarray(d, dtype=float)
+    if not d.size:
+        raise ValueError("sign_flip_test needs at least one unit")
+    min_p = min(1.0, 2.0 / 2.0**d.size)
+    if not d.any():
+        return 1.0, min_p
+    result = permutation_test(
+        (d,), _mean, permutation_type="samples", vectorized=True, n_resamples=n_resamples, random_state=seed
+    )
+    return float(result.pvalue), min_p if 2**d.size <= n_resamples else max(min_p, 2.0 / (n_resamples + 1))
+
+
+def two_sample_permutation_test(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, n_resamples: int, seed: int
+) -> tuple[float, float]:
+    """Two-sided permutation test of mean(a) = mean(b) for two disjoint sets of units. The units'
+    labels are shuffled (``scipy.stats.permutation_test``, ``permutation_type="independent"``;
+    exact when every relabelling, ``C(n_a + n_b, n_a)``, fits within ``n_resamples``).
+
+    Returns:
+        ``(p, min_p)``, where ``min_p = 2 / C(n_a + n_b, n_a)``, capped at 1 (Monte Carlo: at least
+        ``2 / (n_resamples + 1)``).
+
+    Raises:
+        ValueError: an empty side.
+    """
+    from scipy.stats import permutation_test  # deferred: scipy loads where a test runs
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not x.size or not y.size:
+        raise ValueError("two_sample_permutation_test needs at least one unit on each side")
+    total = comb(x.size + y.size, x.size)
+    min_p = min(1.0, 2.0 / total)
+    if np.ptp(np.concatenate([x, y])) == 0:
+        return 1.0, min_p
+    result = permutation_test(
+        (x, y), _mean_difference, permutation_type="independent", vectorized=True, n_resamples=n_resamples,
+        random_state=seed,
+    )  # fmt: skip
+    return float(result.pvalue), min_p if total <= n_resamples else max(min_p, 2.0 / (n_resamples + 1))
+
+
+def randomization_test(
+    values: pd.Series,
+    treated: Collection[str],
+    assignments: Sequence[frozenset[str]] | Callable[[np.random.Generator], frozenset[str]],
+    n_resamples: int,
+    seed: int,
+    clusters: Mapping[str, str] | pd.Series | None = None,
+) -> tuple[float, float]:
+    """Two-sided randomisation test of mean(values of the untreated) - mean(values of the treated).
+    The design's random assignment is drawn again, and only it.  With ``clusters`` (unit id ->
+    cluster id), each side's mean is the mean of its clusters' means (every event weighs the same).
+
+    Each unit (a scored document) is fixed.  Under the null hypothesis, its value does not depend on
+    which side it is on, so the statistic's distribution over the design's possible assignments is
+    the reference distribution.
+    For example, the Event split trains on 4 of 6 events: every one of the C(6, 4) = 15 event
+    choices is an assignment, and the documents follow their event.
+
+    Args:
+        values: one value per unit, indexed by unit id; only these units enter the statistic.
+        treated: the ids of the units the run's actual assignment treated (its training documents).
+        assignments: either every assignment the design could have drawn, equally likely, as
+            sets of treated ids (the test is then exact), or a function that draws one from a
+            generator (Monte Carlo with ``n_resamples`` draws, p = (1 + #as extreme) / (1 +
+            n_resamples); Phipson & Smyth 2010).
+
+    Returns:
+        ``(p, min_p)``.  Listed assignments: ``min_p`` is the smallest share of assignments that
+        put the scored units on the same sides.  Drawn assignments: ``min_p`` is
+        ``1 / (n_resamples + 1)``.
+
+    Raises:
+        ValueError: the actual assignment leaves a side of ``values`` empty.
+    """
+    ids = values.index.to_numpy()
+    x = values.to_numpy(dtype=float)
+    lookup = pd.Series(clusters if clusters is not None else dict(zip(ids, ids)))
+    codes, _ = pd.factorize(lookup.loc[ids].to_numpy())
+    order = np.argsort(codes, kind="stable")  # units grouped by cluster, for np.add.reduceat
+    starts = np.r_[0, np.flatnonzero(np.diff(codes[order])) + 1]
+
+    def side_means(side: np.ndarray) -> np.ndarray:
+        side = side[:, order]
+        sums = np.add.reduceat(side * x[order], starts, axis=1)
+        counts = np.add.reduceat(side.astype(float), starts, axis=1)
+        means = np.divide(sums, counts, out=np.full_like(sums, np.nan), where=counts > 0)
+        return np.nanmean(means, axis=1)  # a side with no unit: NaN
+
+    def statistics(masks: np.ndarray) -> np.ndarray:
+        """The statistic of every assignment (rows of ``masks``: unit treated); NaN where a side is empty."""
+        return side_means(~masks) - side_means(masks)
+
+    position = {unit: i for i, unit in enumerate(ids)}
+
+    def masks_of(chosen: Sequence[Collection[str]]) -> np.ndarray:
+        masks = np.zeros((len(chosen), len(ids)), dtype=bool)
+        for row, units in enumerate(chosen):
+            masks[row, [position[u] for u in units if u in position]] = True
+        return masks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an empty side's mean: NaN, then left out
+        observed = float(statistics(masks_of([frozenset(treated)]))[0])
+        if np.isnan(observed):
+            raise ValueError("the assignment leaves no scored unit on one side")
+        if callable(assignments):
+            rng = np.random.default_rng(seed)
+            drawn = statistics(masks_of([assignments(rng) for _ in range(n_resamples)]))
+            extreme = np.sum(np.abs(drawn[~np.isnan(drawn)]) >= abs(observed) - 1e-12)
+            return float((1 + extreme) / (1 + n_resamples)), 1.0 / (n_resamples + 1)
+        masks = masks_of(list(assignments))
+        stats = statistics(masks)
+    valid = ~np.isnan(stats)
+    p = float(np.sum(np.abs(stats[valid]) >= abs(observed) - 1e-12) / valid.sum())
+    _, counts = np.unique(masks[valid], axis=0, return_counts=True)
+    return p, float(counts.min() / valid.sum())
+
+
+def paired_design_effect(d: Sequence[float] | np.ndarray, clusters: Sequence[str] | np.ndarray) -> float:
+    """The design effect of the mean paired difference when the pairs come in clusters (Kish 1965).
+
+    The design effect is the ratio of two variances of the mean: the cluster-robust (ratio
+    estimator) variance and the variance that treats every pair as independent.  It is at least
+    1, and exactly 1 when every difference is equal or every pair is its own cluster.  Rao &
+    Scott (1992) divide a clustered binary table's counts by it before using a method made for
+    independent pairs.
+
+    Args:
+        d: the paired differences (for 0/1 correctness: -1, 0 or 1).
+        clusters: each pair's cluster id, in the same order.
+    """
+    d = np.asarray(d, dtype=float)
+    n = d.size
+    frame = pd.DataFrame({"d": d, "k": np.asarray(clusters)})
+    k = frame["k"].nunique()
+    if n < 2 or k < 2 or k == n or np.ptp(d) == 0:
+        return 1.0
+    theta = d.mean()
+    srs = d.var(ddof=1) / n
+    sums = frame.groupby("k")["d"].agg(["sum", "size"])
+    robust = k / (k - 1) * float(((sums["sum"] - theta * sums["size"]) ** 2).sum()) / n**2
+    return max(1.0, robust / srs)
+
+
+def _tango_z(delta: float, b: float, c: float, n: float) -> float:
+    """Tango's score statistic at difference ``delta``. The restricted maximum-likelihood estimate
+    of the ``c`` cell's probability solves ``2n q^2 + W q - c delta (1 - delta) = 0``, where
+    ``W = -b - c + (2n - b + c) delta``."""
+    w = -b - c + (2 * n - b + c) * delta
+    q = (np.sqrt(max(w * w + 8 * n * c * delta * (1 - delta), 0.0)) - w) / (4 * n)
+    variance = n * (2 * q + delta * (1 - delta))
+    if variance <= 0:
+        return np.inf if b - c - n * delta > 0 else -np.inf if b - c - n * delta < 0 else 0.0
+    return float((b - c - n * delta) / np.sqrt(variance))
+
+
+def tango_interval(b: float, c: float, n: float, confidence: float) -> tuple[float, float]:
+    """Score interval of the difference of two paired proportions (Tango 1998, Stat. Med. 17:891).
+
+    Args:
+        b: pairs correct under A only; c: pairs correct under B only; n: all pairs.  The counts may
+            be fractional, for example when divided by a design effect.
+        confidence: the interval's level. For equivalence at alpha, use ``1 - 2 alpha``.
+
+    Returns:
+        ``(low, high)`` of ``p_A - p_B``. The interval contains every difference that the score test
+        does not reject at level ``1 - confidence``.  Unlike a Wald interval, it is not a point at
+        ``b = c = 0``: for example, 0 of 24 discordant pairs gives (-0.101, 0.101) at 90%.
+
+    Raises:
+        ValueError: no pair, or counts that do not fit ``n``.
+    """
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    if n <= 0 or b < 0 or c < 0 or b + c > n + 1e-9:
+        raise ValueError(f"tango_interval needs 0 <= b + c <= n and n > 0, got b={b}, c={c}, n={n}")
+    z = float(norm.ppf(0.5 + confidence / 2))
+    edge = 1 - 1e-12
+
+    def bound(target: float, side: float) -> float:
+        f = lambda delta: _tango_z(delta, b, c, n) - target  # noqa: E731
+        inside = (b - c) / n
+        if f(side * edge) * f(inside) > 0:
+            return side
+        lo, hi = sorted((inside, side * edge))
+        return float(brentq(f, lo, hi, xtol=1e-12))
+
+    return bound(z, -1.0), bound(-z, 1.0)
+
+
+def paired_equivalence(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    clusters: Sequence[str] | np.ndarray,
+    margin: float,
+    alpha: float,
+) -> dict[str, float]:
+    """Equivalence of two paired accuracies within ``(-margin, margin)``.  This is the interval form
+    of the two one-sided tests: Tango's ``1 - 2 alpha`` score interval, on counts divided by the
+    design effect of the clusters.
+
+    Args:
+        a, b: 0/1 correctness of the same items under conditions A and B.
+        clusters: each item's cluster (its excerpt).  Use the item ids for independent items.
+
+    Returns:
+        A dict with these keys:
+
+        - ``low``, ``high``: the interval of ``accuracy(a) - accuracy(b)``.
+        - ``p``: the equivalence p-value, the larger of the two one-sided score tests' p-values at
+          ``-margin`` and ``margin``.  It is below alpha exactly when the interval lies inside
+          the margin.
+        - ``min_p``: the equivalence p-value if every pair agreed (``b = c = 0``) at the same
+          effective n.  It is not below alpha when the design cannot show equivalence.
+        - ``deff``: the design effect.
+        - ``n_effective``: the number of pairs divided by ``deff``.
+
+    Raises:
+        ValueError: no pair, a value other than 0/1, or sides of different lengths.
+    """
+    from scipy.stats import norm
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape or not x.size:
+        raise ValueError(f"paired_equivalence needs two equal, non-empty sides, got {x.size} and {y.size}")
+    if not np.isin(np.concatenate([x, y]), (0.0, 1.0)).all():
+        raise ValueError("paired_equivalence takes 0/1 correctness")
+    deff = paired_design_effect(x - y, clusters)
+    n = x.size / deff
+    only_a, only_b = float(((x == 1) & (y == 0)).sum()) / deff, float(((x == 0) & (y == 1)).sum()) / deff
+    low, high = tango_interval(only_a, only_b, n, 1 - 2 * alpha)
+
+    def p_at(b_: float, c_: float) -> float:
+        return float(max(norm.sf(_tango_z(-margin, b_, c_, n)), norm.cdf(_tango_z(margin, b_, c_, n))))
+
+    return {
+        "low": low,
+        "high": high,
+        "p": p_at(only_a, only_b),
+        "min_p": p_at(0.0, 0.0),
+        "deff": deff,
+        "n_effective": n,
+    }
