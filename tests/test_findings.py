@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import wilcoxon
+from scipy.stats import page_trend_test, wilcoxon
 
 from knowlab import findings
 from knowlab.core import stats
@@ -42,6 +42,7 @@ CFG = {
         "control": True,
         "max_steps": LAST,
         "checkpoint_every": 2,
+        "fiction_warmup_steps": 1,
         # three base models; the first (the reference model) holds every run
         "models": {"small": "base", "mid": {"source": "tiny_random"}, "large": {"source": "tiny_random"}},
     },
@@ -87,8 +88,8 @@ CLAIMS = [
     "Fictsheets transfer least: MCQ-4 accuracy below the other split's (doc)",
     "Fictsheets transfer least: MCQ-4 accuracy below the other split's (event)",
     "Event improves validation loss least (to its minimum): below the other split (doc)",
-    "Larger base models fit the training documents faster (Doc split) (mid vs small)",
-    "Larger base models fit the training documents faster (Doc split) (large vs mid)",
+    "Larger base models fit the training documents faster (doc)",
+    "Larger base models fit the training documents faster (event)",
     "in-context memory above the no-context baseline",
     "RAG below in-context memory",
     "fine-tuning on the books lowers segment nll (vs instructions only)",
@@ -182,18 +183,20 @@ def _run_items(run, step):
 
 
 def _write_models(root, base):
-    """The larger base models: the reference model's step-0 rows, and at the first checkpoint its
-    Doc-run rows with each training document's loss times the model's KEEP factor."""
+    """The larger base models: the reference model's step-0 rows, and at every checkpoint its Doc
+    and Event rows with each training document's loss times the model's KEEP factor."""
     pd.DataFrame({"model": list(SIZES), "source": "test", "n_parameters": list(SIZES.values())}).to_csv(
         root / "fictionalqa/models.csv", index=False
     )
-    train = set(SPLITS["doc"]["train_documents"])
     for model, keep in KEEP.items():
         _write(root, f"fictionalqa/{model}/evaluate/base_model/step-0.parquet", base)
-        items = _run_items("doc", STEPS[1])
-        scaled = (items["suite"] == "fiction_doc") & items["item_id"].isin(train)
-        items.loc[scaled, "loss"] *= keep
-        _write(root, f"fictionalqa/{model}/evaluate/doc/step-{STEPS[1]}.parquet", items)
+        for run in ("doc", "event"):
+            train = set(SPLITS[run]["train_documents"])
+            for step in STEPS[1:]:
+                items = _run_items(run, step)
+                scaled = (items["suite"] == "fiction_doc") & items["item_id"].isin(train)
+                items.loc[scaled, "loss"] *= keep
+                _write(root, f"fictionalqa/{model}/evaluate/{run}/step-{step}.parquet", items)
 
 
 def _write(root, relative, frame):
@@ -469,22 +472,29 @@ def test_records_carry_every_field_for_every_claim(results):
     assert text[1].endswith("(Kirchenbauer et al. (2026) Sec. 5, Figs. 3-4)")
 
 
-def test_model_size_compares_neighbours_in_size_and_needs_three_models(results):
+def test_model_size_is_a_trend_over_sizes_on_both_splits(results):
     found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
-    # the reference model keeps (2.0 + 0.01k) / (3.5 + 0.01k) of each training document's step-0 loss;
-    # the effect is the mean over events of each event's mean difference
-    train = SPLITS["doc"]["train_documents"]
-    small = pd.Series({d: (2.0 + 0.01 * DOCS.index(d)) / (3.5 + 0.01 * DOCS.index(d)) for d in train})
-    mid_vs_small, large_vs_mid = found[CLAIMS[9]], found[CLAIMS[10]]
-    assert mid_vs_small.effect == pytest.approx(_event_means(small - 0.9 * small).mean())
-    assert large_vs_mid.effect == pytest.approx(_event_means(0.9 * small - 0.8 * small).mean())
-    assert mid_vs_small.n == 28 and mid_vs_small.n_clusters == 14 and mid_vs_small.unit == "event"
-    assert mid_vs_small.scale == "fraction of step-0 loss"
-    assert "sign-flip permutation over events" in mid_vs_small.test and "Holm over 2" in mid_vs_small.test
-    assert "small (1,000 parameters)" in mid_vs_small.detail
+    # every event orders the three models by size (the larger keep 0.9 and 0.8 of the reference
+    # model's training-document loss): Spearman's rho 1 in each of the 14 events, Page's L at its extreme
+    for claim, run in ((CLAIMS[9], "doc"), (CLAIMS[10], "event")):
+        f = found[claim]
+        assert f.effect == pytest.approx(1.0) and f.unit == "event" and f.scale == "Spearman rho"
+        assert f.n == len(SPLITS[run]["train_documents"]) and "Page's L" in f.test and "Holm over 2" in f.test
+        assert "steps 2, 4" in f.detail and "small (1,000 parameters)" in f.detail
+    events = len({d[:3] for d in SPLITS["event"]["train_documents"]})
+    blocks = np.tile([1.0, 2.0, 3.0], (events, 1))
+    # two-sided: twice the one-sided p; the larger p of Holm's two keeps its own value
+    assert found[CLAIMS[10]].p == pytest.approx(2 * page_trend_test(blocks).pvalue, rel=1e-9)
+    # the checkpoints inside the fiction warm-up have seen no fiction: they cannot show fitting speed
+    late = copy.deepcopy(CFG)
+    late["finetune"]["fiction_warmup_steps"] = LAST
+    line = _by_claim(findings.collect(results, FindingsSettings.from_config(late), model=MODEL))[
+        "Larger base models fit the training documents faster"
+    ]
+    assert line.status == NOT_TESTED and "no checkpoint after the fiction warm-up" in line.detail
     two = {**CFG, "finetune": {**CFG["finetune"], "models": {"small": "base", "mid": {"source": "tiny_random"}}}}
     line = _by_claim(findings.collect(results, FindingsSettings.from_config(two), model=MODEL))[
-        "Larger base models fit the training documents faster (Doc split)"
+        "Larger base models fit the training documents faster"
     ]
     assert line.status == NOT_TESTED and "2 base model(s) in finetune.models (small, mid)" in line.detail
     assert "needs at least three" in line.detail

@@ -65,7 +65,8 @@ from ``results/fictionalqa/splits/{run}.json``.  Claims 1-6 are decided on the f
 5. :func:`fictsheets_least_transfer` (Sec. 5, Fig. 7; Sec. 6), per other fiction run.
 6. :func:`event_generalises_least` (Sec. 5, Fig. 4: the validation-loss minima), per other
    document split.
-7. :func:`larger_models_fit_faster` (Sec. 5, Fig. 4), per pair of base models adjacent in size.
+7. :func:`larger_models_fit_faster` (Sec. 5, Fig. 4), a trend over the base models by size, on the
+   Doc and the Event split.
 
 SORT (Pink et al. 2024), the base model (the ``eval_models`` key whose value is ``base``):
 
@@ -89,7 +90,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from math import comb
+import math
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,8 @@ class FindingsSettings(StepSettings):
     """Whether the webtext-only control ran (``finetune.control``)."""
     steps: tuple[int, ...]
     """The checkpoint steps, 0 first (``finetune.max_steps``, ``finetune.checkpoint_every``)."""
+    warmup: int
+    """Optimizer steps before fiction enters the batches (``finetune.fiction_warmup_steps``)."""
     base_eval: str | None
     """The ``eval_models`` key of the base model (``None``: none is)."""
     sort_conditions: tuple[str, ...]
@@ -212,6 +215,7 @@ class FindingsSettings(StepSettings):
             ft_models=tuple(finetune_models(config)),
             control=bool(finetune["control"]),
             steps=checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"]),
+            warmup=int(finetune["fiction_warmup_steps"]),
             base_eval=base,
             sort_conditions=config["sort"]["conditions"],
             parametric_epochs=int(parametric["epochs"]) if parametric["enabled"] else 0,
@@ -687,26 +691,44 @@ def event_generalises_least(r: Results) -> list[Comparison]:
     return out
 
 
-MODEL_SIZE_RUN = "doc"
+MODEL_SIZE_RUNS = ("doc", "event")
+
+
+def page_trend(blocks: np.ndarray) -> tuple[float, float]:
+    """Two-sided Page's L test of a monotone trend across the columns of ``blocks`` (one row per
+    block, columns in the predicted order; Page 1963, ``scipy.stats.page_trend_test``): twice the
+    smaller of the two one-sided p-values, and the smallest p it can give, ``2 / (k!)^n`` for n
+    blocks of k columns."""
+    from scipy.stats import page_trend_test  # deferred: as in knowlab.core.stats
+
+    n, k = blocks.shape
+    rising = page_trend_test(blocks).pvalue
+    falling = page_trend_test(blocks[:, ::-1]).pvalue
+    return min(1.0, 2 * min(rising, falling)), min(1.0, 2 / math.factorial(k) ** n)
 
 
 def larger_models_fit_faster(r: Results) -> list[Comparison]:
-    """Larger base models fit their training documents faster, per pair of base models adjacent in
-    parameter count (``fictionalqa/models.csv``).
+    """Larger base models fit their training documents faster: a trend over the base models ordered
+    by parameter count (``fictionalqa/models.csv``), on the Doc and on the Event split.
 
     Source: Kirchenbauer et al. (2026), Sec. 5: "we observe a strong correlation between model size
-    and how fast the model fits to the training documents" (Fig. 4, train loss of Llama 3.2 1B and
-    3B, Llama 3.1 8B and Gemma models on the Doc split).
+    and how fast the model fits to the training documents for both the Doc Split and the Event
+    Split" (Fig. 4, train loss of Llama 3.2 1B and 3B, Llama 3.1 8B and Gemma models).
 
-    Value: a Doc-split training document's loss at the first checkpoint after step 0 as a fraction
-    of the same model's loss on it at step 0 (how much of the starting loss is left).  The
-    fraction, not the loss itself: a larger model starts lower on any text, so its loss at a fixed
-    step would be lower without fitting faster, and base models of different families tokenize
-    the same document differently, so their nats/token differ in scale; a ratio on one model's own
-    tokens cancels both.  Effect: the smaller model's fraction minus the larger's (positive: the
-    larger fits faster), paired by event (unit: the event; :func:`by_cluster`), Holm over the
-    adjacent pairs, so that "faster with size" must hold at every step of the size order.  Fewer
-    than three base models: not tested (two points make no trend), nor when two have the same size.
+    Fitting speed of a training document: one minus the mean, over the checkpoints after fiction
+    enters the batches (step > ``finetune.fiction_warmup_steps``), of its loss as a fraction of
+    the same model's loss on it at step 0.  This is the area above the normalised training loss
+    curve.  It uses fractions, not losses: a larger model starts lower on any text, and base
+    models of different families tokenize the same document differently; a ratio on one model's
+    own tokens cancels both.  Checkpoints inside the warm-up have seen no fiction, so they
+    measure nothing of fitting.
+
+    Unit: the event, whose documents share its facts.  Each event is a block: its documents' mean
+    speed under each model, models in size order.  Test: Page's L for a monotone trend,
+    two-sided, Holm over the two splits.  Effect: the mean over events of Spearman's rho between
+    size rank and speed (1: every event orders the models by size).  Not tested with fewer than
+    three base models (two points make no trend), with two of the same size, or with no
+    checkpoint after the warm-up.
     """
     models = list(r.settings.ft_models)
     if len(models) < 3:
@@ -714,30 +736,44 @@ def larger_models_fit_faster(r: Results) -> list[Comparison]:
             f"{len(models)} base model(s) in finetune.models ({', '.join(models)}): a trend over model size "
             "needs at least three"
         )
-    if MODEL_SIZE_RUN not in r.runs:
-        raise Skip("no Doc split run in the config (finetune.runs)")
-    if len(r.steps) < 2:
-        raise Skip("no checkpoint after step 0 (finetune.max_steps, finetune.checkpoint_every)")
+    runs = [run for run in MODEL_SIZE_RUNS if run in r.runs]
+    if not runs:
+        raise Skip("no Doc or Event split run in the config (finetune.runs)")
+    after = [step for step in r.steps if step > r.settings.warmup]
+    if not after:
+        raise Skip(
+            f"no checkpoint after the fiction warm-up (finetune.fiction_warmup_steps {r.settings.warmup}; "
+            f"checkpoints {', '.join(map(str, r.steps))}): no checkpoint has seen fiction"
+        )
     sizes = r.read(layout.MODELS.relative()).set_index("model")["n_parameters"]
     order = sorted(models, key=lambda m: int(sizes[m]))
     if len({int(sizes[m]) for m in models}) < len(models):
         raise Skip(f"base models of the same parameter count: {dict(sizes[models])}")
-    step, ids = r.steps[1], r.split(MODEL_SIZE_RUN)["train_documents"]
+    events = r.events()
 
-    def left(ft_model: str) -> pd.Series:
-        after = _rows(r.items(MODEL_SIZE_RUN, step, ft_model), "fiction_doc", ids)["loss"]
-        before = _rows(r.items(MODEL_SIZE_RUN, 0, ft_model), "fiction_doc", ids)["loss"]
-        return after / before
+    def speed(run: str, ft_model: str, ids: Sequence[str]) -> pd.Series:
+        start = _rows(r.items(run, 0, ft_model), "fiction_doc", ids)["loss"]
+        left = [_rows(r.items(run, step, ft_model), "fiction_doc", ids)["loss"] / start for step in after]
+        return 1 - pd.concat(left, axis=1).mean(axis=1)
 
     out = []
-    for small, large in zip(order, order[1:]):
-        a, b = left(small), left(large)
-        detail = (
-            f"{small} ({int(sizes[small]):,} parameters) keeps {a.mean():.3f} of its step-0 loss at step {step}, "
-            f"{large} ({int(sizes[large]):,}) {b.mean():.3f}"
+    for run in runs:
+        ids = r.split(run)["train_documents"]
+        per_event = pd.concat({m: cluster_means(speed(run, m, ids), events) for m in order}, axis=1).dropna()
+        if per_event.empty:
+            raise Skip(f"no training document of the {run} split scored under every base model")
+        p, min_p = page_trend(per_event.to_numpy())
+        rho = per_event.rank(axis=1).corrwith(pd.Series(range(len(order)), index=order), axis=1).fillna(0.0)
+        detail = "fitting speed after the warm-up (steps {}): {}".format(
+            ", ".join(map(str, after)),
+            ", ".join(f"{m} ({int(sizes[m]):,} parameters) {per_event[m].mean():.3f}" for m in order),
         )
-        label = f"{large} vs {small}"
-        out.append(by_cluster(label, a, b, r.events(), r, "event", "fraction of step-0 loss", detail, True))
+        test = "Page's L trend over base models by size, events as blocks"
+        out.append(
+            Comparison(
+                run, rho, np.zeros(len(rho)), True, p, min_p, test, "event", "Spearman rho", len(ids), detail, True
+            )
+        )
     return out
 
 
@@ -944,7 +980,7 @@ CLAIMS: tuple[tuple[str, str, str, Check, bool], ...] = (
     ),
     (
         "FictionalQA",
-        "Larger base models fit the training documents faster (Doc split)",
+        "Larger base models fit the training documents faster",
         f"{FICTIONALQA} Sec. 5, Fig. 4",
         larger_models_fit_faster,
         False,
