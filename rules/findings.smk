@@ -5,6 +5,7 @@
 FINDINGS_OUTPUTS = [
     "results/findings.txt",
     "results/findings.json",
+    "results/findings_design.csv",
     "results/README.md",
 ]
 
@@ -18,6 +19,11 @@ rule findings:
     output:
         txt="results/findings.txt",
         json="results/findings.json",
+        design=report(
+            "results/findings_design.csv",
+            caption="../workflow/report/findings_design.rst",
+            category="Findings",
+        ),
         manifest="results/findings.manifest.json",
     log:
         "results/logs/findings.log",

@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab import findings, layout
-from knowlab.core.io import atomic_path, write_json
+from knowlab.core.io import atomic_path, write_csv, write_json
 from knowlab.core.provenance import rule_step
 
 with rule_step(snakemake) as log:
@@ -15,6 +15,7 @@ with rule_step(snakemake) as log:
     checked = findings.collect(layout.RESULTS, settings, model=params.model, inputs=snakemake.input)
     text = findings.render(checked, params.report)
     write_json(snakemake.output.json, findings.to_records(checked))
+    write_csv(snakemake.output.design, findings.design_table(checked))
     with atomic_path(snakemake.output.txt) as tmp:
         tmp.write_text(text, encoding="utf-8")
     log.info("findings:\n%s", text)

@@ -426,6 +426,12 @@ def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
     assert f.status == NOT_TESTED and "not testable with 2 fictsheets" in f.detail and "0.5" in f.detail
     f = found[CLAIMS[14]]
     assert f.status == NOT_TESTED and "24 effective pairs" in f.detail and "full agreement" in f.detail
+    # results/findings_design.csv: what the design can show, before the data
+    design = findings.design_table(list(found.values())).set_index("claim")
+    assert sorted(design.reset_index().columns) == sorted(findings.DESIGN_COLUMNS)
+    assert design.loc[CLAIMS[5], ["unit", "n_clusters", "min_p", "testable"]].tolist() == ["fictsheet", 2, 0.5, False]
+    assert not design.loc[CLAIMS[14], "testable"] and design.loc[CLAIMS[14], "min_p"] >= 0.05
+    assert design.loc[CLAIMS[11], "testable"] and design.loc[CLAIMS[11], "unit"] == "excerpt"
 
 
 def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results):

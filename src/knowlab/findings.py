@@ -236,8 +236,10 @@ class Finding:
     (Holm-corrected in a family; the equivalence test's for a claim of no difference);
     ``margin``: the equivalence margin of a no-difference claim; ``seeds``: the training seeds
     behind a claim about trained models (1: the result is conditional on that seed; None: no
-    training).  Fields that do not apply are None; ``detail`` gives the numbers behind the effect
-    (or, for ``not tested``, what the claim needs).
+    training); ``min_p``: the smallest p the test can give with this many units, after Holm's
+    factor (equivalence: with every pair agreeing), ``not tested`` when not below alpha.  Fields
+    that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
+    tested``, what the claim needs).
     """
 
     study: str
@@ -258,6 +260,7 @@ class Finding:
     n_clusters: int | None = None
     scale: str | None = None
     seeds: int | None = None
+    min_p: float | None = None
 
 
 class Skip(Exception):
@@ -500,6 +503,7 @@ def _judge(
             n_clusters=c.n_clusters,
             scale=c.scale,
             seeds=1 if c.trained else None,
+            min_p=min(1.0, (c.equivalence["min_p"] if equivalence else c.min_p * m)),
             detail=detail,
         )
         if equivalence:
@@ -1053,6 +1057,26 @@ def collect(
             claim = GROUNDING_CLAIM.format(version=version.title())
             found += _check(f"Grounding ({dataset})", claim, f"{GROUNDING} Sec. 4.2, Table 1", check, r, False)
     return found
+
+
+#: the columns of :func:`design_table`
+DESIGN_COLUMNS = ("study", "claim", "unit", "n_clusters", "n", "min_p", "alpha", "testable", "mde", "scale", "status")
+
+
+def design_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    """What this run's design can show, per finding (``results/findings_design.csv``): the inference
+    unit, how many units and measured values, the smallest p the test can reach with them (after
+    Holm's factor), whether that is below alpha (``testable``), and the minimum detectable effect
+    at 80% power in ``scale``.  A claim the config cannot test at all (a run or table absent) has
+    no unit and ``testable`` False."""
+    rows = [
+        {
+            **{name: getattr(f, name) for name in DESIGN_COLUMNS if name != "testable"},
+            "testable": f.min_p is not None and f.min_p < f.alpha,
+        }
+        for f in findings
+    ]
+    return pd.DataFrame(rows, columns=list(DESIGN_COLUMNS))
 
 
 def tally(findings: Sequence[Finding]) -> dict[str, int]:

@@ -192,6 +192,9 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
             assert 0 <= record["p"] <= 1 and record["alpha"] == 0.05
         if record["status"] == "supported" and record["margin"] is None:
             assert record["p"] < record["alpha"] and (record["ci_low"] > 0), record
+    design = pd.read_csv(workdir / "results" / "findings_design.csv")
+    assert design["claim"].tolist() == [r["claim"] for r in records]
+    assert (design["testable"] == [r["min_p"] is not None and r["min_p"] < r["alpha"] for r in records]).all()
     lines = (workdir / "results" / "findings.txt").read_text().splitlines()
     assert [line.split("] ")[0][1:] for line in lines[1:]] == [r["status"] for r in records]
     # the shipped corpus's 6 events, 4 of them trained: no choice of events is rarer than 1 in C(6, 4) = 15,
