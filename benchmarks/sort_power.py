@@ -53,7 +53,7 @@ def main() -> None:
     print("| " + " | ".join(header) + " |\n|" + " --- |" * len(header))
     largest = 0
     for a, b in pairs:
-        test = mcnemar_pair(correct[a], correct[b])
+        test = mcnemar_pair(correct[a], correct[b], 25)  # the default config's stats.mcnemar_exact_below
         n = test["n"]
         cells = [a, b, n, f"{correct[a].mean():.3f}", f"{correct[b].mean():.3f}", test["b"], test["c"]]
         row = "| " + " | ".join(map(str, cells)) + f" | {test['pvalue']:.2g} |"

@@ -298,6 +298,7 @@ rule grounding_finetune_stats:
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
+        exact_below=config["stats"]["mcnemar_exact_below"],
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],  # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
     script:
         "../scripts/grounding_finetune_stats.py"

@@ -204,6 +204,7 @@ rule sort_stats:
         conditions=SORT_CONDITIONS,
         models=[eval_model_label(name) for name in EVAL_MODELS],
         alternative=config["stats"]["ttest_alternative"],
+        exact_below=config["stats"]["mcnemar_exact_below"],
         bootstrap_resamples=config["stats"]["bootstrap_resamples"],
         seed=config["seed"],
     script:
@@ -250,6 +251,8 @@ rule sort_figures:
         "../envs/plot.yaml"
     params:
         model=MODEL_NAME,
+        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
+        seed=config["seed"],
     script:
         "../scripts/sort_figures.py"
 
@@ -321,6 +324,7 @@ rule sort_fiction_stats:
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
         alternative=config["stats"]["ttest_alternative"],
+        exact_below=config["stats"]["mcnemar_exact_below"],
     script:
         "../scripts/sort_fiction_stats.py"
 
@@ -354,6 +358,8 @@ rule sort_fiction_figures:
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
+        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
+        seed=config["seed"],
     script:
         "../scripts/sort_fiction_figures.py"
 
@@ -444,6 +450,7 @@ rule sort_parametric_stats:
         "../envs/stats.yaml"
     params:
         alternative=config["stats"]["ttest_alternative"],
+        exact_below=config["stats"]["mcnemar_exact_below"],
     script:
         "../scripts/sort_parametric_stats.py"
 
@@ -492,6 +499,8 @@ rule sort_parametric_figures:
         "../envs/plot.yaml"
     params:
         model=MODEL_NAME,
+        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
+        seed=config["seed"],
     script:
         "../scripts/sort_parametric_figures.py"
 

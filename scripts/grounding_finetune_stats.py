@@ -23,4 +23,7 @@ with rule_step(snakemake) as log:
     rates = stats.finetune_rates(rows)
     write_csv(snakemake.output.rates, rates)
     log.info("rates by run, step, side and condition:\n%s", rates.to_string())
-    write_parquet(snakemake.output.mcnemar, stats.finetune_mcnemar(rows, params.runs, params.control, params.steps))
+    write_parquet(
+        snakemake.output.mcnemar,
+        stats.finetune_mcnemar(rows, params.runs, params.control, params.steps, params.exact_below),
+    )

@@ -11,4 +11,8 @@ from knowlab.sort.steps import figures
 
 with rule_step(snakemake):
     out = snakemake.output
-    figures.fiction_figure(read_parquets([snakemake.input.rows]), out.pdf, out.png, model=snakemake.params.model)
+    params = snakemake.params
+    figures.fiction_figure(
+        read_parquets([snakemake.input.rows]), out.pdf, out.png, model=params.model,
+        n_resamples=params.bootstrap_resamples, seed=params.seed,
+    )  # fmt: skip

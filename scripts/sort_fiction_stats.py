@@ -21,6 +21,7 @@ with rule_step(snakemake):
         control=params.control,
         steps=params.steps,
         alternative=params.alternative,
+        exact_below=params.exact_below,
     )
     write_parquet(out.rows, rows)
     write_parquet(out.binomial, binomial)

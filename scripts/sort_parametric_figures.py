@@ -18,4 +18,6 @@ with rule_step(snakemake):
         {"mcnemar": read_parquets([inputs.mcnemar]), "ttest": read_parquets([inputs.ttest])},
         dict(snakemake.output.items()),
         model=snakemake.params.model,
+        n_resamples=snakemake.params.bootstrap_resamples,
+        seed=snakemake.params.seed,
     )

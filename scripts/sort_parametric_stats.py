@@ -12,7 +12,10 @@ from knowlab.sort.steps import stats
 with rule_step(snakemake):
     out = snakemake.output
     rows, tests = stats.parametric_stats(
-        read_parquets(snakemake.input.base), read_parquets(snakemake.input.rows), snakemake.params.alternative
+        read_parquets(snakemake.input.base),
+        read_parquets(snakemake.input.rows),
+        snakemake.params.alternative,
+        snakemake.params.exact_below,
     )
     write_parquet(out.rows, rows)
     write_parquet(out.mcnemar, tests["mcnemar"])

@@ -13,7 +13,8 @@ with rule_step(snakemake):
     params, out = snakemake.params, snakemake.output
     binomial, tests = stats.condition_stats(
         read_parquets(snakemake.input.rows), out.tables, params.models, params.conditions,
-        alternative=params.alternative, n_resamples=params.bootstrap_resamples, seed=params.seed,
+        alternative=params.alternative, exact_below=params.exact_below, n_resamples=params.bootstrap_resamples,
+        seed=params.seed,
     )  # fmt: skip
     write_parquet(out.binomial, binomial)
     for model_tests, mcnemar, ttest in zip(tests, out.mcnemar, out.ttest, strict=True):  # one of each per model

@@ -115,16 +115,6 @@ def _signed_rank_exact_by_hand(a, b):
     return _two_sided_from_null(null, r_plus)
 
 
-def _rank_sum_exact_by_hand(x, y):
-    """Exact two-sided Mann-Whitney p (no ties): U = (rank sum of x) - n_x (n_x + 1) / 2 in the pooled sample
-    against its null, U over every choice of n_x of the ranks 1..n_x + n_y."""
-    pooled = sorted(list(x) + list(y))
-    n_x = len(x)
-    u = sum(pooled.index(v) + 1 for v in x) - n_x * (n_x + 1) / 2
-    null = [sum(c) - n_x * (n_x + 1) / 2 for c in itertools.combinations(range(1, len(pooled) + 1), n_x)]
-    return _two_sided_from_null(null, u)
-
-
 def _binomial_p_by_hand(k, n, p, alternative):
     """Binomial test of k successes in n trials at ``p``, from the pmf C(n, i) p^i (1 - p)^(n - i): one-sided
     tails, and two-sided the total probability of the outcomes no more likely than k (the
@@ -194,15 +184,15 @@ def test_chi_square_for_many_discordant_pairs():
 
 def test_identical_checkpoints_have_p_one():
     a = _series([1, 0, 1])
-    assert mcnemar_pair(a, a)["pvalue"] == 1.0
+    assert mcnemar_pair(a, a, 25)["pvalue"] == 1.0
 
 
 def test_pairs_join_on_item_id_not_order():
     a = _series([1, 0], ["x", "y"])
     b = _series([0, 1], ["y", "x"])
-    assert mcnemar_pair(a, b)["b"] == 0 and mcnemar_pair(a, b)["c"] == 0
+    assert mcnemar_pair(a, b, 25)["b"] == 0 and mcnemar_pair(a, b, 25)["c"] == 0
     with pytest.raises(ValueError, match="share no item"):
-        mcnemar_pair(a, _series([1], ["z"]))
+        mcnemar_pair(a, _series([1], ["z"]), 25)
 
 
 def test_matrix_with_holm_correction():
@@ -215,7 +205,7 @@ def test_matrix_with_holm_correction():
     correct = pd.DataFrame(rows)
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
     assert checkpoint_pairs([0, 10, 20], "doc", "control") == pairs
-    table = pair_tests(correct, pairs, "mcnemar", "correct")
+    table = pair_tests(correct, pairs, "mcnemar", "correct", exact_below=25)
     assert list(table.columns) == [
         "run_a",
         "step_a",
@@ -362,7 +352,9 @@ def test_mcnemar_is_unordered_over_any_key_columns():
         ]
     )
     keys = [("baseline",), ("in_context",), ("rag",)]
-    table = pair_tests(rows, [(a, b) for a in keys for b in keys], "mcnemar", "correct", key_columns=("condition",))
+    table = pair_tests(
+        rows, [(a, b) for a in keys for b in keys], "mcnemar", "correct", key_columns=("condition",), exact_below=25
+    )
     cell = table.set_index(["condition_a", "condition_b"])
     assert cell.loc[("baseline", "in_context"), "pvalue_holm"] == cell.loc[("in_context", "baseline"), "pvalue_holm"]
     assert cell.loc[("baseline", "in_context"), "pvalue_holm"] < 0.05
@@ -394,7 +386,7 @@ def test_degenerate_cells_and_nan_pvalues():
     # the family is (0, 1) and (1, 0) only, both p = 1
     assert table.loc[(1, 0), "pvalue_holm"] == 1.0
     correct = rows.assign(correct=[1, 0, 1, 0, 1, 1])
-    same = pair_tests(correct, pairs, "mcnemar", "correct").set_index(["step_a", "step_b"])
+    same = pair_tests(correct, pairs, "mcnemar", "correct", exact_below=25).set_index(["step_a", "step_b"])
     assert same.loc[(0, 1), ["b", "c", "pvalue", "pvalue_holm"]].tolist() == [0, 0, 1.0, 1.0]
     assert bool(same.loc[(0, 1), "exact"])
 
@@ -414,7 +406,7 @@ def test_pair_tests_errors():
     with pytest.raises(ValueError, match="no rows for keys"):
         pair_tests(rows, [(("r", 0), ("r", 7))], "ttest", "score")
     with pytest.raises(ValueError, match="share no item"):
-        pair_tests(rows, [(("r", 0), ("s", 0))], "mcnemar", "score")
+        pair_tests(rows, [(("r", 0), ("s", 0))], "mcnemar", "score", exact_below=25)
     with pytest.raises(ValueError, match="repeated item_id"):
         pair_tests(pd.concat([rows, rows]), [(("r", 0), ("r", 1))], "ttest", "score")
 
@@ -427,7 +419,7 @@ def test_recompute_pvalue_from_item_rows(scored_items, own_choice):
     mcq4 = scored_items[scored_items.suite == "mcq4"]
     pairs = checkpoint_pairs([0, 10, 20], "doc", "control")
     tables = [
-        pair_tests(mcq4, pairs, "mcnemar", "acc").assign(metric="acc"),
+        pair_tests(mcq4, pairs, "mcnemar", "acc", exact_below=25).assign(metric="acc"),
         pair_tests(mcq4, pairs, "ttest", "gold_logprob_norm").assign(metric="gold_logprob_norm"),
         pair_tests(mcq4, pairs, "ttest", "gold_logprob_norm", alternative="two-sided").assign(
             metric="gold_logprob_norm"
@@ -617,16 +609,15 @@ def test_holm_leaves_nan_and_diagonal_cells_out_of_the_family():
     ],
 )
 def test_exact_mcnemar_equals_the_binomial_sum_by_hand(n_b, n_c, expected):
-    """mcnemar_pair below 25 discordant items, direct_pvalue and findings.mcnemar: the two-sided binomial sum
+    """mcnemar_pair below 25 discordant items and direct_pvalue: the two-sided binomial sum
     (:func:`_mcnemar_exact_by_hand`, math.comb) and the values worked out in the comments."""
     assert _mcnemar_exact_by_hand(n_b, n_c) == pytest.approx(expected, rel=1e-12)
     a, b = _pairs_of_counts(n_b, n_c)
-    res = mcnemar_pair(a, b)
+    res = mcnemar_pair(a, b, 25)
     assert (res["b"], res["c"], res["exact"]) == (n_b, n_c, True)
     assert res["pvalue"] == pytest.approx(expected, rel=1e-12)
     assert res["statistic"] == min(n_b, n_c)  # the binomial test's statistic
     assert direct_pvalue(a, b, "mcnemar", exact=True) == pytest.approx(expected, rel=1e-12)
-    assert findings.mcnemar("", a, b, 25, "acc", "").p == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize(("n_b", "n_c"), [(30, 14), (14, 30), (40, 25), (13, 12), (13, 13), (100, 60)])
@@ -636,12 +627,11 @@ def test_chi_square_mcnemar_equals_the_corrected_statistic_by_hand(n_b, n_c):
     textbook formula (as R's ``mcnemar.test``) gives x = 0 (p = 1) or x = 1 / (b + c)."""
     x, p = _mcnemar_chi2_by_hand(n_b, n_c)
     a, b = _pairs_of_counts(n_b, n_c)
-    res = mcnemar_pair(a, b)
+    res = mcnemar_pair(a, b, 25)
     assert res["exact"] is False
     assert res["statistic"] == pytest.approx(x, rel=1e-12)
     assert res["pvalue"] == pytest.approx(p, rel=1e-12)
     assert direct_pvalue(a, b, "mcnemar", exact=False) == pytest.approx(p, rel=1e-12)
-    assert findings.mcnemar("", a, b, 25, "acc", "").p == pytest.approx(p, rel=1e-12)
     if (n_b, n_c) == (30, 14):
         assert (x, p) == pytest.approx((225 / 44, 0.02374), abs=5e-6)
 
@@ -680,28 +670,16 @@ def test_signed_rank_reproduces_the_textbook_example():
     (= 10 / 512: the sign patterns with R- <= 5), so two-sided 20 / 512; and the enumeration by hand."""
     x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
     y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
-    got = findings.signed_rank("", _series(x), _series(y), "score", "").p
+    got = findings.signed_rank("", _series(x), _series(y), "patient", "score", "").p
     assert _signed_rank_exact_by_hand(x, y) == 20 / 512
     assert got == pytest.approx(20 / 512, rel=1e-12)
     assert got == pytest.approx(2 * 0.01953, abs=1e-5)
     d = np.random.default_rng(6).normal(0.3, 1.0, 11)  # no ties, no zeros: exact, 2^11 sign patterns
     a = _series((d + 5).tolist())
-    assert findings.signed_rank("", a, _series([5.0] * 11), "u", "").p == pytest.approx(
+    assert findings.signed_rank("", a, _series([5.0] * 11), "unit", "u", "").p == pytest.approx(
         _signed_rank_exact_by_hand((d + 5).tolist(), [5.0] * 11), rel=1e-12
     )
-    assert findings.signed_rank("", a, a, "u", "").p == 1.0
-
-
-def test_rank_sum_reproduces_the_textbook_example():
-    """findings.rank_sum, exact two-sided: Hollander & Wolfe (1973, p. 69; R's ``?wilcox.test``), permeability
-    constants at 12-26 weeks (x) and at term (y): W = 35, one-sided p = 0.1272, so two-sided 0.2544; and the
-    enumeration by hand (C(15, 5) = 3003 rank sets)."""
-    x = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46]
-    y = [1.15, 0.88, 0.90, 0.74, 1.21]
-    got = findings.rank_sum("", x, y, "u", "").p
-    assert got == pytest.approx(_rank_sum_exact_by_hand(x, y), rel=1e-12)
-    assert got == pytest.approx(2 * 0.1272, abs=2e-4)
-    assert findings.rank_sum("", [3.0, 4.0, 5.0], [0.0, 1.0, 2.0], "u", "").p == pytest.approx(2 / 20)  # 2 / C(6, 3)
+    assert findings.signed_rank("", a, a, "unit", "u", "").p == 1.0
 
 
 def test_sort_binomial_tests_equal_the_binomial_sums_by_hand():

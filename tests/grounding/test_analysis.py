@@ -123,7 +123,7 @@ def test_follow_rates_and_mcnemar_against_the_control():
     assert list(rows.follows_training[:5]) == [0, 1, 0, 0, 0] and list(rows.follows_context[:5]) == [1, 0, 1, 0, 1]
     rates = analysis.finetune_rates(rows)
     assert rates.loc[(rates.run == "doc"), "follows_context"].item() == pytest.approx(60.0)
-    table = analysis.finetune_mcnemar(rows, ["doc"], "control", [4])
+    table = analysis.finetune_mcnemar(rows, ["doc"], "control", [4], 25)
     assert set(table.metric) == {"follows_context", "follows_training"} and (table.correction == "holm").all()
     for record in table.to_dict("records"):
         a = rows[rows.run == "doc"][record["metric"]].to_numpy()
@@ -151,7 +151,7 @@ def test_finetune_mcnemar_holm_per_run_condition_and_metric(own_choice):
                         }
                     )  # fmt: skip
     rows = pd.DataFrame(records)
-    table = analysis.finetune_mcnemar(rows, ["doc", "event"], "control", [0, 6, 12])
+    table = analysis.finetune_mcnemar(rows, ["doc", "event"], "control", [0, 6, 12], 25)
     assert list(table.columns) == [
         "run_a", "step_a", "run_b", "step_b", "n", "b", "c", "statistic", "pvalue", "pvalue_holm", "exact",
         "correction", "condition", "metric", "decomposer", "evaluator",
@@ -176,7 +176,7 @@ def test_finetune_mcnemar_holm_per_run_condition_and_metric(own_choice):
             ours = own_choice(record, part, within=("condition",))
             assert recompute_pvalue(ours, part, within=("condition",)) == pytest.approx(record["pvalue"])
     assert (table["pvalue_holm"] < 0.05).any()
-    assert analysis.finetune_mcnemar(rows, ["doc"], None, [0, 6, 12]).empty
+    assert analysis.finetune_mcnemar(rows, ["doc"], None, [0, 6, 12], 25).empty
 
 
 def test_original_answers_of_each_question():

@@ -150,7 +150,7 @@ def test_finetune_tables_and_figure_name_the_method(tmp_path, notes):
     rates = analysis.finetune_rates(rows)
     assert set(rates.decomposer) == {SENTENCES} and set(rates.evaluator) == {BI_ENCODER}
     assert rates.loc[rates.run == "doc", "f1"].item() == pytest.approx(50.0)
-    mcnemar = analysis.finetune_mcnemar(rows, ["doc"], "control", [4])
+    mcnemar = analysis.finetune_mcnemar(rows, ["doc"], "control", [4], 25)
     assert set(mcnemar.decomposer) == {SENTENCES} and set(mcnemar.evaluator) == {BI_ENCODER}
     plots.plot_finetune(rates, tmp_path / "f.pdf", tmp_path / "f.png", model="m", runs=["doc"])
     (note,) = notes.values()

@@ -88,7 +88,7 @@ def test_mcnemar_entry_recomputes_exactly(sub, rows, own_choice):
     m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
     assert labels[keys[0]] == "base" and labels[keys[1]] == "books ep 1"
-    table = condition_matrix(m1, keys, "mcnemar", labels=labels)
+    table = condition_matrix(m1, keys, "mcnemar", labels=labels, exact_below=25)
     assert len(table) == len(keys) ** 2
     row = table[(table["a"] == "books ep 2") & (table["b"] == "instructions ep 2")].iloc[0]
     x, y = _paired_by_hand(sub, m1, ("books", 38, "baseline"), ("instructions", 38, "baseline"), "correct")
@@ -141,9 +141,9 @@ def test_pairing_is_by_item_id_not_row_order(sub, rows, own_choice):
     drop = shuffled[(shuffled["run"] == "instructions") & (shuffled["step"] == 38)].index[:7]
     partial = shuffled.drop(index=drop)
     for test in ("ttest", "mcnemar"):
-        ordered = condition_matrix(m1, keys, test)
-        pd.testing.assert_frame_equal(ordered, condition_matrix(shuffled, keys, test))
-        cut = condition_matrix(partial, keys, test)
+        ordered = condition_matrix(m1, keys, test, exact_below=25)
+        pd.testing.assert_frame_equal(ordered, condition_matrix(shuffled, keys, test, exact_below=25))
+        cut = condition_matrix(partial, keys, test, exact_below=25)
         cell = cut[(cut["a"] != cut["b"])].iloc[0]
         assert cell["n_items"] == reference["n_items"].iloc[0] - 7
         ours = own_choice(cell, partial, alternative="greater")  # condition_matrix's default alternative
@@ -156,14 +156,14 @@ def test_pairing_is_by_item_id_not_row_order(sub, rows, own_choice):
 
 def test_matrix_errors_and_explicit_pairs(sub, rows, fiction_rows, own_choice):
     with pytest.raises(ValueError, match="repeated item_id"):  # two models under one key
-        condition_matrix(sub(rows, run="base_model"), [("base_model", 0, "baseline")], "mcnemar")
+        condition_matrix(sub(rows, run="base_model"), [("base_model", 0, "baseline")], "mcnemar", exact_below=25)
     with pytest.raises(ValueError, match="test must be"):
         condition_matrix(rows, [("base_model", 0, "baseline")], "wilcoxon")
     with pytest.raises(ValueError, match="no rows"):
-        condition_matrix(sub(rows, model="m1"), [("books", 999, "baseline")], "mcnemar")
+        condition_matrix(sub(rows, model="m1"), [("books", 999, "baseline")], "mcnemar", exact_below=25)
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
     train = fiction_rows[fiction_rows["side"].isin(["train"]) | (fiction_rows["run"] == "control")]
-    table = condition_matrix(train, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
+    table = condition_matrix(train, None, "mcnemar", key_columns=("run", "step"), pairs=pairs, exact_below=25)
     assert len(table) == 9 + 3 and set(table["key_columns"]) == {"run,step"}
     for _, r in table.iterrows():
         assert recompute_pvalue(own_choice(r, train), train) == pytest.approx(r["pvalue"], rel=1e-12)
@@ -173,19 +173,23 @@ def test_matrix_errors_and_explicit_pairs(sub, rows, fiction_rows, own_choice):
 def test_study_matrices_pick_their_keys_and_pairs(sub, rows, fiction_rows, own_choice):
     """The matrices the workflow saves: conditions of one model, the parametric fine-tuning matrix
     (Figs. 14-15), and each fiction run on its training documents vs the control."""
-    by_condition = condition_tests(rows[rows["run"] == "base_model"], "m2", ["baseline", "in_context"], "greater")
+    by_condition = condition_tests(rows[rows["run"] == "base_model"], "m2", ["baseline", "in_context"], "greater", 25)
     assert set(by_condition) == {"mcnemar", "ttest"}
     for test, table in by_condition.items():
         expected = condition_matrix(
-            sub(rows, run="base_model", model="m2"), [("baseline",), ("in_context",)], test, key_columns=("condition",)
+            sub(rows, run="base_model", model="m2"),
+            [("baseline",), ("in_context",)],
+            test,
+            key_columns=("condition",),
+            exact_below=25,
         )
         pd.testing.assert_frame_equal(table, expected)
     m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
-    parametric = parametric_tests(m1, "greater")
+    parametric = parametric_tests(m1, "greater", 25)
     for test in ("mcnemar", "ttest"):
-        pd.testing.assert_frame_equal(parametric[test], condition_matrix(m1, keys, test, labels=labels))
-    tests = fiction_tests(fiction_rows, ["doc"], [0, 10, 20], "control", "greater")
+        pd.testing.assert_frame_equal(parametric[test], condition_matrix(m1, keys, test, labels=labels, exact_below=25))
+    tests = fiction_tests(fiction_rows, ["doc"], [0, 10, 20], "control", "greater", 25)
     assert list(tests) == [("doc", "mcnemar"), ("doc", "ttest")]
     trained = set(fiction_rows.loc[fiction_rows["side"] == "train", "item_id"])
     for (run, test), table in tests.items():
@@ -198,7 +202,7 @@ def test_study_matrices_pick_their_keys_and_pairs(sub, rows, fiction_rows, own_c
             part = fiction_rows[fiction_rows["item_id"].isin(trained)]
             ours = own_choice(r, part, alternative="greater")
             assert recompute_pvalue(ours, part) == pytest.approx(r["pvalue"], rel=1e-12)
-    alone = fiction_tests(fiction_rows, ["doc"], [0, 20], None, "greater")
+    alone = fiction_tests(fiction_rows, ["doc"], [0, 20], None, "greater", 25)
     assert set(alone[("doc", "ttest")]["run_b"]) == {"doc"} and len(alone[("doc", "ttest")]) == 4
 
 

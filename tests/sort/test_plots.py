@@ -112,13 +112,14 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
 
     base = sub(rows, run="base_model")
     calls = {
-        "fig3a": lambda p, q: condition_plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES),
+        "fig3a": lambda p, q: condition_plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES, seed=0),
         "fig3b": lambda p, q: condition_plots.plot_by_distance(
             base,
             p,
             q,
             marks=binomial_tests(sub(base, condition="in_context", split="test"), ["excerpt_length", "distance_bin"]),
             n_resamples=N_RES,
+            seed=0,
         ),
         "fig10": lambda p, q: condition_plots.plot_by_distance(
             base,
@@ -131,6 +132,7 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
                 sub(base, condition="baseline", split="test"), ["model", "segment_length", "distance_bin"]
             ),
             n_resamples=N_RES,
+            seed=0,
         ),
         "fig4": lambda p, q: condition_plots.plot_rag(
             base,
@@ -138,12 +140,15 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
             q,
             recall=pd.DataFrame({"distance_bin": [0, 1, 2, 3], "recall": [0.9, 0.7, 0.6, 0.5], "k": 2}),
             n_resamples=N_RES,
+            seed=0,
         ),
-        "fig13": lambda p, q: finetune_plots.plot_across_epochs(sub(rows, model="m1"), p, q, n_resamples=N_RES),
+        "fig13": lambda p, q: finetune_plots.plot_across_epochs(sub(rows, model="m1"), p, q, n_resamples=N_RES, seed=0),
         "fig16": lambda p, q: finetune_plots.plot_across_epochs(
-            sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES
+            sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES, seed=0
         ),
-        "fiction": lambda p, q: finetune_plots.plot_fiction_sort(fiction_rows, p, q, model="tiny", n_resamples=N_RES),
+        "fiction": lambda p, q: finetune_plots.plot_fiction_sort(
+            fiction_rows, p, q, model="tiny", n_resamples=N_RES, seed=0
+        ),
     }
     ppl_rng = np.random.default_rng(2)
     ids = base["item_id"].unique()[:50]
@@ -167,12 +172,12 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
         )
     )
     calls["fig12"] = lambda p, q: finetune_plots.plot_across_epochs(
-        ppl, p, q, metric="perplexity", model="m1", n_resamples=N_RES
+        ppl, p, q, metric="perplexity", model="m1", n_resamples=N_RES, seed=0
     )
     m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
     calls["fig14"] = lambda p, q: matrix_plots.plot_matrix(
-        condition_matrix(m1, keys, "mcnemar", labels=labels), "McNemar", p, q, model="m1"
+        condition_matrix(m1, keys, "mcnemar", labels=labels, exact_below=25), "McNemar", p, q, model="m1"
     )
     calls["fig15"] = lambda p, q: matrix_plots.plot_matrix(
         condition_matrix(m1, keys, "ttest", labels=labels), "Paired t-test", p, q, model="m1"
@@ -202,9 +207,11 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
         if name == "fig3b":  # the binomial tests' marks over the in-context points, far above chance
             assert shown["panels"][0]["texts"] and set(shown["panels"][0]["texts"]) <= {"*", "**"}
     assert matrix_plots._fits_checkpoint_matrix(
-        condition_matrix(fiction_rows, None, "mcnemar", key_columns=("run", "step"), pairs=pairs)
+        condition_matrix(fiction_rows, None, "mcnemar", key_columns=("run", "step"), pairs=pairs, exact_below=25)
     )
-    assert not matrix_plots._fits_checkpoint_matrix(condition_matrix(m1, keys, "mcnemar", labels=labels))
+    assert not matrix_plots._fits_checkpoint_matrix(
+        condition_matrix(m1, keys, "mcnemar", labels=labels, exact_below=25)
+    )
 
 
 def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkeypatch):
@@ -221,7 +228,7 @@ def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkey
     monkeypatch.setattr(condition_plots, "panel_figure", lambda n, h, note: notes.append(note) or real(n, h, note))
     condition_plots.plot_by_distance(
         base, tmp_path / "f.pdf", tmp_path / "f.png", condition="baseline", hue="segment_length", panel="model",
-        marks=baseline, n_resamples=N_RES,
+        marks=baseline, n_resamples=N_RES, seed=0,
     )  # fmt: skip
     assert f"Holm-corrected over {len(family)} tests" in notes[0]
 
@@ -239,7 +246,7 @@ def test_footnotes_and_captions_name_the_answer_rule(sub, rows, tmp_path, monkey
     monkeypatch.setattr(condition_plots, "panel_figure", lambda n, h, note: notes.append(note) or real(n, h, note))
     for rule in ("forced_choice", "greedy"):
         tagged = base.assign(answer_rule=rule)
-        condition_plots.plot_by_distance(tagged, tmp_path / "f.pdf", tmp_path / "f.png", n_resamples=N_RES)
+        condition_plots.plot_by_distance(tagged, tmp_path / "f.pdf", tmp_path / "f.png", n_resamples=N_RES, seed=0)
         assert notes[-1].endswith(ANSWER_NOTES[rule])
         assert all(t.caption.endswith(ANSWER_NOTES[rule]) for t in tables(tagged, N_RES).values())
     assert answer_note(base.drop(columns="answer_rule", errors="ignore")) == ANSWER_NOTES["forced_choice"]

@@ -66,7 +66,18 @@ KEYS = [
     ("splits.event_train_fraction", 0.5, {"fictionalqa_split"}, SORT_PARAMETRIC),
     ("evaluate.em_tokens", [10, 25], {"fictionalqa_evaluate"}, set()),
     ("mcq.ranker.evict", "released", {"fictionalqa_mcq"}, set()),
-    ("stats.mcnemar_exact_below", 30, {"fictionalqa_paired_tests"}, set()),
+    (
+        "stats.mcnemar_exact_below",
+        30,
+        {
+            "fictionalqa_paired_tests",
+            "sort_stats",
+            "sort_fiction_stats",
+            "sort_parametric_stats",
+            "grounding_finetune_stats",
+        },
+        set(),
+    ),
     ("stats.permutation_resamples", 199, {"findings"}, set()),
     ("findings.alpha", 0.01, {"findings"}, set()),
     # SORT's runs set lr in sort.parametric.finetune; test.yaml's FictionalQA runs are one interval

@@ -95,7 +95,7 @@ def paired_items(a: pd.Series, b: pd.Series) -> pd.DataFrame:
     return joined
 
 
-def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int = 25) -> dict[str, Any]:
+def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int) -> dict[str, Any]:
     """McNemar's test of two 0/1 correctness series indexed by ``item_id``.
 
     Returns ``n`` (paired items), ``b`` (a right, b wrong), ``c`` (a wrong, b right),
@@ -266,7 +266,7 @@ def pair_tests(
     *,
     key_columns: Sequence[str] = CHECKPOINT_COLUMNS,
     alternative: str = "greater",
-    exact_below: int = 25,
+    exact_below: int | None = None,
     family: Sequence[str] = (),
 ) -> pd.DataFrame:
     """McNemar or paired t-tests between the keys of each pair, Holm-corrected over a family of tests.
@@ -282,7 +282,8 @@ def pair_tests(
         key_columns: the columns a key's values belong to (default ``("run", "step")``).
         alternative: the t-test's alternative on mean(a - b): ``"greater"``, ``"less"`` or
             ``"two-sided"`` (McNemar is always two-sided).
-        exact_below: McNemar uses the exact test when fewer items are discordant.
+        exact_below: McNemar uses the exact test when fewer items are discordant (config
+            ``stats.mcnemar_exact_below``; required for McNemar, unused by the t-test).
         family: key columns that name the Holm families: pairs whose row keys ``a`` share
             the values of these columns form one family (e.g. ``("condition",)``); default
             ``()``, the whole table is one family.
@@ -297,11 +298,13 @@ def pair_tests(
 
     Raises:
         ValueError: no pairs; an unknown ``test``, ``alternative`` or ``family`` column;
-            missing columns; a key of the wrong length; a key without rows or with a
-            repeated ``item_id``; two keys that share no item.
+            McNemar without ``exact_below``; missing columns; a key of the wrong length; a key
+            without rows or with a repeated ``item_id``; two keys that share no item.
     """
     if test not in TESTS:
         raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+    if test == "mcnemar" and exact_below is None:
+        raise ValueError("McNemar needs exact_below (config stats.mcnemar_exact_below)")
     if test == "ttest" and alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
     key_columns = tuple(key_columns)

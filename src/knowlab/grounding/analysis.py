@@ -209,7 +209,7 @@ def finetune_rates(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def finetune_mcnemar(
-    rows: pd.DataFrame, runs: Sequence[str], control: str | None, steps: Sequence[int]
+    rows: pd.DataFrame, runs: Sequence[str], control: str | None, steps: Sequence[int], exact_below: int
 ) -> pd.DataFrame:
     """McNemar of each fiction run against the control at matched steps, on item-paired
     ``follows_context`` and ``follows_training`` (0/1), per condition, on the questions of the
@@ -217,7 +217,8 @@ def finetune_mcnemar(
 
     The tests are :func:`knowlab.core.stats.pair_tests` of ``(run, step, condition, metric)``
     against ``(control, step, condition, metric)`` at each of ``steps`` (McNemar's exact
-    binomial test below 25 discordant items, p = 1 when none is discordant), with Holm over
+    binomial test below ``exact_below`` discordant items, config ``stats.mcnemar_exact_below``;
+    p = 1 when none is discordant), with Holm over
     each (run, condition, metric) family of steps (``family=("condition", "metric")``, one
     call per run).  A (condition, metric) with no value for the run and the control (e.g.
     ``follows_training`` under ``original_gold``) is left out.
@@ -268,6 +269,7 @@ def finetune_mcnemar(
             "follows",
             key_columns=key_columns,
             family=key_columns[2:],
+            exact_below=exact_below,
         )
         extra = ["condition_a", "metric_a", "condition_b", "metric_b", "mean_a", "mean_b"]
         out.append(table.drop(columns=extra).assign(condition=table["condition_a"], metric=table["metric_a"]))

@@ -216,7 +216,7 @@ def condition_matrix(
     key_columns: Sequence[str] = DEFAULT_KEY_COLUMNS,
     pairs: Sequence[tuple[tuple, tuple]] | None = None,
     labels: Mapping[tuple, str] | None = None,
-    exact_below: int = 25,
+    exact_below: int | None = None,
 ) -> pd.DataFrame:
     """Paired tests between every ordered pair of checkpoints/conditions, Holm-corrected over the matrix.
 
@@ -250,7 +250,8 @@ def condition_matrix(
             ``keys`` (e.g. :func:`knowlab.core.stats.checkpoint_pairs` with a control,
             ``key_columns=("run", "step")``).
         labels: display label per key (default :func:`key_label`); labels must be unique.
-        exact_below: McNemar uses the exact test when fewer items are discordant.
+        exact_below: McNemar uses the exact test when fewer items are discordant (config
+            ``stats.mcnemar_exact_below``; required for McNemar, as :func:`knowlab.core.stats.pair_tests`).
 
     Returns:
         One row per pair: ``a``, ``b`` (labels of the row and column key), ``{col}_a`` and
@@ -300,7 +301,7 @@ def _matrices(rows: pd.DataFrame, keys, alternative: str, **options) -> dict[str
 
 
 def condition_tests(
-    rows: pd.DataFrame, model: str, conditions: Sequence[str], alternative: str = "greater"
+    rows: pd.DataFrame, model: str, conditions: Sequence[str], alternative: str, exact_below: int
 ) -> dict[str, pd.DataFrame]:
     """The memory conditions of one model against each other (Sec. 5): ``{"mcnemar": ..., "ttest": ...}``,
     :func:`condition_matrix` tables with keys ``(condition,)`` in ``conditions`` order, on the
@@ -310,11 +311,13 @@ def condition_tests(
         ValueError: as :func:`condition_matrix` (e.g. a condition without rows of ``model``).
     """
     keys = [(c,) for c in conditions]
-    return _matrices(rows[rows["model"] == model], keys, alternative, key_columns=("condition",))
+    return _matrices(
+        rows[rows["model"] == model], keys, alternative, key_columns=("condition",), exact_below=exact_below
+    )
 
 
 def parametric_tests(
-    rows: pd.DataFrame, alternative: str = "greater", condition: str = "baseline"
+    rows: pd.DataFrame, alternative: str, exact_below: int, condition: str = "baseline"
 ) -> dict[str, pd.DataFrame]:
     """Figs. 14-15 (App. E.2-E.3): the base model and every checkpoint of the parametric fine-tuning
     runs against each other on ``condition``: ``{"mcnemar": ..., "ttest": ...}``,
@@ -325,15 +328,16 @@ def parametric_tests(
         ValueError: as :func:`finetune_keys` and :func:`condition_matrix`.
     """
     keys, labels = finetune_keys(rows, condition=condition)
-    return _matrices(rows, keys, alternative, labels=labels)
+    return _matrices(rows, keys, alternative, labels=labels, exact_below=exact_below)
 
 
 def fiction_tests(
     rows: pd.DataFrame,
     runs: Sequence[str],
     steps: Sequence[int],
-    control: str | None = None,
-    alternative: str = "greater",
+    control: str | None,
+    alternative: str,
+    exact_below: int,
 ) -> dict[tuple[str, str], pd.DataFrame]:
     """SORT on the FictionalQA documents: each run's checkpoints against each other and against the
     control at matched steps, on the items of the run's training documents.
@@ -350,6 +354,7 @@ def fiction_tests(
         steps: the checkpoint steps.
         control: the control run, or None.
         alternative: the t-test's alternative.
+        exact_below: McNemar's exact-test threshold (config ``stats.mcnemar_exact_below``).
 
     Returns:
         ``{(run, test): condition_matrix table}`` for each run and test (``"mcnemar"``,
@@ -363,7 +368,9 @@ def fiction_tests(
         trained = trained_items(rows, run)
         part = rows[rows["run"].isin([run, control]) & rows["item_id"].isin(trained)]
         pairs = checkpoint_pairs(steps, run, control)
-        for test, table in _matrices(part, None, alternative, key_columns=("run", "step"), pairs=pairs).items():
+        for test, table in _matrices(
+            part, None, alternative, key_columns=("run", "step"), pairs=pairs, exact_below=exact_below
+        ).items():
             out[(run, test)] = table
     return out
 

@@ -13,7 +13,9 @@ Every figure has a title, labelled axes with units, a legend and a footnote nami
 model(s), the intervals and the answer rule (:func:`knowlab.sort.answers.answer_note`, config
 ``sort.answer``).  Accuracy is the fraction of items answered correctly; shaded
 bands are 95% percentile-bootstrap intervals over items
-(:func:`knowlab.sort.analysis.accuracy_table`).  Style and layout: :mod:`knowlab.core.plotting`.
+(:func:`knowlab.sort.analysis.accuracy_table`), with every function's ``n_resamples`` and
+``seed`` (the rule's: config ``stats.bootstrap_resamples`` and ``seed``, as the stats rules use;
+no default here).  Style and layout: :mod:`knowlab.core.plotting`.
 """
 
 from __future__ import annotations
@@ -98,8 +100,8 @@ def plot_by_excerpt_length(
     split: str | None = "test",
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int,
+    seed: int,
 ) -> None:
     """Fig. 3a: accuracy vs excerpt length L_E (words, log axis), one colour per ``hue``
     value (default: model), one line style per ``style`` value (default: segment length L_S),
@@ -160,8 +162,8 @@ def plot_by_distance(
     split: str | None = "test",
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int,
+    seed: int,
 ) -> None:
     """Fig. 3b / Fig. 10: accuracy vs distance bin (0..3), one line per ``hue`` value, one
     panel per ``panel`` value, 95% bootstrap bands, chance line; optional significance marks.
@@ -256,8 +258,8 @@ def plot_rag(
     split: str | None = "test",
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int,
+    seed: int,
 ) -> None:
     """Fig. 4: accuracy vs distance bin with (a) RAG and (b) oracle RAG memory, one colour per
     ``hue`` value (default: model); the same models' in-context (dashed) and baseline (dash-dot,

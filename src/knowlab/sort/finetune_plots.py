@@ -12,7 +12,8 @@ Every figure has a title, labelled axes with units, a legend and a footnote nami
 model(s) and the intervals, and, where it shows accuracy, the answer rule
 (:func:`knowlab.sort.answers.answer_note`, config ``sort.answer``).  Accuracy is the fraction of
 items answered correctly; shaded bands are 95% percentile-bootstrap intervals over items
-(:func:`knowlab.sort.analysis.accuracy_table`).  Style and layout: :mod:`knowlab.core.plotting`;
+(:func:`knowlab.sort.analysis.accuracy_table`), with every function's ``n_resamples`` and ``seed``
+(the rule's: config ``stats.bootstrap_resamples`` and ``seed``; no default here).  Style and layout: :mod:`knowlab.core.plotting`;
 FictionalQA run names: :func:`knowlab.fictionalqa.figures.run_name`.
 """
 
@@ -106,8 +107,8 @@ def plot_across_epochs(
     conditions: Sequence[str] = ("baseline", "in_context"),
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int,
+    seed: int,
 ) -> None:
     """Figs. 13, 16 and 12: a metric vs fine-tuning epoch for each run (texts + instructions
     vs instructions only), every curve starting at the base model (epoch 0).
@@ -220,8 +221,8 @@ def plot_fiction_sort(
     condition: str | None = "baseline",
     control: str = CONTROL_RUN,
     title: str | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int,
+    seed: int,
 ) -> None:
     """SORT on the fictional documents: accuracy (left) and mean score (right, nats) vs
     optimizer step, one colour per FictionalQA run (the control in grey), solid lines for

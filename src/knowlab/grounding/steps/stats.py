@@ -52,8 +52,9 @@ def finetune_rates(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def finetune_mcnemar(
-    rows: pd.DataFrame, runs: Sequence[str], control: str | None, steps: Sequence[int]
+    rows: pd.DataFrame, runs: Sequence[str], control: str | None, steps: Sequence[int], exact_below: int
 ) -> pd.DataFrame:
     """McNemar of each fiction run in ``runs`` against ``control`` at each of ``steps`` on the rows of
-    :func:`finetune_rows` (:func:`knowlab.grounding.analysis.finetune_mcnemar`)."""
-    return analysis.finetune_mcnemar(rows, runs, control, steps)
+    :func:`finetune_rows` (:func:`knowlab.grounding.analysis.finetune_mcnemar`; exact below
+    ``exact_below`` discordant items)."""
+    return analysis.finetune_mcnemar(rows, runs, control, steps, exact_below)

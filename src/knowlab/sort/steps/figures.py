@@ -49,6 +49,8 @@ def condition_figures(
     figures: Mapping[str, str | os.PathLike],
     *,
     model: str,
+    n_resamples: int,
+    seed: int,
     retrieval: pd.DataFrame | None = None,
 ) -> None:
     """Draw the base model's figures ``fig3a``, ``fig3b``, ``fig10``, ``fig4``, ``mcnemar`` and ``ttest``.
@@ -60,19 +62,22 @@ def condition_figures(
         tests: the base model's ``{"mcnemar": ..., "ttest": ...}`` matrices across conditions.
         figures: the output paths (see the module docstring).
         model: the model named in the matrices' footnotes.
+        n_resamples, seed: the bootstrap of the accuracy bands (config ``stats.bootstrap_resamples``,
+            ``seed``).
         retrieval: the retrieval table (``sort_retrieval``), whose ``rag`` recall Fig. 4 shows; None
             when no RAG condition is scored.
     """
-    plot_by_excerpt_length(rows, *_paths(figures, "fig3a"))
-    plot_by_distance(rows, *_paths(figures, "fig3b"))
+    bands = {"n_resamples": n_resamples, "seed": seed}
+    plot_by_excerpt_length(rows, *_paths(figures, "fig3a"), **bands)
+    plot_by_distance(rows, *_paths(figures, "fig3b"), **bands)
     plot_by_distance(
         rows, *_paths(figures, "fig10"), condition="baseline", hue="segment_length", panel="model",
-        marks=binomial[binomial.condition == "baseline"],
+        marks=binomial[binomial.condition == "baseline"], **bands,
     )  # fmt: skip
     recall = None
     if retrieval is not None:
         recall = retrieval[retrieval.condition == "rag"].merge(rows[["item_id", "distance_bin"]].drop_duplicates())
-    plot_rag(rows, *_paths(figures, "fig4"), recall=recall)
+    plot_rag(rows, *_paths(figures, "fig4"), recall=recall, **bands)
     for test, what in CONDITION_MATRICES.items():
         plot_matrix(
             tests[test], f"SORT, base model: {what} across memory conditions", *_paths(figures, test), model=model,
@@ -80,11 +85,14 @@ def condition_figures(
         )  # fmt: skip
 
 
-def fiction_figure(rows: pd.DataFrame, pdf: str | os.PathLike, png: str | os.PathLike, *, model: str) -> None:
+def fiction_figure(
+    rows: pd.DataFrame, pdf: str | os.PathLike, png: str | os.PathLike, *, model: str, n_resamples: int, seed: int
+) -> None:
     """Draw SORT on the FictionalQA documents per checkpoint and side
     (:func:`knowlab.sort.finetune_plots.plot_fiction_sort`) from the rows of
-    :func:`knowlab.sort.steps.stats.fiction_stats`."""
-    plot_fiction_sort(rows, pdf, png, model=model)
+    :func:`knowlab.sort.steps.stats.fiction_stats`; bands: ``n_resamples`` bootstrap resamples,
+    ``seed`` (config ``stats.bootstrap_resamples``, ``seed``)."""
+    plot_fiction_sort(rows, pdf, png, model=model, n_resamples=n_resamples, seed=seed)
 
 
 def parametric_figures(
@@ -94,13 +102,19 @@ def parametric_figures(
     figures: Mapping[str, str | os.PathLike],
     *,
     model: str,
+    n_resamples: int,
+    seed: int,
 ) -> None:
     """Draw the parametric fine-tuning figures ``fig14``, ``fig15`` (the matrices of ``tests``, from
     :func:`knowlab.sort.steps.stats.parametric_stats`), ``fig12`` (the segments' perplexity from
-    ``nll``), ``fig13`` and ``fig16`` (accuracy and score from ``rows``, the rows of every epoch)."""
+    ``nll``), ``fig13`` and ``fig16`` (accuracy and score from ``rows``, the rows of every epoch);
+    bands: ``n_resamples`` bootstrap resamples, ``seed`` (config ``stats.bootstrap_resamples``, ``seed``)."""
     for test, (name, what) in PARAMETRIC_MATRICES.items():
         note = answer_note(rows) if test == "mcnemar" else None  # correctness depends on the answer rule
         title = f"SORT without context after fine-tuning: {what}"
         plot_matrix(tests[test], title, *_paths(figures, name), model=model, note=note)
     for name, metric in ACROSS_EPOCHS.items():
-        plot_across_epochs(nll if metric == "perplexity" else rows, *_paths(figures, name), metric=metric, model=model)
+        plot_across_epochs(
+            nll if metric == "perplexity" else rows, *_paths(figures, name), metric=metric, model=model,
+            n_resamples=n_resamples, seed=seed,
+        )  # fmt: skip

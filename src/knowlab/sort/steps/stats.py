@@ -39,6 +39,7 @@ def condition_stats(
     conditions: Sequence[str],
     *,
     alternative: str,
+    exact_below: int,
     n_resamples: int,
     seed: int,
 ) -> tuple[pd.DataFrame, list[dict[str, pd.DataFrame]]]:
@@ -52,7 +53,8 @@ def condition_stats(
         The binomial tests against chance per model, condition, segment length and distance bin
         (:func:`knowlab.sort.analysis.binomial_tests`), and per model of ``models`` (in order) its
         conditions' ``{"mcnemar": ..., "ttest": ...}`` matrices
-        (:func:`knowlab.sort.analysis.condition_tests`, t-test ``alternative``).
+        (:func:`knowlab.sort.analysis.condition_tests`, t-test ``alternative``, McNemar exact
+        below ``exact_below`` discordant items).
     """
     with atomic_dir(tables_dir) as folder:
         for table in analysis.tables(rows, n_resamples, seed).values():
@@ -60,7 +62,7 @@ def condition_stats(
             table.long.to_csv(folder / f"{table.name}_long.csv", index=False)
             log.info("%s\n%s", table.name, table.wide.to_string())
     binomial = analysis.binomial_tests(rows, by=list(BINOMIAL_BY))
-    tests = [analysis.condition_tests(rows, model, conditions, alternative) for model in models]
+    tests = [analysis.condition_tests(rows, model, conditions, alternative, exact_below) for model in models]
     return binomial, tests
 
 
@@ -75,6 +77,7 @@ def fiction_stats(
     control: str | None,
     steps: Sequence[int],
     alternative: str,
+    exact_below: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The statistics of SORT on the FictionalQA documents across fine-tuning.
 
@@ -96,7 +99,7 @@ def fiction_stats(
     rows = across_finetuning(rows, base, [*runs, *([control] if control else [])], splits, fictions)
     binomial = analysis.binomial_tests(rows.fillna({"side": "all"}), by=["run", "step", "side"])
     log.info("accuracy by run, step and side:\n%s", binomial[["run", "step", "side", "n", "accuracy", "pvalue_holm"]])
-    tests = analysis.fiction_tests(rows, runs, steps, control, alternative)
+    tests = analysis.fiction_tests(rows, runs, steps, control, alternative, exact_below)
     with atomic_dir(tests_dir) as folder:
         for (run, test), table in tests.items():
             write_parquet(folder / f"{run}_{test}.parquet", table)
@@ -104,7 +107,7 @@ def fiction_stats(
 
 
 def parametric_stats(
-    base: pd.DataFrame, rows: pd.DataFrame, alternative: str
+    base: pd.DataFrame, rows: pd.DataFrame, alternative: str, exact_below: int
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The statistics of SORT after parametric-memory fine-tuning.
 
@@ -121,4 +124,4 @@ def parametric_stats(
     rows = pd.concat([base.assign(epoch=0.0), rows], ignore_index=True)
     summary = rows.groupby(["run", "epoch", "condition"])["correct"].agg(["mean", "size"])
     log.info("accuracy by run, epoch and condition:\n%s", summary)
-    return rows, analysis.parametric_tests(rows, alternative)
+    return rows, analysis.parametric_tests(rows, alternative, exact_below)
