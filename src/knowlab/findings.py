@@ -87,10 +87,10 @@ Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
-import math
 from pathlib import Path
 from typing import Any
 
@@ -412,7 +412,7 @@ def by_cluster(
     (:func:`knowlab.core.clustered.sign_flip_test`, exact up to ``stats.permutation_resamples``)."""
     joined = _aligned(a, b)
     means_a, means_b = (cluster_means(joined[side], clusters) for side in ("a", "b"))
-    seed = keyed_rng(r.settings.seed, "findings", "sign-flip", label, detail).getrandbits(32)
+    seed = keyed_rng(r.settings.seed, "findings", "sign-flip", label, unit, scale).getrandbits(32)
     p, min_p = sign_flip_test((means_a - means_b).to_numpy(), r.settings.permutations, seed)
     test = f"sign-flip permutation over {unit}s"
     return Comparison(label, means_a, means_b, True, p, min_p, test, unit, scale, len(joined), detail, trained)
@@ -430,7 +430,7 @@ def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, scale: str, d
     return Comparison(label, x, y, True, p, min_p, "Wilcoxon signed-rank", unit, scale, len(x), detail, True)
 
 
-_SPLIT_UNIT = {"doc": "document", "event": "event", "fictsheets": "event"}
+_SPLIT_UNIT = {"doc": "document", "event": "event"}
 
 
 def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale: str, detail: str) -> Comparison:
@@ -453,7 +453,7 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
     train_means = cluster_means(values[values.index.isin(list(train))], events)
     if val_means.empty or train_means.empty:
         raise Skip(f"no scored document on one side of the {run} split")
-    seed = keyed_rng(r.settings.seed, "findings", "randomisation", run, detail).getrandbits(32)
+    seed = keyed_rng(r.settings.seed, "findings", "randomisation", run).getrandbits(32)
     p, min_p = randomization_test(
         values, treated, split_assignments(split, r.fictions()), r.settings.permutations, seed, clusters=events
     )
