@@ -1076,7 +1076,7 @@ def design_table(findings: Sequence[Finding]) -> pd.DataFrame:
         }
         for f in findings
     ]
-    return pd.DataFrame(rows, columns=list(DESIGN_COLUMNS))
+    return pd.DataFrame(rows, columns=list(DESIGN_COLUMNS)).astype({"n_clusters": "Int64", "n": "Int64"})
 
 
 def tally(findings: Sequence[Finding]) -> dict[str, int]:
