@@ -404,8 +404,8 @@ def report_data(html, script_id):
 
 def test_report_builds(workdir, snakemake):
     """The report is the results' front page: the workflow description, then every figure (PNG) under
-    results/figures/ and every summary table (CSV) of the three studies, each with a rendered caption
-    that names the model (workflow/report/*.rst)."""
+    results/figures/, every summary table (CSV) of the three studies and the findings' design table,
+    each with a rendered caption that names the model (workflow/report/*.rst)."""
     report = workdir / "report.html"
     snakemake(workdir, "--report", str(report))
     html = report.read_text()
@@ -417,6 +417,7 @@ def test_report_builds(workdir, snakemake):
     }
     for study in ("sort", "grounding"):
         tables |= {p.relative_to(workdir).as_posix() for p in (workdir / "results" / study / "tables").glob("*.csv")}
+    tables.add("results/findings_design.csv")  # what this run's design can test (knowlab.findings.design_table)
     assert figures and len(tables) > 2
     assert set(results) == figures | tables, (figures | tables) ^ set(results)
     for path, result in results.items():
@@ -425,7 +426,7 @@ def test_report_builds(workdir, snakemake):
         names = MODELS if "across_models" in path else ("tiny random Llama (test)",)
         assert all(name in caption for name in names), path
         assert not any(raw in caption for raw in ("{{", "{%", "None", "system-message")), path
-    assert set(report_data(html, "categories")) == {"FictionalQA", "SORT", "Grounding"}
+    assert set(report_data(html, "categories")) == {"FictionalQA", "SORT", "Grounding", "Findings"}
     assert "Corpus preparation" in report_data(
         html, "workflow-desc"
     )  # Snakefile: report: "workflow/report/workflow.rst"

@@ -255,8 +255,8 @@ def tango_interval(b: float, c: float, n: float, confidence: float) -> tuple[flo
     Raises:
         ValueError: no pair, or counts that do not fit ``n``.
     """
-    from scipy.optimize import brentq
-    from scipy.stats import norm
+    from scipy.optimize import brentq  # deferred: scipy loads where a test runs
+    from scipy.stats import norm  # deferred: as above
 
     if n <= 0 or b < 0 or c < 0 or b + c > n + 1e-9:
         raise ValueError(f"tango_interval needs 0 <= b + c <= n and n > 0, got b={b}, c={c}, n={n}")
@@ -304,7 +304,7 @@ def paired_equivalence(
     Raises:
         ValueError: no pair, a value other than 0/1, or sides of different lengths.
     """
-    from scipy.stats import norm
+    from scipy.stats import norm  # deferred: scipy loads where a test runs
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or not x.size:
