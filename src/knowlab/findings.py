@@ -455,7 +455,12 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
         raise Skip(f"no scored document on one side of the {run} split")
     seed = keyed_rng(r.settings.seed, "findings", "randomisation", run).getrandbits(32)
     p, min_p = randomization_test(
-        values, treated, split_assignments(split, r.fictions()), r.settings.permutations, seed, clusters=events
+        values,
+        treated,
+        split_assignments(split, r.fictions(), r.settings.permutations),
+        r.settings.permutations,
+        seed,
+        clusters=events,
     )
     unit = _SPLIT_UNIT.get(run, "style")
     n_units = {"document": len(values), "event": values.index.map(events).nunique()}.get(unit)

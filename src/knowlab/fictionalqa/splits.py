@@ -26,6 +26,7 @@ reported on train-document and val-document questions.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -128,14 +129,16 @@ def make_split(
 
 
 def split_assignments(
-    split: dict[str, Any], fictions: Sequence[dict[str, Any]]
+    split: dict[str, Any], fictions: Sequence[dict[str, Any]], max_listed: int
 ) -> list[frozenset[str]] | Callable[[np.random.Generator], frozenset[str]]:
     """Every training set the random draw of ``split`` (a :func:`make_split` record) could have made.
     A randomisation test compares the actual split with these
     (:func:`knowlab.core.clustered.randomization_test`).
 
-    - ``event`` and ``fictsheets``: every choice of as many events as the split trains, listed
-      (C(6, 4) = 15 for the shipped corpus), with their documents (fictsheets: the event ids).
+    - ``event`` and ``fictsheets``: every choice of as many events as the split trains, with their
+      documents (fictsheets: the event ids).  They are listed when there are at most ``max_listed``
+      (C(6, 4) = 15 for the shipped corpus); otherwise a function draws one uniformly (the
+      paper's 100 events, 67 trained, have far too many choices to list).
     - ``style_<s>``: the style is the config's choice, not a random one.  The closest randomisation
       is the choice of held-out style, so each style is listed as the held-out one.
     - ``doc``: one held-out document per (event, style), drawn by :func:`doc_split` itself at a
@@ -154,6 +157,13 @@ def split_assignments(
         event_of = {r[owner]: r["event_id"] for r in fictions}
         n_train = len({event_of[i] for i in split["train_documents"]})
         ids = sorted(event_of)
+        if math.comb(len(events), n_train) > max_listed:
+
+            def draw(rng: np.random.Generator) -> frozenset[str]:
+                chosen = set(rng.choice(events, n_train, replace=False).tolist())
+                return frozenset(i for i in ids if event_of[i] in chosen)
+
+            return draw
         choices = itertools.combinations(events, n_train)
         return [frozenset(i for i in ids if event_of[i] in chosen) for chosen in choices]
     if name in SPLITS:
