@@ -23,7 +23,6 @@ from knowlab.core.clustered import (
     randomization_test,
     sign_flip_test,
     tango_interval,
-    two_sample_permutation_test,
 )
 
 ALPHA = 0.05
@@ -50,13 +49,6 @@ def test_sign_flip_test_is_exact_over_every_sign():
     assert sign_flip_test(np.abs(d), 9999, 0) == (pytest.approx(2 / 32), 2 / 32)  # every unit one way
     assert sign_flip_test(np.zeros(4), 9999, 0) == (1.0, 2 / 16)
     assert sign_flip_test(np.ones(20), 999, 0)[1] == 2 / 1000  # Monte Carlo: no p below 2 / (R + 1)
-
-
-def test_two_sample_permutation_test_is_exact_over_every_relabelling():
-    a, b = np.array([5.0, 6.0]), np.array([1.0, 2.0, 3.0, 4.0])
-    p, min_p = two_sample_permutation_test(a, b, 9999, 0)
-    assert p == pytest.approx(2 / 15) and min_p == pytest.approx(2 / 15)
-    assert two_sample_permutation_test([1.0], [1.0, 1.0], 99, 0)[0] == 1.0
 
 
 def test_randomization_test_lists_or_draws_the_designs_assignments():
