@@ -680,13 +680,12 @@ def event_generalises_least(r: Results) -> list[Comparison]:
         raise Skip(f"needs the {EVENT} run and another document split (finetune.runs: {', '.join(r.runs)})")
     event, event_step = _val_improvement(r, EVENT)
     events = r.events()
+    event_by_event = cluster_means(event, events)  # one value per validation event of the Event split
     out = []
     for run in runs:
         if run != EVENT:
             other, step = _val_improvement(r, run)
-            # one value per event on each side, indexed by event: paired on Event's validation events
-            other_by_event = cluster_means(other, events)
-            event_by_event = cluster_means(event, events)
+            other_by_event = cluster_means(other, events)  # paired with Event's on the events both hold
             detail = (
                 f"val loss improvement to the minimum: {run} {other.mean():.2f} (step {step}) vs "
                 f"{EVENT} {event.mean():.2f} (step {event_step}), checkpoints {', '.join(map(str, r.steps))}"
