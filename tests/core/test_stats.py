@@ -475,11 +475,11 @@ def test_bootstrap_ci_equals_a_hand_written_percentile_resampler():
 
 
 def test_bootstrap_ci_degenerate_inputs():
-    assert bootstrap_ci([1.0, 1.0, 1.0], n_resamples=50) == (1.0, 1.0)
-    assert bootstrap_ci([0.25], n_resamples=50) == (0.25, 0.25)
-    assert bootstrap_ci([np.nan, 0.5], n_resamples=50) == (0.5, 0.5)
-    assert all(np.isnan(bootstrap_ci([], n_resamples=50)))
-    assert all(np.isnan(bootstrap_ci([np.nan], n_resamples=50)))
+    assert bootstrap_ci([1.0, 1.0, 1.0], n_resamples=50, seed=0) == (1.0, 1.0)
+    assert bootstrap_ci([0.25], n_resamples=50, seed=0) == (0.25, 0.25)
+    assert bootstrap_ci([np.nan, 0.5], n_resamples=50, seed=0) == (0.5, 0.5)
+    assert all(np.isnan(bootstrap_ci([], n_resamples=50, seed=0)))
+    assert all(np.isnan(bootstrap_ci([np.nan], n_resamples=50, seed=0)))
 
 
 def test_mcnemar_sample_size_reaches_its_power_in_simulation():
@@ -517,14 +517,19 @@ def test_bootstrap_difference_standard_errors_match_the_textbook_formulas():
 
 
 def test_bootstrap_difference_degenerate_and_bad_inputs():
-    assert bootstrap_difference([1, 1, 1], [0, 0, 0]) == {"effect": 1.0, "ci_low": 1.0, "ci_high": 1.0, "se": 0.0}
-    assert bootstrap_difference([2.0, 2.0], [1.0], paired=False)["se"] == 0.0
+    assert bootstrap_difference([1, 1, 1], [0, 0, 0], n_resamples=50, seed=0) == {
+        "effect": 1.0,
+        "ci_low": 1.0,
+        "ci_high": 1.0,
+        "se": 0.0,
+    }
+    assert bootstrap_difference([2.0, 2.0], [1.0], paired=False, n_resamples=50, seed=0)["se"] == 0.0
     with pytest.raises(ValueError, match="differ in length"):
-        bootstrap_difference([1, 2], [1, 2, 3])
+        bootstrap_difference([1, 2], [1, 2, 3], n_resamples=50, seed=0)
     with pytest.raises(ValueError, match="NaN"):
-        bootstrap_difference([1, np.nan], [1, 2])
+        bootstrap_difference([1, np.nan], [1, 2], n_resamples=50, seed=0)
     with pytest.raises(ValueError, match="at least one value"):
-        bootstrap_difference([], [1.0], paired=False)
+        bootstrap_difference([], [1.0], paired=False, n_resamples=50, seed=0)
 
 
 def test_minimum_detectable_effect_is_z_sum_times_se():

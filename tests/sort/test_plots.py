@@ -248,7 +248,7 @@ def test_footnotes_and_captions_name_the_answer_rule(sub, rows, tmp_path, monkey
         tagged = base.assign(answer_rule=rule)
         condition_plots.plot_by_distance(tagged, tmp_path / "f.pdf", tmp_path / "f.png", n_resamples=N_RES, seed=0)
         assert notes[-1].endswith(ANSWER_NOTES[rule])
-        assert all(t.caption.endswith(ANSWER_NOTES[rule]) for t in tables(tagged, N_RES).values())
+        assert all(t.caption.endswith(ANSWER_NOTES[rule]) for t in tables(tagged, N_RES, 0).values())
     assert answer_note(base.drop(columns="answer_rule", errors="ignore")) == ANSWER_NOTES["forced_choice"]
     mixed = base.assign(answer_rule=["greedy"] + ["forced_choice"] * (len(base) - 1))
     with pytest.raises(ValueError, match="different answer rules"):  # their accuracies do not compare

@@ -356,9 +356,12 @@ def pair_tests(
 
 
 def bootstrap_ci(
-    values: Sequence[float] | np.ndarray, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    values: Sequence[float] | np.ndarray, *, n_resamples: int, seed: int, confidence: float = 0.95
 ) -> tuple[float, float]:
     """Percentile bootstrap confidence interval ``(low, high)`` of the mean of ``values``.
+
+    ``n_resamples`` and ``seed`` have no default: every caller passes the config's
+    (``stats.bootstrap_resamples``, ``seed``).  ``confidence`` is the project's one level, 95%.
 
     ``scipy.stats.bootstrap(..., method="percentile", rng=np.random.default_rng(seed))``.
     Percentile rather than scipy's default BCa: on 0/1 accuracies over few items BCa's
@@ -380,9 +383,9 @@ def bootstrap_difference(
     b: Sequence[float] | np.ndarray | None = None,
     *,
     paired: bool = True,
+    n_resamples: int,
+    seed: int,
     confidence: float = 0.95,
-    n_resamples: int = 2000,
-    seed: int = 0,
 ) -> dict[str, float]:
     """Difference of means ``mean(a) - mean(b)`` with a percentile bootstrap interval and standard error.
 

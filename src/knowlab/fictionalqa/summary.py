@@ -51,8 +51,8 @@ def summarise(
     items: pd.DataFrame,
     splits: Sequence[dict[str, Any]],
     train_logs: pd.DataFrame,
-    seed: int = 0,
-    n_resamples: int = 2000,
+    seed: int,
+    n_resamples: int,
 ) -> pd.DataFrame:
     """Summary table (see module docstring) of ``items`` (concatenated item tables of
     every run: columns ``run, step, suite, item_id`` + metrics) under each split.

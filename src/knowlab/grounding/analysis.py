@@ -41,11 +41,12 @@ def summarize(
     by: Sequence[str],
     metrics: Sequence[str] = (*METRICS, "answer_accuracy"),
     *,
-    n_resamples: int = 2000,
-    seed: int = 0,
+    n_resamples: int,
+    seed: int,
 ) -> pd.DataFrame:
     """Macro averages x 100 of ``metrics`` per group of ``by``, with ``<metric>_low``/``_high``
-    (95% bootstrap interval, x 100) and ``n`` (questions).  NaN values (answer accuracy of
+    (95% bootstrap interval of ``n_resamples`` resamples at ``seed``, the config's
+    ``stats.bootstrap_resamples`` and ``seed``; x 100) and ``n`` (questions).  NaN values (answer accuracy of
     free-form questions) are left out of their metric's mean."""
     out = []
     for key, group in rows.groupby(list(by), sort=True, dropna=False):

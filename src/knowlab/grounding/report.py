@@ -46,7 +46,7 @@ def config_labels(settings: GroundingTablesSettings) -> dict[str, str]:
     return {"decomposer": settings.decomposer_label, "evaluator": settings.evaluator_label}
 
 
-def write_tables(rows, out_dir: str, settings: GroundingTablesSettings, *, seed: int = 0) -> None:
+def write_tables(rows, out_dir: str, settings: GroundingTablesSettings, *, seed: int) -> None:
     """Write the grounding tables (CSV + LaTeX) into ``out_dir``.
 
     Tables: ``summary`` (every metric x 100 with 95% bootstrap intervals per dataset, model

@@ -83,8 +83,8 @@ def marks(p: float) -> str:
 def accuracy_table(
     rows: pd.DataFrame,
     by: Sequence[str],
-    n_resamples: int = 2000,
-    seed: int = 0,
+    n_resamples: int,
+    seed: int,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Accuracy and mean score per group, with percentile-bootstrap confidence intervals.
@@ -459,7 +459,7 @@ def _test_rows(rows: pd.DataFrame, condition: str) -> pd.DataFrame:
     return part
 
 
-def table1_baseline(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> SortTable:
+def table1_baseline(rows: pd.DataFrame, n_resamples: int, seed: int) -> SortTable:
     """Table 1: baseline accuracy (no memory of the texts) per model and segment length L_S.
 
     Rows: ``condition == "baseline"``, ``run == BASE_RUN``, ``split == "test"`` (when those
@@ -479,7 +479,7 @@ def table1_baseline(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) 
     return SortTable("table1_baseline_by_segment_length", caption, long, wide)
 
 
-def table2_in_context(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> SortTable:
+def table2_in_context(rows: pd.DataFrame, n_resamples: int, seed: int) -> SortTable:
     """Table 2: in-context accuracy per model and excerpt length L_E.
 
     One column per L_E, then ``SORT`` (pooled over L_E <= 2500 words) and ``SORT-extend``
@@ -513,7 +513,7 @@ def table2_in_context(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0
     return SortTable("table2_in_context_by_excerpt_length", caption, long.drop(columns="column"), wide)
 
 
-def tables(rows: pd.DataFrame, n_resamples: int = 2000, seed: int = 0) -> dict[str, SortTable]:
+def tables(rows: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, SortTable]:
     """The paper's Tables 1 and 2 from the item rows: ``{"table1": ..., "table2": ...}``.
 
     A table whose condition has no rows is left out (e.g. a config without in-context runs).
