@@ -95,5 +95,5 @@ rule all:
 onsuccess:
     from knowlab.core.io import sweep_partials
 
-    for stale in sweep_partials("results") + sweep_partials("resources"):
+    for stale in sweep_partials("results", "resources"):
         print(f"removed {stale}, left by an interrupted job", file=sys.stderr)

@@ -87,9 +87,10 @@ Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -276,7 +277,9 @@ class Comparison:
     two-sided test's raw p; ``min_p``: the smallest p that test can give at this number of
     units; ``scale``: the values' scale; ``trained``: whether the claim is about fine-tuned models
     (one training seed each); ``equivalence``: for a claim of no difference,
-    :func:`knowlab.core.clustered.paired_equivalence`'s result.
+    :func:`knowlab.core.clustered.paired_equivalence`'s result; ``n_clusters``: the units the test
+    counts (None: those of ``a`` and ``b``; a split's randomised units may be finer than the
+    events the interval resamples).
     """
 
     label: str
@@ -292,11 +295,12 @@ class Comparison:
     detail: str
     trained: bool
     equivalence: dict[str, float] | None = None
-    n_clusters: int = field(init=False)
+    n_clusters: int | None = None
 
     def __post_init__(self) -> None:
         self.a, self.b = np.asarray(self.a, dtype=float), np.asarray(self.b, dtype=float)
-        self.n_clusters = len(self.a) if self.paired else len(self.a) + len(self.b)
+        if self.n_clusters is None:  # the units the values are: paired, or both sets together
+            self.n_clusters = len(self.a) if self.paired else len(self.a) + len(self.b)
 
 
 class Results:
@@ -344,15 +348,12 @@ class Results:
         """The corpus's fiction documents (``fiction_id``, ``event_id``, ``style``, ...)."""
         return self.read(layout.CORPUS.relative(table="fictions")).to_dict("records")
 
-    def events(self, documents: str = "fictions") -> pd.Series:
-        """Event id of every document (``fictions``: by ``fiction_id``; ``fictsheets``: a fictsheet's
-        id is its event's) and of every question (by ``question_id``): the cluster of FictionalQA's
-        measured values."""
+    @functools.cached_property
+    def events(self) -> pd.Series:
+        """Event id of every fiction document (by ``fiction_id``) and of every question (by
+        ``question_id``): the cluster of FictionalQA's measured values."""
+        docs = self.read(layout.CORPUS.relative(table="fictions")).set_index("fiction_id")["event_id"]
         qa = self.read(layout.CORPUS.relative(table="fict_qa")).set_index("question_id")["event_id"]
-        fictions = pd.DataFrame(self.fictions())
-        docs = fictions.set_index("fiction_id")["event_id"]
-        if documents == "fictsheets":
-            docs = pd.Series(sorted(set(docs)), index=sorted(set(docs)))
         return pd.concat([docs, qa])
 
     def fiction_runs(self) -> list[str]:
@@ -405,17 +406,20 @@ def by_cluster(
     scale: str,
     detail: str,
     trained: bool,
+    n: int | None = None,
 ) -> Comparison:
     """Values ``a`` and ``b`` of the same measured units (questions, segments, items), paired, tested
     at their clusters (``unit``: event, excerpt, document).  Each cluster's mean of ``a`` and of
     ``b`` over the units both hold is one pair.  The test flips each cluster's sign at random
-    (:func:`knowlab.core.clustered.sign_flip_test`, exact up to ``stats.permutation_resamples``)."""
+    (:func:`knowlab.core.clustered.sign_flip_test`, exact up to ``stats.permutation_resamples``).
+    ``n``: the measured values behind them (None: the units ``a`` and ``b`` share)."""
     joined = _aligned(a, b)
     means_a, means_b = (cluster_means(joined[side], clusters) for side in ("a", "b"))
     seed = keyed_rng(r.settings.seed, "findings", "sign-flip", label, unit, scale).getrandbits(32)
     p, min_p = sign_flip_test((means_a - means_b).to_numpy(), r.settings.permutations, seed)
     test = f"sign-flip permutation over {unit}s"
-    return Comparison(label, means_a, means_b, True, p, min_p, test, unit, scale, len(joined), detail, trained)
+    n = len(joined) if n is None else n
+    return Comparison(label, means_a, means_b, True, p, min_p, test, unit, scale, n, detail, trained)
 
 
 def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, scale: str, detail: str) -> Comparison:
@@ -445,12 +449,11 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
     the effect.  The interval is a bootstrap over events: paired when every event has documents
     on both sides (Doc, style), else one sample of events per side (Event)."""
     split = r.split(run)
-    events = r.events(split["documents"])
-    train = set(split["train_documents"])
+    events = r.events
     values = values.dropna()
-    treated = frozenset(values.index.intersection(list(train)))
-    val_means = cluster_means(values[~values.index.isin(list(train))], events)
-    train_means = cluster_means(values[values.index.isin(list(train))], events)
+    trained = values.index.isin(split["train_documents"])
+    treated = frozenset(values.index[trained])
+    val_means, train_means = cluster_means(values[~trained], events), cluster_means(values[trained], events)
     if val_means.empty or train_means.empty:
         raise Skip(f"no scored document on one side of the {run} split")
     seed = keyed_rng(r.settings.seed, "findings", "randomisation", run).getrandbits(32)
@@ -463,17 +466,17 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
         clusters=events,
     )
     unit = _SPLIT_UNIT.get(run, "style")
-    n_units = {"document": len(values), "event": values.index.map(events).nunique()}.get(unit)
-    if n_units is None:  # a style split: its styles among the scored documents
-        styles = {d["fiction_id"]: d["style"] for d in r.fictions()}
-        n_units = values.index.map(styles).nunique()
+    if unit == "document":
+        n_units = len(values)
+    else:  # the scored documents' events, or (a style split) their styles
+        fictions = r.read(layout.CORPUS.relative(table="fictions")).set_index("fiction_id")
+        n_units = values.index.map(events if unit == "event" else fictions["style"]).nunique()
     paired = list(val_means.index) == list(train_means.index)
     test = f"randomisation test of the {run} split's draw ({unit}s), interval over events"
-    comparison = Comparison(
-        label, val_means, train_means, paired, p, min_p, test, unit, scale, len(values), detail, True
-    )
-    comparison.n_clusters = n_units
-    return comparison
+    return Comparison(
+        label, val_means, train_means, paired, p, min_p, test, unit, scale, len(values), detail, True,
+        n_clusters=n_units,
+    )  # fmt: skip
 
 
 def _judge(
@@ -591,7 +594,7 @@ def mcq_above_control(r: Results) -> list[Comparison]:
         a = _rows(r.items(run, r.last), "mcq4", questions)["acc"]
         b = _rows(control, "mcq4", questions)["acc"]
         detail = f"{run} {a.mean():.2f} vs control {b.mean():.2f} at step {r.last}"
-        out.append(by_cluster(run, a, b, r.events(), r, "event", "accuracy", detail, True))
+        out.append(by_cluster(run, a, b, r.events, r, "event", "accuracy", detail, True))
     return out
 
 
@@ -648,7 +651,7 @@ def fictsheets_least_transfer(r: Results) -> list[Comparison]:
     for run in others:
         acc = _rows(r.items(run, r.last), "mcq4")["acc"]
         detail = f"{run} {acc.mean():.2f} vs {FICTSHEETS} {sheets.mean():.2f} on all questions at step {r.last}"
-        out.append(by_cluster(run, acc, sheets, r.events(), r, "event", "accuracy", detail, True))
+        out.append(by_cluster(run, acc, sheets, r.events, r, "event", "accuracy", detail, True))
     return out
 
 
@@ -679,7 +682,7 @@ def event_generalises_least(r: Results) -> list[Comparison]:
     if EVENT not in runs or len(runs) < 2:
         raise Skip(f"needs the {EVENT} run and another document split (finetune.runs: {', '.join(r.runs)})")
     event, event_step = _val_improvement(r, EVENT)
-    events = r.events()
+    events = r.events
     event_by_event = cluster_means(event, events)  # one value per validation event of the Event split
     out = []
     for run in runs:
@@ -691,11 +694,10 @@ def event_generalises_least(r: Results) -> list[Comparison]:
                 f"{EVENT} {event.mean():.2f} (step {event_step}), checkpoints {', '.join(map(str, r.steps))}"
             )
             identity = pd.Series(other_by_event.index, index=other_by_event.index)
-            comparison = by_cluster(
-                run, other_by_event, event_by_event, identity, r, "event", "nats/token", detail, True
+            n = len(event) + len(other)  # the validation documents behind the two runs' event means
+            out.append(
+                by_cluster(run, other_by_event, event_by_event, identity, r, "event", "nats/token", detail, True, n)
             )
-            comparison.n = len(event) + len(other)
-            out.append(comparison)
     return out
 
 
@@ -757,7 +759,7 @@ def larger_models_fit_faster(r: Results) -> list[Comparison]:
     order = sorted(models, key=lambda m: int(sizes[m]))
     if len({int(sizes[m]) for m in models}) < len(models):
         raise Skip(f"base models of the same parameter count: {dict(sizes[models])}")
-    events = r.events()
+    events = r.events
 
     def speed(run: str, ft_model: str, ids: Sequence[str]) -> pd.Series:
         start = _rows(r.items(run, 0, ft_model), "fiction_doc", ids)["loss"]

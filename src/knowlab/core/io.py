@@ -209,18 +209,16 @@ def remove_partials(path: str | os.PathLike) -> list[Path]:
     return stale
 
 
-def sweep_partials(root: str | os.PathLike) -> list[Path]:
-    """Remove every temporary of an atomic write (:func:`is_partial`) under ``root``; the removed
-    paths (a temporary folder's contents are not listed).  For a moment when no job writes under
-    ``root``: the end of a successful workflow run, under Snakemake's lock."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
+def sweep_partials(*roots: str | os.PathLike) -> list[Path]:
+    """Remove every temporary of an atomic write (:func:`is_partial`) under each of ``roots`` (an
+    absent one holds none); the removed paths (a temporary folder's contents are not listed).  For
+    a moment when no job writes under them: the end of a successful workflow run, under
+    Snakemake's lock."""
     stale = []
-    for folder, subfolders, files in os.walk(root):
-        found = [name for name in subfolders + files if is_partial(name)]
-        subfolders[:] = [name for name in subfolders if not is_partial(name)]
-        stale += [Path(folder) / name for name in found]
+    for root in roots:
+        for folder, subfolders, files in os.walk(root):  # nothing when root does not exist
+            stale += [Path(folder) / name for name in subfolders + files if is_partial(name)]
+            subfolders[:] = [name for name in subfolders if not is_partial(name)]
     for path in stale:
         _remove(path)
     return sorted(stale)
