@@ -13,7 +13,7 @@ from knowlab.config import (
     model_source,
     settings_note,
 )
-from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, replicated_run, run_seed
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.train import launch_command, launch_resources
@@ -115,6 +115,10 @@ REAL_QA = f"{FICTIONALQA}/corpus/real_qa.jsonl"
 LM_EVAL = f"{FICTIONALQA}/lm_eval"
 FICTION_RUNS = LAYOUT.fiction_runs
 RUNS = LAYOUT.runs
+# the training seeds (finetune.seeds) and the other seeds' runs (doc.seed-7): trained and evaluated
+# at every checkpoint for the findings; figures, tables and probes read the first seed's RUNS
+SEEDS = LAYOUT.seeds
+REPLICATE_RUNS = LAYOUT.replicate_runs
 # the fine-tuning folders of every base model's RUNS under results/ (knowlab.layout.fictionalqa_training)
 FICTIONALQA_TRAININGS = {
     ft_model: [fictionalqa_training(ft_model, run) for run in RUNS]
@@ -153,7 +157,7 @@ GROUNDING_FINETUNE = LAYOUT.grounding_finetune
 
 wildcard_constraints:
     ft_model="|".join(re.escape(name) for name in FT_MODELS),
-    run="|".join([*FICTION_RUNS, CONTROL_RUN]),
+    run="|".join(re.escape(run) for run in [*FICTION_RUNS, CONTROL_RUN, *REPLICATE_RUNS]),
     split="[a-z_]+",
     suite="mcq[0-9]+",
     test="|".join(TESTS),
@@ -334,7 +338,7 @@ def finetune_inputs(wildcards):
     if finetune_recipe(wildcards) == "sort_parametric":
         inputs["texts"] = f"{SORT}/parametric/texts.json"
         return inputs
-    run = Path(wildcards.training).name
+    run = replicated_run(Path(wildcards.training).name)
     inputs["webtext"] = "resources/webtext/train.jsonl"
     if run != CONTROL_RUN:
         inputs["split"] = SPLIT.path(split=run)
@@ -397,13 +401,19 @@ FINETUNE_RESOURCES = {
 os.environ[TRACKING_ENV] = json.dumps(config["tracking"], sort_keys=True)
 
 
+def training_seed(training):
+    """The seed a fine-tuning folder trains with: a FictionalQA run's training seed (its replicate's,
+    knowlab.core.checkpoints.run_seed), else (SORT's parametric runs) the project's."""
+    return run_seed(Path(training).name, SEEDS) if training_model(training) else config["seed"]
+
+
 def finetune_settings(wildcards):
     """What the job's recipe reads from the config (knowlab.finetune_job.recipe_settings)."""
     return recipe_settings(
         finetune_recipe(wildcards),
         training_config(wildcards.training)["finetune"],
         config["sort"]["parametric"],
-        config["seed"],
+        training_seed(wildcards.training),
     )
 
 
@@ -417,7 +427,7 @@ def finetune_spec(wildcards, input, output):
         output,
         training_config(wildcards.training)["finetune"],
         config["sort"]["parametric"],
-        config["seed"],
+        training_seed(wildcards.training),
         model=training_model(wildcards.training),
     )
     return json.dumps(spec, sort_keys=True)

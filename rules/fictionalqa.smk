@@ -177,7 +177,7 @@ rule fictionalqa_evaluate:
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/evaluate/{{run}}/step-{{step}}.tsv"
     wildcard_constraints:
-        run="|".join([BASE_RUN, *RUNS]),
+        run="|".join(re.escape(run) for run in [BASE_RUN, *RUNS, *REPLICATE_RUNS]),
     priority: 5
     conda:
         "../envs/eval.yaml"
@@ -188,7 +188,7 @@ rule fictionalqa_evaluate:
         compute=ft_compute,
         # evaluate.batch_size is read by the script (not a result key)
         settings=lambda wildcards: EvaluateSettings.from_config(
-            config, wildcards.run
+            config, replicated_run(wildcards.run)
         ).param(),
         checkpoint=checkpoint_path,
         model=lambda wildcards: wildcards.ft_model,

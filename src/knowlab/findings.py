@@ -9,9 +9,18 @@ FictionalQA's questions and documents nest in events, whose facts they share.  S
 segments nest in excerpts, whose text they share.  A grounding question about a fiction document
 shares that document.  Each unit's values are averaged into one value, and the bootstrap resamples
 those values (:func:`knowlab.core.stats.bootstrap_difference`, paired where the design pairs).
-The test is a permutation test at the unit (:mod:`knowlab.core.clustered`).  A claim about
-fine-tuned models rests on one training seed per run, and its line says the result is conditional
-on that seed (``seeds``).
+The test is a permutation test at the unit (:mod:`knowlab.core.clustered`).
+
+Training seeds (``finetune.seeds``): a FictionalQA claim is about fine-tuned models.  With one seed
+per run its line says the result is conditional on that seed.  With two or more, every run is
+trained once per seed and the seeds are replicates of the claim.  The claim is measured on each
+seed's checkpoints, and on the item values averaged over the seeds.  The test at the unit runs
+on the averaged values; a one-sample t-test over the seeds' effects
+(:func:`knowlab.core.clustered.seed_test`) tests whether training in general, not these seeds'
+runs, gives the effect; the claim's p is the larger of the two (an intersection-union test,
+Berger 1982: it rejects only when both do, and keeps the level of each).  The interval resamples
+seeds and units together (:func:`knowlab.core.clustered.crossed_bootstrap_difference`).  SORT's
+parametric runs are trained with the project's seed alone.
 :func:`render` prints them for a terminal, :func:`to_records` / :func:`to_frame` give JSON records
 and a table.
 
@@ -87,6 +96,7 @@ Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -99,9 +109,16 @@ import numpy as np
 import pandas as pd
 
 from knowlab import layout
-from knowlab.layout import finetune_models
-from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
-from knowlab.core.clustered import cluster_means, paired_equivalence, randomization_test, sign_flip_test
+from knowlab.layout import finetune_models, training_seeds
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps, replicate_run
+from knowlab.core.clustered import (
+    cluster_means,
+    crossed_bootstrap_difference,
+    paired_equivalence,
+    randomization_test,
+    seed_test,
+    sign_flip_test,
+)
 from knowlab.core.io import read_json, read_jsonl
 from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
@@ -180,6 +197,9 @@ class FindingsSettings(StepSettings):
     the reference model of the single-model claims."""
     control: bool
     """Whether the webtext-only control ran (``finetune.control``)."""
+    seeds: tuple[int, ...]
+    """The training seeds of every FictionalQA run, the first the runs' own (``finetune.seeds``,
+    :func:`knowlab.layout.training_seeds`)."""
     steps: tuple[int, ...]
     """The checkpoint steps, 0 first (``finetune.max_steps``, ``finetune.checkpoint_every``)."""
     warmup: int
@@ -194,7 +214,7 @@ class FindingsSettings(StepSettings):
     """The grounding datasets (``grounding.datasets``)."""
 
     def __post_init__(self) -> None:
-        for name in ("runs", "ft_models", "steps", "sort_conditions", "grounding_datasets"):
+        for name in ("runs", "ft_models", "seeds", "steps", "sort_conditions", "grounding_datasets"):
             object.__setattr__(self, name, as_tuple(getattr(self, name)))
         if not 0 < self.alpha < 1:
             raise ValueError(f"findings.alpha must be in (0, 1), got {self.alpha}")
@@ -215,6 +235,7 @@ class FindingsSettings(StepSettings):
             runs=finetune["runs"],
             ft_models=tuple(finetune_models(config)),
             control=bool(finetune["control"]),
+            seeds=training_seeds(config),
             steps=checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"]),
             warmup=int(finetune["fiction_warmup_steps"]),
             base_eval=base,
@@ -237,7 +258,8 @@ class Finding:
     (Holm-corrected in a family; the equivalence test's for a claim of no difference);
     ``margin``: the equivalence margin of a no-difference claim; ``seeds``: the training seeds
     behind a claim about trained models (1: the result is conditional on that seed; None: no
-    training); ``min_p``: the smallest p the test can give with this many units, after Holm's
+    training; more than 1: the seeds are the claim's replicates); ``min_p``: the smallest p the test
+    can give with this many units, after Holm's
     factor (equivalence: with every pair agreeing), ``not tested`` when not below alpha.  Fields
     that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
     tested``, what the claim needs).
@@ -274,12 +296,14 @@ class Comparison:
 
     ``a``/``b``: one value per inference unit (``unit``), aligned (paired) or two samples
     (unpaired), what the bootstrap resamples; ``n``: the measured values behind them; ``p``: the
-    two-sided test's raw p; ``min_p``: the smallest p that test can give at this number of
+    two-sided test's raw p (with training seeds: the larger of the unit test's and the seeds',
+    :func:`_replicate`); ``min_p``: the smallest p that test can give at this number of
     units; ``scale``: the values' scale; ``trained``: whether the claim is about fine-tuned models
     (one training seed each); ``equivalence``: for a claim of no difference,
     :func:`knowlab.core.clustered.paired_equivalence`'s result; ``n_clusters``: the units the test
     counts (None: those of ``a`` and ``b``; a split's randomised units may be finer than the
-    events the interval resamples).
+    events the interval resamples); ``seeds``: with two or more training seeds, seed -> that seed's
+    ``(a, b)``, and ``seed_p``, the test over the seeds' effects.
     """
 
     label: str
@@ -296,6 +320,8 @@ class Comparison:
     trained: bool
     equivalence: dict[str, float] | None = None
     n_clusters: int | None = None
+    seeds: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+    seed_p: float | None = None
 
     def __post_init__(self) -> None:
         self.a, self.b = np.asarray(self.a, dtype=float), np.asarray(self.b, dtype=float)
@@ -316,6 +342,8 @@ class Results:
         inputs: Collection[str | Path] | None = None,
     ):
         self.root, self.settings, self.model = Path(root), settings, model
+        #: the training seed whose runs :meth:`items` reads; None: every seed's, averaged item by item
+        self.seed: int | None = None
         self.inputs = None if inputs is None else {Path(path) for path in inputs}
         self.runs = list(settings.runs)
         self.control = settings.control
@@ -335,11 +363,32 @@ class Results:
             self._cache[relative] = readers.get(path.suffix, pd.read_parquet)(path)
         return self._cache[relative]
 
+    def for_seed(self, seed: int) -> Results:
+        """The same tables, whose :meth:`items` are training seed ``seed``'s runs (the cache is shared)."""
+        view = copy.copy(self)
+        view.seed = seed
+        return view
+
     def items(self, run: str, step: int, ft_model: str | None = None) -> pd.DataFrame:
         """Item rows of ``run`` at ``step`` (step 0: the base model's) of base model ``ft_model``
-        (None: the reference model, the first of ``finetune.models``)."""
+        (None: the reference model, the first of ``finetune.models``): the run of training seed
+        :attr:`seed`, or, when it is None and there are several seeds, every seed's run with each
+        item's numeric values averaged over the seeds."""
         ft_model = ft_model or self.settings.ft_models[0]
-        return self.read(layout.ITEMS.relative(ft_model=ft_model, run=BASE_RUN if step == 0 else run, step=step))
+        if step == 0:
+            return self.read(layout.ITEMS.relative(ft_model=ft_model, run=BASE_RUN, step=step))
+        seeds = self.settings.seeds
+        tables = [
+            self.read(layout.ITEMS.relative(ft_model=ft_model, run=replicate_run(run, seed, seeds), step=step))
+            for seed in (seeds if self.seed is None else (self.seed,))
+        ]
+        if len(tables) == 1:
+            return tables[0]
+        key = f"mean over seeds: {ft_model}/{run}/{step}"
+        if key not in self._cache:
+            rows = pd.concat(tables, ignore_index=True)
+            self._cache[key] = rows.groupby(["suite", "item_id"], as_index=False, sort=False).mean(numeric_only=True)
+        return self._cache[key]
 
     def split(self, run: str) -> dict[str, Any]:
         return self.read(layout.SPLIT.relative(split=run))
@@ -493,10 +542,25 @@ def _judge(
     out = []
     for c, p in zip(comparisons, holm):
         seed = keyed_rng(s.seed, "findings", claim, c.label).getrandbits(63)
-        est = bootstrap_difference(c.a, c.b, paired=c.paired, confidence=CONFIDENCE, n_resamples=s.resamples, seed=seed)
-        test = f"{c.test}, two-sided" + (f", Holm over {m} comparisons" if m > 1 else "")
+        test = f"{c.test}, two-sided"
+        if c.seeds:  # training seeds as replicates: seeds x units
+            a, b = (np.stack([pair[side] for pair in c.seeds.values()]) for side in (0, 1))
+            est = crossed_bootstrap_difference(
+                a, b, paired=c.paired, confidence=CONFIDENCE, n_resamples=s.resamples, seed=seed
+            )
+            test += (
+                f", on the values averaged over {len(c.seeds)} training seeds; t-test over the seeds' effects "
+                f"p = {c.seed_p:.2g}; p the larger of the two; interval over seeds and units"
+            )
+            effects = ", ".join(f"{k} {_signed(float(x.mean() - y.mean()))}" for k, (x, y) in c.seeds.items())
+            detail = f"{c.detail}; effect per training seed: {effects}"
+        else:
+            est = bootstrap_difference(
+                c.a, c.b, paired=c.paired, confidence=CONFIDENCE, n_resamples=s.resamples, seed=seed
+            )
+            detail = c.detail + ("; one training seed: the result is conditional on it" if c.trained else "")
+        test += f", Holm over {m} comparisons" if m > 1 else ""
         mde = minimum_detectable_effect(est["se"], s.alpha, s.power)
-        detail = c.detail + ("; one training seed: the result is conditional on it" if c.trained else "")
         common = dict(
             study=study,
             claim=f"{claim} ({c.label})" if c.label else claim,
@@ -510,7 +574,7 @@ def _judge(
             unit=c.unit,
             n_clusters=c.n_clusters,
             scale=c.scale,
-            seeds=1 if c.trained else None,
+            seeds=(len(c.seeds) if c.seeds else 1) if c.trained else None,
             min_p=min(1.0, (c.equivalence["min_p"] if equivalence else c.min_p * m)),
             detail=detail,
         )
@@ -1021,10 +1085,33 @@ CLAIMS: tuple[tuple[str, str, str, Check, bool], ...] = (
 GROUNDING_CLAIM = "{version}-Dist F1 below {version}-Gold"
 
 
+def _replicate(comparisons: Sequence[Comparison], by_seed: Mapping[int, Sequence[Comparison]]) -> None:
+    """Training seeds as replicates (module docstring): give each comparison, measured on the values
+    averaged over the seeds, each seed's own values (``by_seed``: the same check on each seed's
+    runs), the t-test over the seeds' effects, and as its p the larger of that and its own.
+
+    Raises:
+        ValueError: a seed's comparisons differ from the averaged ones in label or units.
+    """
+    for i, c in enumerate(comparisons):
+        c.seeds = {}
+        for seed, theirs in by_seed.items():
+            own = theirs[i] if i < len(theirs) else None
+            if own is None or own.label != c.label or own.a.shape != c.a.shape or own.b.shape != c.b.shape:
+                raise ValueError(f"training seed {seed} gives other units than the mean over seeds ({c.label})")
+            c.seeds[seed] = (own.a, own.b)
+        c.seed_p = seed_test([a.mean() - b.mean() for a, b in c.seeds.values()])
+        c.p = max(c.p, c.seed_p)
+
+
 def _check(study: str, claim: str, source: str, check: Check, r: Results, equivalence: bool) -> list[Finding]:
+    """One claim's findings.  A FictionalQA claim with two or more training seeds is measured on the
+    mean over the seeds and on each seed (:func:`_replicate`)."""
     s = r.settings
     try:
         comparisons = check(r)
+        if study == "FictionalQA" and len(s.seeds) > 1:
+            _replicate(comparisons, {seed: check(r.for_seed(seed)) for seed in s.seeds})
     except Skip as reason:
         return [Finding(study, claim, NOT_TESTED, str(reason), source=source, alpha=s.alpha)]
     return _judge(study, claim, source, comparisons, s, equivalence)
@@ -1066,7 +1153,9 @@ def collect(
 
 
 #: the columns of :func:`design_table`
-DESIGN_COLUMNS = ("study", "claim", "unit", "n_clusters", "n", "min_p", "alpha", "testable", "mde", "scale", "status")
+DESIGN_COLUMNS = (
+    "study", "claim", "unit", "n_clusters", "n", "seeds", "min_p", "alpha", "testable", "mde", "scale", "status"
+)
 
 
 def design_table(findings: Sequence[Finding]) -> pd.DataFrame:

@@ -41,10 +41,10 @@ RECIPES = {"fictionalqa": finetune_run, "sort_parametric": finetune_parametric_r
 
 log = logging.getLogger("knowlab")
 
-# keys of the ``finetune`` block that say which runs and base models exist (or are probed), or what a job asks its
-# scheduler for, not how one trains: left out of the spec, so that adding a run or a base model
-# (each job gets its own model's settings, knowlab.config.model_config) retrains no other
-RUN_LIST_KEYS = ("runs", "control", "models", "probe_models", "resources")
+# keys of the ``finetune`` block that say which runs, training seeds and base models exist (or are probed), or
+# what a job asks its scheduler for, not how one trains: left out of the spec, so that adding a run, a seed or a
+# base model (each job gets its own model's settings, knowlab.config.model_config, and its own seed) retrains no other
+RUN_LIST_KEYS = ("runs", "control", "seeds", "models", "probe_models", "resources")
 # keys of the ``finetune`` block the SORT recipe sets itself per epoch (knowlab.sort.finetune):
 # left out of its spec, so that changing FictionalQA's schedule retrains no SORT run
 PARAMETRIC_SETS = ("fiction_rate", "fiction_warmup_steps", "max_steps", "checkpoint_every")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps, replicate_run
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 
 RESULTS = "results"
@@ -57,6 +57,20 @@ def finetune_models(config: Mapping[str, Any]) -> dict[str, Any]:
     when it is null, the one model of ``model`` named by :func:`model_slug`."""
     models = config["finetune"].get("models")
     return dict(models) if models else {model_slug(config["model"]): "base"}
+
+
+def training_seeds(config: Mapping[str, Any]) -> list[int]:
+    """The training seeds every FictionalQA run is trained with (``finetune.seeds``; null: the
+    project's ``seed`` alone).  The first seed's run keeps the run's name; every other seed's is a
+    replicate, ``<run>.seed-<seed>`` (:func:`knowlab.core.checkpoints.replicate_run`).
+
+    Raises:
+        ValueError: a seed is listed twice.
+    """
+    seeds = config["finetune"].get("seeds") or [config["seed"]]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"finetune.seeds lists a seed twice: {list(seeds)}")
+    return [int(seed) for seed in seeds]
 
 
 @dataclass(frozen=True)
@@ -152,6 +166,11 @@ class Layout:
         self.fiction_runs: list[str] = list(finetune["runs"])
         #: every FictionalQA run: the fiction runs and the webtext-only control when it is on
         self.runs: list[str] = self.fiction_runs + ([CONTROL_RUN] if finetune["control"] else [])
+        #: the training seeds of every run (``finetune.seeds``), the first the runs' own
+        self.seeds: list[int] = training_seeds(config)
+        #: the runs of the other seeds, run by run (``doc.seed-7``): trained and evaluated at every
+        #: checkpoint for the findings; the figures, tables and probes read the first seed's runs
+        self.replicate_runs: list[str] = [replicate_run(run, seed, self.seeds) for run in self.runs for seed in self.seeds[1:]]
         #: checkpoint steps, 0 (the base model, evaluated once as run ``base_model``) first
         self.steps: list[int] = checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"])
         #: models evaluated as they are (``eval_models``)
@@ -173,7 +192,7 @@ class Layout:
             **{
                 fictionalqa_training(ft_model, run): [f"step-{s}" for s in self.steps[1:]]
                 for ft_model in self.ft_models
-                for run in self.runs
+                for run in self.runs + self.replicate_runs
             },
             **{
                 f"sort/parametric/{prun}": [f"epoch-{e}" for e in range(1, self.sort_epochs + 1)]
@@ -184,13 +203,13 @@ class Layout:
     @property
     def checkpoints(self) -> int:
         """Checkpoint evaluations of FictionalQA: per base model, the base model once, then every run's
-        checkpoints."""
-        return len(self.ft_models) * self._checkpoints_per_model
+        checkpoints, every training seed's."""
+        return len(self.ft_models) * (self._checkpoints_per_model + len(self.replicate_runs) * (len(self.steps) - 1))
 
     @property
     def probe_checkpoints(self) -> int:
-        """The checkpoints SORT and grounding probe: :attr:`checkpoints` of the base models of
-        :attr:`probe_models`."""
+        """The checkpoints SORT and grounding probe: those of the first training seed's runs of the
+        base models of :attr:`probe_models`."""
         return len(self.probe_models) * self._checkpoints_per_model
 
     @property
@@ -210,8 +229,8 @@ class Layout:
         )
 
     def findings_inputs(self, base_eval: str) -> list[str]:
-        """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run of every base
-        model (Event's claim takes the minimum validation loss over them; the model-size claim compares
+        """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run (every
+        training seed's) of every base model (Event's claim takes the minimum validation loss over them; the model-size claim compares
         the base models), the base models' table, the splits, the corpus's documents and questions
         (their events: the unit of FictionalQA's claims); the base model's
         (``base_eval``) SORT items in each condition and, when on, the parametric runs' last-epoch
@@ -219,7 +238,7 @@ class Layout:
         inputs = [SORT_ROWS.path(model=base_eval, condition=c) for c in self.sort_conditions]
         if self.fiction_runs:
             for ft_model in self.ft_models:
-                inputs += self.run_items(ft_model, *self.runs)
+                inputs += self.run_items(ft_model, *self.runs, *self.replicate_runs)
             inputs += [MODELS.path()]
             inputs += [SPLIT.path(split=run) for run in self.fiction_runs]
             inputs += [CORPUS.path(table=table) for table in ("fictions", "fict_qa")]

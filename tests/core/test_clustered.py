@@ -3,11 +3,14 @@ permutations listed by hand and Tango's interval against the score test inverted
 Calibration: null data simulated with the real designs' clustering (questions in documents in
 events, segments in excerpts, documents in events under the Event and Doc splits).  At intra-cluster
 correlations 0.3 and 0.7, every new test rejects at most alpha + 2 Monte-Carlo standard errors, while
-the item-level tests it replaces reject far more often."""
+the item-level tests it replaces reject far more often.  Training seeds: with a random effect of
+each run's seed, the test over the units alone rejects far too often; taking the larger of its p
+and the t-test over the seeds' effects keeps alpha."""
 
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -18,9 +21,11 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from knowlab.core.clustered import (
     cluster_means,
+    crossed_bootstrap_difference,
     paired_design_effect,
     paired_equivalence,
     randomization_test,
+    seed_test,
     sign_flip_test,
     tango_interval,
 )
@@ -268,3 +273,59 @@ def test_each_unit_level_test_keeps_alpha_where_the_item_level_test_does_not(icc
     new, old = _rates(_equivalence, icc, 0.0, 7)
     print(f"equivalence at the margin's edge, ICC {icc}: declared {new:.3f} (old TOST {old:.3f})")
     assert new <= BOUND
+
+
+# ------------------------------------------------------------------------------ training seeds
+
+
+def test_seed_test_is_the_t_test_over_the_seeds_effects():
+    effects = np.array([0.3, 0.5, 0.4])
+    t = effects.mean() / (effects.std(ddof=1) / np.sqrt(3))
+    from scipy.stats import t as student_t
+
+    assert seed_test(effects) == pytest.approx(2 * student_t.sf(t, df=2), rel=1e-12)
+    # no spread between the seeds, or a spread of rounding error: nothing to test against
+    assert seed_test([0.2, 0.2, 0.2]) == 1.0 and seed_test([0.2, 0.2 + 1e-15, 0.2]) == 1.0
+    with pytest.raises(ValueError, match="at least two seeds"):
+        seed_test([0.2])
+
+
+def test_crossed_bootstrap_resamples_seeds_and_units():
+    rng = np.random.default_rng(0)
+    units = rng.normal(0, 1, 20)
+    calm = np.stack([units + rng.normal(0, 0.01, 20) for _ in range(3)])
+    shifted = calm + np.array([[-1.0], [0.0], [1.0]])  # the seeds disagree by a whole unit each
+    zeros = np.zeros_like(calm)
+    a, b = (crossed_bootstrap_difference(x, zeros, paired=True, n_resamples=2000, seed=1, confidence=0.95)
+            for x in (calm, shifted))  # fmt: skip
+    assert a["effect"] == pytest.approx(calm.mean()) and b["effect"] == pytest.approx(shifted.mean())
+    assert b["ci_high"] - b["ci_low"] > 2 * (a["ci_high"] - a["ci_low"]) and b["se"] > a["se"]
+    # unpaired: two sets of units of their own sizes, the seeds drawn once for both
+    two = crossed_bootstrap_difference(calm, calm[:, :5] - 1, paired=False, n_resamples=500, seed=1, confidence=0.95)
+    assert two["effect"] == pytest.approx(calm.mean() - calm[:, :5].mean() + 1) and two["ci_low"] < two["effect"]
+    with pytest.raises(ValueError, match="seeds, units"):
+        crossed_bootstrap_difference(calm, calm[:2], paired=True, n_resamples=10, seed=1, confidence=0.95)
+
+
+def _seeded(rng, icc, effect, n_seeds, tau):
+    """A run-vs-control difference per training seed and event (12 events): each seed's training
+    shifts every event by its own amount (standard deviation ``tau``), and events cluster (``icc``).
+    New: the larger of the sign-flip p over the events' seed means and the t-test over the seeds'
+    effects; old: the sign flips alone, as if the seeds' runs were the only ones."""
+    events = rng.normal(0, np.sqrt(icc), (1, 12))  # what each event's questions share across seeds
+    d = effect + rng.normal(0, tau, (n_seeds, 1)) + events + rng.normal(0, np.sqrt(1 - icc), (n_seeds, 12))
+    unit = sign_flip_test(d.mean(axis=0), 999, int(rng.integers(2**31)))[0]
+    return max(unit, seed_test(d.mean(axis=1))), unit
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_seeds", [2, 3])
+def test_seeds_as_replicates_keep_alpha_where_the_units_alone_do_not(n_seeds):
+    for tau in (0.3, 1.0):
+        for icc in (0.3, 0.7):
+            new, old = _rates(partial(_seeded, n_seeds=n_seeds, tau=tau), icc, 0.0, 11)
+            power = _rates(partial(_seeded, n_seeds=n_seeds, tau=tau), icc, 1.0, 12, replicates=200)[0]
+            print(f"{n_seeds} seeds, seed SD {tau}, ICC {icc}: rejects {new:.3f} (units alone {old:.3f}); power {power:.3f}")
+            assert new <= BOUND, f"{n_seeds} seeds, tau {tau}, ICC {icc}: rejects {new:.3f} of null replicates"
+            if tau == 1.0:
+                assert old > BOUND, f"the test over units alone rejects only {old:.3f} with seed SD {tau}"

@@ -202,6 +202,7 @@ def test_train_settings_build_from_every_config_and_round_trip(name):
     assert {f.name for f in dataclasses.fields(TrainSettings)} == set(config["finetune"]) - {
         "runs",
         "control",
+        "seeds",
         "distributed",
         "models",
         "probe_models",

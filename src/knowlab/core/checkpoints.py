@@ -9,7 +9,7 @@ before any update, as checkpoint 0 of every run.  It is evaluated once, as the p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +17,31 @@ import pandas as pd
 BASE_RUN = "base_model"
 #: the webtext-only control run (config finetune.control), trained with the fiction runs' settings
 CONTROL_RUN = "control"
+#: what a run's name gains for each training seed after the first (config ``finetune.seeds``)
+SEED_MARK = ".seed-"
+
+
+def replicate_run(run: str, seed: int, seeds: Sequence[int]) -> str:
+    """The name of ``run`` trained with training seed ``seed`` of ``seeds`` (``finetune.seeds``):
+    the run's own name for the first seed, ``<run>.seed-<seed>`` for every other (a replicate).
+
+    Raises:
+        ValueError: ``seed`` is not one of ``seeds``.
+    """
+    if seed not in seeds:
+        raise ValueError(f"training seed {seed} is not one of finetune.seeds {list(seeds)}")
+    return run if seed == seeds[0] else f"{run}{SEED_MARK}{int(seed)}"
+
+
+def replicated_run(name: str) -> str:
+    """The run a replicate repeats (``doc.seed-7`` -> ``doc``); any other name unchanged."""
+    return name.split(SEED_MARK, 1)[0]
+
+
+def run_seed(name: str, seeds: Sequence[int]) -> int:
+    """The training seed of run ``name`` (:func:`replicate_run`): its mark's, else the first of ``seeds``."""
+    _, mark, seed = name.partition(SEED_MARK)
+    return int(seed) if mark else int(seeds[0])
 
 
 def checkpoint_steps(max_steps: int, every: int) -> list[int]:

@@ -19,6 +19,13 @@ unit:
 Each test also returns ``min_p``, the smallest p it can give at this number of units, for the
 findings' ``not tested`` rule.
 
+Training seeds (:func:`seed_test`, :func:`crossed_bootstrap_difference`): when every run is trained
+with several seeds, each seed's checkpoints are measured on the same units, so seeds and units
+are crossed.  A test over the units alone, on values averaged over the seeds, treats the seeds'
+runs as fixed: a difference that one seed's training order happened to give counts as an effect.
+The seeds' own effects, tested against each other, carry that variance; an interval resampling
+seeds and units together (Owen's pigeonhole bootstrap) contains both.
+
 Equivalence of two paired proportions (a claim of no difference in accuracy):
 :func:`tango_interval`, the score interval of Tango (1998) for the difference of paired
 proportions.  With clustered pairs, the counts are first divided by the design effect
@@ -292,3 +299,72 @@ def paired_equivalence(
         "deff": deff,
         "n_effective": n,
     }
+
+
+def seed_test(effects: Sequence[float] | np.ndarray) -> float:
+    """Two-sided one-sample t-test that the per-seed effects' mean is 0: training seeds as
+    replicates, each seed's effect one observation (``scipy.stats.ttest_1samp``, ``S - 1`` degrees of
+    freedom).  It assumes the seeds' effects are normal around the effect of training in general:
+    each is a mean over all units, and the seeds are drawn independently.  Effects that are all
+    equal (to 1e-9 relative) give no variance to test against: p = 1 (no evidence either way), not
+    0, and not a t statistic made of rounding error.
+
+    Raises:
+        ValueError: fewer than two effects.
+    """
+    from scipy.stats import ttest_1samp  # deferred: scipy loads where a test runs
+
+    d = np.asarray(effects, dtype=float)
+    if d.size < 2:
+        raise ValueError(f"seed_test needs at least two seeds' effects, got {d.size}")
+    if np.allclose(d, d[0], rtol=1e-9, atol=1e-12):
+        return 1.0
+    return float(ttest_1samp(d, 0.0).pvalue)
+
+
+def crossed_bootstrap_difference(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    paired: bool,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, float]:
+    """``mean(a) - mean(b)`` over training seeds and units, with a percentile interval from Owen's
+    pigeonhole bootstrap (Owen 2007, *Ann. Appl. Stat.* 1(2)) for a crossed design: each resample
+    draws the seeds (rows) and the units (columns) independently, with replacement, so the
+    interval holds the variance between seeds and between units.
+
+    Args:
+        a, b: shape (seeds, units): one value per training seed and unit.  Paired: the same units
+            in ``a`` and ``b``, resampled together.  Unpaired: two sets of units, each resampled
+            on its own; the seeds are drawn once for both (the runs they compare share their seeds).
+
+    Returns:
+        ``effect``, ``ci_low``, ``ci_high`` and ``se`` (the bootstrap distribution's standard deviation).
+
+    Raises:
+        ValueError: not two-dimensional, different numbers of seeds (or of units, paired), or NaN.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0] or (paired and x.shape != y.shape):
+        raise ValueError(f"crossed_bootstrap_difference needs (seeds, units) arrays, got {x.shape} and {y.shape}")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise ValueError("crossed_bootstrap_difference got NaN values; drop the units first")
+    rng = np.random.default_rng(seed)
+    n_seeds = x.shape[0]
+
+    def weights(n: int) -> np.ndarray:  # (resamples, n): how often each row or column is drawn, / n
+        return rng.multinomial(n, np.full(n, 1 / n), size=n_resamples) / n
+
+    w = weights(n_seeds)
+    if paired:
+        d = x - y
+        effect, draws = float(d.mean()), np.einsum("rs,su,ru->r", w, d, weights(d.shape[1]))
+    else:
+        effect = float(x.mean() - y.mean())
+        draws = np.einsum("rs,su,ru->r", w, x, weights(x.shape[1])) - np.einsum("rs,su,ru->r", w, y, weights(y.shape[1]))
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail])
+    return {"effect": effect, "ci_low": float(low), "ci_high": float(high), "se": float(draws.std(ddof=1))}

@@ -78,14 +78,15 @@ class TrainingDiverged(FloatingPointError):
     """The training loss became NaN or infinite; the message names the run and the step."""
 
 
-#: keys of the ``finetune`` block that training does not read: which runs and base models exist
-#: (``runs``, ``control``: the workflow's run list; ``models``: a job trains with its own base
+#: keys of the ``finetune`` block that training does not read: which runs, seeds and base models
+#: exist (``runs``, ``control``: the workflow's run list; ``seeds``: each run's job gets its own
+#: training seed, outside the block; ``models``: a job trains with its own base
 #: model's block, knowlab.config.model_config; ``probe_models``: which models' checkpoints the
 #: SORT and grounding probes read), what a job asks its scheduler for (``resources``)
 #: and how the job's processes are started
 #: (``distributed``: the rule's launch prefix, :func:`launch_command`; a job takes its world
 #: size from the launcher's environment, :func:`init_distributed`)
-NOT_TRAINING_KEYS = ("runs", "control", "distributed", "models", "probe_models", "resources")
+NOT_TRAINING_KEYS = ("runs", "control", "seeds", "distributed", "models", "probe_models", "resources")
 PRECISIONS = ("auto", "bf16", "fp32")
 ZERO_STAGES = (0, 1, 2, 3)
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from knowlab.config import model_config
 from knowlab.core.checkpoints import checkpoint_steps
-from knowlab.layout import Layout, finetune_models
+from knowlab.layout import Layout, finetune_models, training_seeds
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
 from knowlab.grounding.settings import GroundingConditionSettings
 from knowlab.sort.build import N_BINS
@@ -744,11 +744,12 @@ def _training(p: PlanInputs) -> _Training:
 
 
 def _finetune_fictionalqa(p: PlanInputs, t: _Training) -> RuleCost:
-    """One job per checkpoint interval of every FictionalQA run and the control:
-    ``checkpoint_every x global_batch_size x seq_len`` tokens each."""
+    """One job per checkpoint interval of every FictionalQA run and the control, once per training seed
+    (``finetune.seeds``): ``checkpoint_every x global_batch_size x seq_len`` tokens each."""
     ft = p.cfg["finetune"]
     n = count_parameters(p.shape).total
-    fiction_runs = len(ft["runs"]) + bool(ft["control"])
+    seeds = len(training_seeds(p.cfg))
+    fiction_runs = (len(ft["runs"]) + bool(ft["control"])) * seeds
     intervals = len(checkpoint_steps(ft["max_steps"], ft["checkpoint_every"])) - 1
     interval_tokens = ft["checkpoint_every"] * ft["global_batch_size"] * ft["seq_len"]
     seconds = training_seconds(
@@ -768,7 +769,8 @@ def _finetune_fictionalqa(p: PlanInputs, t: _Training) -> RuleCost:
         gpu_hours=hours * t.gpus * fiction_runs * intervals,
         storage_gib=_gib(BF16 * n * fiction_runs * intervals),
         temp_gib=_gib(t.state_bytes * 2 * fiction_runs),
-        note=f"{ft['checkpoint_every']} steps x {ft['global_batch_size']} x {ft['seq_len']} tokens per job",
+        note=f"{ft['checkpoint_every']} steps x {ft['global_batch_size']} x {ft['seq_len']} tokens per job"
+        + (f"; {seeds} training seeds" if seeds > 1 else ""),
         profile_rules=("finetune", "finetune_last"),
     )
 
