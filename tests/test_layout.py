@@ -8,7 +8,8 @@ import pytest
 
 from knowlab import findings, layout
 from knowlab.config import load_config
-from knowlab.layout import Layout, training_model
+from knowlab.core.checkpoints import replicate_run, replicated_run, run_seed
+from knowlab.layout import Layout, training_model, training_seeds
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 TABLES = [value for value in vars(layout).values() if isinstance(value, layout.Table)]
@@ -70,3 +71,26 @@ def test_findings_read_only_their_rules_inputs(tmp_path):
         findings.collect(tmp_path / "results", settings, model="m", inputs=undeclared)
     found = findings.collect(tmp_path / "results", settings, model="m", inputs=[tmp_path / p for p in declared])
     assert {f.status for f in found} == {findings.NOT_TESTED}
+
+
+def test_training_seeds_multiply_every_run_and_leave_the_first_seeds_names():
+    plan = Layout(load_config(CONFIG / "test.yaml", {"finetune": {"seeds": [5, 7]}}))
+    one = Layout(load_config(CONFIG / "test.yaml"))
+    assert one.seeds == [load_config(CONFIG / "test.yaml")["seed"]] and one.replicate_runs == []
+    assert plan.seeds == [5, 7] and plan.runs == one.runs
+    assert plan.replicate_runs == ["doc.seed-7", "event.seed-7", "fictsheets.seed-7", "control.seed-7"]
+    assert set(plan.trainings) == set(one.trainings) | {
+        f"fictionalqa/{model}/finetune/{run}.seed-7"
+        for model in ("tiny", "tiny-wide")
+        for run in ("doc", "event", "fictsheets", "control")
+    }
+    # every seed's checkpoints are evaluated; the probes read the first seed's
+    assert plan.checkpoints == 2 * (1 + 8) and plan.probe_checkpoints == one.probe_checkpoints == 5  # probe_models: tiny
+    assert "results/fictionalqa/tiny-wide/evaluate/control.seed-7/step-6.parquet" in plan.findings_inputs("base_model")
+    assert replicate_run("doc", 5, [5, 7]) == "doc" and replicate_run("doc", 7, [5, 7]) == "doc.seed-7"
+    assert replicated_run("style_news.seed-7") == "style_news" and run_seed("doc.seed-7", [5, 7]) == 7
+    assert run_seed("doc", [5, 7]) == 5
+    with pytest.raises(ValueError, match="training seed 6 is not one of finetune.seeds"):
+        replicate_run("doc", 6, [5, 7])
+    with pytest.raises(ValueError, match="finetune.seeds lists a seed twice"):
+        training_seeds({"seed": 1, "finetune": {"seeds": [3, 3]}})

@@ -247,3 +247,15 @@ def test_probing_another_model_adds_its_probes_and_reruns_only_the_dataset_card(
     added = {rule for rule, wildcards in jobs if "ft_model=tiny-wide" in wildcards}
     assert added == PROBE_RULES
     assert {rule for rule, wildcards in jobs if "ft_model=tiny-wide" not in wildcards} == {"dataset_card", "all"}
+
+
+def test_a_second_training_seed_adds_its_replicates_and_reruns_only_the_findings(workdir, snakemake, tmp_path):
+    """``finetune.seeds: [<seed>, 99]``: every run of both base models is trained and evaluated again as
+    ``<run>.seed-99``; of what exists, only the findings re-run (they read the replicates).  The first
+    seed's runs keep their names and params: nothing of them retrains."""
+    seed = load_config(TEST_CONFIG)["seed"]
+    jobs = _jobs(snakemake, workdir, tmp_path / "seeds.yaml", ("finetune.seeds", [seed, 99]))
+    replicates = [(rule, wildcards) for rule, wildcards in jobs if ".seed-99" in wildcards]
+    assert {rule for rule, _ in replicates} == {"finetune_last", "fictionalqa_evaluate"}
+    assert sum(rule == "finetune_last" for rule, _ in replicates) == 2 * 4  # 2 base models x 4 runs
+    assert {rule for rule, wildcards in jobs if ".seed-99" not in wildcards} == {"findings", "all"}
