@@ -61,9 +61,9 @@ def main() -> None:
             print(row + " no difference | no difference |")
             continue
         p_b, p_c = test["b"] / n, test["c"] / n
-        n80 = mcnemar_sample_size(p_b, p_c)
+        n80 = mcnemar_sample_size(p_b, p_c, alpha=0.05, power=0.8)  # the default's findings.alpha and power
         largest = max(largest, n80)
-        print(row + f" {n80} | {mcnemar_sample_size(p_b, p_c, alpha=0.05 / len(pairs))} |")
+        print(row + f" {n80} | {mcnemar_sample_size(p_b, p_c, alpha=0.05 / len(pairs), power=0.8)} |")
     print(f"\nsort_power: pairs={len(pairs)} largest_n80={largest} at alpha=0.05")
 
 

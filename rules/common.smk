@@ -16,13 +16,13 @@ from knowlab.config import (
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, replicated_run, run_seed
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
+from knowlab.core.stats import StatsSettings
 from knowlab.core.train import launch_command, launch_resources
 from knowlab.fiction_generation.stages import ATTEMPT_KINDS
 from knowlab.fictionalqa.settings import (
     EvaluateSettings,
     FictionCorpusSettings,
     McqSettings,
-    PairedTestSettings,
     RankerSettings,
     RealQASettings,
     SplitSettings,
@@ -56,6 +56,7 @@ from knowlab.layout import (
     finetune_models,
     training_model,
 )
+from knowlab.sort.settings import CONDITION_FIGURES, EPOCH_FIGURES
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
 
@@ -68,6 +69,8 @@ MODEL_NAME = base_model_name(config)
 FIGURE_NOTE = settings_note(config)
 # the param `compute` of the jobs that run a model (the compute keys that can change a result)
 COMPUTE = ComputeSettings.from_config(config).param()
+# the param `stats` of every rule that tests or draws an interval (knowlab.core.stats.StatsSettings)
+STATS = StatsSettings.from_config(config).param()
 
 # The base models FictionalQA fine-tunes (finetune.models; knowlab.layout.finetune_models): the
 # {ft_model} level of FictionalQA's results and of SORT's and grounding's probes of its checkpoints.
@@ -157,7 +160,9 @@ GROUNDING_FINETUNE = LAYOUT.grounding_finetune
 
 wildcard_constraints:
     ft_model="|".join(re.escape(name) for name in FT_MODELS),
-    run="|".join(re.escape(run) for run in [*FICTION_RUNS, CONTROL_RUN, *REPLICATE_RUNS]),
+    run="|".join(
+        re.escape(run) for run in [*FICTION_RUNS, CONTROL_RUN, *REPLICATE_RUNS]
+    ),
     split="[a-z_]+",
     suite="mcq[0-9]+",
     test="|".join(TESTS),
@@ -404,7 +409,11 @@ os.environ[TRACKING_ENV] = json.dumps(config["tracking"], sort_keys=True)
 def training_seed(training):
     """The seed a fine-tuning folder trains with: a FictionalQA run's training seed (its replicate's,
     knowlab.core.checkpoints.run_seed), else (SORT's parametric runs) the project's."""
-    return run_seed(Path(training).name, SEEDS) if training_model(training) else config["seed"]
+    return (
+        run_seed(Path(training).name, SEEDS)
+        if training_model(training)
+        else config["seed"]
+    )
 
 
 def finetune_settings(wildcards):

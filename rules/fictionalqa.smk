@@ -212,7 +212,7 @@ rule fictionalqa_paired_tests:
     conda:
         "../envs/stats.yaml"
     params:
-        settings=PairedTestSettings.from_config(config).param(),
+        stats=STATS,
         control=CONTROL_RUN,
         runs=compared_runs,
     script:
@@ -247,8 +247,7 @@ rule fictionalqa_summary:
     params:
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],
         runs=RUNS,
-        seed=config["seed"],
-        resamples=config["stats"]["bootstrap_resamples"],
+        stats=STATS,
     script:
         "../scripts/fictionalqa_summary.py"
 

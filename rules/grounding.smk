@@ -160,7 +160,7 @@ rule grounding_tables:
         "../envs/stats.yaml"
     params:
         settings=GROUNDING_TABLES,
-        seed=config["seed"],
+        stats=STATS,
         # read by the report's caption (workflow/report/grounding_tables.rst)
         models=[eval_model_label(name) for name in EVAL_MODELS],
     script:
@@ -298,7 +298,7 @@ rule grounding_finetune_stats:
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
-        exact_below=config["stats"]["mcnemar_exact_below"],
+        stats=STATS,
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],  # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
     script:
         "../scripts/grounding_finetune_stats.py"

@@ -30,6 +30,10 @@ SORT_PARAMETRIC_TEXTS_SETTINGS = SortParametricTextsSettings.from_config(config)
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
 # figures across parametric fine-tuning, the keys of rule sort_parametric_figures' outputs
 SORT_PARAMETRIC_FIGURES = ("fig12", "fig13", "fig14", "fig15", "fig16")
+# the segments' nll of every parametric epoch, the base model's at epoch 0 (Fig. 12's points)
+PARAMETRIC_NLL = expand(
+    SORT_PARAMETRIC_NLL.smk, prun=PARAMETRIC_RUNS, epoch=range(1, SORT_EPOCHS + 1)
+) + [SORT_PARAMETRIC_NLL.path(prun=BASE_RUN, epoch=0)]
 
 
 rule sort_sources:
@@ -193,6 +197,7 @@ rule sort_stats:
         ttest=expand(
             f"{SORT}/stats/{{model}}/ttest_conditions.parquet", model=EVAL_MODELS
         ),
+        bands=expand(f"{SORT}/stats/bands/{{name}}.parquet", name=CONDITION_FIGURES),
         manifest=f"{SORT}/stats/manifest.json",
     log:
         "results/logs/sort/stats.log",
@@ -203,10 +208,7 @@ rule sort_stats:
     params:
         conditions=SORT_CONDITIONS,
         models=[eval_model_label(name) for name in EVAL_MODELS],
-        alternative=config["stats"]["ttest_alternative"],
-        exact_below=config["stats"]["mcnemar_exact_below"],
-        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
-        seed=config["seed"],
+        stats=STATS,
     script:
         "../scripts/sort_stats.py"
 
@@ -217,6 +219,7 @@ rule sort_figures:
         binomial=f"{SORT}/stats/binomial.parquet",
         mcnemar=f"{SORT}/stats/{BASE_EVAL}/mcnemar_conditions.parquet",
         ttest=f"{SORT}/stats/{BASE_EVAL}/ttest_conditions.parquet",
+        bands=expand(f"{SORT}/stats/bands/{{name}}.parquet", name=CONDITION_FIGURES),
     output:
         **{
             f"{name}_{ext}": (
@@ -251,8 +254,8 @@ rule sort_figures:
         "../envs/plot.yaml"
     params:
         model=MODEL_NAME,
-        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
-        seed=config["seed"],
+        # the bands' level and resamples, which the footnotes name
+        stats=STATS,
     script:
         "../scripts/sort_figures.py"
 
@@ -312,6 +315,7 @@ rule sort_fiction_stats:
         rows=f"{SORT}/fiction/{{ft_model}}/rows.parquet",
         binomial=f"{SORT}/fiction/{{ft_model}}/stats/binomial.parquet",
         tests=directory(f"{SORT}/fiction/{{ft_model}}/stats/tests"),
+        bands=f"{SORT}/fiction/{{ft_model}}/stats/bands.parquet",
         manifest=f"{SORT}/fiction/{{ft_model}}/stats/manifest.json",
     log:
         "results/logs/sort/fiction/{ft_model}/stats.log",
@@ -323,8 +327,7 @@ rule sort_fiction_stats:
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
-        alternative=config["stats"]["ttest_alternative"],
-        exact_below=config["stats"]["mcnemar_exact_below"],
+        stats=STATS,
     script:
         "../scripts/sort_fiction_stats.py"
 
@@ -332,6 +335,7 @@ rule sort_fiction_stats:
 rule sort_fiction_figures:
     input:
         rows=f"{SORT}/fiction/{{ft_model}}/rows.parquet",
+        bands=f"{SORT}/fiction/{{ft_model}}/stats/bands.parquet",
     output:
         pdf="results/figures/sort/fiction/{ft_model}/fiction_sort.pdf",
         png=report(
@@ -358,8 +362,7 @@ rule sort_fiction_figures:
         runs=FICTION_RUNS,
         control=CONTROL_RUN if config["finetune"]["control"] else None,
         steps=STEPS,
-        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
-        seed=config["seed"],
+        stats=STATS,
     script:
         "../scripts/sort_fiction_figures.py"
 
@@ -437,10 +440,14 @@ rule sort_parametric_stats:
             prun=PARAMETRIC_RUNS,
             epoch=range(1, SORT_EPOCHS + 1),
         ),
+        nll=PARAMETRIC_NLL,
     output:
         rows=f"{SORT}/parametric/rows.parquet",
         mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
         ttest=f"{SORT}/parametric/stats/ttest.parquet",
+        bands=expand(
+            f"{SORT}/parametric/stats/bands/{{name}}.parquet", name=EPOCH_FIGURES
+        ),
         manifest=f"{SORT}/parametric/stats/manifest.json",
     log:
         "results/logs/sort/parametric/stats.log",
@@ -449,8 +456,7 @@ rule sort_parametric_stats:
     conda:
         "../envs/stats.yaml"
     params:
-        alternative=config["stats"]["ttest_alternative"],
-        exact_below=config["stats"]["mcnemar_exact_below"],
+        stats=STATS,
     script:
         "../scripts/sort_parametric_stats.py"
 
@@ -460,12 +466,10 @@ rule sort_parametric_figures:
         rows=f"{SORT}/parametric/rows.parquet",
         mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
         ttest=f"{SORT}/parametric/stats/ttest.parquet",
-        nll=expand(
-            SORT_PARAMETRIC_NLL.smk,
-            prun=PARAMETRIC_RUNS,
-            epoch=range(1, SORT_EPOCHS + 1),
-        )
-        + [SORT_PARAMETRIC_NLL.path(prun=BASE_RUN, epoch=0)],
+        bands=expand(
+            f"{SORT}/parametric/stats/bands/{{name}}.parquet", name=EPOCH_FIGURES
+        ),
+        nll=PARAMETRIC_NLL,
     output:
         **{
             f"{name}_{ext}": (
@@ -499,8 +503,7 @@ rule sort_parametric_figures:
         "../envs/plot.yaml"
     params:
         model=MODEL_NAME,
-        bootstrap_resamples=config["stats"]["bootstrap_resamples"],
-        seed=config["seed"],
+        stats=STATS,
     script:
         "../scripts/sort_parametric_figures.py"
 

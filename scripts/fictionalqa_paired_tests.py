@@ -7,11 +7,11 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
-from knowlab.fictionalqa.settings import PairedTestSettings
+from knowlab.core.stats import StatsSettings
 from knowlab.fictionalqa.steps import stats
 
 with rule_step(snakemake) as log:
-    settings = PairedTestSettings.from_param(snakemake.params.settings)
+    settings = StatsSettings.from_param(snakemake.params.stats)
     run, suite = snakemake.wildcards.run, snakemake.wildcards.suite
     tables = stats.paired_tests(
         read_parquets(snakemake.input.item_tables), snakemake.params.runs, run, snakemake.params.control, suite,

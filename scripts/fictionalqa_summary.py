@@ -7,6 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_json, read_parquets, write_csv
 from knowlab.core.provenance import rule_step
+from knowlab.core.stats import StatsSettings
 from knowlab.fictionalqa.steps import stats
 
 with rule_step(snakemake) as log:
@@ -15,8 +16,7 @@ with rule_step(snakemake) as log:
         snakemake.params.runs,
         [read_json(path) for path in snakemake.input.splits],
         read_parquets(snakemake.input.train_logs),
-        seed=snakemake.params.seed,
-        n_resamples=snakemake.params.resamples,
+        StatsSettings.from_param(snakemake.params.stats),
     )
     write_csv(snakemake.output.summary, summary)
     log.info("summary: %d rows over %d splits", len(summary), summary["split"].nunique())

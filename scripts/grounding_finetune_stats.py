@@ -7,6 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_json, read_jsonl, read_parquets, write_csv, write_parquet
 from knowlab.core.provenance import rule_step
+from knowlab.core.stats import StatsSettings
 from knowlab.grounding.steps import stats
 
 with rule_step(snakemake) as log:
@@ -25,5 +26,7 @@ with rule_step(snakemake) as log:
     log.info("rates by run, step, side and condition:\n%s", rates.to_string())
     write_parquet(
         snakemake.output.mcnemar,
-        stats.finetune_mcnemar(rows, params.runs, params.control, params.steps, params.exact_below),
+        stats.finetune_mcnemar(
+            rows, params.runs, params.control, params.steps, StatsSettings.from_param(params.stats).mcnemar_exact_below
+        ),
     )

@@ -7,15 +7,16 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
+from knowlab.core.stats import StatsSettings
 from knowlab.grounding.settings import GroundingTablesSettings
 from knowlab.grounding.steps import stats
 
-with rule_step(snakemake, seed=snakemake.params.seed) as log:
+with rule_step(snakemake, seed=snakemake.params.stats["seed"]) as log:
     rows = read_parquets(snakemake.input.scores)
     write_parquet(snakemake.output.rows, rows)
     stats.tables(
         rows,
         snakemake.output.tables,
         GroundingTablesSettings.from_param(snakemake.params.settings),
-        seed=snakemake.params.seed,
+        StatsSettings.from_param(snakemake.params.stats),
     )

@@ -7,11 +7,12 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_json, read_jsonl, read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
+from knowlab.core.stats import StatsSettings
 from knowlab.sort.steps import stats
 
 with rule_step(snakemake):
     params, inputs, out = snakemake.params, snakemake.input, snakemake.output
-    rows, binomial = stats.fiction_stats(
+    rows, binomial, bands = stats.fiction_stats(
         read_parquets(inputs.rows),
         read_parquets([inputs.base]),
         {Path(p).stem: read_json(p) for p in inputs.splits},  # each run's split, by run
@@ -20,8 +21,8 @@ with rule_step(snakemake):
         runs=params.runs,
         control=params.control,
         steps=params.steps,
-        alternative=params.alternative,
-        exact_below=params.exact_below,
+        stats=StatsSettings.from_param(params.stats),
     )
     write_parquet(out.rows, rows)
     write_parquet(out.binomial, binomial)
+    write_parquet(out.bands, bands)

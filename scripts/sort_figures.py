@@ -7,6 +7,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
+from knowlab.core.stats import StatsSettings
+from knowlab.sort.settings import CONDITION_FIGURES
 from knowlab.sort.steps import figures
 
 with rule_step(snakemake):
@@ -15,9 +17,9 @@ with rule_step(snakemake):
         read_parquets(inputs.rows),
         read_parquets([inputs.binomial]),
         {"mcnemar": read_parquets([inputs.mcnemar]), "ttest": read_parquets([inputs.ttest])},
+        {name: read_parquets([path]) for name, path in zip(CONDITION_FIGURES, inputs.bands, strict=True)},
         dict(snakemake.output.items()),
         model=snakemake.params.model,
-        n_resamples=snakemake.params.bootstrap_resamples,
-        seed=snakemake.params.seed,
+        stats=StatsSettings.from_param(snakemake.params.stats),
         retrieval=read_parquets([inputs.retrieval]) if inputs.get("retrieval") else None,
     )

@@ -8,6 +8,8 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
+from knowlab.core.stats import StatsSettings
+from knowlab.sort.settings import EPOCH_FIGURES
 from knowlab.sort.steps import figures
 
 with rule_step(snakemake):
@@ -16,8 +18,8 @@ with rule_step(snakemake):
         read_parquets([inputs.rows]),
         read_parquets(inputs.nll),
         {"mcnemar": read_parquets([inputs.mcnemar]), "ttest": read_parquets([inputs.ttest])},
+        {name: read_parquets([path]) for name, path in zip(EPOCH_FIGURES, inputs.bands, strict=True)},
         dict(snakemake.output.items()),
         model=snakemake.params.model,
-        n_resamples=snakemake.params.bootstrap_resamples,
-        seed=snakemake.params.seed,
+        stats=StatsSettings.from_param(snakemake.params.stats),
     )

@@ -67,6 +67,18 @@ def run_snakemake(workdir, *args, configs=(TEST_CONFIG,), check=True) -> subproc
 
 
 @pytest.fixture(scope="session")
+def stats_settings():
+    """The statistics settings of the library-level tests (knowlab.core.stats.StatsSettings): the
+    default config's level, McNemar threshold and alternative, with fewer resamples."""
+    from knowlab.core.stats import StatsSettings
+
+    return StatsSettings(
+        confidence=0.95, bootstrap_resamples=200, permutation_resamples=999, mcnemar_exact_below=25,
+        ttest_alternative="greater", seed=0,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
 def snakemake():
     """:func:`run_snakemake`."""
     return run_snakemake

@@ -46,7 +46,13 @@ CFG = {
         # three base models; the first (the reference model) holds every run
         "models": {"small": "base", "mid": {"source": "tiny_random"}, "large": {"source": "tiny_random"}},
     },
-    "stats": {"bootstrap_resamples": 200, "permutation_resamples": PERMUTATIONS},
+    "stats": {
+        "bootstrap_resamples": 200,
+        "permutation_resamples": PERMUTATIONS,
+        "confidence": 0.95,
+        "mcnemar_exact_below": 25,
+        "ttest_alternative": "greater",
+    },
     "eval_models": {"base_model": "base"},
     "sort": {
         "conditions": ["baseline", "in_context", "rag", "oracle_rag"],
@@ -397,7 +403,7 @@ def test_right_direction_without_significance_prints_its_minimum_detectable_effe
     # 2^20 sign patterns: Monte Carlo over 999 of them, p within a few standard errors of 0.5
     assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5, abs=0.05) and f.effect == pytest.approx(2 / 80)
     per_excerpt = np.r_[np.full(2, 0.25), np.zeros(18)]
-    se = stats.bootstrap_difference(per_excerpt, seed=0, n_resamples=500)["se"]
+    se = stats.bootstrap_difference(per_excerpt, seed=0, n_resamples=500, confidence=0.95)["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
     line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[12] in line)
     assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.025 accuracy, 95% CI [")

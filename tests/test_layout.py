@@ -84,8 +84,8 @@ def test_training_seeds_multiply_every_run_and_leave_the_first_seeds_names():
         for model in ("tiny", "tiny-wide")
         for run in ("doc", "event", "fictsheets", "control")
     }
-    # every seed's checkpoints are evaluated; the probes read the first seed's
-    assert plan.checkpoints == 2 * (1 + 8) and plan.probe_checkpoints == one.probe_checkpoints == 5  # probe_models: tiny
+    # every seed's checkpoints are evaluated; the probes (probe_models: tiny) read the first seed's
+    assert plan.checkpoints == 2 * (1 + 8) and plan.probe_checkpoints == one.probe_checkpoints == 5
     assert "results/fictionalqa/tiny-wide/evaluate/control.seed-7/step-6.parquet" in plan.findings_inputs("base_model")
     assert replicate_run("doc", 5, [5, 7]) == "doc" and replicate_run("doc", 7, [5, 7]) == "doc.seed-7"
     assert replicated_run("style_news.seed-7") == "style_news" and run_seed("doc.seed-7", [5, 7]) == 7

@@ -2,7 +2,8 @@
 
 :func:`collect` reads the tables of a finished run (``results/``) and returns one :class:`Finding`
 per comparison of the claims below: its effect (oriented so that a positive effect is the
-direction the paper claims), a two-sided test, a 95% percentile-bootstrap interval, n, p and a
+direction the paper claims), a two-sided test, a percentile-bootstrap interval (at ``stats.confidence``,
+95% by default: "the 95% interval" below), n, p and a
 status.  The test and the interval work at the **inference unit**: what the design samples or
 assigns (``Finding.unit``, ``n_clusters`` of them), not the values measured inside it.
 FictionalQA's questions and documents nest in events, whose facts they share.  SORT's items and
@@ -122,7 +123,13 @@ from knowlab.core.clustered import (
 from knowlab.core.io import read_json, read_jsonl
 from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
-from knowlab.core.stats import bootstrap_difference, holm_adjust, minimum_detectable_effect, paired_items
+from knowlab.core.stats import (
+    StatsSettings,
+    bootstrap_difference,
+    holm_adjust,
+    minimum_detectable_effect,
+    paired_items,
+)
 from knowlab.fictionalqa.splits import split_assignments
 from knowlab.sort.build import excerpt_id
 
@@ -132,7 +139,6 @@ INCONCLUSIVE = "inconclusive"
 CONTRADICTED = "contradicted"
 NOT_TESTED = "not tested"
 STATUSES = (SUPPORTED, NOT_SIGNIFICANT, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
-CONFIDENCE = 0.95
 FICTSHEETS = "fictsheets"
 EVENT = "event"
 # the loss suite of a split's documents (the split JSON's ``documents``)
@@ -183,13 +189,10 @@ class FindingsSettings(StepSettings):
     """Power of the minimum detectable effect (``findings.power``)."""
     margin: float
     """Equivalence margin of a no-difference claim, in the effect's unit (``findings.equivalence_margin``)."""
-    resamples: int
-    """Bootstrap resamples of every interval (``stats.bootstrap_resamples``)."""
-    permutations: int
-    """Permutations of a permutation test that cannot list them all, and draws of a split's
-    randomisation (``stats.permutation_resamples``)."""
-    seed: int
-    """Seed of the bootstrap streams, keyed per line (``seed``)."""
+    stats: StatsSettings
+    """The intervals' level and resamples, the permutations of a test that cannot list them all and
+    the draws of a split's randomisation, and the seed every stream is keyed from, per line
+    (:class:`knowlab.core.stats.StatsSettings`)."""
     runs: tuple[str, ...]
     """The FictionalQA fiction runs (``finetune.runs``)."""
     ft_models: tuple[str, ...]
@@ -229,9 +232,7 @@ class FindingsSettings(StepSettings):
             alpha=float(config["findings"]["alpha"]),
             power=float(config["findings"]["power"]),
             margin=float(config["findings"]["equivalence_margin"]),
-            resamples=int(config["stats"]["bootstrap_resamples"]),
-            permutations=int(config["stats"]["permutation_resamples"]),
-            seed=int(config["seed"]),
+            stats=StatsSettings.from_config(config),
             runs=finetune["runs"],
             ft_models=tuple(finetune_models(config)),
             control=bool(finetune["control"]),
@@ -260,7 +261,8 @@ class Finding:
     behind a claim about trained models (1: the result is conditional on that seed; None: no
     training; more than 1: the seeds are the claim's replicates); ``min_p``: the smallest p the test
     can give with this many units, after Holm's
-    factor (equivalence: with every pair agreeing), ``not tested`` when not below alpha.  Fields
+    factor (equivalence: with every pair agreeing), ``not tested`` when not below alpha;
+    ``confidence``: the level of ``ci_low``, ``ci_high`` (``stats.confidence``).  Fields
     that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
     tested``, what the claim needs).
     """
@@ -284,6 +286,7 @@ class Finding:
     scale: str | None = None
     seeds: int | None = None
     min_p: float | None = None
+    confidence: float | None = None
 
 
 class Skip(Exception):
@@ -464,8 +467,8 @@ def by_cluster(
     ``n``: the measured values behind them (None: the units ``a`` and ``b`` share)."""
     joined = _aligned(a, b)
     means_a, means_b = (cluster_means(joined[side], clusters) for side in ("a", "b"))
-    seed = keyed_rng(r.settings.seed, "findings", "sign-flip", label, unit, scale).getrandbits(32)
-    p, min_p = sign_flip_test((means_a - means_b).to_numpy(), r.settings.permutations, seed)
+    seed = keyed_rng(r.settings.stats.seed, "findings", "sign-flip", label, unit, scale).getrandbits(32)
+    p, min_p = sign_flip_test((means_a - means_b).to_numpy(), r.settings.stats.permutation_resamples, seed)
     test = f"sign-flip permutation over {unit}s"
     n = len(joined) if n is None else n
     return Comparison(label, means_a, means_b, True, p, min_p, test, unit, scale, n, detail, trained)
@@ -505,12 +508,12 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
     val_means, train_means = cluster_means(values[~trained], events), cluster_means(values[trained], events)
     if val_means.empty or train_means.empty:
         raise Skip(f"no scored document on one side of the {run} split")
-    seed = keyed_rng(r.settings.seed, "findings", "randomisation", run).getrandbits(32)
+    seed = keyed_rng(r.settings.stats.seed, "findings", "randomisation", run).getrandbits(32)
     p, min_p = randomization_test(
         values,
         treated,
-        split_assignments(split, r.fictions(), r.settings.permutations),
-        r.settings.permutations,
+        split_assignments(split, r.fictions(), r.settings.stats.permutation_resamples),
+        r.settings.stats.permutation_resamples,
         seed,
         clusters=events,
     )
@@ -541,12 +544,13 @@ def _judge(
     holm = holm_adjust([c.p for c in comparisons])  # a family of one keeps its p
     out = []
     for c, p in zip(comparisons, holm):
-        seed = keyed_rng(s.seed, "findings", claim, c.label).getrandbits(63)
+        seed = keyed_rng(s.stats.seed, "findings", claim, c.label).getrandbits(63)
+        bootstrap = {"confidence": s.stats.confidence, "n_resamples": s.stats.bootstrap_resamples, "seed": seed}
         test = f"{c.test}, two-sided"
         if c.seeds:  # training seeds as replicates: seeds x units
             a, b = (np.stack([pair[side] for pair in c.seeds.values()]) for side in (0, 1))
             est = crossed_bootstrap_difference(
-                a, b, paired=c.paired, confidence=CONFIDENCE, n_resamples=s.resamples, seed=seed
+                a, b, paired=c.paired, **bootstrap
             )
             test += (
                 f", on the values averaged over {len(c.seeds)} training seeds; t-test over the seeds' effects "
@@ -556,7 +560,7 @@ def _judge(
             detail = f"{c.detail}; effect per training seed: {effects}"
         else:
             est = bootstrap_difference(
-                c.a, c.b, paired=c.paired, confidence=CONFIDENCE, n_resamples=s.resamples, seed=seed
+                c.a, c.b, paired=c.paired, **bootstrap
             )
             detail = c.detail + ("; one training seed: the result is conditional on it" if c.trained else "")
         test += f", Holm over {m} comparisons" if m > 1 else ""
@@ -576,6 +580,7 @@ def _judge(
             scale=c.scale,
             seeds=(len(c.seeds) if c.seeds else 1) if c.trained else None,
             min_p=min(1.0, (c.equivalence["min_p"] if equivalence else c.min_p * m)),
+            confidence=s.stats.confidence,
             detail=detail,
         )
         if equivalence:
@@ -1185,7 +1190,7 @@ def _signed(x: float) -> str:
 
 def render(findings: Sequence[Finding], report_path: str | Path) -> str:
     """Plain text for a terminal: a first line with the tally (``supported`` of all) and the report,
-    then one line per finding: ``[status] study: claim — effect, 95% CI, test, n (units and values),
+    then one line per finding: ``[status] study: claim — effect, CI (at its level), test, n (units and values),
     p; detail (source)``."""
     counts = tally(findings)
     rest = ", ".join(f"{n} {status}" for status, n in counts.items() if n and status != SUPPORTED)
@@ -1200,7 +1205,7 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
             lines.append(line + f.detail)
             continue
         line += (
-            f"effect {_signed(f.effect)} {f.scale}, 95% CI [{_signed(f.ci_low)}, {_signed(f.ci_high)}], "
+            f"effect {_signed(f.effect)} {f.scale}, {f.confidence:.0%} CI [{_signed(f.ci_low)}, {_signed(f.ci_high)}], "
             f"{f.test}, n {f.n_clusters} {f.unit}s ({f.n} values), p = {f.p:.2g}"
         )
         if f.status in (NOT_SIGNIFICANT, INCONCLUSIVE) and f.margin is None:

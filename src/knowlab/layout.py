@@ -170,7 +170,9 @@ class Layout:
         self.seeds: list[int] = training_seeds(config)
         #: the runs of the other seeds, run by run (``doc.seed-7``): trained and evaluated at every
         #: checkpoint for the findings; the figures, tables and probes read the first seed's runs
-        self.replicate_runs: list[str] = [replicate_run(run, seed, self.seeds) for run in self.runs for seed in self.seeds[1:]]
+        self.replicate_runs: list[str] = [
+            replicate_run(run, seed, self.seeds) for run in self.runs for seed in self.seeds[1:]
+        ]
         #: checkpoint steps, 0 (the base model, evaluated once as run ``base_model``) first
         self.steps: list[int] = checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"])
         #: models evaluated as they are (``eval_models``)
@@ -230,7 +232,8 @@ class Layout:
 
     def findings_inputs(self, base_eval: str) -> list[str]:
         """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run (every
-        training seed's) of every base model (Event's claim takes the minimum validation loss over them; the model-size claim compares
+        training seed's) of every base model (Event's claim takes the minimum validation loss over
+        them; the model-size claim compares
         the base models), the base models' table, the splits, the corpus's documents and questions
         (their events: the unit of FictionalQA's claims); the base model's
         (``base_eval``) SORT items in each condition and, when on, the parametric runs' last-epoch

@@ -325,7 +325,9 @@ def test_seeds_as_replicates_keep_alpha_where_the_units_alone_do_not(n_seeds):
         for icc in (0.3, 0.7):
             new, old = _rates(partial(_seeded, n_seeds=n_seeds, tau=tau), icc, 0.0, 11)
             power = _rates(partial(_seeded, n_seeds=n_seeds, tau=tau), icc, 1.0, 12, replicates=200)[0]
-            print(f"{n_seeds} seeds, seed SD {tau}, ICC {icc}: rejects {new:.3f} (units alone {old:.3f}); power {power:.3f}")
+            print(
+                f"{n_seeds} seeds, seed SD {tau}, ICC {icc}: rejects {new:.3f} (units alone {old:.3f}); power {power:.3f}"
+            )
             assert new <= BOUND, f"{n_seeds} seeds, tau {tau}, ICC {icc}: rejects {new:.3f} of null replicates"
             if tau == 1.0:
                 assert old > BOUND, f"the test over units alone rejects only {old:.3f} with seed SD {tau}"

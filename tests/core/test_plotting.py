@@ -73,7 +73,7 @@ def test_panel_figure_rows_legend_and_note(tmp_path):
     assert layout.legend_columns == 4
     assert max(len(line) for line in layout.note.splitlines()) <= width * plotting.CHARS_PER_INCH
     assert layout.note.replace("\n", " ") == note.strip()
-    handles = [line_handle("run a", "C0", marker="o"), line_handle("val", linestyle="--"), band_handle()]
+    handles = [line_handle("run a", "C0", marker="o"), line_handle("val", linestyle="--"), band_handle(0.95)]
     handles.append(chance_handle("chance (0.5)"))
     fig = finish(layout, handles, "A title", tmp_path / "p.pdf", tmp_path / "p.png")
     assert fig.get_suptitle() == "A title"
@@ -110,7 +110,7 @@ def test_footnotes():
     assert models_note(rows[rows["model"] == "m2"]) == "Model: m2."
     assert models_note(rows, model="given") == "Model: given."
     assert models_note(pd.DataFrame({"x": [1]})) == "Model: not recorded."
-    assert bootstrap_note(500) == (
+    assert bootstrap_note(500, 0.95) == (
         "Bands: 95% percentile-bootstrap intervals over items (500 resamples). Dotted line: chance."
     )
     assert (
@@ -185,7 +185,7 @@ def test_a_saved_png_describes_its_figure(tmp_path):
     chance_line(layout.axes[0], 0.25)
     layout.axes[0].set(title="Doc", xlabel=STEP_LABEL, ylabel=ACCURACY_LABEL)
     empty_panel(layout.axes[1], "no Event split run in this config")
-    handles = [line_handle("Doc", "C0", marker="o"), chance_handle("chance (0.25)"), band_handle()]
+    handles = [line_handle("Doc", "C0", marker="o"), chance_handle("chance (0.25)"), band_handle(0.95)]
     finish(layout, handles, "MCQ-4 accuracy across fine-tuning", tmp_path / "f.pdf", tmp_path / "f.png")
     assert read_description(tmp_path / "f.png") == {
         "title": "MCQ-4 accuracy across fine-tuning",

@@ -249,7 +249,7 @@ def test_ttest_pair_equals_the_closed_form_t_distribution_for_each_alternative()
             assert (res["n"], res["alternative"]) == (n, alternative)
             assert res["mean_diff"] == pytest.approx(np.mean(x - y))
         if n == 40:
-            assert ttest_pair(a, b)["pvalue"] < 0.05 < ttest_pair(b, a)["pvalue"]
+            assert ttest_pair(a, b, "greater")["pvalue"] < 0.05 < ttest_pair(b, a, "greater")["pvalue"]
 
 
 def test_ttest_pair_reproduces_students_sleep_data():
@@ -270,11 +270,12 @@ def test_ttest_pair_reproduces_students_sleep_data():
 
 def test_ttest_pair_identical_scores_and_joining():
     a = _series([-0.1, -2.0, -0.7])
-    assert ttest_pair(a, a) == {"n": 3, "mean_diff": 0.0, "statistic": 0.0, "pvalue": 1.0, "alternative": "greater"}
+    same = {"n": 3, "mean_diff": 0.0, "statistic": 0.0, "pvalue": 1.0, "alternative": "greater"}
+    assert ttest_pair(a, a, "greater") == same
     shuffled = _series([-0.7, -0.1, -2.0, np.nan], ["q2", "q0", "q1", "q9"])
-    assert ttest_pair(a, shuffled)["pvalue"] == 1.0 and ttest_pair(a, shuffled)["n"] == 3
+    assert ttest_pair(a, shuffled, "greater")["pvalue"] == 1.0 and ttest_pair(a, shuffled, "greater")["n"] == 3
     with pytest.raises(ValueError, match="share no item"):
-        ttest_pair(a, _series([1.0], ["z"]))
+        ttest_pair(a, _series([1.0], ["z"]), "greater")
     with pytest.raises(ValueError, match="alternative must be one of"):
         ttest_pair(a, a, alternative="bigger")
 
@@ -287,7 +288,7 @@ def mcq4_scores(scored_items):
 
 def test_one_sided_ttest_holm_over_ordered_pairs(mcq4_scores):
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
-    table = pair_tests(mcq4_scores, pairs, "ttest", "score")
+    table = pair_tests(mcq4_scores, pairs, "ttest", "score", alternative="greater")
     assert list(table.columns) == [
         "run_a",
         "step_a",
@@ -328,17 +329,19 @@ def test_holm_runs_within_each_named_family(mcq4_scores):
     )
     pairs = [(("doc", s, c), ("control", s, c)) for c in ("x", "y") for s in (0, 10, 20)]
     key_columns = ("run", "step", "condition")
-    table = pair_tests(scores, pairs, "ttest", "score", key_columns=key_columns, family=("condition",))
+    table = pair_tests(
+        scores, pairs, "ttest", "score", alternative="greater", key_columns=key_columns, family=("condition",)
+    )
     assert list(table.columns[:6]) == ["run_a", "step_a", "condition_a", "run_b", "step_b", "condition_b"]
     for _, part in table.groupby("condition_a"):
         assert part["pvalue_holm"].to_numpy() == pytest.approx(_holm_by_hand(part["pvalue"].tolist()))
-    whole = pair_tests(scores, pairs, "ttest", "score", key_columns=key_columns)
+    whole = pair_tests(scores, pairs, "ttest", "score", alternative="greater", key_columns=key_columns)
     assert (whole["pvalue"] == table["pvalue"]).all()
     assert whole["pvalue_holm"].to_numpy() == pytest.approx(_holm_by_hand(whole["pvalue"].tolist()))
     assert (whole["pvalue_holm"] >= table["pvalue_holm"]).all() and (whole["pvalue_holm"] > table["pvalue_holm"]).any()
     assert set(table["correction"]) == {"holm"}
     with pytest.raises(ValueError, match="not key columns"):
-        pair_tests(scores, pairs, "ttest", "score", key_columns=key_columns, family=("suite",))
+        pair_tests(scores, pairs, "ttest", "score", alternative="greater", key_columns=key_columns, family=("suite",))
 
 
 def test_mcnemar_is_unordered_over_any_key_columns():
@@ -378,7 +381,7 @@ def test_degenerate_cells_and_nan_pvalues():
         }
     )
     pairs = checkpoint_pairs([0, 1, 2], "r")
-    table = pair_tests(rows, pairs, "ttest", "score").set_index(["step_a", "step_b"])
+    table = pair_tests(rows, pairs, "ttest", "score", alternative="greater").set_index(["step_a", "step_b"])
     assert table.loc[(0, 1), "pvalue"] == 1.0 and table.loc[(0, 1), "statistic"] == 0.0  # every difference 0
     assert np.isnan(table.loc[(2, 0), "pvalue"]) and np.isnan(table.loc[(2, 0), "pvalue_holm"])
     assert table.loc[(2, 0), "n"] == 1
@@ -398,17 +401,17 @@ def test_pair_tests_errors():
     with pytest.raises(ValueError, match="alternative must be one of"):
         pair_tests(rows, [(("r", 0), ("r", 1))], "ttest", "score", alternative="bigger")
     with pytest.raises(ValueError, match="missing"):
-        pair_tests(rows, [(("r", 0), ("r", 1))], "ttest", "acc")
+        pair_tests(rows, [(("r", 0), ("r", 1))], "ttest", "acc", alternative="greater")
     with pytest.raises(ValueError, match="no pairs"):
-        pair_tests(rows, [], "ttest", "score")
+        pair_tests(rows, [], "ttest", "score", alternative="greater")
     with pytest.raises(ValueError, match="keys must have 2 values"):
-        pair_tests(rows, [(("r",), ("r",))], "ttest", "score")
+        pair_tests(rows, [(("r",), ("r",))], "ttest", "score", alternative="greater")
     with pytest.raises(ValueError, match="no rows for keys"):
-        pair_tests(rows, [(("r", 0), ("r", 7))], "ttest", "score")
+        pair_tests(rows, [(("r", 0), ("r", 7))], "ttest", "score", alternative="greater")
     with pytest.raises(ValueError, match="share no item"):
         pair_tests(rows, [(("r", 0), ("s", 0))], "mcnemar", "score", exact_below=25)
     with pytest.raises(ValueError, match="repeated item_id"):
-        pair_tests(pd.concat([rows, rows]), [(("r", 0), ("r", 1))], "ttest", "score")
+        pair_tests(pd.concat([rows, rows]), [(("r", 0), ("r", 1))], "ttest", "score", alternative="greater")
 
 
 def test_recompute_pvalue_from_item_rows(scored_items, own_choice):
@@ -420,7 +423,7 @@ def test_recompute_pvalue_from_item_rows(scored_items, own_choice):
     pairs = checkpoint_pairs([0, 10, 20], "doc", "control")
     tables = [
         pair_tests(mcq4, pairs, "mcnemar", "acc", exact_below=25).assign(metric="acc"),
-        pair_tests(mcq4, pairs, "ttest", "gold_logprob_norm").assign(metric="gold_logprob_norm"),
+        pair_tests(mcq4, pairs, "ttest", "gold_logprob_norm", alternative="greater").assign(metric="gold_logprob_norm"),
         pair_tests(mcq4, pairs, "ttest", "gold_logprob_norm", alternative="two-sided").assign(
             metric="gold_logprob_norm"
         ),
@@ -463,7 +466,8 @@ def test_bootstrap_ci_equals_a_hand_written_percentile_resampler():
     low, high = bootstrap_ci(values, confidence=0.9, n_resamples=200, seed=5)
     assert (low, high) == pytest.approx(_percentile_bootstrap_by_hand((values,), _mean, 200, 5, 0.9)[:2], rel=1e-12)
     assert low <= values.mean() <= high
-    assert bootstrap_ci(values, n_resamples=200, seed=5) == bootstrap_ci(values, n_resamples=200, seed=5)
+    once = bootstrap_ci(values, n_resamples=200, seed=5, confidence=0.95)
+    assert once == bootstrap_ci(values, n_resamples=200, seed=5, confidence=0.95)
     with_nan = bootstrap_ci(np.append(values, np.nan), confidence=0.9, n_resamples=200, seed=5)
     assert with_nan == pytest.approx((low, high))
     scores = np.random.default_rng(8).normal(-0.7, 0.4, 25)
@@ -475,26 +479,26 @@ def test_bootstrap_ci_equals_a_hand_written_percentile_resampler():
 
 
 def test_bootstrap_ci_degenerate_inputs():
-    assert bootstrap_ci([1.0, 1.0, 1.0], n_resamples=50, seed=0) == (1.0, 1.0)
-    assert bootstrap_ci([0.25], n_resamples=50, seed=0) == (0.25, 0.25)
-    assert bootstrap_ci([np.nan, 0.5], n_resamples=50, seed=0) == (0.5, 0.5)
-    assert all(np.isnan(bootstrap_ci([], n_resamples=50, seed=0)))
-    assert all(np.isnan(bootstrap_ci([np.nan], n_resamples=50, seed=0)))
+    assert bootstrap_ci([1.0, 1.0, 1.0], n_resamples=50, seed=0, confidence=0.95) == (1.0, 1.0)
+    assert bootstrap_ci([0.25], n_resamples=50, seed=0, confidence=0.95) == (0.25, 0.25)
+    assert bootstrap_ci([np.nan, 0.5], n_resamples=50, seed=0, confidence=0.95) == (0.5, 0.5)
+    assert all(np.isnan(bootstrap_ci([], n_resamples=50, seed=0, confidence=0.95)))
+    assert all(np.isnan(bootstrap_ci([np.nan], n_resamples=50, seed=0, confidence=0.95)))
 
 
 def test_mcnemar_sample_size_reaches_its_power_in_simulation():
     """At Connor's n, McNemar's test (chi-square with continuity correction, as mcnemar_pair uses above 25
     discordant items; :func:`_mcnemar_chi2_by_hand`) rejects in about ``power`` of simulated studies."""
     p_b, p_c = 0.22, 0.12  # the SORT pilot: in context vs no context, 26 and 14 of 120 items
-    n = mcnemar_sample_size(p_b, p_c)
+    n = mcnemar_sample_size(p_b, p_c, alpha=0.05, power=0.8)
     assert 250 < n < 270
-    assert mcnemar_sample_size(p_b, p_c, alpha=0.05 / 6) > n  # Holm's first step over 6 pairs
+    assert mcnemar_sample_size(p_b, p_c, alpha=0.05 / 6, power=0.8) > n  # Holm's first step over 6 pairs
     counts = np.random.default_rng(0).multinomial(n, [p_b, p_c, 1 - p_b - p_c], size=2000)
     rejected = [_mcnemar_chi2_by_hand(b, c)[1] < 0.05 for b, c, _ in counts]
     assert np.mean(rejected) == pytest.approx(0.8, abs=0.04)
     for bad in ((0.1, 0.1), (0.7, 0.5), (-0.1, 0.2)):
         with pytest.raises(ValueError, match="discordant proportions"):
-            mcnemar_sample_size(*bad)
+            mcnemar_sample_size(*bad, alpha=0.05, power=0.8)
 
 
 def test_bootstrap_difference_standard_errors_match_the_textbook_formulas():
@@ -502,12 +506,12 @@ def test_bootstrap_difference_standard_errors_match_the_textbook_formulas():
     (plug-in variances, as the bootstrap's), within the bootstrap's own noise at 4000 resamples."""
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 2.0, 300), rng.normal(0.0, 1.0, 300)
-    paired = bootstrap_difference(a, b, paired=True, n_resamples=4000, seed=1)
+    paired = bootstrap_difference(a, b, paired=True, n_resamples=4000, seed=1, confidence=0.95)
     assert paired["effect"] == pytest.approx((a - b).mean())
     assert paired["se"] == pytest.approx(np.std(a - b) / np.sqrt(300), rel=0.06)
     assert paired["ci_low"] < paired["effect"] < paired["ci_high"]
     a2 = rng.normal(1.0, 2.0, 200)
-    unpaired = bootstrap_difference(a2, b, paired=False, n_resamples=4000, seed=1)
+    unpaired = bootstrap_difference(a2, b, paired=False, n_resamples=4000, seed=1, confidence=0.95)
     assert unpaired["effect"] == pytest.approx(a2.mean() - b.mean())
     assert unpaired["se"] == pytest.approx(np.sqrt(np.var(a2) / 200 + np.var(b) / 300), rel=0.06)
     # a normal-theory 95% interval, effect +/- 1.96 SE, and the percentile one nearly agree at this n
@@ -517,29 +521,29 @@ def test_bootstrap_difference_standard_errors_match_the_textbook_formulas():
 
 
 def test_bootstrap_difference_degenerate_and_bad_inputs():
-    assert bootstrap_difference([1, 1, 1], [0, 0, 0], n_resamples=50, seed=0) == {
+    assert bootstrap_difference([1, 1, 1], [0, 0, 0], n_resamples=50, seed=0, confidence=0.95) == {
         "effect": 1.0,
         "ci_low": 1.0,
         "ci_high": 1.0,
         "se": 0.0,
     }
-    assert bootstrap_difference([2.0, 2.0], [1.0], paired=False, n_resamples=50, seed=0)["se"] == 0.0
+    assert bootstrap_difference([2.0, 2.0], [1.0], paired=False, n_resamples=50, seed=0, confidence=0.95)["se"] == 0.0
     with pytest.raises(ValueError, match="differ in length"):
-        bootstrap_difference([1, 2], [1, 2, 3], n_resamples=50, seed=0)
+        bootstrap_difference([1, 2], [1, 2, 3], n_resamples=50, seed=0, confidence=0.95)
     with pytest.raises(ValueError, match="NaN"):
-        bootstrap_difference([1, np.nan], [1, 2], n_resamples=50, seed=0)
+        bootstrap_difference([1, np.nan], [1, 2], n_resamples=50, seed=0, confidence=0.95)
     with pytest.raises(ValueError, match="at least one value"):
-        bootstrap_difference([], [1.0], paired=False, n_resamples=50, seed=0)
+        bootstrap_difference([], [1.0], paired=False, n_resamples=50, seed=0, confidence=0.95)
 
 
 def test_minimum_detectable_effect_is_z_sum_times_se():
     # z(0.975) = 1.959964, z(0.8) = 0.841621 (normal tables)
-    assert minimum_detectable_effect(0.1) == pytest.approx(0.2801585, rel=1e-6)
+    assert minimum_detectable_effect(0.1, 0.05, 0.8) == pytest.approx(0.2801585, rel=1e-6)
     assert minimum_detectable_effect(0.1, alpha=0.01, power=0.9) == pytest.approx(0.1 * (2.575829 + 1.281552), rel=1e-6)
     with pytest.raises(ValueError, match="alpha and power"):
-        minimum_detectable_effect(0.1, power=1.0)
+        minimum_detectable_effect(0.1, 0.05, power=1.0)
     with pytest.raises(ValueError, match="negative"):
-        minimum_detectable_effect(-0.1)
+        minimum_detectable_effect(-0.1, 0.05, 0.8)
 
 
 # ---------------------------------------------------------------------------- against independent references
@@ -721,8 +725,8 @@ def test_bootstrap_difference_equals_the_hand_written_resampler_paired_and_unpai
     paired = _percentile_bootstrap_by_hand((units,), lambda i: _mean(a[i]) - _mean(b[i]), 500, 3, 0.95)
     unpaired = _percentile_bootstrap_by_hand((a, other), lambda u, v: _mean(u) - _mean(v), 500, 3, 0.9)
     for got, effect, (low, high, se) in (
-        (bootstrap_difference(a, b, n_resamples=500, seed=3), np.mean(a - b), paired),
-        (bootstrap_difference(a - b, n_resamples=500, seed=3), np.mean(a - b), paired),
+        (bootstrap_difference(a, b, n_resamples=500, seed=3, confidence=0.95), np.mean(a - b), paired),
+        (bootstrap_difference(a - b, n_resamples=500, seed=3, confidence=0.95), np.mean(a - b), paired),
         (
             bootstrap_difference(a, other, paired=False, confidence=0.9, n_resamples=500, seed=3),
             a.mean() - other.mean(),
@@ -742,18 +746,18 @@ def test_percentile_intervals_cover_the_true_difference_at_about_their_level():
     covered = {"mean": 0, "paired": 0, "unpaired": 0}
     widths = {"paired": [], "unpaired": []}
     for rep in range(200):
-        low, high = bootstrap_ci(rng.normal(2.0, 1.0, 50), n_resamples=500, seed=rep)
+        low, high = bootstrap_ci(rng.normal(2.0, 1.0, 50), n_resamples=500, seed=rep, confidence=0.95)
         covered["mean"] += low <= 2.0 <= high
         unit = rng.normal(0.0, 2.0, 50)  # a per-unit level both scores share
         a, b = unit + 0.3 + rng.normal(0.0, 0.5, 50), unit + rng.normal(0.0, 0.5, 50)
-        est = bootstrap_difference(a, b, n_resamples=500, seed=rep)
+        est = bootstrap_difference(a, b, n_resamples=500, seed=rep, confidence=0.95)
         covered["paired"] += est["ci_low"] <= 0.3 <= est["ci_high"]
-        apart = bootstrap_difference(a, b, paired=False, n_resamples=500, seed=rep)
+        apart = bootstrap_difference(a, b, paired=False, n_resamples=500, seed=rep, confidence=0.95)
         widths["paired"].append(est["ci_high"] - est["ci_low"])
         widths["unpaired"].append(apart["ci_high"] - apart["ci_low"])
         est = bootstrap_difference(
             rng.normal(1.0, 1.0, 50), rng.normal(0.0, 1.5, 40), paired=False, n_resamples=500, seed=rep
-        )
+        , confidence=0.95)
         covered["unpaired"] += est["ci_low"] <= 1.0 <= est["ci_high"]
     for what, count in covered.items():
         assert 0.90 <= count / 200 <= 0.99, what

@@ -55,6 +55,7 @@ def _summary(splits=("doc", "event")) -> pd.DataFrame:
                                 "suite": suite,
                                 "side": side,
                                 "acc": acc,
+                                "confidence": 0.95,
                                 "acc_lo": acc - 0.05,
                                 "acc_hi": acc + 0.05,
                                 "acc_norm": acc,

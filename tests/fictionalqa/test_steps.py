@@ -12,7 +12,7 @@ from pandas.testing import assert_frame_equal
 
 from knowlab.core.checkpoints import BASE_RUN, with_step0
 from knowlab.core.io import read_parquets, write_parquet
-from knowlab.fictionalqa.settings import PairedTestSettings
+from knowlab.core.stats import StatsSettings
 from knowlab.fictionalqa.stats import mcnemar_for_run, ttest_for_run
 from knowlab.fictionalqa.steps import figures, stats
 
@@ -41,7 +41,10 @@ def _evaluated_once(scored_items):
 
 def test_paired_tests_put_the_base_model_at_step_zero_of_every_run(scored_items):
     items = _evaluated_once(scored_items)
-    settings = PairedTestSettings(mcnemar_exact_below=25, ttest_alternative="greater")
+    settings = StatsSettings(
+        confidence=0.95, bootstrap_resamples=200, permutation_resamples=99, mcnemar_exact_below=25,
+        ttest_alternative="greater", seed=0,
+    )  # fmt: skip
     tables = stats.paired_tests(items, ["doc", "control"], "doc", "control", "mcq4", settings)
     rows = with_step0(items, ["doc", "control"])
     assert tables.keys() == {"mcnemar", "ttest"}
@@ -57,7 +60,10 @@ def test_pvalue_figure_draws_the_saved_table(scored_items, tmp_path):
     """The figure rule's path: the stats step's table written and read back, then drawn."""
     from knowlab.core.plotting import read_description
 
-    settings = PairedTestSettings(mcnemar_exact_below=25, ttest_alternative="greater")
+    settings = StatsSettings(
+        confidence=0.95, bootstrap_resamples=200, permutation_resamples=99, mcnemar_exact_below=25,
+        ttest_alternative="greater", seed=0,
+    )  # fmt: skip
     tables = stats.paired_tests(_evaluated_once(scored_items), ["doc", "control"], "doc", "control", "mcq4", settings)
     write_parquet(tmp_path / "mcq4_mcnemar.parquet", tables["mcnemar"])
     pdf, png = tmp_path / "mcq4_mcnemar.pdf", tmp_path / "mcq4_mcnemar.png"

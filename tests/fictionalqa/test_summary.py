@@ -3,7 +3,13 @@
 import pandas as pd
 import pytest
 
+from knowlab.core.stats import StatsSettings
 from knowlab.fictionalqa.summary import summarise
+
+STATS = StatsSettings(
+    confidence=0.95, bootstrap_resamples=200, permutation_resamples=99, mcnemar_exact_below=25,
+    ttest_alternative="greater", seed=0,
+)  # fmt: skip
 
 SPLIT = {
     "split": "doc",
@@ -28,7 +34,7 @@ def _items():
 
 def test_sides_loss_and_rates():
     logs = pd.DataFrame({"run": ["doc", "control"], "step": [4, 4], "fiction_epochs": [1.5, 0.0]})
-    table = summarise(_items(), [SPLIT], logs, seed=0, n_resamples=200).set_index(["run", "step", "suite", "side"])
+    table = summarise(_items(), [SPLIT], logs, STATS).set_index(["run", "step", "suite", "side"])
     assert set(table.index.get_level_values("run")) == {"doc", "control"}  # event is not labelled by doc
     assert table.loc[("doc", 4, "fiction_doc", "train"), "loss"] == pytest.approx(40 / 30)
     assert table.loc[("doc", 4, "fiction_doc", "all"), "loss"] == pytest.approx(48 / 34)

@@ -85,8 +85,8 @@ def test_question_sample_is_seeded_and_order_free():
     assert len(select_question_ids(items, None, seed=1)) == 30
 
 
-def test_table1_table12_reduction_and_factors(rows):
-    summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=200, seed=0)
+def test_table1_table12_reduction_and_factors(rows, stats_settings):
+    summary = analysis.summarize(rows, ["dataset", "model", "condition"], stats=stats_settings)
     table1 = analysis.table1(summary)
     assert list(table1.index.get_level_values("condition")) == [
         "Original-Gold",

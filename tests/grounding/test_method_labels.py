@@ -106,7 +106,9 @@ def notes(monkeypatch):
         ({"decomposer": "llm:served-8b", "evaluator": "cross_encoder:x@6"}, "llm:served-8b", "cross_encoder:x@6"),
     ],
 )
-def test_every_table_and_figure_names_decomposer_and_evaluator(tmp_path, notes, columns, decomposer, evaluator):
+def test_every_table_and_figure_names_decomposer_and_evaluator(
+    tmp_path, notes, columns, decomposer, evaluator, stats_settings
+):
     rows = scored_rows(**columns)
     names = ("fig3c", "fig4", "fig5", "fig15_16", "position")
     figures = {f"{n}_{ext}": str(tmp_path / f"{n}.{ext}") for n in names for ext in ("pdf", "png")}
@@ -115,9 +117,8 @@ def test_every_table_and_figure_names_decomposer_and_evaluator(tmp_path, notes, 
         position=CFG.position,
         decomposer_label=decomposer_label(GroundingDecomposerSettings(kind="sentences")),
         evaluator_label=evaluator_label(GroundingEvaluatorSettings(kind="bi_encoder", model=None, threshold=None)),
-        bootstrap_resamples=50,
     )
-    stats_steps.tables(rows, str(tmp_path / "tables"), settings, seed=0)
+    stats_steps.tables(rows, str(tmp_path / "tables"), settings, stats_settings)
     figure_steps.draw(figure_steps.read_tables(tmp_path / "tables"), figures)  # from the tables written
     csvs = sorted((tmp_path / "tables").glob("*.csv"))
     assert len(csvs) == 12
@@ -132,7 +133,7 @@ def test_every_table_and_figure_names_decomposer_and_evaluator(tmp_path, notes, 
     for title, note in notes.items():
         assert expected in note, title
     # the metric values are those of the tables without the new columns
-    summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=50, seed=0)
+    summary = analysis.summarize(rows, ["dataset", "model", "condition"], stats=stats_settings)
     table1 = pd.read_csv(tmp_path / "tables" / "table1.csv")
     assert table1["m"].to_numpy() == pytest.approx(analysis.table1(summary)["m"].to_numpy())
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from knowlab.config import load_config
+from knowlab.core.stats import StatsSettings
 from knowlab.grounding.conditions import FINETUNE_CONDITIONS
 from knowlab.grounding.settings import (
     GroundingCheckpointGenerateSettings,
@@ -84,7 +85,9 @@ def test_checks_name_the_config_key():
     with pytest.raises(ValueError, match=r"grounding\.evaluator\.window must be one of"):
         GroundingEvaluatorSettings(window="mean")
     with pytest.raises(ValueError, match=r"stats\.bootstrap_resamples must be at least 1"):
-        GroundingTablesSettings(bootstrap_resamples=0)
+        StatsSettings.from_config({**load_config(), "stats": {**load_config()["stats"], "bootstrap_resamples": 0}})
+    with pytest.raises(ValueError, match=r"stats\.confidence must be in \(0, 1\)"):
+        StatsSettings.from_config({**load_config(), "stats": {**load_config()["stats"], "confidence": 1.0}})
 
 
 def test_score_settings_rebuild_their_nested_records():

@@ -56,16 +56,16 @@ def _rows() -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def test_figures_read_the_values_the_statistics_computed(tmp_path):
+def test_figures_read_the_values_the_statistics_computed(tmp_path, stats_settings):
     rows = _rows()
-    settings = GroundingTablesSettings(position=CFG.position, bootstrap_resamples=50)
-    stats.tables(rows, str(tmp_path / "tables"), settings, seed=0)
+    settings = GroundingTablesSettings(position=CFG.position)
+    stats.tables(rows, str(tmp_path / "tables"), settings, stats_settings)
     read = figures.read_tables(tmp_path / "tables")
     for table in read.values():
         assert list(table.columns[-2:]) == list(analysis.METHOD_COLUMNS)
     read = {name: t.drop(columns=list(analysis.METHOD_COLUMNS)) for name, t in read.items()}
 
-    summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=50, seed=0)
+    summary = analysis.summarize(rows, ["dataset", "model", "condition"], stats=stats_settings)
     expected = {
         "summary": summary,
         "factors_original_gold": analysis.factor_table(rows, "original_gold").reset_index(),

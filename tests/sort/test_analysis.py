@@ -30,15 +30,13 @@ from knowlab.sort.analysis import (
     tables,
 )
 
-N_RES = 200
-
 
 # ----------------------------------------------------------------------------- accuracy / binomial
 
 
-def test_accuracy_table_is_sane(sub, rows):
+def test_accuracy_table_is_sane(sub, rows, stats_settings):
     part = sub(rows, run="base_model", model="m1")
-    table = accuracy_table(part, ["condition"], n_resamples=N_RES, seed=0)
+    table = accuracy_table(part, ["condition"], stats_settings)
     by = table.set_index("condition")
     for condition, group in part.groupby("condition"):
         assert by.loc[condition, "accuracy"] == pytest.approx(group["correct"].mean())
@@ -49,11 +47,11 @@ def test_accuracy_table_is_sane(sub, rows):
     assert (table["mean_score"] <= 0).all()
     assert by.loc["in_context", "ci_low"] > 0.8 and by.loc["baseline", "ci_low"] < 0.5 < by.loc["baseline", "ci_high"]
     # deterministic for one seed; [] gives one row over everything
-    assert table.equals(accuracy_table(part, ["condition"], n_resamples=N_RES, seed=0))
-    whole = accuracy_table(part, [], n_resamples=N_RES, seed=0)
+    assert table.equals(accuracy_table(part, ["condition"], stats_settings))
+    whole = accuracy_table(part, [], stats_settings)
     assert len(whole) == 1 and whole["n"].iloc[0] == len(part)
     with pytest.raises(ValueError, match="missing"):
-        accuracy_table(part, ["nope"], n_resamples=N_RES, seed=0)
+        accuracy_table(part, ["nope"], stats_settings)
 
 
 def test_binomial_tests_match_scipy(sub, rows):
@@ -209,8 +207,8 @@ def test_study_matrices_pick_their_keys_and_pairs(sub, rows, fiction_rows, own_c
 # ----------------------------------------------------------------------------- tables
 
 
-def test_tables_and_writer(sub, rows, tmp_path):
-    made = tables(rows, n_resamples=N_RES, seed=0)
+def test_tables_and_writer(sub, rows, tmp_path, stats_settings):
+    made = tables(rows, stats_settings)
     t1, t2 = made["table1"], made["table2"]
     assert t1.wide.columns.tolist() == ["Model", "Segment length 20", "Segment length 50"]
     assert t1.wide["Model"].tolist() == ["m1", "m2"]

@@ -8,9 +8,8 @@ import pytest
 
 from knowlab.core.plotting import read_description
 from knowlab.core.stats import checkpoint_pairs, matched_pairs
+from knowlab.sort import bands
 from knowlab.sort.analysis import binomial_tests, condition_matrix, finetune_keys
-
-N_RES = 200
 
 
 # ----------------------------------------------------------------------------- figures
@@ -107,47 +106,52 @@ def _shown(pdf, png) -> dict:
     return read_description(png)
 
 
-def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_rows, tmp_path):
+def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_rows, tmp_path, stats_settings):
     from knowlab.sort import condition_plots, finetune_plots, matrix_plots
 
     base = sub(rows, run="base_model")
+    fig10 = {"condition": "baseline", "hue": "segment_length", "panel": "model"}
+    m1 = sub(rows, model="m1")
+    st = {"stats": stats_settings}
     calls = {
-        "fig3a": lambda p, q: condition_plots.plot_by_excerpt_length(base, p, q, n_resamples=N_RES, seed=0),
+        "fig3a": lambda p, q: condition_plots.plot_by_excerpt_length(
+            base, bands.excerpt_length_bands(base, stats_settings), p, q, **st
+        ),
         "fig3b": lambda p, q: condition_plots.plot_by_distance(
             base,
+            bands.distance_bands(base, stats_settings),
             p,
             q,
             marks=binomial_tests(sub(base, condition="in_context", split="test"), ["excerpt_length", "distance_bin"]),
-            n_resamples=N_RES,
-            seed=0,
+            **st,
         ),
         "fig10": lambda p, q: condition_plots.plot_by_distance(
             base,
+            bands.distance_bands(base, stats_settings, **fig10),
             p,
             q,
-            condition="baseline",
-            hue="segment_length",
-            panel="model",
+            **fig10,
             marks=binomial_tests(
                 sub(base, condition="baseline", split="test"), ["model", "segment_length", "distance_bin"]
             ),
-            n_resamples=N_RES,
-            seed=0,
+            **st,
         ),
         "fig4": lambda p, q: condition_plots.plot_rag(
             base,
+            bands.rag_bands(base, stats_settings),
             p,
             q,
             recall=pd.DataFrame({"distance_bin": [0, 1, 2, 3], "recall": [0.9, 0.7, 0.6, 0.5], "k": 2}),
-            n_resamples=N_RES,
-            seed=0,
+            **st,
         ),
-        "fig13": lambda p, q: finetune_plots.plot_across_epochs(sub(rows, model="m1"), p, q, n_resamples=N_RES, seed=0),
+        "fig13": lambda p, q: finetune_plots.plot_across_epochs(
+            m1, bands.epoch_bands(m1, stats_settings, metric="accuracy"), p, q, **st
+        ),
         "fig16": lambda p, q: finetune_plots.plot_across_epochs(
-            sub(rows, model="m1"), p, q, metric="score", n_resamples=N_RES, seed=0
+            m1, bands.epoch_bands(m1, stats_settings, metric="score"), p, q, metric="score", **st
         ),
         "fiction": lambda p, q: finetune_plots.plot_fiction_sort(
-            fiction_rows, p, q, model="tiny", n_resamples=N_RES, seed=0
+            fiction_rows, bands.fiction_bands(fiction_rows, stats_settings), p, q, model="tiny", **st
         ),
     }
     ppl_rng = np.random.default_rng(2)
@@ -172,9 +176,8 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
         )
     )
     calls["fig12"] = lambda p, q: finetune_plots.plot_across_epochs(
-        ppl, p, q, metric="perplexity", model="m1", n_resamples=N_RES, seed=0
+        ppl, bands.epoch_bands(ppl, stats_settings, metric="perplexity"), p, q, metric="perplexity", model="m1", **st
     )
-    m1 = sub(rows, model="m1")
     keys, labels = finetune_keys(m1, condition="baseline")
     calls["fig14"] = lambda p, q: matrix_plots.plot_matrix(
         condition_matrix(m1, keys, "mcnemar", labels=labels, exact_below=25), "McNemar", p, q, model="m1"
@@ -214,7 +217,7 @@ def test_every_plot_shows_its_title_panels_axes_and_legend(sub, rows, fiction_ro
     )
 
 
-def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkeypatch):
+def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkeypatch, stats_settings):
     """The workflow marks Fig. 10 with the baseline rows of a table corrected over every condition:
     the footnote names that family's size, not the number of points marked."""
     from knowlab.sort import condition_plots
@@ -226,14 +229,15 @@ def test_fig10_footnote_counts_the_whole_holm_family(sub, rows, tmp_path, monkey
     notes = []
     real = condition_plots.panel_figure
     monkeypatch.setattr(condition_plots, "panel_figure", lambda n, h, note: notes.append(note) or real(n, h, note))
+    fig10 = {"condition": "baseline", "hue": "segment_length", "panel": "model"}
     condition_plots.plot_by_distance(
-        base, tmp_path / "f.pdf", tmp_path / "f.png", condition="baseline", hue="segment_length", panel="model",
-        marks=baseline, n_resamples=N_RES, seed=0,
+        base, bands.distance_bands(base, stats_settings, **fig10), tmp_path / "f.pdf", tmp_path / "f.png", **fig10,
+        marks=baseline, stats=stats_settings,
     )  # fmt: skip
     assert f"Holm-corrected over {len(family)} tests" in notes[0]
 
 
-def test_footnotes_and_captions_name_the_answer_rule(sub, rows, tmp_path, monkeypatch):
+def test_footnotes_and_captions_name_the_answer_rule(sub, rows, tmp_path, monkeypatch, stats_settings):
     """sort.answer: every accuracy figure's footnote (and the tables' captions) says how answers were read;
     rows scored before the answer_rule column were forced choice."""
     from knowlab.sort import condition_plots
@@ -246,9 +250,12 @@ def test_footnotes_and_captions_name_the_answer_rule(sub, rows, tmp_path, monkey
     monkeypatch.setattr(condition_plots, "panel_figure", lambda n, h, note: notes.append(note) or real(n, h, note))
     for rule in ("forced_choice", "greedy"):
         tagged = base.assign(answer_rule=rule)
-        condition_plots.plot_by_distance(tagged, tmp_path / "f.pdf", tmp_path / "f.png", n_resamples=N_RES, seed=0)
+        condition_plots.plot_by_distance(
+            tagged, bands.distance_bands(tagged, stats_settings), tmp_path / "f.pdf", tmp_path / "f.png",
+            stats=stats_settings,
+        )  # fmt: skip
         assert notes[-1].endswith(ANSWER_NOTES[rule])
-        assert all(t.caption.endswith(ANSWER_NOTES[rule]) for t in tables(tagged, N_RES, 0).values())
+        assert all(t.caption.endswith(ANSWER_NOTES[rule]) for t in tables(tagged, stats_settings).values())
     assert answer_note(base.drop(columns="answer_rule", errors="ignore")) == ANSWER_NOTES["forced_choice"]
     mixed = base.assign(answer_rule=["greedy"] + ["forced_choice"] * (len(base) - 1))
     with pytest.raises(ValueError, match="different answer rules"):  # their accuracies do not compare

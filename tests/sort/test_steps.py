@@ -4,19 +4,20 @@ figure steps draw from those tables (the skeleton every study shares: tests/test
 from __future__ import annotations
 
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from knowlab.core.io import read_parquets, write_parquet
-from knowlab.sort import analysis
+from knowlab.sort import analysis, bands
 from knowlab.sort.steps import figures, stats
 
 
-def test_condition_stats_write_the_tables_and_return_the_tests(rows, sub, tmp_path):
+def test_condition_stats_write_the_tables_and_return_the_tests(rows, sub, tmp_path, stats_settings):
     base = sub(rows, run="base_model")
-    conditions = ["baseline", "in_context"]
-    binomial, tests = stats.condition_stats(
-        base, tmp_path / "tables", ["m1", "m2"], conditions, alternative="greater", exact_below=25, n_resamples=50, seed=3
+    conditions = ["baseline", "in_context", "rag", "oracle_rag"]
+    binomial, tests, figure_bands = stats.condition_stats(
+        base, tmp_path / "tables", ["m1", "m2"], conditions, stats_settings
     )
     tables = ("table1_baseline_by_segment_length", "table2_in_context_by_excerpt_length")
     names = {p.name for p in (tmp_path / "tables").iterdir()}
@@ -25,32 +26,59 @@ def test_condition_stats_write_the_tables_and_return_the_tests(rows, sub, tmp_pa
     assert len(tests) == 2
     expected = analysis.condition_tests(base, "m2", conditions, "greater", 25)
     assert tests[1].keys() == {"mcnemar", "ttest"} and all(tests[1][t].equals(expected[t]) for t in expected)
+    # every banded figure's points: Fig. 10 per model, segment length and distance bin of the baseline
+    # test rows, each interval holding its accuracy
+    assert figure_bands.keys() == {"fig3a", "fig3b", "fig10", "fig4"}
+    fig10 = figure_bands["fig10"]
+    test_rows = base[(base.condition == "baseline") & (base.split == "test")]
+    assert len(fig10) == test_rows.groupby(["model", "segment_length", "distance_bin"]).ngroups
+    first = fig10.iloc[0]
+    cell = test_rows[
+        (test_rows.model == first.model)
+        & (test_rows.segment_length == first.segment_length)
+        & (test_rows.distance_bin == first.distance_bin)
+    ]
+    assert first.accuracy == pytest.approx(cell.correct.mean()) and first.ci_low <= first.accuracy <= first.ci_high
+    assert (figure_bands["fig4"]["condition"].unique() == ["baseline", "in_context", "oracle_rag", "rag"]).all()
 
 
-def test_parametric_stats_put_the_base_model_at_epoch_zero(rows, sub):
+def test_parametric_stats_put_the_base_model_at_epoch_zero(rows, sub, stats_settings):
     base = sub(rows, run="base_model", model="m1")
     base = base[base.condition.isin(["baseline", "in_context"])].drop(columns="epoch")
     tuned = rows[rows.run != "base_model"]
-    out, tests = stats.parametric_stats(base, tuned, "greater", 25)
+    ids = base["item_id"].unique()[:20]
+    nll = pd.DataFrame(
+        [
+            {"item_id": i, "run": run, "epoch": epoch, "nll_a": 3.0 - epoch, "nll_b": 3.0 - epoch}
+            for run, epoch in (("base_model", 0.0), ("books", 1.0), ("instructions", 1.0))
+            for i in ids
+        ]
+    )
+    out, tests, figure_bands = stats.parametric_stats(base, tuned, nll, stats_settings)
     assert len(out) == len(base) + len(tuned) and (out.epoch.iloc[: len(base)] == 0.0).all()
     assert out.index.equals(pd.RangeIndex(len(out)))
     assert tests.keys() == {"mcnemar", "ttest"}
     assert tests["ttest"].equals(analysis.parametric_tests(out, "greater", 25)["ttest"])
+    # Fig. 12: exp(mean nll) per run and epoch, both runs starting at the base model's
+    ppl = figure_bands["fig12"].set_index(["run", "epoch"])["value"]
+    assert ppl[("books", 0.0)] == pytest.approx(np.exp(3.0)) and ppl[("books", 1.0)] == pytest.approx(np.exp(2.0))
+    assert figure_bands.keys() == {"fig12", "fig13", "fig16"} and (figure_bands["fig13"]["low"] <= 1).all()
 
 
 @pytest.mark.slow
-def test_condition_figures_draw_every_figure_from_the_saved_tables(rows, sub, tmp_path):
+def test_condition_figures_draw_every_figure_from_the_saved_tables(rows, sub, tmp_path, stats_settings):
     """The figure rule's path: the stats step's tables written and read back, then drawn."""
     base = sub(rows, run="base_model")
     conditions = ["baseline", "in_context", "rag", "oracle_rag"]
-    binomial, tests = stats.condition_stats(
-        base, tmp_path / "tables", ["m1"], conditions, alternative="greater", exact_below=25, n_resamples=20, seed=0
-    )
+    binomial, tests, figure_bands = stats.condition_stats(base, tmp_path / "tables", ["m1"], conditions, stats_settings)
+    for name, table in figure_bands.items():
+        write_parquet(tmp_path / f"bands_{name}.parquet", table)
+    saved_bands = {name: read_parquets([tmp_path / f"bands_{name}.parquet"]) for name in figure_bands}
     saved = {}
     for name, table in {"binomial": binomial, **tests[0]}.items():
         write_parquet(tmp_path / f"{name}.parquet", table)
         saved[name] = read_parquets([tmp_path / f"{name}.parquet"])
     names = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")  # rules/sort.smk's SORT_FIGURES
     paths = {f"{name}_{ext}": tmp_path / f"{name}.{ext}" for name in names for ext in ("pdf", "png")}
-    figures.condition_figures(base, saved.pop("binomial"), saved, paths, model="m1", n_resamples=50, seed=0)
+    figures.condition_figures(base, saved.pop("binomial"), saved, saved_bands, paths, model="m1", stats=stats_settings)
     assert all(path.stat().st_size > 0 for path in paths.values())

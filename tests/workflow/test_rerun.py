@@ -62,23 +62,28 @@ FICTIONALQA_DOWNSTREAM = {
     *(f"fictionalqa_across_models_{fig}" for fig in ("fig4", "fig7", "fig9", "fig10", "fig10_11")),
     *PROBE_RULES,
 }
+# the rules that take the statistics settings whole (knowlab.core.stats.StatsSettings, param stats): any
+# stats.* key re-runs them all, with their figures
+STATS_READERS = {
+    "fictionalqa_paired_tests",
+    "fictionalqa_summary",
+    "sort_stats",
+    "sort_figures",
+    "sort_fiction_stats",
+    "sort_fiction_figures",
+    "sort_parametric_stats",
+    "sort_parametric_figures",
+    "grounding_tables",
+    "grounding_finetune_stats",
+    "findings",
+}
 KEYS = [
     ("splits.event_train_fraction", 0.5, {"fictionalqa_split"}, SORT_PARAMETRIC),
     ("evaluate.em_tokens", [10, 25], {"fictionalqa_evaluate"}, set()),
     ("mcq.ranker.evict", "released", {"fictionalqa_mcq"}, set()),
-    (
-        "stats.mcnemar_exact_below",
-        30,
-        {
-            "fictionalqa_paired_tests",
-            "sort_stats",
-            "sort_fiction_stats",
-            "sort_parametric_stats",
-            "grounding_finetune_stats",
-        },
-        set(),
-    ),
-    ("stats.permutation_resamples", 199, {"findings"}, set()),
+    ("stats.mcnemar_exact_below", 30, STATS_READERS, set()),
+    ("stats.permutation_resamples", 199, STATS_READERS, set()),
+    ("stats.confidence", 0.9, STATS_READERS, set()),
     ("findings.alpha", 0.01, {"findings"}, set()),
     # SORT's runs set lr in sort.parametric.finetune; test.yaml's FictionalQA runs are one interval
     # long, so their jobs are all finetune_last

@@ -364,7 +364,8 @@ def crossed_bootstrap_difference(
         effect, draws = float(d.mean()), np.einsum("rs,su,ru->r", w, d, weights(d.shape[1]))
     else:
         effect = float(x.mean() - y.mean())
-        draws = np.einsum("rs,su,ru->r", w, x, weights(x.shape[1])) - np.einsum("rs,su,ru->r", w, y, weights(y.shape[1]))
+        draws = np.einsum("rs,su,ru->r", w, x, weights(x.shape[1]))
+        draws -= np.einsum("rs,su,ru->r", w, y, weights(y.shape[1]))
     tail = (1 - confidence) / 2
     low, high = np.quantile(draws, [tail, 1 - tail])
     return {"effect": effect, "ci_low": float(low), "ci_high": float(high), "se": float(draws.std(ddof=1))}

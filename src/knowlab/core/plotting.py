@@ -272,8 +272,8 @@ def chance_handle(label: str) -> Line2D:
     return Line2D([], [], color="k", linestyle=":", linewidth=1, label=label)
 
 
-def band_handle(confidence: float = 0.95) -> Patch:
-    """Legend entry of the shaded bands: ``"95% bootstrap CI"``."""
+def band_handle(confidence: float) -> Patch:
+    """Legend entry of the shaded bands at level ``confidence`` (``stats.confidence``): ``"95% bootstrap CI"``."""
     return Patch(color="0.5", alpha=0.25, label=f"{confidence:.0%} bootstrap CI")
 
 
@@ -291,7 +291,7 @@ def models_note(rows: pd.DataFrame, model: str | None = None) -> str:
     return "Model: not recorded."
 
 
-def bootstrap_note(n_resamples: int, confidence: float = 0.95, chance: str | None = "chance") -> str:
+def bootstrap_note(n_resamples: int, confidence: float, chance: str | None = "chance") -> str:
     """Footnote of the shaded bands (percentile bootstrap over items, ``n_resamples`` resamples)
     and, unless ``chance`` is None, of the dotted line."""
     note = f"Bands: {confidence:.0%} percentile-bootstrap intervals over items ({n_resamples} resamples)."

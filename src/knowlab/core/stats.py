@@ -65,10 +65,13 @@ detects with a given power (the headline findings, :mod:`knowlab.findings`).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from knowlab.core.settings import StepSettings
 
 # scipy.stats and statsmodels load in the functions that test ("# deferred"): the Snakefile imports
 # knowlab.findings, which imports this module, and at module top they add 0.7 s to every Snakemake
@@ -81,6 +84,51 @@ CHECKPOINT_COLUMNS = ("run", "step")
 
 Key = tuple
 Pair = tuple[Key, Key]
+
+
+@dataclass(frozen=True)
+class StatsSettings(StepSettings):
+    """Every statistical knob the studies share, read once from the config (block ``stats`` and the
+    project ``seed``).  Each rule that tests or draws an interval takes it whole as its param
+    ``stats``, and hands its values to the functions of this module and of
+    :mod:`knowlab.core.clustered`, none of which has a default for any of them.  The findings'
+    decision knobs (``findings.alpha``, ``power``, ``equivalence_margin``) are the findings' own
+    (:class:`knowlab.findings.FindingsSettings`): no other rule decides anything."""
+
+    confidence: float
+    """Level of every interval, bands and findings alike (``stats.confidence``; 0.95)."""
+    bootstrap_resamples: int
+    """Resamples of every bootstrap interval (``stats.bootstrap_resamples``)."""
+    permutation_resamples: int
+    """Permutations of a test that cannot list them all, and fresh draws of a randomised split
+    (``stats.permutation_resamples``)."""
+    mcnemar_exact_below: int
+    """McNemar is the exact binomial test below this many discordant pairs (``stats.mcnemar_exact_below``)."""
+    ttest_alternative: str
+    """The paired t-test's alternative of the checkpoint and condition matrices (``stats.ttest_alternative``)."""
+    seed: int
+    """Seed of every bootstrap and permutation stream (the project ``seed``)."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"stats.confidence must be in (0, 1), got {self.confidence}")
+        for name, least in (("bootstrap_resamples", 1), ("permutation_resamples", 1), ("mcnemar_exact_below", 0)):
+            if getattr(self, name) < least:
+                raise ValueError(f"stats.{name} must be at least {least}, got {getattr(self, name)}")
+        if self.ttest_alternative not in ALTERNATIVES:
+            raise ValueError(f"stats.ttest_alternative must be one of {ALTERNATIVES}, got {self.ttest_alternative!r}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> StatsSettings:
+        stats = config["stats"]
+        return cls(
+            confidence=float(stats["confidence"]),
+            bootstrap_resamples=int(stats["bootstrap_resamples"]),
+            permutation_resamples=int(stats["permutation_resamples"]),
+            mcnemar_exact_below=int(stats["mcnemar_exact_below"]),
+            ttest_alternative=str(stats["ttest_alternative"]),
+            seed=int(config["seed"]),
+        )
 
 
 def paired_items(a: pd.Series, b: pd.Series) -> pd.DataFrame:
@@ -126,7 +174,7 @@ def mcnemar_pair(a: pd.Series, b: pd.Series, exact_below: int) -> dict[str, Any]
     }
 
 
-def mcnemar_sample_size(p_b: float, p_c: float, alpha: float = 0.05, power: float = 0.8) -> int:
+def mcnemar_sample_size(p_b: float, p_c: float, *, alpha: float, power: float) -> int:
     """Paired items for McNemar's test (two-sided, level ``alpha``) to reject at ``power``.
 
     Connor (1987, Biometrics 43:207-211), normal approximation: with discordant proportions
@@ -152,11 +200,12 @@ def mcnemar_sample_size(p_b: float, p_c: float, alpha: float = 0.05, power: floa
     return int(np.ceil(root**2 / delta**2))
 
 
-def ttest_pair(a: pd.Series, b: pd.Series, alternative: str = "greater") -> dict[str, Any]:
+def ttest_pair(a: pd.Series, b: pd.Series, alternative: str) -> dict[str, Any]:
     """Paired t-test of two continuous per-item scores indexed by ``item_id``.
 
     ``alternative="greater"`` tests mean(a - b) > 0 (``a``, the row key, scores higher than
-    ``b``); ``"less"`` and ``"two-sided"`` as in ``scipy.stats.ttest_rel``.  Items missing or
+    ``b``); ``"less"`` and ``"two-sided"`` as in ``scipy.stats.ttest_rel`` (config
+    ``stats.ttest_alternative``; no default).  Items missing or
     NaN in either series are dropped.  When every difference is 0 the result is defined as
     ``statistic = 0.0, pvalue = 1.0`` (scipy would return NaN).
 
@@ -265,7 +314,7 @@ def pair_tests(
     value: str,
     *,
     key_columns: Sequence[str] = CHECKPOINT_COLUMNS,
-    alternative: str = "greater",
+    alternative: str | None = None,
     exact_below: int | None = None,
     family: Sequence[str] = (),
 ) -> pd.DataFrame:
@@ -281,7 +330,8 @@ def pair_tests(
         value: the item column tested.
         key_columns: the columns a key's values belong to (default ``("run", "step")``).
         alternative: the t-test's alternative on mean(a - b): ``"greater"``, ``"less"`` or
-            ``"two-sided"`` (McNemar is always two-sided).
+            ``"two-sided"`` (config ``stats.ttest_alternative``; required for the t-test, unused
+            by McNemar, which is always two-sided).
         exact_below: McNemar uses the exact test when fewer items are discordant (config
             ``stats.mcnemar_exact_below``; required for McNemar, unused by the t-test).
         family: key columns that name the Holm families: pairs whose row keys ``a`` share
@@ -356,12 +406,12 @@ def pair_tests(
 
 
 def bootstrap_ci(
-    values: Sequence[float] | np.ndarray, *, n_resamples: int, seed: int, confidence: float = 0.95
+    values: Sequence[float] | np.ndarray, *, n_resamples: int, seed: int, confidence: float
 ) -> tuple[float, float]:
     """Percentile bootstrap confidence interval ``(low, high)`` of the mean of ``values``.
 
-    ``n_resamples`` and ``seed`` have no default: every caller passes the config's
-    (``stats.bootstrap_resamples``, ``seed``).  ``confidence`` is the project's one level, 95%.
+    ``n_resamples``, ``seed`` and ``confidence`` have no default: every caller passes the config's
+    (:class:`StatsSettings`: ``stats.bootstrap_resamples``, ``seed``, ``stats.confidence``).
 
     ``scipy.stats.bootstrap(..., method="percentile", rng=np.random.default_rng(seed))``.
     Percentile rather than scipy's default BCa: on 0/1 accuracies over few items BCa's
@@ -385,7 +435,7 @@ def bootstrap_difference(
     paired: bool = True,
     n_resamples: int,
     seed: int,
-    confidence: float = 0.95,
+    confidence: float,
 ) -> dict[str, float]:
     """Difference of means ``mean(a) - mean(b)`` with a percentile bootstrap interval and standard error.
 
@@ -449,7 +499,7 @@ def bootstrap_difference(
     }
 
 
-def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
+def minimum_detectable_effect(se: float, alpha: float, power: float) -> float:
     """Smallest true effect a two-sided test at level ``alpha`` detects with probability ``power``.
 
     Normal approximation (Bloom 1995, "Minimum detectable effects", Evaluation Review 19:547-556):

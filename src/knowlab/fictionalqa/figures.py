@@ -254,7 +254,8 @@ def plot_family(
     any title for one-panel-per-split families), ``series`` (legend label, one colour
     each; labels starting with "Base webtext" are grey), ``x``, ``y``; optional
     ``style`` (a legend label per line style, e.g. train/val documents) and
-    ``y_lo``, ``y_hi`` (95% bootstrap CI, drawn as a shaded band named in the legend).  A fixed panel without
+    ``y_lo``, ``y_hi`` and ``confidence`` (a bootstrap CI at that level, drawn as a shaded band named
+    in the legend).  A fixed panel without
     curves shows its ``missing`` text.  ``note`` is printed small under the figure.
     ``palette`` (series -> colour, e.g. :func:`knowlab.core.plotting.model_colours`) fixes the
     colours and the legend order of the series instead (every series must have one).
@@ -337,8 +338,8 @@ def _draw(
     handles = [line_handle(s, c, marker="o") for s, c in palette.items()]
     if style_legend:
         handles += [line_handle(s, linestyle=ls) for s, ls in styles.items()]
-    if banded:
-        handles.append(band_handle())
+    if banded:  # the level the summary's intervals were drawn at (stats.confidence)
+        handles.append(band_handle(float(curves["confidence"].dropna().iloc[0])))
     chances = sorted({p.chance for p in panels if p.chance is not None}, reverse=True)
     if chances:
         handles.append(chance_handle("chance (" + ", ".join(f"1/{round(1 / c)}" for c in chances) + ")"))
@@ -386,7 +387,7 @@ def _tidy(rows: pd.DataFrame, panel: str, y: str, x: str = "step", sides=None, m
     if sides:
         out["style"] = rows["side"].map(sides)
     if f"{y}_lo" in rows:
-        out["y_lo"], out["y_hi"] = rows[f"{y}_lo"], rows[f"{y}_hi"]
+        out["y_lo"], out["y_hi"], out["confidence"] = rows[f"{y}_lo"], rows[f"{y}_hi"], rows["confidence"]
     return out
 
 
@@ -506,7 +507,7 @@ def _across(rows: pd.DataFrame, panel: str, y: str, model: str, sides: Mapping[s
         {"panel": panel, "series": model, "style": style, "run": rows["run"], "x": rows["step"], "y": rows[y]}
     )
     if f"{y}_lo" in rows:
-        out["y_lo"], out["y_hi"] = rows[f"{y}_lo"], rows[f"{y}_hi"]
+        out["y_lo"], out["y_hi"], out["confidence"] = rows[f"{y}_lo"], rows[f"{y}_hi"], rows["confidence"]
     return out
 
 

@@ -197,27 +197,3 @@ class EvaluateSettings(StepSettings):
             max_documents=block["max_documents"],
             documents=document_suites(run, bool(block["other_documents"])),
         )
-
-
-@dataclass(frozen=True)
-class PairedTestSettings(StepSettings):
-    """Rule ``fictionalqa_paired_tests``: McNemar and the paired t-test of a run against the control
-    (config ``stats``)."""
-
-    mcnemar_exact_below: int
-    """McNemar is exact (binomial) when the discordant pairs are fewer than this, else chi-squared."""
-    ttest_alternative: str
-    """The paired t-test's alternative (``greater``: the fine-tuned model scores higher)."""
-
-    def __post_init__(self) -> None:
-        if self.ttest_alternative not in ("two-sided", "greater", "less"):
-            raise ValueError(
-                f"stats.ttest_alternative must be two-sided, greater or less, got {self.ttest_alternative!r}"
-            )
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> PairedTestSettings:
-        stats = config["stats"]
-        return cls(
-            mcnemar_exact_below=int(stats["mcnemar_exact_below"]), ttest_alternative=str(stats["ttest_alternative"])
-        )

@@ -14,7 +14,8 @@ One table for the whole study, one row per ``split, run, step, suite, side``:
 - ``loss``: token-weighted mean nll (nats/token): sum of ``nll_sum`` over sum of
   ``n_tokens`` of the group, as a training loss over the concatenated texts.
 - ``em<n>``, ``acc``, ``acc_norm``: means over items; ``acc``/``acc_norm`` also get
-  a 95% bootstrap CI (``acc_lo``, ``acc_hi``, ...: :func:`knowlab.core.stats.bootstrap_ci`).
+  a bootstrap CI (``acc_lo``, ``acc_hi``, ...: :func:`knowlab.core.stats.bootstrap_ci`) at level
+  ``confidence`` (``stats.confidence``; the figures name it in their legends).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.checkpoints import CONTROL_RUN
-from knowlab.core.stats import bootstrap_ci
+from knowlab.core.stats import StatsSettings, bootstrap_ci
 
 
 def side_of(split: dict[str, Any]) -> dict[str, str]:
@@ -35,7 +36,7 @@ def side_of(split: dict[str, Any]) -> dict[str, str]:
     return side
 
 
-def _aggregate(group: pd.DataFrame, seed: int, n_resamples: int) -> dict[str, float]:
+def _aggregate(group: pd.DataFrame, stats: StatsSettings) -> dict[str, float]:
     row: dict[str, float] = {"n_items": len(group)}
     if "nll_sum" in group and group["nll_sum"].notna().any():
         row["loss"] = group["nll_sum"].sum() / group["n_tokens"].sum()
@@ -43,7 +44,13 @@ def _aggregate(group: pd.DataFrame, seed: int, n_resamples: int) -> dict[str, fl
         if metric in group and group[metric].notna().any():
             row[metric] = group[metric].mean()
             if metric.startswith("acc"):
-                row[f"{metric}_lo"], row[f"{metric}_hi"] = bootstrap_ci(group[metric].to_numpy(), n_resamples=n_resamples, seed=seed)
+                row["confidence"] = stats.confidence
+                row[f"{metric}_lo"], row[f"{metric}_hi"] = bootstrap_ci(
+                    group[metric].to_numpy(),
+                    n_resamples=stats.bootstrap_resamples,
+                    seed=stats.seed,
+                    confidence=stats.confidence,
+                )
     return row
 
 
@@ -51,14 +58,14 @@ def summarise(
     items: pd.DataFrame,
     splits: Sequence[dict[str, Any]],
     train_logs: pd.DataFrame,
-    seed: int,
-    n_resamples: int,
+    stats: StatsSettings,
 ) -> pd.DataFrame:
     """Summary table (see module docstring) of ``items`` (concatenated item tables of
     every run: columns ``run, step, suite, item_id`` + metrics) under each split.
 
     ``train_logs`` has ``run, step, fiction_epochs`` per optimizer step.  Rows of a
     run that is neither the split's own run nor the control are not labelled by that split.
+    ``stats``: the intervals' resamples, seed and level.
     """
     epochs = {(r, s): e for r, s, e in train_logs[["run", "step", "fiction_epochs"]].itertuples(index=False)}
     frames = []
@@ -78,7 +85,7 @@ def summarise(
                 "epochs": epochs.get((run, step), 0.0),
                 "suite": suite,
                 "side": side,
-                **_aggregate(group.dropna(axis=1, how="all"), seed, n_resamples),
+                **_aggregate(group.dropna(axis=1, how="all"), stats),
             }
         )
     return pd.DataFrame(rows)

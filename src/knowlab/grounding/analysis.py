@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from knowlab.core.stats import bootstrap_ci, pair_tests
+from knowlab.core.stats import StatsSettings, bootstrap_ci, pair_tests
 from knowlab.core.probe import trained_items
 from knowlab.grounding.conditions import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.grounding.metrics import answer_accuracy, by_factor
@@ -41,20 +41,22 @@ def summarize(
     by: Sequence[str],
     metrics: Sequence[str] = (*METRICS, "answer_accuracy"),
     *,
-    n_resamples: int,
-    seed: int,
+    stats: StatsSettings,
 ) -> pd.DataFrame:
     """Macro averages x 100 of ``metrics`` per group of ``by``, with ``<metric>_low``/``_high``
-    (95% bootstrap interval of ``n_resamples`` resamples at ``seed``, the config's
-    ``stats.bootstrap_resamples`` and ``seed``; x 100) and ``n`` (questions).  NaN values (answer accuracy of
-    free-form questions) are left out of their metric's mean."""
+    (bootstrap interval at ``stats.confidence`` of ``stats.bootstrap_resamples`` resamples at
+    ``stats.seed``; x 100), ``confidence`` (that level) and ``n`` (questions).  NaN values (answer
+    accuracy of free-form questions) are left out of their metric's mean."""
     out = []
     for key, group in rows.groupby(list(by), sort=True, dropna=False):
         record: dict[str, Any] = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         record["n"] = len(group)
+        record["confidence"] = stats.confidence
         for metric in metrics:
             values = group[metric].to_numpy(dtype=float)
-            low, high = bootstrap_ci(values, n_resamples=n_resamples, seed=seed)
+            low, high = bootstrap_ci(
+                values, n_resamples=stats.bootstrap_resamples, seed=stats.seed, confidence=stats.confidence
+            )
             record[metric] = 100 * np.nanmean(values) if np.isfinite(values).any() else np.nan
             record[f"{metric}_low"], record[f"{metric}_high"] = 100 * low, 100 * high
         out.append(record)
@@ -155,7 +157,8 @@ def length_curve(rows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
         | rows.condition.str.startswith("length_")
     )
     tokens = rows[keep].groupby(["dataset", "model", "condition"])[["context_tokens", "n_distractors"]].mean()
-    part = summary.set_index(["dataset", "model", "condition"]).loc[tokens.index, ["f1", "f1_low", "f1_high", "n"]]
+    columns = ["f1", "f1_low", "f1_high", "confidence", "n"]
+    part = summary.set_index(["dataset", "model", "condition"]).loc[tokens.index, columns]
     return tokens.join(part).reset_index().sort_values(["dataset", "model", "context_tokens"])
 
 

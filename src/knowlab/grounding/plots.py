@@ -76,12 +76,13 @@ def plot_by_factor(
 
 
 def plot_length_curve(curve: pd.DataFrame, pdf: str | Path, png: str | Path, *, note: str = "") -> None:
-    """Fig. 4: F1 (x 100, 95% bootstrap interval) against the mean input-context length in tokens
+    """Fig. 4: F1 (x 100, bootstrap interval at the table's ``confidence``) against the mean
+    input-context length in tokens
     (Original version; distractors added in rank order), one line per dataset / model."""
     groups = list(curve.groupby(["dataset", "model"], sort=False))
     palette = colours(key for key, _ in groups)
     handles = [line_handle(f"{dataset} / {model}", palette[(dataset, model)], marker="o") for dataset, model in palette]
-    handles.append(band_handle())
+    handles.append(band_handle(float(curve["confidence"].iloc[0])))
     note = "Numbers above points: mean distractor contexts per question. " + note
     layout = panel_figure(1, len(handles), note, panel_size=(6.4, 4.2))
     (ax,) = layout.axes
@@ -111,10 +112,11 @@ def plot_reduction(rates: pd.DataFrame, pdf: str | Path, png: str | Path, *, not
 
 
 def plot_precision_recall(summary: pd.DataFrame, pdf: str | Path, png: str | Path, *, note: str = "") -> None:
-    """Figs. 15-16: precision and recall (x 100, 95% bootstrap intervals as error bars) per model
+    """Figs. 15-16: precision and recall (x 100, bootstrap intervals at the summary's ``confidence``
+    as error bars) per model
     in the four settings; one panel per setting."""
     settings = [c for c in SETTING_LABELS if c in set(summary.condition) and c != "no_context"]
-    note = "Error bars: 95% bootstrap intervals. " + note
+    note = f"Error bars: {float(summary['confidence'].iloc[0]):.0%} bootstrap intervals. " + note
     layout = panel_figure(len(settings), 2, note, ncols=len(settings), panel_size=(3.8, 4.0), sharey=True)
     part = summary.assign(label=summary["dataset"] + " /\n" + summary["model"])
     handles = []

@@ -21,10 +21,12 @@ from knowlab.grounding import analysis
 from knowlab.grounding.conditions import GOLD_CONDITIONS
 
 if TYPE_CHECKING:
+    from knowlab.core.stats import StatsSettings
     from knowlab.grounding.settings import GroundingTablesSettings
 
 CAPTIONS = {
-    "summary": "Grounding metrics (x 100, macro averages, 95% bootstrap intervals) per dataset, model and condition.",
+    "summary": "Grounding metrics (x 100, macro averages, bootstrap intervals at the level of column confidence) "
+    "per dataset, model and condition.",
     "table1": "Grounding F1 (x 100) per model in the four settings (paper Table 1).",
     "table1_precision": "Precision (x 100): response atomic facts supported by the gold contexts (paper Figs. 15-16).",
     "table1_recall": "Recall (x 100): gold atomic facts supported by the response (paper Figs. 15-16).",
@@ -46,11 +48,11 @@ def config_labels(settings: GroundingTablesSettings) -> dict[str, str]:
     return {"decomposer": settings.decomposer_label, "evaluator": settings.evaluator_label}
 
 
-def write_tables(rows, out_dir: str, settings: GroundingTablesSettings, *, seed: int) -> None:
+def write_tables(rows, out_dir: str, settings: GroundingTablesSettings, stats: StatsSettings) -> None:
     """Write the grounding tables (CSV + LaTeX) into ``out_dir``.
 
-    Tables: ``summary`` (every metric x 100 with 95% bootstrap intervals per dataset, model
-    and condition), ``table1`` (F1; ``table1_precision``, ``table1_recall``: Figs. 15-16),
+    Tables: ``summary`` (every metric x 100 with bootstrap intervals at ``stats.confidence`` per
+    dataset, model and condition), ``table1`` (F1; ``table1_precision``, ``table1_recall``: Figs. 15-16),
     ``factors_<setting>`` for the four settings (Tables 8-11), ``table12`` (answer accuracy),
     ``reduction_rates`` (Fig. 5), ``length_curve`` (Fig. 4), ``position``; the figures are drawn
     from them (:data:`FIGURE_TABLES`, :func:`knowlab.grounding.steps.figures.draw`).
@@ -65,14 +67,11 @@ def write_tables(rows, out_dir: str, settings: GroundingTablesSettings, *, seed:
     Args:
         rows: the scored rows of every dataset and model (frames of
             :func:`knowlab.grounding.steps.data.score`, concatenated).
-        settings: ``position`` (``grounding.distractors.position``), the decomposer's and
-            evaluator's labels (they name the method when the rows do not), and
-            ``bootstrap_resamples`` (``stats.bootstrap_resamples``), the resamples of the
-            bootstrap intervals (:func:`knowlab.grounding.analysis.summarize`).
-        seed: of the bootstrap intervals (config ``seed``).
+        settings: ``position`` (``grounding.distractors.position``) and the decomposer's and
+            evaluator's labels (they name the method when the rows do not).
+        stats: the bootstrap intervals' level, resamples and seed (:func:`knowlab.grounding.analysis.summarize`).
     """
-    n_resamples = settings.bootstrap_resamples
-    summary = analysis.summarize(rows, ["dataset", "model", "condition"], n_resamples=n_resamples, seed=seed)
+    summary = analysis.summarize(rows, ["dataset", "model", "condition"], stats=stats)
     tables = {
         "summary": summary.set_index(["dataset", "model", "condition"]),
         "table1": analysis.table1(summary, "f1"),

@@ -418,13 +418,10 @@ class GroundingTablesSettings(StepSettings):
     evaluator_label: str = "bi_encoder:packaged:all-MiniLM-L6-v2@0.4"
     """The label of ``grounding.evaluator`` (:func:`knowlab.grounding.methods.evaluator_label`),
     for rows scored before rows named their evaluator."""
-    bootstrap_resamples: int = 2000
-    """``stats.bootstrap_resamples``: resamples of the 95% bootstrap intervals."""
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:
             raise ValueError(f"grounding.distractors.position must be one of {POSITIONS}, got {self.position!r}")
-        at_least(self.bootstrap_resamples, 1, "stats.bootstrap_resamples")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> GroundingTablesSettings:
@@ -432,5 +429,4 @@ class GroundingTablesSettings(StepSettings):
             position=config["grounding"]["distractors"]["position"],
             decomposer_label=decomposer_label(GroundingDecomposerSettings.from_config(config)),
             evaluator_label=evaluator_label(GroundingEvaluatorSettings.from_config(config)),
-            bootstrap_resamples=config["stats"]["bootstrap_resamples"],
         )

@@ -39,7 +39,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from knowlab.core.checkpoints import BASE_RUN
-from knowlab.core.stats import CORRECTION, bootstrap_ci, checkpoint_pairs, holm_adjust, pair_tests
+from knowlab.core.stats import CORRECTION, StatsSettings, bootstrap_ci, checkpoint_pairs, holm_adjust, pair_tests
 from knowlab.core.probe import trained_items
 from knowlab.sort.answers import answer_note
 
@@ -83,25 +83,22 @@ def marks(p: float) -> str:
 def accuracy_table(
     rows: pd.DataFrame,
     by: Sequence[str],
-    n_resamples: int,
-    seed: int,
-    confidence: float = 0.95,
+    stats: StatsSettings,
 ) -> pd.DataFrame:
     """Accuracy and mean score per group, with percentile-bootstrap confidence intervals.
 
     Paper: Table 2 and Figs. 2-4, 10 report the mean accuracy with a bootstrapped 95%
     interval; Fig. 16 the mean log-probability of the correct answer.  Intervals come from
-    :func:`knowlab.core.stats.bootstrap_ci` (``scipy.stats.bootstrap``, percentile method, the
-    same ``seed`` for every group), resampling the group's rows.  A group that pools
+    :func:`knowlab.core.stats.bootstrap_ci` (``scipy.stats.bootstrap``, percentile method, at
+    ``stats.confidence`` with ``stats.bootstrap_resamples``, the same ``stats.seed`` for every
+    group), resampling the group's rows.  A group that pools
     several models or runs resamples their rows as independent observations.
 
     Args:
         rows: item rows with ``item_id``, ``correct`` (bool), the ``by`` columns and
             optionally ``score`` (nats; NaN allowed, e.g. for an API model without log-probs).
         by: grouping columns (e.g. ``["model", "segment_length"]``); ``[]`` gives one row.
-        n_resamples: bootstrap resamples per interval.
-        seed: seed of the bootstrap generator.
-        confidence: confidence level of the intervals.
+        stats: the intervals' level, resamples and seed.
 
     Returns:
         One row per group, sorted by ``by``: the ``by`` columns, ``n`` (scored rows in the group),
@@ -119,9 +116,10 @@ def accuracy_table(
     for key, group in _groups(rows, by):
         correct = group["correct"].astype(float).to_numpy()
         correct = correct[~np.isnan(correct)]  # an unscored row counts neither way
-        low, high = bootstrap_ci(correct, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        bootstrap = {"confidence": stats.confidence, "n_resamples": stats.bootstrap_resamples, "seed": stats.seed}
+        low, high = bootstrap_ci(correct, **bootstrap)
         scores = group["score"].astype(float).to_numpy() if "score" in group else np.array([np.nan])
-        s_low, s_high = bootstrap_ci(scores, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        s_low, s_high = bootstrap_ci(scores, **bootstrap)
         finite = scores[~np.isnan(scores)]
         out.append(
             {
@@ -135,7 +133,7 @@ def accuracy_table(
                 "mean_score": float(finite.mean()) if finite.size else float("nan"),
                 "score_ci_low": s_low,
                 "score_ci_high": s_high,
-                "confidence": confidence,
+                "confidence": stats.confidence,
             }
         )
     return pd.DataFrame(out)
@@ -459,27 +457,28 @@ def _test_rows(rows: pd.DataFrame, condition: str) -> pd.DataFrame:
     return part
 
 
-def table1_baseline(rows: pd.DataFrame, n_resamples: int, seed: int) -> SortTable:
+def table1_baseline(rows: pd.DataFrame, stats: StatsSettings) -> SortTable:
     """Table 1: baseline accuracy (no memory of the texts) per model and segment length L_S.
 
     Rows: ``condition == "baseline"``, ``run == BASE_RUN``, ``split == "test"`` (when those
-    columns exist).  Cells: accuracy ± half-width of the 95% percentile-bootstrap interval.
+    columns exist).  Cells: accuracy ± half-width of the percentile-bootstrap interval at ``stats.confidence``.
 
     Raises:
         ValueError: no such rows, or missing ``model`` / ``segment_length`` columns.
     """
     part = _test_rows(rows, "baseline")
-    long = accuracy_table(part, ["model", "segment_length"], n_resamples, seed)
+    long = accuracy_table(part, ["model", "segment_length"], stats)
     wide = wide_table(long, "segment_length", {v: f"Segment length {v}" for v in long["segment_length"]})
     caption = (
         "Baseline: SORT accuracy before the models are exposed to the texts, by segment length "
-        "(words); mean ± half-width of the 95% percentile-bootstrap interval over items (test split). "
+        f"(words); mean ± half-width of the {stats.confidence:.0%} percentile-bootstrap interval over items "
+        "(test split). "
         + answer_note(part)
     )
     return SortTable("table1_baseline_by_segment_length", caption, long, wide)
 
 
-def table2_in_context(rows: pd.DataFrame, n_resamples: int, seed: int) -> SortTable:
+def table2_in_context(rows: pd.DataFrame, stats: StatsSettings) -> SortTable:
     """Table 2: in-context accuracy per model and excerpt length L_E.
 
     One column per L_E, then ``SORT`` (pooled over L_E <= 2500 words) and ``SORT-extend``
@@ -493,27 +492,27 @@ def table2_in_context(rows: pd.DataFrame, n_resamples: int, seed: int) -> SortTa
     """
     part = _test_rows(rows, "in_context")
     _require(part, ["model", "excerpt_length"], "table2_in_context")
-    per_length = accuracy_table(part, ["model", "excerpt_length"], n_resamples, seed).assign(pooled="")
+    per_length = accuracy_table(part, ["model", "excerpt_length"], stats).assign(pooled="")
     frames = [per_length]
     for name, mask in (
         ("SORT", part["excerpt_length"] <= STANDARD_MAX_EXCERPT),
         ("SORT-extend", part["excerpt_length"] > STANDARD_MAX_EXCERPT),
     ):
         if mask.any():
-            frames.append(accuracy_table(part[mask], ["model"], n_resamples, seed).assign(pooled=name))
+            frames.append(accuracy_table(part[mask], ["model"], stats).assign(pooled=name))
     long = pd.concat(frames, ignore_index=True)
     long["excerpt_length"] = long["excerpt_length"].astype("Int64")
     long["column"] = [p if p else f"L_E = {int(e)}" for p, e in zip(long["pooled"], long["excerpt_length"])]
     wide = wide_table(long, "column")
     caption = (
         "In-context memory: SORT accuracy by excerpt length L_E (words), mean ± half-width of the "
-        "95% percentile-bootstrap interval over items (test split). SORT pools L_E ≤ 2500, "
+        f"{stats.confidence:.0%} percentile-bootstrap interval over items (test split). SORT pools L_E ≤ 2500, "
         "SORT-extend pools L_E > 2500 (10000 and 20000 in the paper). " + answer_note(part)
     )
     return SortTable("table2_in_context_by_excerpt_length", caption, long.drop(columns="column"), wide)
 
 
-def tables(rows: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, SortTable]:
+def tables(rows: pd.DataFrame, stats: StatsSettings) -> dict[str, SortTable]:
     """The paper's Tables 1 and 2 from the item rows: ``{"table1": ..., "table2": ...}``.
 
     A table whose condition has no rows is left out (e.g. a config without in-context runs).
@@ -523,5 +522,5 @@ def tables(rows: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, SortTab
     out = {}
     for name, make, condition in (("table1", table1_baseline, "baseline"), ("table2", table2_in_context, "in_context")):
         if (rows["condition"] == condition).any():
-            out[name] = make(rows, n_resamples, seed)
+            out[name] = make(rows, stats)
     return out

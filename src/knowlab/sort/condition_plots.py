@@ -11,11 +11,11 @@ After Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall
 
 Every figure has a title, labelled axes with units, a legend and a footnote naming the
 model(s), the intervals and the answer rule (:func:`knowlab.sort.answers.answer_note`, config
-``sort.answer``).  Accuracy is the fraction of items answered correctly; shaded
-bands are 95% percentile-bootstrap intervals over items
-(:func:`knowlab.sort.analysis.accuracy_table`), with every function's ``n_resamples`` and
-``seed`` (the rule's: config ``stats.bootstrap_resamples`` and ``seed``, as the stats rules use;
-no default here).  Style and layout: :mod:`knowlab.core.plotting`.
+``sort.answer``).  Accuracy is the fraction of items answered correctly; shaded bands are
+percentile-bootstrap intervals over items at ``stats.confidence``: each function draws the band
+table the stats rule wrote (``bands``, :mod:`knowlab.sort.bands`) and computes no interval;
+``stats`` (:class:`knowlab.core.stats.StatsSettings`) names the level and resamples in the
+footnote.  Style and layout: :mod:`knowlab.core.plotting`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ from knowlab.core.plotting import (
     models_note,
     panel_figure,
 )
-from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, accuracy_table
+from knowlab.core.stats import StatsSettings
+from knowlab.sort.analysis import CHANCE, CONDITION_NAMES
 from knowlab.sort.answers import answer_note
+from knowlab.sort.bands import RAG_PANELS, rag_rows, select
 
 DISTANCE = "distance bin (d0 nearest → d3 farthest)"
 EXCERPT = "excerpt length L_E (words, log scale)"
@@ -65,23 +67,19 @@ def _legend_values(column: str | None, values, palette=None, styles=None) -> lis
     return [line_handle(_value_name(column, v), linestyle=styles[v]) for v in values]
 
 
-def _filter(rows: pd.DataFrame, condition: str | None, split: str | None) -> pd.DataFrame:
-    part = rows
-    if condition is not None:
-        part = part[part["condition"] == condition]
-    if split is not None and "split" in part:
-        part = part[part["split"] == split]
-    if part.empty:
-        raise ValueError(f"no rows for condition {condition!r} and split {split!r}")
-    return part
+def _needs(bands: pd.DataFrame, columns: list[str], what: str) -> None:
+    """Raise ValueError unless the band table holds the points of ``columns`` (its figure's grouping)."""
+    missing = [c for c in [*columns, "accuracy", "ci_low", "ci_high"] if c not in bands]
+    if missing or bands.empty:
+        raise ValueError(f"{what} needs bands by {columns} (knowlab.sort.bands); missing {missing or 'rows'}")
 
 
-def _condition_note(part: pd.DataFrame, model: str | None, condition: str, n_resamples: int) -> str:
+def _condition_note(part: pd.DataFrame, model: str | None, condition: str, stats: StatsSettings) -> str:
     """Footnote of a one-condition figure: the model(s), the condition's name, the bootstrap bands and the
     answer rule."""
     return (
         f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition)}. "
-        + bootstrap_note(n_resamples)
+        + bootstrap_note(stats.bootstrap_resamples, stats.confidence)
         + f" {answer_note(part)}"
     )
 
@@ -91,6 +89,7 @@ def _condition_note(part: pd.DataFrame, model: str | None, condition: str, n_res
 
 def plot_by_excerpt_length(
     rows: pd.DataFrame,
+    bands: pd.DataFrame,
     pdf: str | Path,
     png: str | Path,
     *,
@@ -100,35 +99,36 @@ def plot_by_excerpt_length(
     split: str | None = "test",
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int,
-    seed: int,
+    stats: StatsSettings,
 ) -> None:
     """Fig. 3a: accuracy vs excerpt length L_E (words, log axis), one colour per ``hue``
     value (default: model), one line style per ``style`` value (default: segment length L_S),
-    95% bootstrap bands, chance line at 0.5.
+    bootstrap bands, chance line at 0.5.
 
     Args:
         rows: item rows with ``condition``, ``excerpt_length``, ``correct``, ``item_id`` and
-            the ``hue`` / ``style`` columns.
+            the ``hue`` / ``style`` columns (the footnote's models and answer rule).
+        bands: :func:`knowlab.sort.bands.excerpt_length_bands` of the same rows and options.
         pdf, png: output paths.
         condition: rows shown (paper: ``"in_context"``).
         split: keep only this ``split`` (``None``: all rows).
         model: model name for the footnote (default: the ``model`` values of the rows).
 
     Raises:
-        ValueError: no rows, or missing columns (from :func:`accuracy_table`).
+        ValueError: no rows, or bands without the figure's points.
     """
-    part = _filter(rows, condition, split)
+    part = select(rows, condition, split)
     groups = [hue] + ([style] if style else [])
-    table = accuracy_table(part, [*groups, "excerpt_length"], n_resamples, seed)
+    _needs(bands, [*groups, "excerpt_length"], "Fig. 3a")
+    table = bands
     hues = list(dict.fromkeys(table[hue]))
     styles = dict(zip(dict.fromkeys(table[style]), LINESTYLES)) if style else {None: "-"}
     palette = colours(hues)
     handles = _legend_values(hue, hues, palette=palette)
     if style and len(styles) > 1:
         handles += _legend_values(style, styles, styles=styles)
-    handles += [band_handle(), chance_handle(CHANCE_LABEL)]
-    note = _condition_note(part, model, condition, n_resamples)
+    handles += [band_handle(stats.confidence), chance_handle(CHANCE_LABEL)]
+    note = _condition_note(part, model, condition, stats)
     layout = panel_figure(1, len(handles), note, panel_size=(6.4, 4.2))
     (ax,) = layout.axes
     for key, line in table.groupby(groups, sort=False):
@@ -152,6 +152,7 @@ def plot_by_excerpt_length(
 
 def plot_by_distance(
     rows: pd.DataFrame,
+    bands: pd.DataFrame,
     pdf: str | Path,
     png: str | Path,
     *,
@@ -162,17 +163,17 @@ def plot_by_distance(
     split: str | None = "test",
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int,
-    seed: int,
+    stats: StatsSettings,
 ) -> None:
     """Fig. 3b / Fig. 10: accuracy vs distance bin (0..3), one line per ``hue`` value, one
-    panel per ``panel`` value, 95% bootstrap bands, chance line; optional significance marks.
+    panel per ``panel`` value, bootstrap bands, chance line; optional significance marks.
 
     Fig. 3b: ``condition="in_context", hue="excerpt_length"`` (averaged over the models in
     ``rows``).  Fig. 10: ``condition="baseline", hue="segment_length", panel="model",
     marks=binomial_tests(baseline_rows, ["model", "segment_length", "distance_bin"])``.
 
     Args:
+        bands: :func:`knowlab.sort.bands.distance_bands` of the same rows and options.
         marks: a :func:`knowlab.sort.analysis.binomial_tests` table with the columns
             ``distance_bin``, ``hue`` (and ``panel`` when given) and ``significance``;
             its marks are drawn above each point's interval, and the footnote names the
@@ -181,9 +182,10 @@ def plot_by_distance(
     Raises:
         ValueError: no rows, missing columns, or ``marks`` without the grouping columns.
     """
-    part = _filter(rows, condition, split)
+    part = select(rows, condition, split)
     groups = ([panel] if panel else []) + [hue]
-    table = accuracy_table(part, [*groups, "distance_bin"], n_resamples, seed)
+    _needs(bands, [*groups, "distance_bin"], "Fig. 3b / 10")
+    table = bands
     if marks is not None:
         need = [*groups, "distance_bin", "significance", "correction", "family_size"]
         missing = [c for c in need if c not in marks]
@@ -194,8 +196,8 @@ def plot_by_distance(
     panels = list(dict.fromkeys(table[panel])) if panel else [None]
     hues = list(dict.fromkeys(table[hue]))
     palette = colours(hues)
-    handles = _legend_values(hue, hues, palette=palette) + [band_handle(), chance_handle(CHANCE_LABEL)]
-    note = _condition_note(part, model, condition, n_resamples)
+    handles = _legend_values(hue, hues, palette=palette) + [band_handle(stats.confidence), chance_handle(CHANCE_LABEL)]
+    note = _condition_note(part, model, condition, stats)
     if marks is not None:
         note += (
             f" Asterisks: {marks['alternative'].iloc[0] if 'alternative' in marks else 'two-sided'} binomial test "
@@ -249,6 +251,7 @@ def _recall(recall: pd.DataFrame) -> tuple[str, dict, float]:
 
 def plot_rag(
     rows: pd.DataFrame,
+    bands: pd.DataFrame,
     pdf: str | Path,
     png: str | Path,
     *,
@@ -258,8 +261,7 @@ def plot_rag(
     split: str | None = "test",
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int,
-    seed: int,
+    stats: StatsSettings,
 ) -> None:
     """Fig. 4: accuracy vs distance bin with (a) RAG and (b) oracle RAG memory, one colour per
     ``hue`` value (default: model); the same models' in-context (dashed) and baseline (dash-dot,
@@ -267,6 +269,7 @@ def plot_rag(
 
     Args:
         rows: item rows with ``condition`` among ``rag``, ``oracle_rag`` and ``references``.
+        bands: :func:`knowlab.sort.bands.rag_bands` of the same rows and options.
         recall: optional retrieval recall (``recall`` in [0, 1], optional ``distance_bin``
             and ``k``; per item or aggregated): the mean is given in panel (a)'s title and,
             per distance bin, under its tick labels.
@@ -274,13 +277,10 @@ def plot_rag(
     Raises:
         ValueError: no ``rag`` or ``oracle_rag`` rows, or missing columns.
     """
-    panels = ("rag", "oracle_rag")
-    part = rows[rows["condition"].isin([*panels, *references])]
-    if split is not None and "split" in part:
-        part = part[part["split"] == split]
-    if not part["condition"].isin(panels).any():
-        raise ValueError("plot_rag needs rows of condition 'rag' or 'oracle_rag'")
-    table = accuracy_table(part, ["condition", hue, "distance_bin"], n_resamples, seed)
+    panels = RAG_PANELS
+    part = rag_rows(rows, references, split)
+    _needs(bands, ["condition", hue, "distance_bin"], "Fig. 4")
+    table = bands
     hues = list(dict.fromkeys(table.loc[table["condition"].isin(panels), hue]))
     palette = colours(hues)
     styles = {"rag": "-", "oracle_rag": "-", "in_context": "--", "baseline": "-."}
@@ -291,8 +291,9 @@ def plot_rag(
         for c in references
         if (table["condition"] == c).any()
     ]
-    handles += [band_handle(), chance_handle(CHANCE_LABEL)]
-    note = f"{models_note(part[part['condition'].isin(panels)], model)} " + bootstrap_note(n_resamples)
+    handles += [band_handle(stats.confidence), chance_handle(CHANCE_LABEL)]
+    note = f"{models_note(part[part['condition'].isin(panels)], model)} "
+    note += bootstrap_note(stats.bootstrap_resamples, stats.confidence)
     note += f" {answer_note(part)}"
     note += (
         " RAG: the passages retrieved with the two segments as query, most similar first; oracle RAG: the passages"

@@ -11,15 +11,14 @@ After Pink et al., "Assessing Episodic Memory in LLMs with Sequence Order Recall
 Every figure has a title, labelled axes with units, a legend and a footnote naming the
 model(s) and the intervals, and, where it shows accuracy, the answer rule
 (:func:`knowlab.sort.answers.answer_note`, config ``sort.answer``).  Accuracy is the fraction of
-items answered correctly; shaded bands are 95% percentile-bootstrap intervals over items
-(:func:`knowlab.sort.analysis.accuracy_table`), with every function's ``n_resamples`` and ``seed``
-(the rule's: config ``stats.bootstrap_resamples`` and ``seed``; no default here).  Style and layout: :mod:`knowlab.core.plotting`;
+items answered correctly; shaded bands are percentile-bootstrap intervals over items at
+``stats.confidence``: each function draws the band table the stats rule wrote (``bands``,
+:mod:`knowlab.sort.bands`) and computes no interval.  Style and layout: :mod:`knowlab.core.plotting`;
 FictionalQA run names: :func:`knowlab.fictionalqa.figures.run_name`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,10 +43,11 @@ from knowlab.core.plotting import (
     models_note,
     panel_figure,
 )
-from knowlab.core.stats import bootstrap_ci
 from knowlab.core.probe import run_name
-from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE, accuracy_table
+from knowlab.core.stats import StatsSettings
+from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE
 from knowlab.sort.answers import answer_note
+from knowlab.sort.bands import epoch_conditions, epoch_rows, fiction_rows
 
 SCORE = "mean log p(correct) / (p(A)+p(B)) (nats)"
 PARAMETRIC_RUN_COLOURS = {BASE_RUN: "0.2", "books": PALETTE[0], "instructions": PALETTE[1]}
@@ -60,44 +60,9 @@ PANEL_CONDITIONS = {"baseline": "without the text in context", "in_context": "wi
 SIDE_NAMES = {"train": "train documents", "val": "val documents", "all": "all documents"}
 
 
-def _x_column(rows: pd.DataFrame, base_run: str) -> tuple[str, str]:
-    """``("epoch", label)`` when every fine-tuned row has an epoch, else ``("step", label)``."""
-    tuned = rows[rows["run"] != base_run]
-    if "epoch" in rows and len(tuned) and tuned["epoch"].notna().all():
-        return "epoch", "fine-tuning epochs completed"
-    return "step", STEP_LABEL
-
-
-def _with_base_start(rows: pd.DataFrame, runs: Sequence[str], base_run: str, x: str) -> pd.DataFrame:
-    """Rows of ``runs``, the base model's rows copied into each run at x = 0 (every curve starts there)."""
-    base = rows[rows["run"] == base_run]
-    frames = [rows[rows["run"].isin(runs)]]
-    for run in runs:
-        if len(base):
-            frames.append(base.assign(run=run, **{x: 0}))
-    return pd.concat(frames, ignore_index=True)
-
-
-def _perplexity_table(ppl: pd.DataFrame, by: Sequence[str], n_resamples: int, seed: int) -> pd.DataFrame:
-    """exp(mean segment NLL per token) with a bootstrap interval, pooling both segments of each item."""
-    long = pd.concat(
-        [
-            ppl.drop(columns=["nll_b"]).rename(columns={"nll_a": "nll"}),
-            ppl.drop(columns=["nll_a"]).rename(columns={"nll_b": "nll"}),
-        ]
-    )
-    out = []
-    for key, group in long.groupby(list(by), sort=True):
-        nll = group["nll"].astype(float).to_numpy()
-        low, high = bootstrap_ci(nll, n_resamples=n_resamples, seed=seed)
-        out.append(
-            {**dict(zip(by, key)), "value": math.exp(np.nanmean(nll)), "low": math.exp(low), "high": math.exp(high)}
-        )
-    return pd.DataFrame(out)
-
-
 def plot_across_epochs(
     rows: pd.DataFrame,
+    bands: pd.DataFrame,
     pdf: str | Path,
     png: str | Path,
     *,
@@ -107,8 +72,7 @@ def plot_across_epochs(
     conditions: Sequence[str] = ("baseline", "in_context"),
     model: str | None = None,
     title: str | None = None,
-    n_resamples: int,
-    seed: int,
+    stats: StatsSettings,
 ) -> None:
     """Figs. 13, 16 and 12: a metric vs fine-tuning epoch for each run (texts + instructions
     vs instructions only), every curve starting at the base model (epoch 0).
@@ -122,49 +86,36 @@ def plot_across_epochs(
       exp(mean per-token NLL) over both segments of every item, i.e. the perplexity of the
       average segment with no context; one panel per model.
 
-    The x-axis is ``epoch`` when every fine-tuned row has one, else ``step``.
+    The x-axis is ``epoch`` when every fine-tuned row has one, else ``step``.  ``bands``:
+    :func:`knowlab.sort.bands.epoch_bands` of the same rows and options (``value``, ``low``, ``high``).
 
     Raises:
         ValueError: unknown ``metric``, no rows of ``runs``, or missing columns.
     """
     if metric not in ("accuracy", "score", "perplexity"):
         raise ValueError(f"metric must be 'accuracy', 'score' or 'perplexity', got {metric!r}")
-    if not rows["run"].isin(runs).any():
-        raise ValueError(f"no rows of runs {list(runs)}")
-    x, xlabel = _x_column(rows, base_run)
-    models = [None]
-    if "model" in rows:  # only the models that were fine-tuned
-        models = list(dict.fromkeys(rows.loc[rows["run"].isin(runs), "model"]))
-        rows = rows[rows["model"].isin(models)]
-    data = _with_base_start(rows, runs, base_run, x)
+    data, x, models = epoch_rows(rows, runs, base_run)
+    xlabel = "fine-tuning epochs completed" if x == "epoch" else STEP_LABEL
+    missing = [c for c in ("run", x, "value", "low", "high") if c not in bands]
+    if missing or bands.empty:
+        raise ValueError(f"the figure needs bands by run and {x} (knowlab.sort.bands.epoch_bands); missing {missing}")
+    table = bands
     if metric == "perplexity":
         panels = [(None, m) for m in models]
-        table = _perplexity_table(data, ["run", x] + (["model"] if "model" in data else []), n_resamples, seed)
         ylabel = "segment perplexity (log scale)"
     else:
-        shown = [c for c in conditions if (data["condition"] == c).any()]
-        if not shown:
-            raise ValueError(f"no rows of conditions {list(conditions)}")
-        panels = [(c, m) for m in models for c in shown]
-        by = ["condition", "run", x] + (["model"] if "model" in data else [])
-        table = accuracy_table(data[data["condition"].isin(shown)], by, n_resamples, seed)
-        column = {
-            "accuracy": ("accuracy", "ci_low", "ci_high"),
-            "score": ("mean_score", "score_ci_low", "score_ci_high"),
-        }
-        value, low, high = column[metric]
-        table = table.rename(columns={value: "value", low: "low", high: "high"})
+        panels = [(c, m) for m in models for c in epoch_conditions(data, conditions)]
         ylabel = ACCURACY_LABEL if metric == "accuracy" else SCORE
     palette = {r: PARAMETRIC_RUN_COLOURS.get(r, PALETTE[(i + 2) % len(PALETTE)]) for i, r in enumerate(runs)}
     handles = [line_handle(PARAMETRIC_RUN_NAMES.get(r, run_name(r)), palette[r], marker="o") for r in runs]
     handles.append(line_handle("base model (epoch 0)", linestyle="none", marker="s", markersize=5))
-    handles.append(band_handle())
+    handles.append(band_handle(stats.confidence))
     if metric == "accuracy":
         handles.append(chance_handle(f"chance ({CHANCE:g})"))
     elif metric == "score":
         handles.append(chance_handle("undecided (log 0.5)"))
     chance = {"accuracy": "chance", "score": "undecided model (log 0.5)", "perplexity": None}[metric]
-    note = f"{models_note(data, model)} " + bootstrap_note(n_resamples, chance=chance)
+    note = f"{models_note(data, model)} " + bootstrap_note(stats.bootstrap_resamples, stats.confidence, chance=chance)
     if metric == "accuracy":
         note += f" {answer_note(data)}"
     if metric == "perplexity":
@@ -214,6 +165,7 @@ def plot_across_epochs(
 
 def plot_fiction_sort(
     rows: pd.DataFrame,
+    bands: pd.DataFrame,
     pdf: str | Path,
     png: str | Path,
     *,
@@ -221,13 +173,13 @@ def plot_fiction_sort(
     condition: str | None = "baseline",
     control: str = CONTROL_RUN,
     title: str | None = None,
-    n_resamples: int,
-    seed: int,
+    stats: StatsSettings,
 ) -> None:
     """SORT on the fictional documents: accuracy (left) and mean score (right, nats) vs
     optimizer step, one colour per FictionalQA run (the control in grey), solid lines for
-    items from the run's training documents, dashed for its validation documents, 95%
-    bootstrap bands, chance lines (0.5 and log 0.5).
+    items from the run's training documents, dashed for its validation documents, bootstrap
+    bands (``bands``: :func:`knowlab.sort.bands.fiction_bands` of the same rows), chance lines
+    (0.5 and log 0.5).
 
     Args:
         rows: item rows with ``run``, ``step``, ``side`` (``train``/``val``; NaN, e.g. for
@@ -239,22 +191,20 @@ def plot_fiction_sort(
     Raises:
         ValueError: no rows, or missing columns.
     """
-    part = rows
-    if condition is not None and "condition" in rows:
-        part = part[part["condition"] == condition]
-    if part.empty:
-        raise ValueError(f"no rows of condition {condition!r}")
-    part = part.assign(side=part["side"].fillna("all") if "side" in part else "all")
-    table = accuracy_table(part, ["run", "side", "step"], n_resamples, seed)
+    part = fiction_rows(rows, condition)
+    missing = [c for c in ("run", "side", "step", "accuracy", "mean_score") if c not in bands]
+    if missing or bands.empty:
+        raise ValueError(f"the figure needs bands by run, side and step (knowlab.sort.bands); missing {missing}")
+    table = bands
     runs = sorted(table["run"].unique(), key=lambda r: (r == control, r))
     palette = colours(runs, control=[control])
     sides = {"train": "-", "val": "--", "all": "-."}
     shown_sides = [s for s in sides if (table["side"] == s).any()]
     handles = [line_handle(run_name(r), palette[r], marker="o") for r in runs]
     handles += [line_handle(SIDE_NAMES[s], linestyle=sides[s]) for s in shown_sides]
-    handles += [band_handle(), chance_handle(f"chance ({CHANCE:g} / log {CHANCE:g})")]
+    handles += [band_handle(stats.confidence), chance_handle(f"chance ({CHANCE:g} / log {CHANCE:g})")]
     note = f"{models_note(part, model)} Condition: {CONDITION_NAMES.get(condition, condition or 'all')}. "
-    note += bootstrap_note(n_resamples)
+    note += bootstrap_note(stats.bootstrap_resamples, stats.confidence)
     note += " Train/val: whether the item's document was in the run's training split."
     note += f" {answer_note(part)}"
     layout = panel_figure(2, len(handles), note)

@@ -38,8 +38,6 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
 from knowlab.core.io import read_json
 
 LABELS = ("A", "B")
@@ -251,6 +249,8 @@ def prompt_config() -> dict[str, Any]:
 
 def prompt_config_yaml() -> str:
     """:func:`prompt_config` as YAML text (block style, key order kept)."""
+    import yaml  # deferred: the figure and stats envs import this module's names, not its YAML dump
+
     return yaml.safe_dump(prompt_config(), sort_keys=False, allow_unicode=True, width=1000)
 
 

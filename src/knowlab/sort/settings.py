@@ -47,6 +47,16 @@ RAG_SCOPES = ("all_books", "same_book")
 PARAMETRIC_SCOPES = ("excerpts", "books")
 #: ``sort.parametric.instructions.source``
 INSTRUCTION_SOURCES = ("sharegpt", "openhermes")
+#: the base model's figures drawn with bootstrap bands (:mod:`knowlab.sort.bands`): name -> (the
+#: bands' kind, its options, which the figure's drawing takes too)
+CONDITION_FIGURES: dict[str, tuple[str, dict[str, Any]]] = {
+    "fig3a": ("excerpt_length", {}),
+    "fig3b": ("distance", {}),
+    "fig10": ("distance", {"condition": "baseline", "hue": "segment_length", "panel": "model"}),
+    "fig4": ("rag", {}),
+}
+#: the figures across parametric fine-tuning drawn with bands: name -> metric (:func:`knowlab.sort.bands.epoch_bands`)
+EPOCH_FIGURES = {"fig12": "perplexity", "fig13": "accuracy", "fig16": "score"}
 
 
 def _optional_tuple(values: Any) -> tuple | None:

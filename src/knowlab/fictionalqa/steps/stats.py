@@ -14,16 +14,14 @@ Step 0 of every run is the base model, evaluated once as run ``base_model``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from knowlab.core.checkpoints import with_step0
+from knowlab.core.stats import StatsSettings
 from knowlab.fictionalqa.stats import mcnemar_for_run, ttest_for_run
 from knowlab.fictionalqa.summary import summarise
-
-if TYPE_CHECKING:
-    from knowlab.fictionalqa.settings import PairedTestSettings
 
 
 def paired_tests(
@@ -32,16 +30,17 @@ def paired_tests(
     run: str,
     control: str | None,
     suite: str,
-    settings: PairedTestSettings,
+    stats: StatsSettings,
 ) -> dict[str, pd.DataFrame]:
     """``{"mcnemar": ..., "ttest": ...}``: the tests of ``run``'s checkpoints (and against ``control``
     at matched steps, when ``runs`` hold it) on ``suite``, from the item rows ``items`` of ``runs``
     (the base model's as step 0 of each; :func:`knowlab.fictionalqa.stats.mcnemar_for_run`,
-    :func:`~knowlab.fictionalqa.stats.ttest_for_run`)."""
+    :func:`~knowlab.fictionalqa.stats.ttest_for_run`; ``stats``: McNemar's exact threshold and the
+    t-test's alternative)."""
     rows = with_step0(items, runs)
     return {
-        "mcnemar": mcnemar_for_run(rows, run, control, suite, settings.mcnemar_exact_below),
-        "ttest": ttest_for_run(rows, run, control, suite, settings.ttest_alternative),
+        "mcnemar": mcnemar_for_run(rows, run, control, suite, stats.mcnemar_exact_below),
+        "ttest": ttest_for_run(rows, run, control, suite, stats.ttest_alternative),
     }
 
 
@@ -50,11 +49,9 @@ def summary(
     runs: Sequence[str],
     splits: Sequence[dict[str, Any]],
     train_logs: pd.DataFrame,
-    *,
-    seed: int,
-    n_resamples: int,
+    stats: StatsSettings,
 ) -> pd.DataFrame:
     """The study summary of the item rows ``items`` of ``runs`` (the base model's as step 0 of each)
-    under each split of ``splits``, with the epochs of ``train_logs`` and 95% bootstrap intervals of
-    ``n_resamples`` resamples keyed by ``seed`` (:func:`knowlab.fictionalqa.summary.summarise`)."""
-    return summarise(with_step0(items, runs), splits, train_logs, seed=seed, n_resamples=n_resamples)
+    under each split of ``splits``, with the epochs of ``train_logs`` and bootstrap intervals of
+    ``stats`` (:func:`knowlab.fictionalqa.summary.summarise`)."""
+    return summarise(with_step0(items, runs), splits, train_logs, stats)

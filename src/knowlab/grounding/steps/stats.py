@@ -17,14 +17,15 @@ from knowlab.core.probe import across_finetuning
 from knowlab.grounding import analysis, report
 
 if TYPE_CHECKING:
+    from knowlab.core.stats import StatsSettings
     from knowlab.grounding.settings import GroundingTablesSettings
 
 
-def tables(rows: pd.DataFrame, out_dir: str, settings: GroundingTablesSettings, *, seed: int) -> None:
+def tables(rows: pd.DataFrame, out_dir: str, settings: GroundingTablesSettings, stats: StatsSettings) -> None:
     """Write the grounding tables of the scored ``rows`` of every dataset and model into folder
     ``out_dir`` (CSV + LaTeX, :func:`knowlab.grounding.report.write_tables`: Tables 1, 8-12, the
-    summary with 95% bootstrap intervals of seed ``seed``, the tables of the figures)."""
-    report.write_tables(rows, out_dir, settings, seed=seed)
+    summary with bootstrap intervals of ``stats``, the tables of the figures)."""
+    report.write_tables(rows, out_dir, settings, stats)
 
 
 def finetune_rows(
