@@ -474,7 +474,7 @@ def test_records_carry_every_field_for_every_claim(results):
     found.append(findings.Finding("SORT", "a claim", NOT_TESTED, "no table"))
     records = json.loads(json.dumps(findings.to_records(found)))
     keys = {"claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source"}
-    keys |= {"unit", "n_clusters", "scale"}
+    keys |= {"unit", "n_clusters", "scale", "claim_id", "quote", "confidence"}
     assert all("seeds" in record for record in records)
     assert all(keys <= record.keys() for record in records)
     assert all(record[key] is not None for record in records[:-1] for key in keys)
@@ -571,3 +571,22 @@ def test_training_seeds_are_the_replicates_of_a_claim_about_trained_models(resul
     # the claims of untrained models have no seeds; SORT's parametric runs train with one
     assert by_claim[CLAIMS[11]].seeds is None and by_claim[CLAIMS[13]].seeds == 1
     assert findings.design_table(found)["seeds"].tolist()[:3] == [3, 3, 3]
+
+
+
+# ------------------------------------------------------------------------------ the catalogue
+
+
+def test_the_catalogue_names_every_line_and_docs_claims_is_generated_from_it(results):
+    ids = [entry.id for entry in findings.CLAIMS]
+    assert len(set(ids)) == len(ids) and all(entry.quote and entry.source for entry in findings.CLAIMS)
+    found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
+    by_id = {entry.id: entry for entry in findings.CLAIMS}
+    # every line carries its entry's id and the paper's words; every entry gives at least one line
+    assert all(f.claim_id in by_id and f.quote == by_id[f.claim_id].quote for f in found)
+    assert {f.claim_id for f in found} == set(ids)
+    assert found[-1].claim_id == "grounding.conflict_dist_below_gold" and found[-1].study == "Grounding (fiction)"
+    docs = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
+    assert docs.read_text(encoding="utf-8") == findings.claims_markdown(), (
+        "docs/claims.md is stale: python -m knowlab.findings > docs/claims.md"
+    )

@@ -62,7 +62,9 @@ Permutation counts come from ``stats.permutation_resamples``.  ``tests/core/test
 simulates each design's clustering and shows that each test keeps its level, while the
 item-level McNemar, Wilcoxon and Mann-Whitney tests used before did not.
 
-The claims (the papers' wording, quoted in each function's docstring):
+The claims, one :class:`Claim` each of the catalogue :data:`CLAIMS` (id, the paper's words, source,
+unit, test, the configs that can decide it; ``docs/claims.md`` is generated from it by
+:func:`claims_markdown`), each measured by the function named here:
 
 FictionalQA (Kirchenbauer et al. 2026).  Item tables
 ``results/fictionalqa/{ft_model}/evaluate/{run}/step-{N}.parquet``, step 0 the base model's, sides
@@ -262,7 +264,8 @@ class Finding:
     training; more than 1: the seeds are the claim's replicates); ``min_p``: the smallest p the test
     can give with this many units, after Holm's
     factor (equivalence: with every pair agreeing), ``not tested`` when not below alpha;
-    ``confidence``: the level of ``ci_low``, ``ci_high`` (``stats.confidence``).  Fields
+    ``confidence``: the level of ``ci_low``, ``ci_high`` (``stats.confidence``); ``claim_id`` and
+    ``quote``: its entry of the claims catalogue (:data:`CLAIMS`) and the paper's words.  Fields
     that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
     tested``, what the claim needs).
     """
@@ -287,6 +290,8 @@ class Finding:
     seeds: int | None = None
     min_p: float | None = None
     confidence: float | None = None
+    claim_id: str | None = None
+    quote: str | None = None
 
 
 class Skip(Exception):
@@ -531,15 +536,10 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
     )  # fmt: skip
 
 
-def _judge(
-    study: str,
-    claim: str,
-    source: str,
-    comparisons: Sequence[Comparison],
-    s: FindingsSettings,
-    equivalence: bool = False,
-) -> list[Finding]:
-    """The findings of one claim's comparisons: bootstrap, Holm over the family, status."""
+def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: FindingsSettings) -> list[Finding]:
+    """The findings of one claim's comparisons: bootstrap, Holm over the family, status (``study``: the
+    line's study label, the grounding dataset's included)."""
+    claim, source, equivalence = entry.claim, entry.source, entry.equivalence
     m = len(comparisons)
     holm = holm_adjust([c.p for c in comparisons])  # a family of one keeps its p
     out = []
@@ -569,6 +569,8 @@ def _judge(
             study=study,
             claim=f"{claim} ({c.label})" if c.label else claim,
             source=source,
+            claim_id=entry.id,
+            quote=entry.quote,
             effect=est["effect"],
             ci_low=est["ci_low"],
             ci_high=est["ci_high"],
@@ -1013,81 +1015,205 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
 # --------------------------------------------------------------------------------- findings
 
 Check = Callable[[Results], list[Comparison]]
-#: (study, claim, source, check, claim of no difference)
-CLAIMS: tuple[tuple[str, str, str, Check, bool], ...] = (
-    (
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim of a paper, as the findings decide it: the catalogue entry from which the
+    findings rule, ``docs/claims.md`` (:func:`claims_markdown`) and the report's lines are built.
+
+    ``id``: stable and unique (``study.short_name``), in ``findings.json`` as ``claim_id``;
+    ``claim``: the line's statement; ``quote``: the paper's own words, with ``source`` (paper,
+    section, figure or table); ``effect``: what is measured, in the claimed direction, and its scale;
+    ``unit``: the inference unit; ``test``: the test at that unit; ``configs``: which shipped configs
+    can decide it (docs/findings.md, "What each shipped config can test"); ``check``: the measuring
+    function; ``equivalence``: a claim of no difference; ``per_dataset``: decided once per grounding
+    dataset of the config (``check`` then takes ``dataset``).  Adding a claim is one entry here
+    plus its ``check``."""
+
+    id: str
+    study: str
+    claim: str
+    quote: str
+    source: str
+    effect: str
+    unit: str
+    test: str
+    configs: str
+    check: Callable[..., list[Comparison]]
+    equivalence: bool = False
+    per_dataset: bool = False
+
+
+#: the catalogue, in the order the findings print (module docstring)
+CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        "fqa.train_below_val_loss",
         "FictionalQA",
         "training-document loss below validation-document loss",
+        "Figure 3 demonstrates rapid overfitting despite the fact that we are training on a mixture of fictional "
+        "data and base webtext",
         f"{FICTIONALQA} Sec. 5, Figs. 3-4",
+        "validation minus training document loss at the last checkpoint, each side the mean of its events' means "
+        "(nats/token), per document-split run",
+        "document (Doc split), event (Event split), style (a style split)",
+        "randomisation test of the split's own draw",
+        "Doc: default, test, cpu-full, paper; Event: paper (6 events give no p below 1/15)",
         train_below_val_loss,
-        False,
     ),
-    (
+    Claim(
+        "fqa.mcq_above_control",
         "FictionalQA",
         "MCQ-4 accuracy on trained questions above the webtext-only control",
+        "training on only the fictional documents (not the questions) reliably increases rank-choice MCQ accuracy",
         f"{FICTIONALQA} Sec. 5, Figs. 7-8",
+        "run minus control accuracy on the questions of the run's training documents (accuracy), per document-split run",
+        "event",
+        "sign-flip permutation over events",
+        "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
         mcq_above_control,
-        False,
     ),
-    (
+    Claim(
+        "fqa.fictsheets_train_loss_falls",
         "FictionalQA",
         "Fictsheets: training-fictsheet loss falls",
+        "training on the Fictsheets split's training texts causes almost immediate overfitting",
         f"{FICTIONALQA} Sec. 5, Figs. 5 and 7",
+        "loss at step 0 minus at the last checkpoint, per training fictsheet (nats/token)",
+        "fictsheet",
+        "Wilcoxon signed-rank",
+        "paper (4 training fictsheets: no p below 0.125)",
         fictsheets_train_loss_falls,
-        False,
     ),
-    (
+    Claim(
+        "fqa.fictsheets_val_loss_rises",
         "FictionalQA",
         "Fictsheets: validation-fictsheet loss rises",
+        "there is little to no observable transfer period where validation loss also improves alongside training loss",
         f"{FICTIONALQA} Sec. 5, Fig. 5",
+        "loss at the last checkpoint minus at step 0, per validation fictsheet (nats/token)",
+        "fictsheet",
+        "Wilcoxon signed-rank",
+        "paper (2 validation fictsheets: no p below 0.5)",
         fictsheets_val_loss_rises,
-        False,
     ),
-    (
+    Claim(
+        "fqa.fictsheets_least_transfer",
         "FictionalQA",
         "Fictsheets transfer least: MCQ-4 accuracy below the other split's",
+        "training on the Fictsheet split causes the least transfer",
         f"{FICTIONALQA} Sec. 5, Fig. 7; Sec. 6",
+        "other run minus Fictsheets accuracy on every question (accuracy), per other fiction run",
+        "event",
+        "sign-flip permutation over events",
+        "paper",
         fictsheets_least_transfer,
-        False,
     ),
-    (
+    Claim(
+        "fqa.event_generalises_least",
         "FictionalQA",
         "Event improves validation loss least (to its minimum): below the other split",
+        "all models exhibit more generalization (lower minimum validation loss) in the Doc Split case than in the "
+        "Event Split case",
         f"{FICTIONALQA} Sec. 5, Fig. 4",
+        "validation-loss improvement from step 0 to the run's minimum, other split minus Event (nats/token)",
+        "event (Event's validation events)",
+        "sign-flip permutation over events",
+        "paper (2 validation events: no p below 0.5)",
         event_generalises_least,
-        False,
     ),
-    (
+    Claim(
+        "fqa.larger_models_fit_faster",
         "FictionalQA",
         "Larger base models fit the training documents faster",
+        "we observe a strong correlation between model size and how fast the model fits to the training documents "
+        "for both the Doc Split and the Event Split",
         f"{FICTIONALQA} Sec. 5, Fig. 4",
+        "mean over events of Spearman's rho between size rank and fitting speed after the fiction warm-up, "
+        "on the Doc and the Event split",
+        "event (blocks)",
+        "Page's L trend test",
+        "models (3 base models), paper",
         larger_models_fit_faster,
-        False,
     ),
-    (
+    Claim(
+        "sort.in_context_above_baseline",
         "SORT",
         "in-context memory above the no-context baseline",
+        "Models generally perform well on SORT based on in-context memory",
         f"{SORT} Secs. 5.1, 5.3, Tables 1-2",
+        "in-context minus no-context accuracy (accuracy)",
+        "excerpt",
+        "sign-flip permutation over excerpts",
+        "default, cpu-full, paper",
         sort_in_context_above_baseline,
-        False,
     ),
-    ("SORT", "RAG below in-context memory", f"{SORT} Sec. 5.5, Fig. 4a", sort_rag_below_in_context, False),
-    (
+    Claim(
+        "sort.rag_below_in_context",
+        "SORT",
+        "RAG below in-context memory",
+        "RAG based memory leads to worse performance than in-context memory.",
+        f"{SORT} Sec. 5.5, Fig. 4a",
+        "in-context minus RAG accuracy (accuracy)",
+        "excerpt",
+        "sign-flip permutation over excerpts",
+        "default, cpu-full, paper",
+        sort_rag_below_in_context,
+    ),
+    Claim(
+        "sort.books_lower_segment_nll",
         "SORT",
         "fine-tuning on the books lowers segment nll (vs instructions only)",
+        "when the models are finetuned on data that includes the chunks of the books, they have a substantially "
+        "lower perplexity for both segments, compared with the models fine-tuned only on the instruction data",
         f"{SORT} App. E.1, Fig. 12",
+        "instructions-only minus books segment nll after the last epoch (nats/token)",
+        "excerpt",
+        "sign-flip permutation over excerpts",
+        "default, cpu-full, paper",
         sort_books_lower_segment_nll,
-        False,
     ),
-    (
+    Claim(
+        "sort.books_no_accuracy_gain",
         "SORT",
         "fine-tuning on the books leaves no-context accuracy unchanged (vs instructions only)",
+        "Full parameter fine-tuning on books with a language modeling objective did not improve SORT performance",
         f"{SORT} Sec. 5.4, App. E.2, Figs. 13-14",
+        "books minus instructions-only no-context accuracy after the last epoch (accuracy), within +/- the margin",
+        "excerpt",
+        "Tango's score interval of the paired difference, design effect of the excerpts",
+        "paper (24 items cannot show equivalence at 0.05)",
         sort_books_no_accuracy_gain,
-        True,
+        equivalence=True,
+    ),
+    Claim(
+        "grounding.original_dist_below_gold",
+        "Grounding",
+        "Original-Dist F1 below Original-Gold",
+        "The performance also consistently degrades with distractor contexts added: an average of 10.7 drops for "
+        "Original-Dist from Original-Gold",
+        f"{GROUNDING} Sec. 4.2, Table 1",
+        "Original-Gold minus Original-Dist F1 (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "sign-flip permutation over the units",
+        "default, cpu-full, paper",
+        partial(grounding_distractors, version="original"),
+        per_dataset=True,
+    ),
+    Claim(
+        "grounding.conflict_dist_below_gold",
+        "Grounding",
+        "Conflict-Dist F1 below Conflict-Gold",
+        "an average of 10.0 drops for Conflict-Dist from Conflict-Gold",
+        f"{GROUNDING} Sec. 4.2, Table 1",
+        "Conflict-Gold minus Conflict-Dist F1 (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "sign-flip permutation over the units",
+        "default, cpu-full, paper",
+        partial(grounding_distractors, version="conflict"),
+        per_dataset=True,
     ),
 )
-GROUNDING_CLAIM = "{version}-Dist F1 below {version}-Gold"
 
 
 def _replicate(comparisons: Sequence[Comparison], by_seed: Mapping[int, Sequence[Comparison]]) -> None:
@@ -1109,17 +1235,23 @@ def _replicate(comparisons: Sequence[Comparison], by_seed: Mapping[int, Sequence
         c.p = max(c.p, c.seed_p)
 
 
-def _check(study: str, claim: str, source: str, check: Check, r: Results, equivalence: bool) -> list[Finding]:
-    """One claim's findings.  A FictionalQA claim with two or more training seeds is measured on the
-    mean over the seeds and on each seed (:func:`_replicate`)."""
+def _check(entry: Claim, study: str, check: Check, r: Results) -> list[Finding]:
+    """One claim's findings (``study``: its line's label, ``check``: its measurement).  A FictionalQA
+    claim with two or more training seeds is measured on the mean over the seeds and on each seed
+    (:func:`_replicate`)."""
     s = r.settings
     try:
         comparisons = check(r)
-        if study == "FictionalQA" and len(s.seeds) > 1:
+        if entry.study == "FictionalQA" and len(s.seeds) > 1:
             _replicate(comparisons, {seed: check(r.for_seed(seed)) for seed in s.seeds})
     except Skip as reason:
-        return [Finding(study, claim, NOT_TESTED, str(reason), source=source, alpha=s.alpha)]
-    return _judge(study, claim, source, comparisons, s, equivalence)
+        return [
+            Finding(
+                study, entry.claim, NOT_TESTED, str(reason), source=entry.source, alpha=s.alpha,
+                claim_id=entry.id, quote=entry.quote,
+            )  # fmt: skip
+        ]
+    return _judge(entry, study, comparisons, s)
 
 
 def collect(
@@ -1148,12 +1280,10 @@ def collect(
         ValueError: ``model`` is None and the grounding rows hold more than one model.
     """
     r = Results(results, settings, model, inputs)
-    found = [f for study, claim, source, check, eq in CLAIMS for f in _check(study, claim, source, check, r, eq)]
-    for dataset in settings.grounding_datasets:
-        for version in ("original", "conflict"):
-            check = partial(grounding_distractors, dataset=dataset, version=version)
-            claim = GROUNDING_CLAIM.format(version=version.title())
-            found += _check(f"Grounding ({dataset})", claim, f"{GROUNDING} Sec. 4.2, Table 1", check, r, False)
+    found = [f for entry in CLAIMS if not entry.per_dataset for f in _check(entry, entry.study, entry.check, r)]
+    for dataset in settings.grounding_datasets:  # each dataset's claims together
+        for entry in (entry for entry in CLAIMS if entry.per_dataset):
+            found += _check(entry, f"{entry.study} ({dataset})", partial(entry.check, dataset=dataset), r)
     return found
 
 
@@ -1176,7 +1306,8 @@ def design_table(findings: Sequence[Finding]) -> pd.DataFrame:
         }
         for f in findings
     ]
-    return pd.DataFrame(rows, columns=list(DESIGN_COLUMNS)).astype({"n_clusters": "Int64", "n": "Int64"})
+    counts = {"n_clusters": "Int64", "n": "Int64", "seeds": "Int64"}
+    return pd.DataFrame(rows, columns=list(DESIGN_COLUMNS)).astype(counts)
 
 
 def tally(findings: Sequence[Finding]) -> dict[str, int]:
@@ -1222,3 +1353,37 @@ def to_records(findings: Sequence[Finding]) -> list[dict[str, Any]]:
 def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
     """One row per finding, the :class:`Finding` fields as columns."""
     return pd.DataFrame(to_records(findings), columns=list(Finding.__dataclass_fields__))
+
+
+def claims_markdown() -> str:
+    """``docs/claims.md``: every claim of :data:`CLAIMS` with its id, the paper's words and source, what
+    is measured, its unit, test and the shipped configs that can decide it.  Generated (``python -m
+    knowlab.findings > docs/claims.md``); ``tests/test_findings.py`` fails when the file is stale."""
+    lines = [
+        "# Claims",
+        "",
+        "<!-- generated by `python -m knowlab.findings > docs/claims.md` from knowlab.findings.CLAIMS; edit there -->",
+        "",
+        "The claims of the three papers that every run decides (`results/findings.txt`, `findings.json`:",
+        "`claim_id`, `quote`), one entry each of the catalogue `knowlab.findings.CLAIMS`. How each is",
+        "decided, and what the status words mean: [findings.md](findings.md).",
+    ]
+    for study in dict.fromkeys(entry.study for entry in CLAIMS):
+        lines += ["", f"## {study}", ""]
+        for entry in (entry for entry in CLAIMS if entry.study == study):
+            lines += [
+                f"### `{entry.id}`: {entry.claim}",
+                "",
+                f"> {entry.quote}",
+                "",
+                f"- Source: {entry.source}",
+                f"- Effect: {entry.effect}" + (" (a claim of no difference: equivalence)" if entry.equivalence else ""),
+                f"- Unit: {entry.unit}; test: {entry.test}" + ("; once per grounding dataset" if entry.per_dataset else ""),
+                f"- Decided by: {entry.configs}",
+                "",
+            ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+if __name__ == "__main__":
+    print(claims_markdown(), end="")
