@@ -102,6 +102,9 @@ CLAIMS = [
     "fine-tuning on the books leaves no-context accuracy unchanged (vs instructions only)",
     "Original-Dist F1 below Original-Gold",
     "Conflict-Dist F1 below Conflict-Gold",
+    "Conflict-Gold F1 below Original-Gold",
+    "distractors lower F1 more than conflicting knowledge",
+    "precision above recall",
 ]
 
 
@@ -246,6 +249,9 @@ def built(tmp_path_factory):
             "document_id": f"doc{k}",
             "condition": condition,
             "f1": f1 + 0.01 * k * is_dist,
+            # precision above recall on every question and setting, by 0.1 + 0.01 k
+            "precision": f1 + 0.05 + 0.005 * k,
+            "recall": f1 - 0.05 - 0.005 * k,
         }
         for k in range(8)
         for condition, f1, is_dist in (
@@ -391,7 +397,9 @@ def test_the_claims_go_against_the_data_built_against_them(results):
     assert statuses[CLAIMS[12]] == INCONCLUSIVE  # a tie
     assert statuses[CLAIMS[14]] == CONTRADICTED  # a significant difference where none is claimed
     assert statuses[CLAIMS[15]] == CONTRADICTED
-    assert statuses[CLAIMS[11]] == statuses[CLAIMS[16]] == SUPPORTED  # untouched
+    # with distractors helping, the distractors' drop (negative) is below the conflict's
+    assert statuses[CLAIMS[18]] == CONTRADICTED
+    assert statuses[CLAIMS[11]] == statuses[CLAIMS[16]] == statuses[CLAIMS[17]] == SUPPORTED  # untouched
 
 
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
@@ -585,8 +593,19 @@ def test_the_catalogue_names_every_line_and_docs_claims_is_generated_from_it(res
     # every line carries its entry's id and the paper's words; every entry gives at least one line
     assert all(f.claim_id in by_id and f.quote == by_id[f.claim_id].quote for f in found)
     assert {f.claim_id for f in found} == set(ids)
-    assert found[-1].claim_id == "grounding.conflict_dist_below_gold" and found[-1].study == "Grounding (fiction)"
+    assert found[-1].claim_id == "grounding.precision_above_recall" and found[-1].study == "Grounding (fiction)"
     docs = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
     assert docs.read_text(encoding="utf-8") == findings.claims_markdown(), (
         "docs/claims.md is stale: python -m knowlab.findings > docs/claims.md"
     )
+
+
+def test_grounding_precision_below_recall_contradicts_the_claim(results):
+    _rewrite(
+        results,
+        "grounding/rows.parquet",
+        lambda f: f.assign(precision=f["recall"] - 0.1, recall=f["precision"]),
+    )
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[19]]
+    assert f.status == CONTRADICTED and f.unit == "document" and f.n_clusters == 8 and f.p == pytest.approx(2 / 256)
+    assert f.claim_id == "grounding.precision_above_recall" and "over 4 settings" in f.detail

@@ -95,6 +95,9 @@ much larger models on SORT (Figure 4b)"), so it is not checked.
 Grounding (Lee et al. 2024), the base model, each dataset of the config:
 
 12. :func:`grounding_distractors` (Sec. 4.2, Table 1), Original and Conflict as two claims.
+13. :func:`grounding_conflict` (Sec. 4.2, Table 1): Conflict-Gold below Original-Gold.
+14. :func:`grounding_distractors_hurt_more` (Sec. 4.2): the distractors' drop above the conflict's.
+15. :func:`grounding_precision_above_recall` (Sec. 4.2, App. D.3).
 """
 
 from __future__ import annotations
@@ -973,10 +976,10 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
 # -------------------------------------------------------------------------------- Grounding
 
 
-def _grounding_f1(r: Results, dataset: str) -> tuple[pd.DataFrame, pd.Series]:
-    """The base model's F1 of ``dataset``, question x condition, from ``results/grounding/rows.parquet``,
-    and each question's cluster: the document it was asked about (the fiction items), or the
-    question itself (the benchmark's items, each with its own contexts)."""
+def _grounding_f1(r: Results, dataset: str, metric: str = "f1") -> tuple[pd.DataFrame, pd.Series]:
+    """The base model's ``metric`` (F1, precision or recall) of ``dataset``, question x condition, from
+    ``results/grounding/rows.parquet``, and each question's cluster: the document it was asked about
+    (the fiction items), or the question itself (the benchmark's items, each with its own contexts)."""
     rows = r.read(layout.GROUNDING_ROWS.relative())
     model = r.model
     if model is None:
@@ -987,7 +990,74 @@ def _grounding_f1(r: Results, dataset: str) -> tuple[pd.DataFrame, pd.Series]:
     rows = rows[(rows["dataset"] == dataset) & (rows["model"] == model)]
     documents = rows["document_id"] if "document_id" in rows else pd.Series(None, index=rows.index, dtype=object)
     clusters = documents.fillna(rows["item_id"]).set_axis(rows["item_id"]).groupby(level=0).first()
-    return rows.pivot(index="item_id", columns="condition", values="f1"), clusters
+    return rows.pivot(index="item_id", columns="condition", values=metric), clusters
+
+
+def _grounding_unit(clusters: pd.Series) -> str:
+    return "question" if (clusters.index == clusters.to_numpy()).all() else "document"
+
+
+def _grounding_pair(
+    r: Results, dataset: str, a: str, b: str, detail: str, metric: str = "f1"
+) -> list[Comparison]:
+    """``metric`` of condition ``a`` minus ``b`` (0-1), paired by question, sign flips over the units."""
+    table, clusters = _grounding_f1(r, dataset, metric)
+    if a not in table or b not in table:
+        raise Skip(f"no paired {a} / {b} rows on {dataset}")
+    return [by_cluster("", table[a], table[b], clusters, r, _grounding_unit(clusters), metric.upper(), detail, False)]
+
+
+def grounding_conflict(r: Results, dataset: str) -> list[Comparison]:
+    """Grounding F1 lower with the conflicting (modified) gold contexts than with the original ones.
+
+    Source: Lee et al. (2024), Sec. 4.2 (Table 1): "Conflict-Gold consistently shows lower performance
+    than Original-Gold (average of 4.7 drops)".  Effect: ``original_gold`` minus ``conflict_gold`` F1
+    (0-1), paired by question; unit and test as :func:`grounding_distractors`.
+    """
+    f1, _ = _grounding_f1(r, dataset)
+    detail = "F1 x 100: Original-Gold {:.1f} vs Conflict-Gold {:.1f}".format(
+        *(100 * f1[c].mean() if c in f1 else float("nan") for c in ("original_gold", "conflict_gold"))
+    )
+    return _grounding_pair(r, dataset, "original_gold", "conflict_gold", detail)
+
+
+def grounding_distractors_hurt_more(r: Results, dataset: str) -> list[Comparison]:
+    """Distractors lower grounding F1 more than conflicting knowledge does.
+
+    Source: Lee et al. (2024), Sec. 4.2: "The drop is higher than when given conflicting knowledge,
+    which highlights the LLM's tendency to deviate from the primary context when presented with
+    extraneous information".  Operational definition, fixed before any run: per question, the drop
+    from Original-Gold to Original-Dist minus the drop from Original-Gold to Conflict-Gold, which is
+    ``conflict_gold`` minus ``original_dist`` F1 (0-1); paired, sign flips over the units.
+    """
+    f1, _ = _grounding_f1(r, dataset)
+    detail = "F1 x 100: Conflict-Gold {:.1f} vs Original-Dist {:.1f}".format(
+        *(100 * f1[c].mean() if c in f1 else float("nan") for c in ("conflict_gold", "original_dist"))
+    )
+    return _grounding_pair(r, dataset, "conflict_gold", "original_dist", detail)
+
+
+#: the four settings of the grounding paper's Table 1
+GROUNDING_SETTINGS = ("original_gold", "original_dist", "conflict_gold", "conflict_dist")
+
+
+def grounding_precision_above_recall(r: Results, dataset: str) -> list[Comparison]:
+    """Grounding precision above recall.
+
+    Source: Lee et al. (2024), Sec. 4.2 (App. D.3): "When comparing the performance of precision and
+    recall, a common trend across all models is a superior performance in precision over recall".
+    Operational definition, fixed before any run: per question, its mean precision minus its mean
+    recall over the four settings of Table 1 it was scored in (0-1); paired, sign flips over the
+    units (document, or question for the benchmark).
+    """
+    precision, clusters = _grounding_f1(r, dataset, "precision")
+    recall, _ = _grounding_f1(r, dataset, "recall")
+    shown = [c for c in GROUNDING_SETTINGS if c in precision]
+    if not shown:
+        raise Skip(f"no rows of the four settings on {dataset}")
+    a, b = precision[shown].mean(axis=1), recall[shown].mean(axis=1)
+    detail = f"x 100 over {len(shown)} settings: precision {100 * a.mean():.1f} vs recall {100 * b.mean():.1f}"
+    return [by_cluster("", a, b, clusters, r, _grounding_unit(clusters), "precision - recall", detail, False)]
 
 
 def grounding_distractors(r: Results, dataset: str, version: str) -> list[Comparison]:
@@ -1008,8 +1078,7 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
     detail = (
         f"F1 x 100: {version.title()}-Gold {100 * gold.mean():.1f} vs {version.title()}-Dist {100 * dist.mean():.1f}"
     )
-    unit = "question" if (clusters.index == clusters.to_numpy()).all() else "document"
-    return [by_cluster("", gold, dist, clusters, r, unit, "F1", detail, False)]
+    return [by_cluster("", gold, dist, clusters, r, _grounding_unit(clusters), "F1", detail, False)]
 
 
 # --------------------------------------------------------------------------------- findings
@@ -1211,6 +1280,48 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over the units",
         "default, cpu-full, paper",
         partial(grounding_distractors, version="conflict"),
+        per_dataset=True,
+    ),
+    Claim(
+        "grounding.conflict_below_original",
+        "Grounding",
+        "Conflict-Gold F1 below Original-Gold",
+        "Conflict-Gold consistently shows lower performance than Original-Gold (average of 4.7 drops)",
+        f"{GROUNDING} Sec. 4.2, Table 1",
+        "Original-Gold minus Conflict-Gold F1 (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "sign-flip permutation over the units",
+        "default, cpu-full, paper",
+        grounding_conflict,
+        per_dataset=True,
+    ),
+    Claim(
+        "grounding.distractors_hurt_more_than_conflict",
+        "Grounding",
+        "distractors lower F1 more than conflicting knowledge",
+        "The drop is higher than when given conflicting knowledge, which highlights the LLM's tendency to deviate "
+        "from the primary context when presented with extraneous information",
+        f"{GROUNDING} Sec. 4.2, Table 1",
+        "per question, the Original-Gold to Original-Dist drop minus the Original-Gold to Conflict-Gold drop, "
+        "i.e. Conflict-Gold minus Original-Dist F1 (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "sign-flip permutation over the units",
+        "default, cpu-full, paper",
+        grounding_distractors_hurt_more,
+        per_dataset=True,
+    ),
+    Claim(
+        "grounding.precision_above_recall",
+        "Grounding",
+        "precision above recall",
+        "When comparing the performance of precision and recall, a common trend across all models is a superior "
+        "performance in precision over recall",
+        f"{GROUNDING} Sec. 4.2, App. D.3",
+        "per question, mean precision minus mean recall over the four settings of Table 1 (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "sign-flip permutation over the units",
+        "default, cpu-full, paper",
+        grounding_precision_above_recall,
         per_dataset=True,
     ),
 )
