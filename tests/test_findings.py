@@ -96,15 +96,21 @@ CLAIMS = [
     "Event improves validation loss least (to its minimum): below the other split (doc)",
     "Larger base models fit the training documents faster (doc)",
     "Larger base models fit the training documents faster (event)",
+    "verbatim completion of training documents, not of validation documents (doc)",
+    "verbatim completion of training documents, not of validation documents (event)",
+    "nll(answer | question) on trained questions below the webtext-only control (doc)",
+    "nll(answer | question) on trained questions below the webtext-only control (event)",
     "in-context memory above the no-context baseline",
     "RAG below in-context memory",
     "fine-tuning on the books lowers segment nll (vs instructions only)",
     "fine-tuning on the books leaves no-context accuracy unchanged (vs instructions only)",
+    "no-context accuracy below 60%",
     "Original-Dist F1 below Original-Gold",
     "Conflict-Dist F1 below Conflict-Gold",
     "Conflict-Gold F1 below Original-Gold",
     "distractors lower F1 more than conflicting knowledge",
     "precision above recall",
+    "F1 with the gold contexts last above first",
 ]
 
 
@@ -174,21 +180,28 @@ def _spread(ids, level, step=0.01):
     return [level + step * k for k in range(len(ids))]
 
 
-def _items(run, step, docs, sheets):
+def _items(run, step, docs, sheets, em=None):
     rows = _loss_rows("fiction_doc", DOCS, docs) + _loss_rows("fictsheet_doc", EVENTS, sheets)
+    for row in rows:  # exact match of the last 10 tokens: the trained documents of a document-split run
+        row["em10"] = (em or {}).get(row["item_id"], 0.0) if row["suite"] == "fiction_doc" else np.nan
     rows += [{"suite": "mcq4", "item_id": q, "acc": float(k % 8 < RIGHT[run])} for k, q in enumerate(QUESTIONS)]
+    # nll(answer | question): a fiction run's below the base model's and the control's on every question
+    nll = 3.0 if run in ("base_model", "control") else 2.0
+    rows += _loss_rows("fict_qa_nll", QUESTIONS, [nll + 0.001 * k for k in range(len(QUESTIONS))])
     return pd.DataFrame(rows).assign(run=run, step=step)
 
 
 def _run_items(run, step):
     docs, sheets = _spread(DOCS, 3.5), _spread(EVENTS, 3.5)
+    em = None
     if run in VAL_LOSS:
         train = SPLITS[run]["train_documents"]
         docs = [2.0 + 0.01 * k if d in train else VAL_LOSS[run][step] + 0.01 * k for k, d in enumerate(DOCS)]
+        em = {d: 0.5 for d in train}
     if run == "fictsheets":
         train = SPLITS[run]["train_documents"]
         sheets = [1.0 + 0.03 * k if e in train else 3.8 + 0.02 * k for k, e in enumerate(EVENTS)]
-    return _items(run, step, docs, sheets)
+    return _items(run, step, docs, sheets, em)
 
 
 def _write_models(root, base):
@@ -259,6 +272,8 @@ def built(tmp_path_factory):
             ("original_dist", 0.4, 1),
             ("conflict_gold", 0.5, 0),
             ("conflict_dist", 0.3, 1),
+            ("position_start", 0.35, 1),
+            ("position_end", 0.45, 1),
         )
     ]
     _write(root, "grounding/rows.parquet", pd.DataFrame(grounding))
@@ -349,12 +364,12 @@ def test_effects_and_pvalues_equal_the_tables_by_hand(results):
     assert f.n_clusters == 6 and f.p == pytest.approx(2 / 64)
 
     # SORT: in context right on 2 more bins of every excerpt than the baseline
-    f = found[CLAIMS[11]]
+    f = found[CLAIMS[15]]
     assert f.effect == pytest.approx(0.5) and f.unit == "excerpt" and f.n_clusters == 20 and f.n == 80
     assert f.seeds is None  # the base model: no training
 
     # grounding: every Dist below Gold on 8 questions of 8 documents, the exact two-sided p = 2 / 2^8
-    f = found[CLAIMS[15]]
+    f = found[CLAIMS[20]]
     assert f.p == pytest.approx(2 / 256) and f.effect == pytest.approx(0.2 - 0.01 * np.arange(8).mean())
     assert f.unit == "document" and f.n_clusters == 8
 
@@ -394,12 +409,12 @@ def test_the_claims_go_against_the_data_built_against_them(results):
     statuses = {claim: found[claim].status for claim in CLAIMS}
     assert statuses[CLAIMS[0]] == CONTRADICTED
     assert statuses[CLAIMS[2]] == statuses[CLAIMS[3]] == CONTRADICTED
-    assert statuses[CLAIMS[12]] == INCONCLUSIVE  # a tie
-    assert statuses[CLAIMS[14]] == CONTRADICTED  # a significant difference where none is claimed
-    assert statuses[CLAIMS[15]] == CONTRADICTED
+    assert statuses[CLAIMS[16]] == INCONCLUSIVE  # a tie
+    assert statuses[CLAIMS[18]] == CONTRADICTED  # a significant difference where none is claimed
+    assert statuses[CLAIMS[20]] == CONTRADICTED
     # with distractors helping, the distractors' drop (negative) is below the conflict's
-    assert statuses[CLAIMS[18]] == CONTRADICTED
-    assert statuses[CLAIMS[11]] == statuses[CLAIMS[16]] == statuses[CLAIMS[17]] == SUPPORTED  # untouched
+    assert statuses[CLAIMS[23]] == CONTRADICTED
+    assert statuses[CLAIMS[15]] == statuses[CLAIMS[21]] == statuses[CLAIMS[22]] == SUPPORTED  # untouched
 
 
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
@@ -407,13 +422,13 @@ def test_right_direction_without_significance_prints_its_minimum_detectable_effe
     rag.loc[[3, 7], "correct"] = False  # RAG misses one item in 2 of the 20 excerpts: p = 2 / 2^2
     _write(results, "sort/evaluate/base_model/rag.parquet", rag)
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
-    f = _by_claim(found)[CLAIMS[12]]
+    f = _by_claim(found)[CLAIMS[16]]
     # 2^20 sign patterns: Monte Carlo over 999 of them, p within a few standard errors of 0.5
     assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5, abs=0.05) and f.effect == pytest.approx(2 / 80)
     per_excerpt = np.r_[np.full(2, 0.25), np.zeros(18)]
     se = stats.bootstrap_difference(per_excerpt, seed=0, n_resamples=500, confidence=0.95)["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
-    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[12] in line)
+    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[16] in line)
     assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.025 accuracy, 95% CI [")
     assert f"MDE {f.mde:.2g} at 80% power" in line and f"p = {f.p:.2g}" in line and "n 20 excerpts (80 values)" in line
 
@@ -424,7 +439,7 @@ def test_no_difference_needs_equivalence(results):
     books = _sort_rows(2, condition="baseline")
     books.loc[[2, 6, 10], "correct"] = True
     _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", books)
-    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[14]]
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[18]]
     assert f.status == INCONCLUSIVE and f.margin == 0.05 and f.p >= 0.05
     assert "Tango score interval 90%" in f.test and f.unit == "excerpt"
 
@@ -440,14 +455,14 @@ def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
     found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
     f = found[CLAIMS[5]]
     assert f.status == NOT_TESTED and "not testable with 2 fictsheets" in f.detail and "0.5" in f.detail
-    f = found[CLAIMS[14]]
+    f = found[CLAIMS[18]]
     assert f.status == NOT_TESTED and "24 effective pairs" in f.detail and "full agreement" in f.detail
     # results/findings_design.csv: what the design can show, before the data
     design = findings.design_table(list(found.values())).set_index("claim")
     assert sorted(design.reset_index().columns) == sorted(findings.DESIGN_COLUMNS)
     assert design.loc[CLAIMS[5], ["unit", "n_clusters", "min_p", "testable"]].tolist() == ["fictsheet", 2, 0.5, False]
-    assert not design.loc[CLAIMS[14], "testable"] and design.loc[CLAIMS[14], "min_p"] >= 0.05
-    assert design.loc[CLAIMS[11], "testable"] and design.loc[CLAIMS[11], "unit"] == "excerpt"
+    assert not design.loc[CLAIMS[18], "testable"] and design.loc[CLAIMS[18], "min_p"] >= 0.05
+    assert design.loc[CLAIMS[15], "testable"] and design.loc[CLAIMS[15], "unit"] == "excerpt"
 
 
 def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results):
@@ -577,7 +592,7 @@ def test_training_seeds_are_the_replicates_of_a_claim_about_trained_models(resul
     assert f.effect == pytest.approx((2 * first.effect - control.mean()) / 3) and f.ci_low < 0 < f.ci_high
     assert f.ci_high - f.ci_low > 2 * (first.ci_high - first.ci_low)
     # the claims of untrained models have no seeds; SORT's parametric runs train with one
-    assert by_claim[CLAIMS[11]].seeds is None and by_claim[CLAIMS[13]].seeds == 1
+    assert by_claim[CLAIMS[15]].seeds is None and by_claim[CLAIMS[17]].seeds == 1
     assert findings.design_table(found)["seeds"].tolist()[:3] == [3, 3, 3]
 
 
@@ -593,7 +608,7 @@ def test_the_catalogue_names_every_line_and_docs_claims_is_generated_from_it(res
     # every line carries its entry's id and the paper's words; every entry gives at least one line
     assert all(f.claim_id in by_id and f.quote == by_id[f.claim_id].quote for f in found)
     assert {f.claim_id for f in found} == set(ids)
-    assert found[-1].claim_id == "grounding.precision_above_recall" and found[-1].study == "Grounding (fiction)"
+    assert found[-1].claim_id == "grounding.gold_last_best" and found[-1].study == "Grounding (fiction)"
     docs = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
     assert docs.read_text(encoding="utf-8") == findings.claims_markdown(), (
         "docs/claims.md is stale: python -m knowlab.findings > docs/claims.md"
@@ -606,6 +621,35 @@ def test_grounding_precision_below_recall_contradicts_the_claim(results):
         "grounding/rows.parquet",
         lambda f: f.assign(precision=f["recall"] - 0.1, recall=f["precision"]),
     )
-    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[19]]
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[24]]
     assert f.status == CONTRADICTED and f.unit == "document" and f.n_clusters == 8 and f.p == pytest.approx(2 / 256)
     assert f.claim_id == "grounding.precision_above_recall" and "over 4 settings" in f.detail
+
+
+def test_the_claims_of_issue_45_go_against_the_data_built_against_them(results):
+    """Exact match on the validation documents, a run's Q&A nll above the control's, a no-context SORT
+    accuracy of 1 and the gold contexts best first: each new claim contradicted."""
+    for run in ("doc", "event"):
+        val = set(SPLITS[run]["val_documents"])
+
+        def on_validation(items, val=val):
+            docs = items["suite"] == "fiction_doc"
+            return items.assign(em10=np.where(docs, items["item_id"].isin(val).astype(float), items["em10"]))
+
+        def worse_qa(items):
+            qa = items["suite"] == "fict_qa_nll"
+            return items.assign(loss=np.where(qa, items["loss"] + 2.0, items["loss"]))
+
+        _rewrite(results, f"fictionalqa/small/evaluate/{run}/step-{LAST}.parquet", lambda f: worse_qa(on_validation(f)))
+    _write(results, "sort/evaluate/base_model/baseline.parquet", _sort_rows(4, condition="baseline"))
+    _rewrite(
+        results,
+        "grounding/rows.parquet",
+        lambda f: f.assign(f1=np.where(f["condition"] == "position_start", 0.9 + 0.001 * f.index, f["f1"])),
+    )
+    found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
+    for claim in (CLAIMS[11], CLAIMS[13], CLAIMS[14], CLAIMS[19], CLAIMS[25]):
+        assert found[claim].status == CONTRADICTED, (claim, found[claim])
+    # the Event split's exact-match comparison is at its 14 events: 1 of C(14, 8) choices is as extreme
+    assert found[CLAIMS[12]].unit == "event" and found[CLAIMS[12]].effect == pytest.approx(-1.0)
+    assert found[CLAIMS[19]].effect == pytest.approx(0.6 - 1.0) and found[CLAIMS[19]].unit == "excerpt"

@@ -98,6 +98,10 @@ Grounding (Lee et al. 2024), the base model, each dataset of the config:
 13. :func:`grounding_conflict` (Sec. 4.2, Table 1): Conflict-Gold below Original-Gold.
 14. :func:`grounding_distractors_hurt_more` (Sec. 4.2): the distractors' drop above the conflict's.
 15. :func:`grounding_precision_above_recall` (Sec. 4.2, App. D.3).
+16. :func:`grounding_gold_last_best` (Sec. 4.2, gold position).
+
+Since issue 45 also :func:`exact_match_only_when_trained` (FictionalQA Sec. 5, Fig. 3),
+:func:`qa_nll_below_control` (Sec. 5, Fig. 6) and :func:`sort_baseline_below_60` (SORT Sec. 5.1).
 """
 
 from __future__ import annotations
@@ -775,6 +779,59 @@ def event_generalises_least(r: Results) -> list[Comparison]:
     return out
 
 
+def exact_match_only_when_trained(r: Results) -> list[Comparison]:
+    """Verbatim completion of training documents, not of validation documents, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 3): "our observation of near zero completion rates
+    (verabtim memorization) both at step 0, and at all training steps on the validation texts,
+    together confirm that the documents are suitable for controlled memorization studies. The model
+    will only complete significant portions of these documents accurately 'iff' it is explicitly
+    trained on them."  Operational definition, fixed before any run: at the last checkpoint, the
+    exact-match rate of the documents' last ``n`` tokens, ``n`` the smallest of
+    ``evaluate.em_tokens`` (the most lenient), training minus validation documents, each side the
+    mean of its events' means.  Tested as claim 1 (:func:`split_comparison`, re-drawing the split;
+    the values are negated there so that the effect reads training minus validation).
+    """
+    out = []
+    for run in r.document_runs():
+        items = _rows(r.items(run, r.last), DOC_SUITE[r.split(run)["documents"]])
+        columns = sorted((c for c in items if c.startswith("em") and c[2:].isdigit()), key=lambda c: int(c[2:]))
+        if not columns:
+            raise Skip("no exact-match column in the item tables (evaluate.em_tokens)")
+        split, em = r.split(run), items[columns[0]]
+        train, val = em.reindex(split["train_documents"]).dropna(), em.reindex(split["val_documents"]).dropna()
+        detail = (
+            f"{columns[0]} (last {columns[0][2:]} tokens) at step {r.last}: "
+            f"train {train.mean():.2f} vs val {val.mean():.2f}"
+        )
+        out.append(split_comparison(run, r, run, -pd.concat([train, val]), "exact match", detail))
+    return out
+
+
+def qa_nll_below_control(r: Results) -> list[Comparison]:
+    """nll(answer | question) on the trained questions below the webtext-only control, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 6): "training on only the fictional documents
+    (not the questions) from each of the splits improves the models' loss on the fictional question
+    and answer pairs, but this is not observed when training on just the base webtext."  Effect:
+    control minus run nll(answer | question) (nats/token) on the questions of the run's training
+    documents at the last checkpoint; unit the event, paired, sign flips (:func:`by_cluster`).  The
+    Fictsheets run is left out: "training on the Fictsheets split does not consistently improve Q&A
+    loss" (the same paragraph).
+    """
+    if not r.control:
+        raise Skip("no webtext-only control run in the config (finetune.control)")
+    control = r.items(CONTROL_RUN, r.last)
+    out = []
+    for run in r.document_runs():
+        questions = r.split(run)["train_questions"]
+        a = _rows(control, "fict_qa_nll", questions)["loss"]
+        b = _rows(r.items(run, r.last), "fict_qa_nll", questions)["loss"]
+        detail = f"nll(answer | question): control {a.mean():.2f} vs {run} {b.mean():.2f} at step {r.last}"
+        out.append(by_cluster(run, a, b, r.events, r, "event", "nats/token", detail, True))
+    return out
+
+
 MODEL_SIZE_RUNS = ("doc", "event")
 
 
@@ -904,6 +961,25 @@ def sort_rag_below_in_context(r: Results) -> list[Comparison]:
     sign flips over excerpts.
     """
     return _sort_pair(r, "in_context", "rag", ("in context", "RAG"))
+
+
+#: the accuracy SORT's no-context baseline stays below (Pink et al. 2024, Sec. 5.1)
+SORT_BASELINE_CEILING = 0.6
+
+
+def sort_baseline_below_60(r: Results) -> list[Comparison]:
+    """SORT accuracy without the books below 60%: order is not recalled from parametric memory alone.
+
+    Source: Pink et al. (2024), Sec. 5.1 (Table 1, App. C.1): "none of the models have a high
+    performance (below 60%) for any segment distance bin, as would be expected if SORT requires
+    book-specific memory".  Operational definition, fixed before any run: 0.6 minus the base model's
+    no-context accuracy over all distance bins; unit the excerpt (0.6 minus each excerpt's
+    accuracy), sign flips over excerpts, which assume those differences symmetric under the null.
+    """
+    correct = _sort_correct(r, "baseline")
+    ceiling = pd.Series(SORT_BASELINE_CEILING, index=correct.index)
+    detail = f"no-context accuracy {correct.mean():.2f} vs {SORT_BASELINE_CEILING:g}"
+    return [by_cluster("", ceiling, correct, _excerpts(correct.index), r, "excerpt", "accuracy", detail, False)]
 
 
 def _parametric_epochs(r: Results) -> int:
@@ -1037,6 +1113,22 @@ def grounding_distractors_hurt_more(r: Results, dataset: str) -> list[Comparison
     return _grounding_pair(r, dataset, "conflict_gold", "original_dist", detail)
 
 
+def grounding_gold_last_best(r: Results, dataset: str) -> list[Comparison]:
+    """Grounding F1 higher with the gold contexts placed after the distractors than before them.
+
+    Source: Lee et al. (2024), Sec. 4.2, "Impact of gold contexts position on grounding performance:
+    optimal position at the end": "the position of gold contexts within multi-document settings
+    significantly influences grounding performance" (Vicuna: end 43.37, beginning 39.32).
+    Effect: ``position_end`` minus ``position_start`` F1 (0-1), Original version at the
+    distractors' budget (``grounding.sweep.positions``); paired, sign flips over the units.
+    """
+    f1, _ = _grounding_f1(r, dataset)
+    detail = "F1 x 100: gold last {:.1f} vs gold first {:.1f}".format(
+        *(100 * f1[c].mean() if c in f1 else float("nan") for c in ("position_end", "position_start"))
+    )
+    return _grounding_pair(r, dataset, "position_end", "position_start", detail)
+
+
 #: the four settings of the grounding paper's Table 1
 GROUNDING_SETTINGS = ("original_gold", "original_dist", "conflict_gold", "conflict_dist")
 
@@ -1136,7 +1228,8 @@ CLAIMS: tuple[Claim, ...] = (
         "MCQ-4 accuracy on trained questions above the webtext-only control",
         "training on only the fictional documents (not the questions) reliably increases rank-choice MCQ accuracy",
         f"{FICTIONALQA} Sec. 5, Figs. 7-8",
-        "run minus control accuracy on the questions of the run's training documents (accuracy), per document-split run",
+        "run minus control accuracy on the questions of the run's training documents (accuracy), "
+        "per document-split run",
         "event",
         "sign-flip permutation over events",
         "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
@@ -1206,6 +1299,35 @@ CLAIMS: tuple[Claim, ...] = (
         larger_models_fit_faster,
     ),
     Claim(
+        "fqa.exact_match_only_when_trained",
+        "FictionalQA",
+        "verbatim completion of training documents, not of validation documents",
+        "The model will only complete significant portions of these documents accurately \u201ciff\u201d it is "
+        "explicitly trained on them.",
+        f"{FICTIONALQA} Sec. 5, Fig. 3",
+        "exact match of the documents' last n tokens (n the smallest of evaluate.em_tokens) at the last "
+        "checkpoint, training minus validation documents (exact match), per document-split run",
+        "document (Doc split), event (Event split)",
+        "randomisation test of the split's own draw",
+        "Doc: default, test, cpu-full, paper; Event: paper",
+        exact_match_only_when_trained,
+    ),
+    Claim(
+        "fqa.qa_nll_below_control",
+        "FictionalQA",
+        "nll(answer | question) on trained questions below the webtext-only control",
+        "training on only the fictional documents (not the questions) from each of the splits improves the "
+        "models\u2019 loss on the fictional question and answer pairs, but this is not observed when training on "
+        "just the base webtext",
+        f"{FICTIONALQA} Sec. 5, Fig. 6",
+        "control minus run nll(answer | question) on the questions of the run's training documents (nats/token), "
+        "per document-split run",
+        "event",
+        "sign-flip permutation over events",
+        "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
+        qa_nll_below_control,
+    ),
+    Claim(
         "sort.in_context_above_baseline",
         "SORT",
         "in-context memory above the no-context baseline",
@@ -1254,6 +1376,19 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (24 items cannot show equivalence at 0.05)",
         sort_books_no_accuracy_gain,
         equivalence=True,
+    ),
+    Claim(
+        "sort.baseline_below_60",
+        "SORT",
+        "no-context accuracy below 60%",
+        "none of the models have a high performance (below 60%) for any segment distance bin, as would be expected if "
+        "SORT requires book-specific memory",
+        f"{SORT} Sec. 5.1, Table 1, App. C.1",
+        "0.6 minus the base model's no-context accuracy over all distance bins (accuracy)",
+        "excerpt",
+        "sign-flip permutation over excerpts",
+        "default, cpu-full, paper",
+        sort_baseline_below_60,
     ),
     Claim(
         "grounding.original_dist_below_gold",
@@ -1322,6 +1457,19 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over the units",
         "default, cpu-full, paper",
         grounding_precision_above_recall,
+        per_dataset=True,
+    ),
+    Claim(
+        "grounding.gold_last_best",
+        "Grounding",
+        "F1 with the gold contexts last above first",
+        "the position of gold contexts within multi-document settings significantly influences grounding performance",
+        f"{GROUNDING} Sec. 4.2 (gold contexts position: optimal position at the end)",
+        "gold last minus gold first F1 (0-1), Original version with distractors, per dataset",
+        "document (fiction), question (benchmark)",
+        "sign-flip permutation over the units",
+        "default, cpu-full, paper (grounding.sweep.positions: start and end)",
+        grounding_gold_last_best,
         per_dataset=True,
     ),
 )
@@ -1489,7 +1637,8 @@ def claims_markdown() -> str:
                 "",
                 f"- Source: {entry.source}",
                 f"- Effect: {entry.effect}" + (" (a claim of no difference: equivalence)" if entry.equivalence else ""),
-                f"- Unit: {entry.unit}; test: {entry.test}" + ("; once per grounding dataset" if entry.per_dataset else ""),
+                f"- Unit: {entry.unit}; test: {entry.test}"
+                + ("; once per grounding dataset" if entry.per_dataset else ""),
                 f"- Decided by: {entry.configs}",
                 "",
             ]
