@@ -1464,7 +1464,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Grounding",
         "F1 with the gold contexts last above first",
         "the position of gold contexts within multi-document settings significantly influences grounding performance",
-        f"{GROUNDING} Sec. 4.2 (gold contexts position: optimal position at the end)",
+        f"{GROUNDING} Sec. 4.2, gold contexts position",
         "gold last minus gold first F1 (0-1), Original version with distractors, per dataset",
         "document (fiction), question (benchmark)",
         "sign-flip permutation over the units",
