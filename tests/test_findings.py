@@ -100,6 +100,10 @@ CLAIMS = [
     "verbatim completion of training documents, not of validation documents (event)",
     "nll(answer | question) on trained questions below the webtext-only control (doc)",
     "nll(answer | question) on trained questions below the webtext-only control (event)",
+    "validation-document loss improves during training (below step 0 after the warm-up) (doc)",
+    "validation-document loss improves during training (below step 0 after the warm-up) (event)",
+    "MCQ-4 accuracy on held-out questions above the webtext-only control (doc)",
+    "MCQ-4 accuracy on held-out questions above the webtext-only control (event)",
     "in-context memory above the no-context baseline",
     "RAG below in-context memory",
     "fine-tuning on the books lowers segment nll (vs instructions only)",
@@ -309,7 +313,13 @@ def _event_means(values):
 def test_every_claim_is_supported_where_the_data_show_it(results):
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     assert [f.claim for f in found] == CLAIMS
-    assert [f.status for f in found] == [SUPPORTED] * len(CLAIMS), findings.render(found, "r.html")
+    # the Event split's 6 held-out events cannot reach alpha after Holm (2 / 2^6 x 2): its two lines on
+    # validation questions and documents are not tested, however clear the data
+    held_out = {CLAIMS[16], CLAIMS[18]}
+    expected = [NOT_TESTED if claim in held_out else SUPPORTED for claim in CLAIMS]
+    assert [f.status for f in found] == expected, findings.render(found, "r.html")
+    assert all("not testable with 6 events" in f.detail for f in found if f.claim in held_out)
+    found = [f for f in found if f.claim not in held_out]
     for f in found:  # no supported finding at p >= alpha or with an interval that reaches 0
         assert f.p < f.alpha and f.source and f.test and f.n > 0 and f.n_clusters > 0
         assert (f.ci_low > 0 or f.margin is not None) and f.ci_low <= f.effect <= f.ci_high
@@ -364,12 +374,12 @@ def test_effects_and_pvalues_equal_the_tables_by_hand(results):
     assert f.n_clusters == 6 and f.p == pytest.approx(2 / 64)
 
     # SORT: in context right on 2 more bins of every excerpt than the baseline
-    f = found[CLAIMS[15]]
+    f = found[CLAIMS[19]]
     assert f.effect == pytest.approx(0.5) and f.unit == "excerpt" and f.n_clusters == 20 and f.n == 80
     assert f.seeds is None  # the base model: no training
 
     # grounding: every Dist below Gold on 8 questions of 8 documents, the exact two-sided p = 2 / 2^8
-    f = found[CLAIMS[20]]
+    f = found[CLAIMS[24]]
     assert f.p == pytest.approx(2 / 256) and f.effect == pytest.approx(0.2 - 0.01 * np.arange(8).mean())
     assert f.unit == "document" and f.n_clusters == 8
 
@@ -409,12 +419,12 @@ def test_the_claims_go_against_the_data_built_against_them(results):
     statuses = {claim: found[claim].status for claim in CLAIMS}
     assert statuses[CLAIMS[0]] == CONTRADICTED
     assert statuses[CLAIMS[2]] == statuses[CLAIMS[3]] == CONTRADICTED
-    assert statuses[CLAIMS[16]] == INCONCLUSIVE  # a tie
-    assert statuses[CLAIMS[18]] == CONTRADICTED  # a significant difference where none is claimed
-    assert statuses[CLAIMS[20]] == CONTRADICTED
+    assert statuses[CLAIMS[20]] == INCONCLUSIVE  # a tie
+    assert statuses[CLAIMS[22]] == CONTRADICTED  # a significant difference where none is claimed
+    assert statuses[CLAIMS[24]] == CONTRADICTED
     # with distractors helping, the distractors' drop (negative) is below the conflict's
-    assert statuses[CLAIMS[23]] == CONTRADICTED
-    assert statuses[CLAIMS[15]] == statuses[CLAIMS[21]] == statuses[CLAIMS[22]] == SUPPORTED  # untouched
+    assert statuses[CLAIMS[27]] == CONTRADICTED
+    assert statuses[CLAIMS[19]] == statuses[CLAIMS[25]] == statuses[CLAIMS[26]] == SUPPORTED  # untouched
 
 
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
@@ -422,13 +432,13 @@ def test_right_direction_without_significance_prints_its_minimum_detectable_effe
     rag.loc[[3, 7], "correct"] = False  # RAG misses one item in 2 of the 20 excerpts: p = 2 / 2^2
     _write(results, "sort/evaluate/base_model/rag.parquet", rag)
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
-    f = _by_claim(found)[CLAIMS[16]]
+    f = _by_claim(found)[CLAIMS[20]]
     # 2^20 sign patterns: Monte Carlo over 999 of them, p within a few standard errors of 0.5
     assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5, abs=0.05) and f.effect == pytest.approx(2 / 80)
     per_excerpt = np.r_[np.full(2, 0.25), np.zeros(18)]
     se = stats.bootstrap_difference(per_excerpt, seed=0, n_resamples=500, confidence=0.95)["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
-    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[16] in line)
+    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[20] in line)
     assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.025 accuracy, 95% CI [")
     assert f"MDE {f.mde:.2g} at 80% power" in line and f"p = {f.p:.2g}" in line and "n 20 excerpts (80 values)" in line
 
@@ -439,7 +449,7 @@ def test_no_difference_needs_equivalence(results):
     books = _sort_rows(2, condition="baseline")
     books.loc[[2, 6, 10], "correct"] = True
     _write(results, "sort/parametric/books/evaluate/epoch-1.parquet", books)
-    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[18]]
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[22]]
     assert f.status == INCONCLUSIVE and f.margin == 0.05 and f.p >= 0.05
     assert "Tango score interval 90%" in f.test and f.unit == "excerpt"
 
@@ -455,14 +465,14 @@ def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
     found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
     f = found[CLAIMS[5]]
     assert f.status == NOT_TESTED and "not testable with 2 fictsheets" in f.detail and "0.5" in f.detail
-    f = found[CLAIMS[18]]
+    f = found[CLAIMS[22]]
     assert f.status == NOT_TESTED and "24 effective pairs" in f.detail and "full agreement" in f.detail
     # results/findings_design.csv: what the design can show, before the data
     design = findings.design_table(list(found.values())).set_index("claim")
     assert sorted(design.reset_index().columns) == sorted(findings.DESIGN_COLUMNS)
     assert design.loc[CLAIMS[5], ["unit", "n_clusters", "min_p", "testable"]].tolist() == ["fictsheet", 2, 0.5, False]
-    assert not design.loc[CLAIMS[18], "testable"] and design.loc[CLAIMS[18], "min_p"] >= 0.05
-    assert design.loc[CLAIMS[15], "testable"] and design.loc[CLAIMS[15], "unit"] == "excerpt"
+    assert not design.loc[CLAIMS[22], "testable"] and design.loc[CLAIMS[22], "min_p"] >= 0.05
+    assert design.loc[CLAIMS[19], "testable"] and design.loc[CLAIMS[19], "unit"] == "excerpt"
 
 
 def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results):
@@ -592,7 +602,7 @@ def test_training_seeds_are_the_replicates_of_a_claim_about_trained_models(resul
     assert f.effect == pytest.approx((2 * first.effect - control.mean()) / 3) and f.ci_low < 0 < f.ci_high
     assert f.ci_high - f.ci_low > 2 * (first.ci_high - first.ci_low)
     # the claims of untrained models have no seeds; SORT's parametric runs train with one
-    assert by_claim[CLAIMS[15]].seeds is None and by_claim[CLAIMS[17]].seeds == 1
+    assert by_claim[CLAIMS[19]].seeds is None and by_claim[CLAIMS[21]].seeds == 1
     assert findings.design_table(found)["seeds"].tolist()[:3] == [3, 3, 3]
 
 
@@ -621,7 +631,7 @@ def test_grounding_precision_below_recall_contradicts_the_claim(results):
         "grounding/rows.parquet",
         lambda f: f.assign(precision=f["recall"] - 0.1, recall=f["precision"]),
     )
-    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[24]]
+    f = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[28]]
     assert f.status == CONTRADICTED and f.unit == "document" and f.n_clusters == 8 and f.p == pytest.approx(2 / 256)
     assert f.claim_id == "grounding.precision_above_recall" and "over 4 settings" in f.detail
 
@@ -648,8 +658,21 @@ def test_the_claims_of_issue_45_go_against_the_data_built_against_them(results):
         lambda f: f.assign(f1=np.where(f["condition"] == "position_start", 0.9 + 0.001 * f.index, f["f1"])),
     )
     found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
-    for claim in (CLAIMS[11], CLAIMS[13], CLAIMS[14], CLAIMS[19], CLAIMS[25]):
+    for claim in (CLAIMS[11], CLAIMS[13], CLAIMS[14], CLAIMS[23], CLAIMS[29]):
         assert found[claim].status == CONTRADICTED, (claim, found[claim])
     # the Event split's exact-match comparison is at its 14 events: 1 of C(14, 8) choices is as extreme
     assert found[CLAIMS[12]].unit == "event" and found[CLAIMS[12]].effect == pytest.approx(-1.0)
-    assert found[CLAIMS[19]].effect == pytest.approx(0.6 - 1.0) and found[CLAIMS[19]].unit == "excerpt"
+    assert found[CLAIMS[23]].effect == pytest.approx(0.6 - 1.0) and found[CLAIMS[23]].unit == "excerpt"
+
+
+def test_the_validation_dip_needs_a_checkpoint_inside_the_training(results):
+    """One checkpoint after the warm-up (the last): no period of parallel improvement can be seen."""
+    late = copy.deepcopy(CFG)
+    late["finetune"]["fiction_warmup_steps"] = 2  # checkpoints 2 and 4: only step 4 is after it
+    found = _by_claim(findings.collect(results, FindingsSettings.from_config(late), model=MODEL))
+    line = found["validation-document loss improves during training (below step 0 after the warm-up)"]
+    assert line.status == NOT_TESTED and "before the last" in line.detail
+    # with checkpoints 2 and 4 after a warm-up of 1: Doc's validation documents 3.5 -> 2.5, Event's -> 3.3
+    on_time = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
+    assert on_time[CLAIMS[15]].effect == pytest.approx(1.0) and on_time[CLAIMS[16]].effect == pytest.approx(0.2)
+    assert "at step 2" in on_time[CLAIMS[15]].detail and on_time[CLAIMS[15]].unit == "event"

@@ -101,7 +101,9 @@ Grounding (Lee et al. 2024), the base model, each dataset of the config:
 16. :func:`grounding_gold_last_best` (Sec. 4.2, gold position).
 
 Since issue 45 also :func:`exact_match_only_when_trained` (FictionalQA Sec. 5, Fig. 3),
-:func:`qa_nll_below_control` (Sec. 5, Fig. 6) and :func:`sort_baseline_below_60` (SORT Sec. 5.1).
+:func:`qa_nll_below_control` (Sec. 5, Fig. 6), :func:`validation_loss_improves_in_parallel` (Sec. 5,
+Fig. 4), :func:`held_out_questions_improve` (Sec. 5, Fig. 8) and :func:`sort_baseline_below_60` (SORT
+Sec. 5.1).
 """
 
 from __future__ import annotations
@@ -832,6 +834,57 @@ def qa_nll_below_control(r: Results) -> list[Comparison]:
     return out
 
 
+def validation_loss_improves_in_parallel(r: Results) -> list[Comparison]:
+    """The validation documents' loss improves for a while with the training loss, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from Generalization" (Fig. 4):
+    "there is a period during which the loss on the validation documents for the split also improves
+    in parallel to the training loss".  Operational definition, fixed before any run: each validation
+    document's loss at step 0 minus at the first checkpoint after the fiction warm-up
+    (``finetune.fiction_warmup_steps``), which must come before the last checkpoint (a run that
+    overfits by its only checkpoint shows no such period, whatever happened before).  A pre-named
+    checkpoint, not the minimum, so that the test does not choose its own comparison.  Unit: the
+    event, paired across the two steps, sign flips over events (:func:`by_cluster`).
+    """
+    after = [step for step in r.steps if step > r.settings.warmup]
+    if len(after) < 2:
+        raise Skip(
+            f"needs a checkpoint after the fiction warm-up (step {r.settings.warmup}) and before the last; "
+            f"checkpoints {', '.join(map(str, r.steps))} (finetune.checkpoint_every)"
+        )
+    out = []
+    for run in r.document_runs():
+        before, during = (_doc_losses(r, run, step, "val") for step in (0, after[0]))
+        detail = f"validation documents {before.mean():.2f} at step 0 -> {during.mean():.2f} at step {after[0]}"
+        out.append(by_cluster(run, before, during, r.events, r, "event", "nats/token", detail, True))
+    return out
+
+
+def held_out_questions_improve(r: Results) -> list[Comparison]:
+    """MCQ-4 accuracy on the questions of the held-out documents above the webtext-only control, per
+    document-split run: the "leaky" improvement.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 8): "We observe that the the improvement in MCQ
+    accuracy appears to be 'leaky'. Figure 8 shows that the performance on the questions
+    corresponding to held-out fictional scenarios and events is also elevated '(Val)'".  Effect:
+    run minus control accuracy on the questions of the run's validation documents at the last
+    checkpoint; unit the event, paired, sign flips over events (as :func:`mcq_above_control`).
+    The paper's "albeit slightly less than for questions ... that were trained on" is not tested
+    here.
+    """
+    if not r.control:
+        raise Skip("no webtext-only control run in the config (finetune.control)")
+    control = r.items(CONTROL_RUN, r.last)
+    out = []
+    for run in r.document_runs():
+        questions = r.split(run)["val_questions"]
+        a = _rows(r.items(run, r.last), "mcq4", questions)["acc"]
+        b = _rows(control, "mcq4", questions)["acc"]
+        detail = f"held-out questions: {run} {a.mean():.2f} vs control {b.mean():.2f} at step {r.last}"
+        out.append(by_cluster(run, a, b, r.events, r, "event", "accuracy", detail, True))
+    return out
+
+
 MODEL_SIZE_RUNS = ("doc", "event")
 
 
@@ -1326,6 +1379,34 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
         qa_nll_below_control,
+    ),
+    Claim(
+        "fqa.val_loss_improves_in_parallel",
+        "FictionalQA",
+        "validation-document loss improves during training (below step 0 after the warm-up)",
+        "there is a period during which the loss on the validation documents for the split also improves in "
+        "parallel to the training loss",
+        f"{FICTIONALQA} Sec. 5, Fig. 4",
+        "validation-document loss at step 0 minus at the first checkpoint after the fiction warm-up, which must "
+        "precede the last (nats/token), per document-split run",
+        "event",
+        "sign-flip permutation over events",
+        "cpu-full (checkpoints 16, 32), paper; not the default (one checkpoint)",
+        validation_loss_improves_in_parallel,
+    ),
+    Claim(
+        "fqa.held_out_questions_improve",
+        "FictionalQA",
+        "MCQ-4 accuracy on held-out questions above the webtext-only control",
+        "the performance on the questions corresponding to held-out fictional scenarios and events is also "
+        "elevated \u201c(Val)\u201d",
+        f"{FICTIONALQA} Sec. 5, Fig. 8",
+        "run minus control accuracy on the questions of the run's validation documents (accuracy), "
+        "per document-split run",
+        "event",
+        "sign-flip permutation over events",
+        "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
+        held_out_questions_improve,
     ),
     Claim(
         "sort.in_context_above_baseline",

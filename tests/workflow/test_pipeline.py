@@ -185,7 +185,7 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
     keys = ("claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source")
     keys += ("unit", "n_clusters", "scale", "seeds", "claim_id", "quote", "confidence")
     # test.yaml: Doc, Event, Fictsheets, the control, two base models, SORT, one grounding set (6 claims)
-    assert len(records) == 25 and {r["claim_id"] for r in records} == {entry.id for entry in findings.CLAIMS}
+    assert len(records) == 28 and {r["claim_id"] for r in records} == {entry.id for entry in findings.CLAIMS}
     for record in records:
         assert all(key in record for key in keys) and record["status"] in statuses, record
         if record["effect"] is not None:
