@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,10 +32,7 @@ import pandas as pd
 from knowlab.core.checkpoints import BASE_RUN
 from knowlab.core.stats import StatsSettings, bootstrap_ci
 from knowlab.sort.analysis import accuracy_table
-from knowlab.sort.settings import CONDITION_FIGURES, EPOCH_FIGURES
-
-#: the figure of SORT on the fiction documents
-FICTION_FIGURE = "fiction"
+from knowlab.sort.settings import CONDITION_FIGURES
 
 
 def select(rows: pd.DataFrame, condition: str | None, split: str | None) -> pd.DataFrame:

@@ -24,10 +24,10 @@ import pandas as pd
 
 from knowlab.core.stats import StatsSettings
 from knowlab.sort.answers import answer_note
-from knowlab.sort.bands import CONDITION_FIGURES, EPOCH_FIGURES
 from knowlab.sort.condition_plots import plot_by_distance, plot_by_excerpt_length, plot_rag
 from knowlab.sort.finetune_plots import plot_across_epochs, plot_fiction_sort
 from knowlab.sort.matrix_plots import plot_matrix
+from knowlab.sort.settings import CONDITION_FIGURES, EPOCH_FIGURES
 
 #: the matrices across the base model's conditions: test -> what the title says it tests
 CONDITION_MATRICES = {"mcnemar": "McNemar's test on correctness", "ttest": "paired t-test on the score"}

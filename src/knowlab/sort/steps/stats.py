@@ -30,6 +30,7 @@ from knowlab.core.tables import write_table
 from knowlab.core.probe import across_finetuning
 from knowlab.core.stats import StatsSettings
 from knowlab.sort import analysis, bands
+from knowlab.sort.settings import EPOCH_FIGURES
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,6 @@ def parametric_stats(
     tests = analysis.parametric_tests(rows, stats.ttest_alternative, stats.mcnemar_exact_below)
     figure_bands = {
         name: bands.epoch_bands(nll if metric == "perplexity" else rows, stats, metric=metric)
-        for name, metric in bands.EPOCH_FIGURES.items()
+        for name, metric in EPOCH_FIGURES.items()
     }
     return rows, tests, figure_bands
