@@ -676,3 +676,15 @@ def test_the_validation_dip_needs_a_checkpoint_inside_the_training(results):
     on_time = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
     assert on_time[CLAIMS[15]].effect == pytest.approx(1.0) and on_time[CLAIMS[16]].effect == pytest.approx(0.2)
     assert "at step 2" in on_time[CLAIMS[15]].detail and on_time[CLAIMS[15]].unit == "event"
+
+
+def test_a_comparison_without_spread_prints_no_minimum_detectable_effect(results):
+    """Every question the same in both conditions: the bootstrap's standard error is 0, which is no power."""
+    _rewrite(
+        results,
+        "grounding/rows.parquet",
+        lambda f: f.assign(f1=np.where(f["condition"].isin(["conflict_gold", "original_gold"]), 0.6, f["f1"])),
+    )
+    found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
+    line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[26] in line)
+    assert line.startswith("[inconclusive]") and "no MDE (no spread between the units)" in line and "MDE 0" not in line

@@ -1680,7 +1680,8 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
             f"{f.test}, n {f.n_clusters} {f.unit}s ({f.n} values), p = {f.p:.2g}"
         )
         if f.status in (NOT_SIGNIFICANT, INCONCLUSIVE) and f.margin is None:
-            line += f", MDE {f.mde:.2g} at 80% power"
+            # no spread between the units: a standard error of 0 says nothing of power
+            line += f", MDE {f.mde:.2g} at 80% power" if f.mde else ", no MDE (no spread between the units)"
         lines.append(f"{line}; {f.detail} ({f.source})")
     return "\n".join(lines) + "\n"
 
