@@ -665,16 +665,37 @@ def mcq_above_control(r: Results) -> list[Comparison]:
     across the event's documents, so one event's questions are not independent evidence; each
     event's accuracies are paired, and the test is sign flips over events (:func:`by_cluster`).
     """
+    return _against_control(
+        r, "train_questions", "mcq4", "acc", "accuracy", True,
+        lambda run, own, control: f"{run} {own:.2f} vs control {control:.2f} at step {r.last}",
+    )  # fmt: skip
+
+
+def _against_control(
+    r: Results,
+    questions: str,
+    suite: str,
+    value: str,
+    scale: str,
+    run_minus_control: bool,
+    describe: Callable[[str, float, float], str],
+) -> list[Comparison]:
+    """Per document-split run, ``value`` of the run and of the webtext-only control on the ``suite``
+    rows of the split's ``questions`` (``train_questions`` or ``val_questions``) at the last
+    checkpoint, paired by event, sign flips over events (:func:`by_cluster`); the effect is run minus
+    control, or control minus run.  ``describe(run, run's mean, control's mean)``: the line's detail.
+    """
     if not r.control:
         raise Skip("no webtext-only control run in the config (finetune.control)")
     control = r.items(CONTROL_RUN, r.last)
     out = []
     for run in r.document_runs():
-        questions = r.split(run)["train_questions"]
-        a = _rows(r.items(run, r.last), "mcq4", questions)["acc"]
-        b = _rows(control, "mcq4", questions)["acc"]
-        detail = f"{run} {a.mean():.2f} vs control {b.mean():.2f} at step {r.last}"
-        out.append(by_cluster(run, a, b, r.events, r, "event", "accuracy", detail, True))
+        ids = r.split(run)[questions]
+        own = _rows(r.items(run, r.last), suite, ids)[value]
+        theirs = _rows(control, suite, ids)[value]
+        a, b = (own, theirs) if run_minus_control else (theirs, own)
+        detail = describe(run, own.mean(), theirs.mean())
+        out.append(by_cluster(run, a, b, r.events, r, "event", scale, detail, True))
     return out
 
 
@@ -821,17 +842,10 @@ def qa_nll_below_control(r: Results) -> list[Comparison]:
     Fictsheets run is left out: "training on the Fictsheets split does not consistently improve Q&A
     loss" (the same paragraph).
     """
-    if not r.control:
-        raise Skip("no webtext-only control run in the config (finetune.control)")
-    control = r.items(CONTROL_RUN, r.last)
-    out = []
-    for run in r.document_runs():
-        questions = r.split(run)["train_questions"]
-        a = _rows(control, "fict_qa_nll", questions)["loss"]
-        b = _rows(r.items(run, r.last), "fict_qa_nll", questions)["loss"]
-        detail = f"nll(answer | question): control {a.mean():.2f} vs {run} {b.mean():.2f} at step {r.last}"
-        out.append(by_cluster(run, a, b, r.events, r, "event", "nats/token", detail, True))
-    return out
+    return _against_control(
+        r, "train_questions", "fict_qa_nll", "loss", "nats/token", False,
+        lambda run, own, control: f"nll(answer | question): control {control:.2f} vs {run} {own:.2f} at step {r.last}",
+    )  # fmt: skip
 
 
 def validation_loss_improves_in_parallel(r: Results) -> list[Comparison]:
@@ -872,17 +886,10 @@ def held_out_questions_improve(r: Results) -> list[Comparison]:
     The paper's "albeit slightly less than for questions ... that were trained on" is not tested
     here.
     """
-    if not r.control:
-        raise Skip("no webtext-only control run in the config (finetune.control)")
-    control = r.items(CONTROL_RUN, r.last)
-    out = []
-    for run in r.document_runs():
-        questions = r.split(run)["val_questions"]
-        a = _rows(r.items(run, r.last), "mcq4", questions)["acc"]
-        b = _rows(control, "mcq4", questions)["acc"]
-        detail = f"held-out questions: {run} {a.mean():.2f} vs control {b.mean():.2f} at step {r.last}"
-        out.append(by_cluster(run, a, b, r.events, r, "event", "accuracy", detail, True))
-    return out
+    return _against_control(
+        r, "val_questions", "mcq4", "acc", "accuracy", True,
+        lambda run, own, control: f"held-out questions: {run} {own:.2f} vs control {control:.2f} at step {r.last}",
+    )  # fmt: skip
 
 
 MODEL_SIZE_RUNS = ("doc", "event")
@@ -1105,7 +1112,7 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
 # -------------------------------------------------------------------------------- Grounding
 
 
-def _grounding_f1(r: Results, dataset: str, metric: str = "f1") -> tuple[pd.DataFrame, pd.Series]:
+def _grounding_table(r: Results, dataset: str, metric: str = "f1") -> tuple[pd.DataFrame, pd.Series]:
     """The base model's ``metric`` (F1, precision or recall) of ``dataset``, question x condition, from
     ``results/grounding/rows.parquet``, and each question's cluster: the document it was asked about
     (the fiction items), or the question itself (the benchmark's items, each with its own contexts)."""
@@ -1126,14 +1133,15 @@ def _grounding_unit(clusters: pd.Series) -> str:
     return "question" if (clusters.index == clusters.to_numpy()).all() else "document"
 
 
-def _grounding_pair(
-    r: Results, dataset: str, a: str, b: str, detail: str, metric: str = "f1"
-) -> list[Comparison]:
-    """``metric`` of condition ``a`` minus ``b`` (0-1), paired by question, sign flips over the units."""
-    table, clusters = _grounding_f1(r, dataset, metric)
-    if a not in table or b not in table:
+def _grounding_pair(r: Results, dataset: str, a: tuple[str, str], b: tuple[str, str]) -> list[Comparison]:
+    """F1 of condition ``a`` minus ``b`` (0-1; each ``(condition, name in the detail)``), paired by
+    question, sign flips over the units."""
+    (a, a_name), (b, b_name) = a, b
+    f1, clusters = _grounding_table(r, dataset)
+    if a not in f1 or b not in f1:
         raise Skip(f"no paired {a} / {b} rows on {dataset}")
-    return [by_cluster("", table[a], table[b], clusters, r, _grounding_unit(clusters), metric.upper(), detail, False)]
+    detail = f"F1 x 100: {a_name} {100 * f1[a].mean():.1f} vs {b_name} {100 * f1[b].mean():.1f}"
+    return [by_cluster("", f1[a], f1[b], clusters, r, _grounding_unit(clusters), "F1", detail, False)]
 
 
 def grounding_conflict(r: Results, dataset: str) -> list[Comparison]:
@@ -1143,11 +1151,7 @@ def grounding_conflict(r: Results, dataset: str) -> list[Comparison]:
     than Original-Gold (average of 4.7 drops)".  Effect: ``original_gold`` minus ``conflict_gold`` F1
     (0-1), paired by question; unit and test as :func:`grounding_distractors`.
     """
-    f1, _ = _grounding_f1(r, dataset)
-    detail = "F1 x 100: Original-Gold {:.1f} vs Conflict-Gold {:.1f}".format(
-        *(100 * f1[c].mean() if c in f1 else float("nan") for c in ("original_gold", "conflict_gold"))
-    )
-    return _grounding_pair(r, dataset, "original_gold", "conflict_gold", detail)
+    return _grounding_pair(r, dataset, ("original_gold", "Original-Gold"), ("conflict_gold", "Conflict-Gold"))
 
 
 def grounding_distractors_hurt_more(r: Results, dataset: str) -> list[Comparison]:
@@ -1159,11 +1163,7 @@ def grounding_distractors_hurt_more(r: Results, dataset: str) -> list[Comparison
     from Original-Gold to Original-Dist minus the drop from Original-Gold to Conflict-Gold, which is
     ``conflict_gold`` minus ``original_dist`` F1 (0-1); paired, sign flips over the units.
     """
-    f1, _ = _grounding_f1(r, dataset)
-    detail = "F1 x 100: Conflict-Gold {:.1f} vs Original-Dist {:.1f}".format(
-        *(100 * f1[c].mean() if c in f1 else float("nan") for c in ("conflict_gold", "original_dist"))
-    )
-    return _grounding_pair(r, dataset, "conflict_gold", "original_dist", detail)
+    return _grounding_pair(r, dataset, ("conflict_gold", "Conflict-Gold"), ("original_dist", "Original-Dist"))
 
 
 def grounding_gold_last_best(r: Results, dataset: str) -> list[Comparison]:
@@ -1175,11 +1175,7 @@ def grounding_gold_last_best(r: Results, dataset: str) -> list[Comparison]:
     Effect: ``position_end`` minus ``position_start`` F1 (0-1), Original version at the
     distractors' budget (``grounding.sweep.positions``); paired, sign flips over the units.
     """
-    f1, _ = _grounding_f1(r, dataset)
-    detail = "F1 x 100: gold last {:.1f} vs gold first {:.1f}".format(
-        *(100 * f1[c].mean() if c in f1 else float("nan") for c in ("position_end", "position_start"))
-    )
-    return _grounding_pair(r, dataset, "position_end", "position_start", detail)
+    return _grounding_pair(r, dataset, ("position_end", "gold last"), ("position_start", "gold first"))
 
 
 #: the four settings of the grounding paper's Table 1
@@ -1195,8 +1191,8 @@ def grounding_precision_above_recall(r: Results, dataset: str) -> list[Compariso
     recall over the four settings of Table 1 it was scored in (0-1); paired, sign flips over the
     units (document, or question for the benchmark).
     """
-    precision, clusters = _grounding_f1(r, dataset, "precision")
-    recall, _ = _grounding_f1(r, dataset, "recall")
+    precision, clusters = _grounding_table(r, dataset, "precision")
+    recall, _ = _grounding_table(r, dataset, "recall")
     shown = [c for c in GROUNDING_SETTINGS if c in precision]
     if not shown:
         raise Skip(f"no rows of the four settings on {dataset}")
@@ -1215,15 +1211,8 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
     document a fiction question was asked about (its questions share it as gold context); a
     benchmark question is its own unit.  Sign flips over the units (:func:`by_cluster`).
     """
-    f1, clusters = _grounding_f1(r, dataset)
-    gold_col, dist_col = f"{version}_gold", f"{version}_dist"
-    if gold_col not in f1 or dist_col not in f1:
-        raise Skip(f"no paired {gold_col} / {dist_col} rows on {dataset}")
-    gold, dist = f1[gold_col], f1[dist_col]
-    detail = (
-        f"F1 x 100: {version.title()}-Gold {100 * gold.mean():.1f} vs {version.title()}-Dist {100 * dist.mean():.1f}"
-    )
-    return [by_cluster("", gold, dist, clusters, r, _grounding_unit(clusters), "F1", detail, False)]
+    name = version.title()
+    return _grounding_pair(r, dataset, (f"{version}_gold", f"{name}-Gold"), (f"{version}_dist", f"{name}-Dist"))
 
 
 # --------------------------------------------------------------------------------- findings

@@ -35,6 +35,14 @@ from knowlab.sort.analysis import accuracy_table
 from knowlab.sort.settings import CONDITION_FIGURES
 
 
+def require(bands: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    """Raise ValueError unless the band table ``bands`` has rows and ``columns`` (the figure ``what``
+    draws its points by them, with their values and intervals)."""
+    missing = [c for c in columns if c not in bands]
+    if missing or bands.empty:
+        raise ValueError(f"{what} needs bands by {list(columns)} (knowlab.sort.bands); missing {missing or 'rows'}")
+
+
 def select(rows: pd.DataFrame, condition: str | None, split: str | None) -> pd.DataFrame:
     """The rows of ``condition`` (None: all) in ``split`` (None, or rows without a ``split`` column: all).
 

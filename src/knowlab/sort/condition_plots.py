@@ -43,7 +43,7 @@ from knowlab.core.plotting import (
 from knowlab.core.stats import StatsSettings
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES
 from knowlab.sort.answers import answer_note
-from knowlab.sort.bands import RAG_PANELS, rag_rows, select
+from knowlab.sort.bands import RAG_PANELS, rag_rows, require, select
 
 DISTANCE = "distance bin (d0 nearest → d3 farthest)"
 EXCERPT = "excerpt length L_E (words, log scale)"
@@ -67,11 +67,8 @@ def _legend_values(column: str | None, values, palette=None, styles=None) -> lis
     return [line_handle(_value_name(column, v), linestyle=styles[v]) for v in values]
 
 
-def _needs(bands: pd.DataFrame, columns: list[str], what: str) -> None:
-    """Raise ValueError unless the band table holds the points of ``columns`` (its figure's grouping)."""
-    missing = [c for c in [*columns, "accuracy", "ci_low", "ci_high"] if c not in bands]
-    if missing or bands.empty:
-        raise ValueError(f"{what} needs bands by {columns} (knowlab.sort.bands); missing {missing or 'rows'}")
+#: the columns of an accuracy band besides its grouping
+BAND = ("accuracy", "ci_low", "ci_high")
 
 
 def _condition_note(part: pd.DataFrame, model: str | None, condition: str, stats: StatsSettings) -> str:
@@ -119,7 +116,7 @@ def plot_by_excerpt_length(
     """
     part = select(rows, condition, split)
     groups = [hue] + ([style] if style else [])
-    _needs(bands, [*groups, "excerpt_length"], "Fig. 3a")
+    require(bands, [*groups, "excerpt_length", *BAND], "Fig. 3a")
     table = bands
     hues = list(dict.fromkeys(table[hue]))
     styles = dict(zip(dict.fromkeys(table[style]), LINESTYLES)) if style else {None: "-"}
@@ -184,7 +181,7 @@ def plot_by_distance(
     """
     part = select(rows, condition, split)
     groups = ([panel] if panel else []) + [hue]
-    _needs(bands, [*groups, "distance_bin"], "Fig. 3b / 10")
+    require(bands, [*groups, "distance_bin", *BAND], "Fig. 3b / 10")
     table = bands
     if marks is not None:
         need = [*groups, "distance_bin", "significance", "correction", "family_size"]
@@ -279,7 +276,7 @@ def plot_rag(
     """
     panels = RAG_PANELS
     part = rag_rows(rows, references, split)
-    _needs(bands, ["condition", hue, "distance_bin"], "Fig. 4")
+    require(bands, ["condition", hue, "distance_bin", *BAND], "Fig. 4")
     table = bands
     hues = list(dict.fromkeys(table.loc[table["condition"].isin(panels), hue]))
     palette = colours(hues)

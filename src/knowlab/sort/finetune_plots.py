@@ -47,7 +47,7 @@ from knowlab.core.probe import run_name
 from knowlab.core.stats import StatsSettings
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE
 from knowlab.sort.answers import answer_note
-from knowlab.sort.bands import epoch_conditions, epoch_rows, fiction_rows
+from knowlab.sort.bands import epoch_conditions, epoch_rows, fiction_rows, require
 
 SCORE = "mean log p(correct) / (p(A)+p(B)) (nats)"
 PARAMETRIC_RUN_COLOURS = {BASE_RUN: "0.2", "books": PALETTE[0], "instructions": PALETTE[1]}
@@ -96,9 +96,7 @@ def plot_across_epochs(
         raise ValueError(f"metric must be 'accuracy', 'score' or 'perplexity', got {metric!r}")
     data, x, models = epoch_rows(rows, runs, base_run)
     xlabel = "fine-tuning epochs completed" if x == "epoch" else STEP_LABEL
-    missing = [c for c in ("run", x, "value", "low", "high") if c not in bands]
-    if missing or bands.empty:
-        raise ValueError(f"the figure needs bands by run and {x} (knowlab.sort.bands.epoch_bands); missing {missing}")
+    require(bands, ["run", x, "value", "low", "high"], f"the figure of {metric}")
     table = bands
     if metric == "perplexity":
         panels = [(None, m) for m in models]
@@ -192,9 +190,7 @@ def plot_fiction_sort(
         ValueError: no rows, or missing columns.
     """
     part = fiction_rows(rows, condition)
-    missing = [c for c in ("run", "side", "step", "accuracy", "mean_score") if c not in bands]
-    if missing or bands.empty:
-        raise ValueError(f"the figure needs bands by run, side and step (knowlab.sort.bands); missing {missing}")
+    require(bands, ["run", "side", "step", "accuracy", "mean_score"], "SORT on the fiction documents")
     table = bands
     runs = sorted(table["run"].unique(), key=lambda r: (r == control, r))
     palette = colours(runs, control=[control])
