@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from knowlab import findings
+from knowlab.findings.base import signed_rank
 from knowlab.core import stats
 from knowlab.core.stats import (
     bootstrap_ci,
@@ -674,21 +674,21 @@ def test_recompute_pvalue_equals_hand_numbers():
 
 
 def test_signed_rank_reproduces_the_textbook_example():
-    """findings.signed_rank, exact two-sided: Hollander & Wolfe (1973, p. 29; R's ``?wilcox.test``), Hamilton
+    """signed_rank, exact two-sided: Hollander & Wolfe (1973, p. 29; R's ``?wilcox.test``), Hamilton
     depression scale before (x) and after (y) a tranquilizer, 9 patients: V = 40, one-sided p = 0.01953
     (= 10 / 512: the sign patterns with R- <= 5), so two-sided 20 / 512; and the enumeration by hand."""
     x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
     y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
-    got = findings.signed_rank("", _series(x), _series(y), "patient", "score", "").p
+    got = signed_rank("", _series(x), _series(y), "patient", "score", "").p
     assert _signed_rank_exact_by_hand(x, y) == 20 / 512
     assert got == pytest.approx(20 / 512, rel=1e-12)
     assert got == pytest.approx(2 * 0.01953, abs=1e-5)
     d = np.random.default_rng(6).normal(0.3, 1.0, 11)  # no ties, no zeros: exact, 2^11 sign patterns
     a = _series((d + 5).tolist())
-    assert findings.signed_rank("", a, _series([5.0] * 11), "unit", "u", "").p == pytest.approx(
+    assert signed_rank("", a, _series([5.0] * 11), "unit", "u", "").p == pytest.approx(
         _signed_rank_exact_by_hand((d + 5).tolist(), [5.0] * 11), rel=1e-12
     )
-    assert findings.signed_rank("", a, a, "unit", "u", "").p == 1.0
+    assert signed_rank("", a, a, "unit", "u", "").p == 1.0
 
 
 def test_sort_binomial_tests_equal_the_binomial_sums_by_hand():

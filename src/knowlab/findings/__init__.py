@@ -1,0 +1,281 @@
+"""The three papers' headline findings, each decided on this run's result tables by a rule fixed in advance.
+
+:func:`collect` reads the tables of a finished run (``results/``) and returns one :class:`Finding`
+per comparison of the claims below: its effect (oriented so that a positive effect is the
+direction the paper claims), a two-sided test, a percentile-bootstrap interval (at ``stats.confidence``,
+95% by default: "the 95% interval" below), n, p and a
+status.  The test and the interval work at the **inference unit**: what the design samples or
+assigns (``Finding.unit``, ``n_clusters`` of them), not the values measured inside it.
+FictionalQA's questions and documents nest in events, whose facts they share.  SORT's items and
+segments nest in excerpts, whose text they share.  A grounding question about a fiction document
+shares that document.  Each unit's values are averaged into one value, and the bootstrap resamples
+those values (:func:`knowlab.core.stats.bootstrap_difference`, paired where the design pairs).
+The test is a permutation test at the unit (:mod:`knowlab.core.clustered`).
+
+Training seeds (``finetune.seeds``): a FictionalQA claim is about fine-tuned models.  With one seed
+per run its line says the result is conditional on that seed.  With two or more, every run is
+trained once per seed and the seeds are replicates of the claim.  The claim is measured on each
+seed's checkpoints, and on the item values averaged over the seeds.  The test at the unit runs
+on the averaged values; a one-sample t-test over the seeds' effects
+(:func:`knowlab.core.clustered.seed_test`) tests whether training in general, not these seeds'
+runs, gives the effect; the claim's p is the larger of the two (an intersection-union test,
+Berger 1982: it rejects only when both do, and keeps the level of each).  The interval resamples
+seeds and units together (:func:`knowlab.core.clustered.crossed_bootstrap_difference`).  SORT's
+parametric runs are trained with the project's seed alone.
+:func:`render` prints them for a terminal, :func:`to_records` / :func:`to_frame` give JSON records
+and a table.
+
+Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run was looked at:
+
+- ``supported``: the claimed direction, the test rejects at ``alpha`` (Holm-corrected over the
+  comparisons of one claim) **and** the 95% interval excludes 0.  Both: a status never rests on
+  one of two analyses that disagree.
+- ``not significant``: the claimed direction, but the test or the interval does not exclude 0;
+  the line prints the minimum detectable effect at this n (80% power,
+  :func:`knowlab.core.stats.minimum_detectable_effect`).
+- ``inconclusive``: not the claimed direction (a tie included), and not significantly so.
+- ``contradicted``: the other direction, the test rejects and the interval excludes 0.
+- Claims of **no difference** are ``supported`` only by equivalence, which needs two things.
+  First, Tango's ``1 - 2 alpha`` score interval for paired proportions lies inside
+  ``(-margin, margin)`` (``findings.equivalence_margin``): the interval form of the two one-sided
+  tests, with the counts divided by the design effect of the units.  Second, the 95% interval
+  lies inside that margin too.  The claim is ``contradicted`` when the difference is significant
+  as above, else ``inconclusive``.  It is ``not tested`` when even full agreement at this
+  effective n could not show equivalence.
+- ``not tested``: the config lacks what the claim needs (a study, run or table; the line says
+  which), or the design cannot reach ``alpha`` at all: the smallest p the test can give at this
+  n (every unit agreeing), times the claim's Holm family size, is not below ``alpha`` (e.g. 4
+  training fictsheets: Wilcoxon's smallest two-sided p is 2/2^4 = 0.125).
+
+The tally counts ``supported`` only.  A claim that spans a family (every fiction run, every
+other split) is one line per comparison, Holm-corrected over the family
+(:func:`knowlab.core.stats.holm_adjust`); separate claims are not corrected together.
+Tests, all two-sided:
+
+- Sign-flip permutation over units: paired units, each unit's mean difference (:func:`by_cluster`).
+- Randomisation test of a split: the split's own random assignment drawn again
+  (:func:`split_comparison`).
+- Wilcoxon signed-rank: the fictsheets, which are themselves the split's units.  ``scipy.stats.wilcoxon``
+  drops zero differences, and p is 1 when every difference is 0.
+
+Permutation counts come from ``stats.permutation_resamples``.  ``tests/core/test_clustered.py``
+simulates each design's clustering and shows that each test keeps its level, while the
+item-level McNemar, Wilcoxon and Mann-Whitney tests used before did not.
+
+The claims, one :class:`Claim` each of the catalogue :data:`CLAIMS` (id, the paper's words, source,
+unit, test, the configs that can decide it; ``docs/claims.md`` is generated from it by
+:func:`claims_markdown`), each measured by the function named here:
+
+FictionalQA (Kirchenbauer et al. 2026).  Item tables
+``results/fictionalqa/{ft_model}/evaluate/{run}/step-{N}.parquet``, step 0 the base model's, sides
+from ``results/fictionalqa/splits/{run}.json``.  Claims 1-6 are decided on the first base model of
+``finetune.models`` (the reference model); claim 7 compares the base models.
+
+1. :func:`train_below_val_loss` (Sec. 5, Figs. 3-4), per document-split run.
+2. :func:`mcq_above_control` (Sec. 5, Figs. 7-8), per document-split run.
+3. :func:`fictsheets_train_loss_falls` and 4. :func:`fictsheets_val_loss_rises` (Sec. 5, Fig. 5).
+5. :func:`fictsheets_least_transfer` (Sec. 5, Fig. 7; Sec. 6), per other fiction run.
+6. :func:`event_generalises_least` (Sec. 5, Fig. 4: the validation-loss minima), per other
+   document split.
+7. :func:`larger_models_fit_faster` (Sec. 5, Fig. 4), a trend over the base models by size, on the
+   Doc and the Event split.
+
+SORT (Pink et al. 2024), the base model (the ``eval_models`` key whose value is ``base``):
+
+8. :func:`sort_in_context_above_baseline` (Secs. 5.1, 5.3, Tables 1-2).
+9. :func:`sort_rag_below_in_context` (Sec. 5.5, Fig. 4a).
+10. :func:`sort_books_lower_segment_nll` (App. E.1, Fig. 12) and 11. :func:`sort_books_no_accuracy_gain`
+   (Sec. 5.4, App. E.2, Figs. 13-14): against the instructions-only fine-tune, as the paper.
+
+The previous "oracle RAG nearer in-context memory than RAG" is not a claim of the paper: Sec. 5.5
+compares models within the oracle condition only ("Even when passages containing both segments
+are retrieved and presented in the correct order, we find that Llama3-8b-Instruct outperforms two
+much larger models on SORT (Figure 4b)"), so it is not checked.
+
+Grounding (Lee et al. 2024), the base model, each dataset of the config:
+
+12. :func:`grounding_distractors` (Sec. 4.2, Table 1), Original and Conflict as two claims.
+13. :func:`grounding_conflict` (Sec. 4.2, Table 1): Conflict-Gold below Original-Gold.
+14. :func:`grounding_distractors_hurt_more` (Sec. 4.2): the distractors' drop above the conflict's.
+15. :func:`grounding_precision_above_recall` (Sec. 4.2, App. D.3).
+16. :func:`grounding_gold_last_best` (Sec. 4.2, gold position).
+
+Since issue 45 also :func:`exact_match_only_when_trained` (FictionalQA Sec. 5, Fig. 3),
+:func:`qa_nll_below_control` (Sec. 5, Fig. 6), :func:`validation_loss_improves_in_parallel` (Sec. 5,
+Fig. 4), :func:`held_out_questions_improve` (Sec. 5, Fig. 8) and :func:`sort_baseline_below_60` (SORT
+Sec. 5.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from knowlab.core.clustered import seed_test
+from knowlab.findings.base import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_SIGNIFICANT,
+    NOT_TESTED,
+    STATUSES,
+    SUPPORTED,
+    Comparison,
+    Finding,
+    FindingsSettings,
+    Results,
+    Skip,
+    _judge,
+    _signed,
+    decide,
+    decide_equivalence,
+)
+from knowlab.findings.catalogue import CLAIMS, Check, Claim, claims_markdown
+
+
+def _replicate(comparisons: Sequence[Comparison], by_seed: Mapping[int, Sequence[Comparison]]) -> None:
+    """Training seeds as replicates (:mod:`knowlab.findings`): give each comparison, measured on the values
+    averaged over the seeds, each seed's own values (``by_seed``: the same check on each seed's
+    runs), the t-test over the seeds' effects, and as its p the larger of that and its own.
+
+    Raises:
+        ValueError: a seed's comparisons differ from the averaged ones in label or units.
+    """
+    for i, c in enumerate(comparisons):
+        c.seeds = {}
+        for seed, theirs in by_seed.items():
+            own = theirs[i] if i < len(theirs) else None
+            if own is None or own.label != c.label or own.a.shape != c.a.shape or own.b.shape != c.b.shape:
+                raise ValueError(f"training seed {seed} gives other units than the mean over seeds ({c.label})")
+            c.seeds[seed] = (own.a, own.b)
+        c.seed_p = seed_test([a.mean() - b.mean() for a, b in c.seeds.values()])
+        c.p = max(c.p, c.seed_p)
+
+
+def _check(entry: Claim, study: str, check: Check, r: Results) -> list[Finding]:
+    """One claim's findings (``study``: its line's label, ``check``: its measurement).  A FictionalQA
+    claim with two or more training seeds is measured on the mean over the seeds and on each seed
+    (:func:`_replicate`)."""
+    s = r.settings
+    try:
+        comparisons = check(r)
+        if entry.study == "FictionalQA" and len(s.seeds) > 1:
+            _replicate(comparisons, {seed: check(r.for_seed(seed)) for seed in s.seeds})
+    except Skip as reason:
+        return [
+            Finding(
+                study, entry.claim, NOT_TESTED, str(reason), source=entry.source, alpha=s.alpha,
+                claim_id=entry.id, quote=entry.quote,
+            )  # fmt: skip
+        ]
+    return _judge(entry, study, comparisons, s)
+
+
+def collect(
+    results: str | Path,
+    settings: FindingsSettings,
+    model: str | None = None,
+    inputs: Collection[str | Path] | None = None,
+) -> list[Finding]:
+    """Every finding of the catalogue (:data:`CLAIMS`), decided on the tables under ``results``.
+
+    Args:
+        results: the workflow's ``results`` folder.
+        inputs: the findings rule's inputs (:meth:`knowlab.layout.Layout.findings_inputs`): reading
+            any other table raises ``ValueError``; None: any table under ``results``.
+        settings: what the claims are decided with and which runs and studies the config asks for
+            (:meth:`FindingsSettings.from_config`).
+        model: the base model's name in the grounding rows (the workflow's model name); None
+            takes the only model there.
+
+    Returns:
+        One finding per comparison, in the order of :mod:`knowlab.findings` (the grounding claims once per
+        dataset and version); a claim whose table is absent or whose study or run is off is one
+        ``not tested`` finding.
+
+    Raises:
+        ValueError: ``model`` is None and the grounding rows hold more than one model.
+    """
+    r = Results(results, settings, model, inputs)
+    found = [f for entry in CLAIMS if not entry.per_dataset for f in _check(entry, entry.study, entry.check, r)]
+    for dataset in settings.grounding_datasets:  # each dataset's claims together
+        for entry in (entry for entry in CLAIMS if entry.per_dataset):
+            found += _check(entry, f"{entry.study} ({dataset})", partial(entry.check, dataset=dataset), r)
+    return found
+
+
+#: the columns of :func:`design_table`
+DESIGN_COLUMNS = (
+    "study", "claim", "unit", "n_clusters", "n", "seeds", "min_p", "alpha", "testable", "mde", "scale", "status"
+)
+
+
+def design_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    """What this run's design can show, per finding (``results/findings_design.csv``): the inference
+    unit, how many units and measured values, the smallest p the test can reach with them (after
+    Holm's factor), whether that is below alpha (``testable``), and the minimum detectable effect
+    at 80% power in ``scale``.  A claim the config cannot test at all (a run or table absent) has
+    no unit and ``testable`` False."""
+    rows = [
+        {
+            **{name: getattr(f, name) for name in DESIGN_COLUMNS if name != "testable"},
+            "testable": f.min_p is not None and f.min_p < f.alpha,
+        }
+        for f in findings
+    ]
+    counts = {"n_clusters": "Int64", "n": "Int64", "seeds": "Int64"}
+    return pd.DataFrame(rows, columns=list(DESIGN_COLUMNS)).astype(counts)
+
+
+def tally(findings: Sequence[Finding]) -> dict[str, int]:
+    """Findings per status, in :data:`STATUSES` order."""
+    return {status: sum(f.status == status for f in findings) for status in STATUSES}
+
+
+def render(findings: Sequence[Finding], report_path: str | Path) -> str:
+    """Plain text for a terminal: a first line with the tally (``supported`` of all) and the report,
+    then one line per finding: ``[status] study: claim — effect, CI (at its level), test, n (units and values),
+    p; detail (source)``."""
+    counts = tally(findings)
+    rest = ", ".join(f"{n} {status}" for status, n in counts.items() if n and status != SUPPORTED)
+    lines = [
+        f"Headline findings of the three papers on this run: {counts[SUPPORTED]} of {len(findings)} supported"
+        + (f" ({rest})" if rest else "")
+        + f"; status rules in docs/findings.md; full report: {report_path}"
+    ]
+    for f in findings:
+        line = f"[{f.status}] {f.study}: {f.claim} — "
+        if f.effect is None:
+            lines.append(line + f.detail)
+            continue
+        line += (
+            f"effect {_signed(f.effect)} {f.scale}, {f.confidence:.0%} CI [{_signed(f.ci_low)}, {_signed(f.ci_high)}], "
+            f"{f.test}, n {f.n_clusters} {f.unit}s ({f.n} values), p = {f.p:.2g}"
+        )
+        if f.status in (NOT_SIGNIFICANT, INCONCLUSIVE) and f.margin is None:
+            # no spread between the units: a standard error of 0 says nothing of power
+            line += f", MDE {f.mde:.2g} at 80% power" if f.mde else ", no MDE (no spread between the units)"
+        lines.append(f"{line}; {f.detail} ({f.source})")
+    return "\n".join(lines) + "\n"
+
+
+def to_records(findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    """JSON-ready records, one per finding, every :class:`Finding` field present (None where it does not apply)."""
+    return [asdict(f) for f in findings]
+
+
+def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
+    """One row per finding, the :class:`Finding` fields as columns."""
+    return pd.DataFrame(to_records(findings), columns=list(Finding.__dataclass_fields__))
+
+
+__all__ = [
+    "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "NOT_SIGNIFICANT", "NOT_TESTED", "STATUSES", "SUPPORTED",
+    "Claim", "Comparison", "DESIGN_COLUMNS", "Finding", "FindingsSettings", "Results", "Skip",
+    "claims_markdown", "collect", "decide", "decide_equivalence", "design_table", "render", "tally",
+    "to_frame", "to_records",
+]  # fmt: skip

@@ -1,0 +1,377 @@
+"""FictionalQA's claims (Kirchenbauer et al. 2026): each a measurement function of :mod:`knowlab.findings`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from knowlab import layout
+from knowlab.core.checkpoints import CONTROL_RUN
+from knowlab.core.clustered import cluster_means
+from knowlab.findings.base import (
+    DOC_SUITE,
+    EVENT,
+    FICTSHEETS,
+    Comparison,
+    Results,
+    Skip,
+    _rows,
+    by_cluster,
+    signed_rank,
+    split_comparison,
+)
+
+
+def _doc_losses(r: Results, run: str, step: int, side: str) -> pd.Series:
+    """Per-document mean loss (nats/token) of ``run``'s documents (fictions, or fictsheets) on one
+    side of its split, indexed by document id."""
+    split = r.split(run)
+    return _rows(r.items(run, step), DOC_SUITE[split["documents"]], split[f"{side}_documents"])["loss"]
+
+
+def train_below_val_loss(r: Results) -> list[Comparison]:
+    """Training-document loss below validation-document loss at the last checkpoint, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Verbatim Memorization under Repeated Training":
+    "Figure 3 demonstrates rapid overfitting despite the fact that we are training on a mixture of
+    fictional data and base webtext" (Fig. 3 left: loss on training vs validation samples), and
+    Fig. 4.  Effect: mean validation minus mean training document loss (nats/token), each side the
+    mean of its events' means.  Tested by re-drawing the split (:func:`split_comparison`): the
+    Doc split at the document, the Event split at the event.  The Fictsheets run is claims 3-4's.
+    """
+    out = []
+    for run in r.document_runs():
+        train, val = (_doc_losses(r, run, r.last, side) for side in ("train", "val"))
+        detail = f"train {train.mean():.2f} vs val {val.mean():.2f} at step {r.last}"
+        out.append(split_comparison(run, r, run, pd.concat([train, val]), "nats/token", detail))
+    return out
+
+
+def mcq_above_control(r: Results) -> list[Comparison]:
+    """MCQ-4 accuracy on the trained questions above the webtext-only control, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Reconstruction of Fictional Facts via MCQ Testing":
+    "training on only the fictional documents (not the questions) reliably increases rank-choice
+    MCQ accuracy" and "these improvements are caused by training on the fictional data ... based on
+    the lack of improvement for the 'Base Webtext'-only control in Figure 7" (Figs. 7-8; Fig. 8's
+    "Train" questions).  Effect: run minus control accuracy on the questions of the run's training
+    documents at the last checkpoint.  Unit: the event.  Questions about one event share its facts
+    across the event's documents, so one event's questions are not independent evidence; each
+    event's accuracies are paired, and the test is sign flips over events (:func:`by_cluster`).
+    """
+    return _against_control(
+        r, "train_questions", "mcq4", "acc", "accuracy", True,
+        lambda run, own, control: f"{run} {own:.2f} vs control {control:.2f} at step {r.last}",
+    )  # fmt: skip
+
+
+def _against_control(
+    r: Results,
+    questions: str,
+    suite: str,
+    value: str,
+    scale: str,
+    run_minus_control: bool,
+    describe: Callable[[str, float, float], str],
+) -> list[Comparison]:
+    """Per document-split run, ``value`` of the run and of the webtext-only control on the ``suite``
+    rows of the split's ``questions`` (``train_questions`` or ``val_questions``) at the last
+    checkpoint, paired by event, sign flips over events (:func:`by_cluster`); the effect is run minus
+    control, or control minus run.  ``describe(run, run's mean, control's mean)``: the line's detail.
+    """
+    if not r.control:
+        raise Skip("no webtext-only control run in the config (finetune.control)")
+    control = r.items(CONTROL_RUN, r.last)
+    out = []
+    for run in r.document_runs():
+        ids = r.split(run)[questions]
+        own = _rows(r.items(run, r.last), suite, ids)[value]
+        theirs = _rows(control, suite, ids)[value]
+        a, b = (own, theirs) if run_minus_control else (theirs, own)
+        detail = describe(run, own.mean(), theirs.mean())
+        out.append(by_cluster(run, a, b, r.events, r, "event", scale, detail, True))
+    return out
+
+
+def _fictsheet_change(r: Results, side: str) -> tuple[pd.Series, pd.Series, str]:
+    r.need_fictsheets()
+    before, after = (_doc_losses(r, FICTSHEETS, step, side) for step in (0, r.last))
+    return before, after, f"{side} fictsheets {before.mean():.2f} at step 0 -> {after.mean():.2f} at step {r.last}"
+
+
+def fictsheets_train_loss_falls(r: Results) -> list[Comparison]:
+    """The Fictsheets run memorises its training fictsheets: their loss falls from the base model.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "training on the Fictsheets split's
+    training texts causes almost immediate overfitting"; Fig. 7: "the model has memorized most of
+    the training fictsheets as indicated by near zero loss (Figure 5)".  Effect: per-fictsheet loss
+    at step 0 minus at the last step (nats/token), paired.  Unit: the fictsheet, one per event and
+    the split's own unit; Wilcoxon signed-rank.
+    """
+    before, after, detail = _fictsheet_change(r, "train")
+    return [signed_rank("", before, after, "fictsheet", "nats/token", detail)]
+
+
+def fictsheets_val_loss_rises(r: Results) -> list[Comparison]:
+    """The Fictsheets run's validation-fictsheet loss rises: no transfer period.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "there is little to no observable transfer
+    period where validation loss also improves alongside training loss", "rapid verbatim
+    memorization occurs (train loss heading to zero, but validation loss increasing)".  Effect:
+    per-fictsheet loss at the last step minus at step 0, paired; unit the fictsheet; Wilcoxon
+    signed-rank.
+    """
+    before, after, detail = _fictsheet_change(r, "val")
+    return [signed_rank("", after, before, "fictsheet", "nats/token", detail)]
+
+
+def fictsheets_least_transfer(r: Results) -> list[Comparison]:
+    """Training on the Fictsheets transfers least to MCQ-4: below every other fiction run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 7): "training on the Fictsheet split causes the
+    least transfer"; Sec. 6: "training on the Fictsheets split offers the least amount of
+    validation performance improvement in terms of loss or Q&A accuracy".  Per other fiction run:
+    its MCQ-4 accuracy minus the Fictsheets run's on every question at the last checkpoint, paired
+    by event (:func:`by_cluster`; unit the event, as claim 2).  Every run's gain over the
+    webtext-only control is its accuracy minus the control's on the same questions, so the
+    difference of two gains is the difference of the two accuracies: the control cancels and is
+    not needed.
+    """
+    r.need_fictsheets()
+    others = [run for run in r.fiction_runs() if run != FICTSHEETS]
+    if not others:
+        raise Skip(f"no fiction run besides {FICTSHEETS} in the config (finetune.runs)")
+    sheets = _rows(r.items(FICTSHEETS, r.last), "mcq4")["acc"]
+    out = []
+    for run in others:
+        acc = _rows(r.items(run, r.last), "mcq4")["acc"]
+        detail = f"{run} {acc.mean():.2f} vs {FICTSHEETS} {sheets.mean():.2f} on all questions at step {r.last}"
+        out.append(by_cluster(run, acc, sheets, r.events, r, "event", "accuracy", detail, True))
+    return out
+
+
+def _val_improvement(r: Results, run: str) -> tuple[pd.Series, int]:
+    """Per-document validation loss at step 0 minus at the step of the run's minimum mean
+    validation loss over its checkpoints (step 0 included), and that step."""
+    losses = {step: _doc_losses(r, run, step, "val") for step in r.steps}
+    best = min(r.steps, key=lambda step: losses[step].mean())
+    return (losses[0] - losses[best]).dropna(), best
+
+
+def event_generalises_least(r: Results) -> list[Comparison]:
+    """The Event split improves validation loss least: Event below every other document split.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from Generalization" (Fig.
+    4): "we expect to see less improvement in validation loss than when training on the Doc Split
+    ... While the difference between the validation loss minima in the Doc Split and Event Split
+    cases is small, all models exhibit more generalization (lower minimum validation loss) in the
+    Doc Split case than in the Event Split case."  Per run, each validation document's loss at step
+    0 minus at the run's minimum-validation-loss checkpoint (the minimum over ``checkpoint_steps``,
+    step 0 included: with one checkpoint, over step 0 and the last).  Unit: the event, what the
+    Event split holds out.  On each of the Event split's validation events, the other run's mean
+    improvement on its own validation documents of that event is paired with Event's (the two
+    runs' documents overlap, so they are not two independent samples); sign flips over those
+    events (:func:`by_cluster`).  With 2 validation events no p is below 0.5: not tested.
+    """
+    runs = r.document_runs()
+    if EVENT not in runs or len(runs) < 2:
+        raise Skip(f"needs the {EVENT} run and another document split (finetune.runs: {', '.join(r.runs)})")
+    event, event_step = _val_improvement(r, EVENT)
+    events = r.events
+    event_by_event = cluster_means(event, events)  # one value per validation event of the Event split
+    out = []
+    for run in runs:
+        if run != EVENT:
+            other, step = _val_improvement(r, run)
+            other_by_event = cluster_means(other, events)  # paired with Event's on the events both hold
+            detail = (
+                f"val loss improvement to the minimum: {run} {other.mean():.2f} (step {step}) vs "
+                f"{EVENT} {event.mean():.2f} (step {event_step}), checkpoints {', '.join(map(str, r.steps))}"
+            )
+            identity = pd.Series(other_by_event.index, index=other_by_event.index)
+            n = len(event) + len(other)  # the validation documents behind the two runs' event means
+            out.append(
+                by_cluster(run, other_by_event, event_by_event, identity, r, "event", "nats/token", detail, True, n)
+            )
+    return out
+
+
+def exact_match_only_when_trained(r: Results) -> list[Comparison]:
+    """Verbatim completion of training documents, not of validation documents, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 3): "our observation of near zero completion rates
+    (verabtim memorization) both at step 0, and at all training steps on the validation texts,
+    together confirm that the documents are suitable for controlled memorization studies. The model
+    will only complete significant portions of these documents accurately 'iff' it is explicitly
+    trained on them."  Operational definition, fixed before any run: at the last checkpoint, the
+    exact-match rate of the documents' last ``n`` tokens, ``n`` the smallest of
+    ``evaluate.em_tokens`` (the most lenient), training minus validation documents, each side the
+    mean of its events' means.  Tested as claim 1 (:func:`split_comparison`, re-drawing the split;
+    the values are negated there so that the effect reads training minus validation).
+    """
+    out = []
+    for run in r.document_runs():
+        items = _rows(r.items(run, r.last), DOC_SUITE[r.split(run)["documents"]])
+        columns = sorted((c for c in items if c.startswith("em") and c[2:].isdigit()), key=lambda c: int(c[2:]))
+        if not columns:
+            raise Skip("no exact-match column in the item tables (evaluate.em_tokens)")
+        split, em = r.split(run), items[columns[0]]
+        train, val = em.reindex(split["train_documents"]).dropna(), em.reindex(split["val_documents"]).dropna()
+        detail = (
+            f"{columns[0]} (last {columns[0][2:]} tokens) at step {r.last}: "
+            f"train {train.mean():.2f} vs val {val.mean():.2f}"
+        )
+        out.append(split_comparison(run, r, run, -pd.concat([train, val]), "exact match", detail))
+    return out
+
+
+def qa_nll_below_control(r: Results) -> list[Comparison]:
+    """nll(answer | question) on the trained questions below the webtext-only control, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 6): "training on only the fictional documents
+    (not the questions) from each of the splits improves the models' loss on the fictional question
+    and answer pairs, but this is not observed when training on just the base webtext."  Effect:
+    control minus run nll(answer | question) (nats/token) on the questions of the run's training
+    documents at the last checkpoint; unit the event, paired, sign flips (:func:`by_cluster`).  The
+    Fictsheets run is left out: "training on the Fictsheets split does not consistently improve Q&A
+    loss" (the same paragraph).
+    """
+    return _against_control(
+        r, "train_questions", "fict_qa_nll", "loss", "nats/token", False,
+        lambda run, own, control: f"nll(answer | question): control {control:.2f} vs {run} {own:.2f} at step {r.last}",
+    )  # fmt: skip
+
+
+def validation_loss_improves_in_parallel(r: Results) -> list[Comparison]:
+    """The validation documents' loss improves for a while with the training loss, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 "Separating Memorization from Generalization" (Fig. 4):
+    "there is a period during which the loss on the validation documents for the split also improves
+    in parallel to the training loss".  Operational definition, fixed before any run: each validation
+    document's loss at step 0 minus at the first checkpoint after the fiction warm-up
+    (``finetune.fiction_warmup_steps``), which must come before the last checkpoint (a run that
+    overfits by its only checkpoint shows no such period, whatever happened before).  A pre-named
+    checkpoint, not the minimum, so that the test does not choose its own comparison.  Unit: the
+    event, paired across the two steps, sign flips over events (:func:`by_cluster`).
+    """
+    after = [step for step in r.steps if step > r.settings.warmup]
+    if len(after) < 2:
+        raise Skip(
+            f"needs a checkpoint after the fiction warm-up (step {r.settings.warmup}) and before the last; "
+            f"checkpoints {', '.join(map(str, r.steps))} (finetune.checkpoint_every)"
+        )
+    out = []
+    for run in r.document_runs():
+        before, during = (_doc_losses(r, run, step, "val") for step in (0, after[0]))
+        detail = f"validation documents {before.mean():.2f} at step 0 -> {during.mean():.2f} at step {after[0]}"
+        out.append(by_cluster(run, before, during, r.events, r, "event", "nats/token", detail, True))
+    return out
+
+
+def held_out_questions_improve(r: Results) -> list[Comparison]:
+    """MCQ-4 accuracy on the questions of the held-out documents above the webtext-only control, per
+    document-split run: the "leaky" improvement.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 8): "We observe that the the improvement in MCQ
+    accuracy appears to be 'leaky'. Figure 8 shows that the performance on the questions
+    corresponding to held-out fictional scenarios and events is also elevated '(Val)'".  Effect:
+    run minus control accuracy on the questions of the run's validation documents at the last
+    checkpoint; unit the event, paired, sign flips over events (as :func:`mcq_above_control`).
+    The paper's "albeit slightly less than for questions ... that were trained on" is not tested
+    here.
+    """
+    return _against_control(
+        r, "val_questions", "mcq4", "acc", "accuracy", True,
+        lambda run, own, control: f"held-out questions: {run} {own:.2f} vs control {control:.2f} at step {r.last}",
+    )  # fmt: skip
+
+
+MODEL_SIZE_RUNS = ("doc", "event")
+
+
+def page_trend(blocks: np.ndarray) -> tuple[float, float]:
+    """Two-sided Page's L test of a monotone trend across the columns of ``blocks`` (one row per
+    block, columns in the predicted order; Page 1963, ``scipy.stats.page_trend_test``): twice the
+    smaller of the two one-sided p-values, and the smallest p it can give, ``2 / (k!)^n`` for n
+    blocks of k columns."""
+    from scipy.stats import page_trend_test  # deferred: as in knowlab.core.stats
+
+    n, k = blocks.shape
+    rising = page_trend_test(blocks).pvalue
+    falling = page_trend_test(blocks[:, ::-1]).pvalue
+    return min(1.0, 2 * min(rising, falling)), min(1.0, 2 / math.factorial(k) ** n)
+
+
+def larger_models_fit_faster(r: Results) -> list[Comparison]:
+    """Larger base models fit their training documents faster: a trend over the base models ordered
+    by parameter count (``fictionalqa/models.csv``), on the Doc and on the Event split.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5: "we observe a strong correlation between model size
+    and how fast the model fits to the training documents for both the Doc Split and the Event
+    Split" (Fig. 4, train loss of Llama 3.2 1B and 3B, Llama 3.1 8B and Gemma models).
+
+    Fitting speed of a training document: one minus the mean, over the checkpoints after fiction
+    enters the batches (step > ``finetune.fiction_warmup_steps``), of its loss as a fraction of
+    the same model's loss on it at step 0.  This is the area above the normalised training loss
+    curve.  It uses fractions, not losses: a larger model starts lower on any text, and base
+    models of different families tokenize the same document differently; a ratio on one model's
+    own tokens cancels both.  Checkpoints inside the warm-up have seen no fiction, so they
+    measure nothing of fitting.
+
+    Unit: the event, whose documents share its facts.  Each event is a block: its documents' mean
+    speed under each model, models in size order.  Test: Page's L for a monotone trend,
+    two-sided, Holm over the two splits.  Effect: the mean over events of Spearman's rho between
+    size rank and speed (1: every event orders the models by size).  Not tested with fewer than
+    three base models (two points make no trend), with two of the same size, or with no
+    checkpoint after the warm-up.
+    """
+    models = list(r.settings.ft_models)
+    if len(models) < 3:
+        raise Skip(
+            f"{len(models)} base model(s) in finetune.models ({', '.join(models)}): a trend over model size "
+            "needs at least three"
+        )
+    runs = [run for run in MODEL_SIZE_RUNS if run in r.runs]
+    if not runs:
+        raise Skip("no Doc or Event split run in the config (finetune.runs)")
+    after = [step for step in r.steps if step > r.settings.warmup]
+    if not after:
+        raise Skip(
+            f"no checkpoint after the fiction warm-up (finetune.fiction_warmup_steps {r.settings.warmup}; "
+            f"checkpoints {', '.join(map(str, r.steps))}): no checkpoint has seen fiction"
+        )
+    sizes = r.read(layout.MODELS.relative()).set_index("model")["n_parameters"]
+    order = sorted(models, key=lambda m: int(sizes[m]))
+    if len({int(sizes[m]) for m in models}) < len(models):
+        raise Skip(f"base models of the same parameter count: {dict(sizes[models])}")
+    events = r.events
+
+    def speed(run: str, ft_model: str, ids: Sequence[str]) -> pd.Series:
+        start = _rows(r.items(run, 0, ft_model), "fiction_doc", ids)["loss"]
+        left = [_rows(r.items(run, step, ft_model), "fiction_doc", ids)["loss"] / start for step in after]
+        return 1 - pd.concat(left, axis=1).mean(axis=1)
+
+    out = []
+    for run in runs:
+        ids = r.split(run)["train_documents"]
+        per_event = pd.concat({m: cluster_means(speed(run, m, ids), events) for m in order}, axis=1).dropna()
+        if per_event.empty:
+            raise Skip(f"no training document of the {run} split scored under every base model")
+        p, min_p = page_trend(per_event.to_numpy())
+        rho = per_event.rank(axis=1).corrwith(pd.Series(range(len(order)), index=order), axis=1).fillna(0.0)
+        detail = "fitting speed after the warm-up (steps {}): {}".format(
+            ", ".join(map(str, after)),
+            ", ".join(f"{m} ({int(sizes[m]):,} parameters) {per_event[m].mean():.3f}" for m in order),
+        )
+        test = "Page's L trend over base models by size, events as blocks"
+        out.append(
+            Comparison(
+                run, rho, np.zeros(len(rho)), True, p, min_p, test, "event", "Spearman rho", len(ids), detail, True
+            )
+        )
+    return out
+
+
