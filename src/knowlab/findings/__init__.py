@@ -169,7 +169,7 @@ def _check(entry: Claim, study: str, check: Check, r: Results) -> list[Finding]:
         return [
             Finding(
                 study, entry.claim, NOT_TESTED, str(reason), source=entry.source, alpha=s.alpha,
-                claim_id=entry.id, quote=entry.quote,
+                claim_id=entry.id, quote=entry.quote, figure=entry.figure_of(s.ft_models),
             )  # fmt: skip
         ]
     return _judge(entry, study, comparisons, s)

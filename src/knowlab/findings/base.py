@@ -21,6 +21,7 @@ from knowlab.core.clustered import (
     crossed_bootstrap_difference,
     randomization_test,
     sign_flip_test,
+    two_sample_test,
 )
 from knowlab.core.io import read_json, read_jsonl
 from knowlab.core.rng import keyed_rng
@@ -167,7 +168,8 @@ class Finding:
     can give with this many units, after Holm's
     factor (equivalence: with every pair agreeing), ``not tested`` when not below alpha;
     ``confidence``: the level of ``ci_low``, ``ci_high`` (``stats.confidence``); ``claim_id`` and
-    ``quote``: its entry of the claims catalogue (:data:`CLAIMS`) and the paper's words.  Fields
+    ``quote``: its entry of the claims catalogue (:data:`CLAIMS`) and the paper's words; ``figure``:
+    the figure or table of this run it is read from (a path under ``results/``).  Fields
     that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
     tested``, what the claim needs).
     """
@@ -194,6 +196,7 @@ class Finding:
     confidence: float | None = None
     claim_id: str | None = None
     quote: str | None = None
+    figure: str | None = None
 
 
 class Skip(Exception):
@@ -393,6 +396,29 @@ def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, scale: str, d
     return Comparison(label, x, y, True, p, min_p, "Wilcoxon signed-rank", unit, scale, len(x), detail, True)
 
 
+def two_samples(
+    label: str, a: pd.Series, b: pd.Series, r: Results, unit: str, scale: str, detail: str, trained: bool, n: int
+) -> Comparison:
+    """Two independent samples of units (``a``, ``b``: one value per unit, e.g. the accuracy of each
+    excerpt of 250 words and of each of 2,500), compared by a two-sided permutation test of the
+    group labels (:func:`knowlab.core.clustered.two_sample_test`); the interval resamples each
+    group's units.  ``n``: the measured values behind the units.
+
+    Raises:
+        Skip: a group without a unit, or a unit in both groups (the samples would not be independent).
+    """
+    a, b = a.dropna(), b.dropna()
+    if a.empty or b.empty:
+        raise Skip(f"{label or 'the comparison'}: no {unit} on one side")
+    shared = a.index.intersection(b.index)
+    if len(shared):
+        raise Skip(f"{len(shared)} {unit}(s) on both sides (e.g. {shared[0]}): the two samples are not independent")
+    seed = keyed_rng(r.settings.stats.seed, "findings", "two-sample", label, unit, scale).getrandbits(32)
+    p, min_p = two_sample_test(a.to_numpy(), b.to_numpy(), r.settings.stats.permutation_resamples, seed)
+    test = f"permutation test of two independent samples of {unit}s"
+    return Comparison(label, a, b, False, p, min_p, test, unit, scale, n, detail, trained)
+
+
 _SPLIT_UNIT = {"doc": "document", "event": "event"}
 
 
@@ -473,6 +499,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             source=source,
             claim_id=entry.id,
             quote=entry.quote,
+            figure=entry.figure_of(s.ft_models),
             effect=est["effect"],
             ci_low=est["ci_low"],
             ci_high=est["ci_high"],

@@ -13,26 +13,42 @@ from knowlab.findings.fictionalqa import (
     exact_match_only_when_trained,
     fictsheets_least_transfer,
     fictsheets_train_loss_falls,
+    event_transfers_less_qa,
+    fictsheets_qa_no_gain,
     fictsheets_val_loss_rises,
+    gap_opens_after_minimum,
+    held_out_below_trained,
     held_out_questions_improve,
     larger_models_fit_faster,
+    larger_models_transfer_more,
     mcq_above_control,
     qa_nll_below_control,
+    real_qa_no_improvement,
     train_below_val_loss,
     validation_loss_improves_in_parallel,
+    validation_loss_rises_after,
+    webtext_not_destroyed,
 )
 from knowlab.findings.grounding import (
     grounding_conflict,
     grounding_distractors,
     grounding_distractors_hurt_more,
     grounding_gold_last_best,
+    grounding_definite_above_free_form,
+    grounding_low_popularity_above_high,
     grounding_precision_above_recall,
+    grounding_single_above_multi,
 )
 from knowlab.findings.sort import (
+    sort_accuracy_falls_with_excerpt_length,
+    sort_accuracy_rises_with_distance,
     sort_baseline_below_60,
+    sort_books_higher_answer_likelihood,
     sort_books_lower_segment_nll,
     sort_books_no_accuracy_gain,
     sort_in_context_above_baseline,
+    sort_in_context_falls_after_finetuning,
+    sort_longer_segments_better,
     sort_rag_below_in_context,
 )
 
@@ -50,8 +66,10 @@ class Claim:
     ``unit``: the inference unit; ``test``: the test at that unit; ``configs``: which shipped configs
     can decide it (docs/findings.md, "What each shipped config can test"); ``check``: the measuring
     function; ``equivalence``: a claim of no difference; ``per_dataset``: decided once per grounding
-    dataset of the config (``check`` then takes ``dataset``).  Adding a claim is one entry here
-    plus its ``check``."""
+    dataset of the config (``check`` then takes ``dataset``); ``figure``: the figure (or table) of the
+    run the claim is read from, relative to ``results/`` (``{ft_model}``: the reference base model;
+    empty where the paper gives the numbers in its text).  Adding a claim is one entry here plus its
+    ``check``."""
 
     id: str
     study: str
@@ -65,6 +83,14 @@ class Claim:
     check: Callable[..., list[Comparison]]
     equivalence: bool = False
     per_dataset: bool = False
+    figure: str = ""
+
+    def figure_of(self, ft_models: tuple[str, ...]) -> str | None:
+        """``figure`` of a run whose reference base model is the first of ``ft_models``; None: no figure,
+        or one of the reference model that the run does not fine-tune."""
+        if "{ft_model}" not in self.figure:
+            return self.figure or None
+        return self.figure.format(ft_model=ft_models[0]) if ft_models else None
 
 
 #: the catalogue, in the order the findings print (:mod:`knowlab.findings`)
@@ -82,6 +108,7 @@ CLAIMS: tuple[Claim, ...] = (
         "randomisation test of the split's own draw",
         "Doc: default, test, cpu-full, paper; Event: paper (6 events give no p below 1/15)",
         train_below_val_loss,
+        figure="figures/fictionalqa/{ft_model}/fig3.png",
     ),
     Claim(
         "fqa.mcq_above_control",
@@ -95,6 +122,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
         mcq_above_control,
+        figure="figures/fictionalqa/{ft_model}/fig7.png",
     ),
     Claim(
         "fqa.fictsheets_train_loss_falls",
@@ -107,6 +135,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Wilcoxon signed-rank",
         "paper (4 training fictsheets: no p below 0.125)",
         fictsheets_train_loss_falls,
+        figure="figures/fictionalqa/{ft_model}/fig5.png",
     ),
     Claim(
         "fqa.fictsheets_val_loss_rises",
@@ -119,6 +148,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Wilcoxon signed-rank",
         "paper (2 validation fictsheets: no p below 0.5)",
         fictsheets_val_loss_rises,
+        figure="figures/fictionalqa/{ft_model}/fig5.png",
     ),
     Claim(
         "fqa.fictsheets_least_transfer",
@@ -131,6 +161,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "paper",
         fictsheets_least_transfer,
+        figure="figures/fictionalqa/{ft_model}/fig7.png",
     ),
     Claim(
         "fqa.event_generalises_least",
@@ -144,6 +175,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "paper (2 validation events: no p below 0.5)",
         event_generalises_least,
+        figure="figures/fictionalqa/{ft_model}/fig4.png",
     ),
     Claim(
         "fqa.larger_models_fit_faster",
@@ -158,6 +190,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Page's L trend test",
         "models (3 base models), paper",
         larger_models_fit_faster,
+        figure="figures/fictionalqa/across_models/fig4.png",
     ),
     Claim(
         "fqa.exact_match_only_when_trained",
@@ -172,6 +205,7 @@ CLAIMS: tuple[Claim, ...] = (
         "randomisation test of the split's own draw",
         "Doc: default, test, cpu-full, paper; Event: paper",
         exact_match_only_when_trained,
+        figure="figures/fictionalqa/{ft_model}/fig3.png",
     ),
     Claim(
         "fqa.qa_nll_below_control",
@@ -187,6 +221,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
         qa_nll_below_control,
+        figure="figures/fictionalqa/{ft_model}/fig6.png",
     ),
     Claim(
         "fqa.val_loss_improves_in_parallel",
@@ -201,6 +236,37 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "cpu-full (checkpoints 16, 32), paper; not the default (one checkpoint)",
         validation_loss_improves_in_parallel,
+        figure="figures/fictionalqa/{ft_model}/fig4.png",
+    ),
+    Claim(
+        "fqa.val_loss_rises_after",
+        "FictionalQA",
+        "validation-document loss rises again after the dip (the U shape)",
+        "The U-shaped curve in validation loss seen in the left side of Figure 3 indicates a region where "
+        "generalization via factual and stylistic memorization is possible",
+        f"{FICTIONALQA} Sec. 5, Fig. 3",
+        "validation-document loss at the last checkpoint minus at the first checkpoint after the fiction warm-up "
+        "(nats/token), per document-split run",
+        "event",
+        "sign-flip permutation over events",
+        "cpu-full (checkpoints 16, 32), paper; not the default (one checkpoint)",
+        validation_loss_rises_after,
+        figure="figures/fictionalqa/{ft_model}/fig3.png",
+    ),
+    Claim(
+        "fqa.gap_opens_after_minimum",
+        "FictionalQA",
+        "the train-validation gap opens after the validation dip",
+        "there is a period during which the loss on the validation documents for the split also improves in "
+        "parallel to the training loss",
+        f"{FICTIONALQA} Sec. 5, Figs. 3-4",
+        "change of the validation minus training document loss from the first checkpoint after the fiction warm-up "
+        "to the last (nats/token), per document-split run",
+        "document (Doc split), event (Event split), style (a style split)",
+        "randomisation test of the split's own draw",
+        "cpu-full (checkpoints 16, 32), paper; not the default (one checkpoint)",
+        gap_opens_after_minimum,
+        figure="figures/fictionalqa/{ft_model}/fig3.png",
     ),
     Claim(
         "fqa.held_out_questions_improve",
@@ -215,6 +281,96 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
         held_out_questions_improve,
+        figure="figures/fictionalqa/{ft_model}/fig8.png",
+    ),
+    Claim(
+        "fqa.held_out_below_trained",
+        "FictionalQA",
+        "MCQ-4 gain over the control smaller on held-out questions than on trained ones",
+        "albeit slightly less than for questions corresponding to scenarios that were trained on \u201c(Train)\u201d",
+        f"{FICTIONALQA} Sec. 5, Fig. 8",
+        "per document, run minus control accuracy on its questions; training minus validation documents, each side "
+        "the mean of its events' means (accuracy), per document-split run",
+        "document (Doc split), event (Event split), style (a style split)",
+        "randomisation test of the split's own draw",
+        "Doc: default, test, cpu-full, paper; Event: paper",
+        held_out_below_trained,
+        figure="figures/fictionalqa/{ft_model}/fig8.png",
+    ),
+    Claim(
+        "fqa.webtext_not_destroyed",
+        "FictionalQA",
+        "webtext loss within 5% of the webtext-only control's (not destroyed)",
+        "the ability to faithfully model normal webtext is not destroyed by finetuning on the fictional data at this "
+        "5% relative rate",
+        f"{FICTIONALQA} Sec. 5, Fig. 5",
+        "non-inferiority: 1.05 x the control's minus the run's webtext loss at the last checkpoint (nats/token), "
+        "per fiction run",
+        "webtext document",
+        "sign-flip permutation over webtext documents",
+        "default, test, cpu-full, paper",
+        webtext_not_destroyed,
+        figure="figures/fictionalqa/{ft_model}/fig5.png",
+    ),
+    Claim(
+        "fqa.real_qa_no_improvement",
+        "FictionalQA",
+        "real-world nll(answer | question) does not improve (falls by less than 5%)",
+        "we also measure the same question conditional answer loss but for real TriviaQA questions and see that the "
+        "models don\u2019t improve at all in terms of answer likelihood on real factual question answering data",
+        f"{FICTIONALQA} Sec. 5, Figs. 6 and 9, App. C.7",
+        "the run's nll(answer | question) at the last checkpoint minus 0.95 x the base model's, on the real-world "
+        "questions (TriviaQA, or the shipped set) (nats/token), per fiction run",
+        "real-world question",
+        "sign-flip permutation over questions",
+        "default, test, cpu-full, paper",
+        real_qa_no_improvement,
+        figure="figures/fictionalqa/{ft_model}/fig6.png",
+    ),
+    Claim(
+        "fqa.fictsheets_qa_no_gain",
+        "FictionalQA",
+        "Fictsheets: nll(answer | question) not 5% below the webtext-only control",
+        "training on the Fictsheets split does not consistently improve Q&A loss",
+        f"{FICTIONALQA} Sec. 5, Fig. 6",
+        "the Fictsheets run's nll(answer | question) minus 0.95 x the control's on the questions of its training "
+        "events, at the last checkpoint (nats/token)",
+        "event",
+        "sign-flip permutation over events",
+        "paper (the shipped corpus's 4 training fictsheets give no p below 0.125)",
+        fictsheets_qa_no_gain,
+        figure="figures/fictionalqa/{ft_model}/fig6.png",
+    ),
+    Claim(
+        "fqa.event_transfers_less_qa",
+        "FictionalQA",
+        "Event transfers less to Q&A loss than Doc on the events Event holds out",
+        "the stronger factual separation between train and validation samples for the Event Split appears to result "
+        "in less transfer to Q&A loss, while the more complete coverage of all events in the Doc Split allows for "
+        "more improvement",
+        f"{FICTIONALQA} Sec. 5, Fig. 6",
+        "Event minus Doc nll(answer | question) on the questions of the Event split's validation events, at the "
+        "last checkpoint (nats/token)",
+        "event",
+        "sign-flip permutation over events",
+        "paper (2 validation events in the shipped corpus: no p below 0.5)",
+        event_transfers_less_qa,
+        figure="figures/fictionalqa/{ft_model}/fig6.png",
+    ),
+    Claim(
+        "fqa.larger_models_transfer_more",
+        "FictionalQA",
+        "Larger base models gain more MCQ-4 accuracy",
+        "training on only the fictional documents (not the questions) reliably increases rank-choice MCQ accuracy, "
+        "and that larger models achieve higher levels of transfer",
+        f"{FICTIONALQA} Sec. 5, Fig. 7",
+        "mean over events of Spearman's rho between size rank and the MCQ-4 accuracy gain from step 0 to the last "
+        "checkpoint, on the Doc and the Event split",
+        "event (blocks)",
+        "Page's L trend test",
+        "models (3 base models), paper",
+        larger_models_transfer_more,
+        figure="figures/fictionalqa/across_models/fig7.png",
     ),
     Claim(
         "sort.in_context_above_baseline",
@@ -227,6 +383,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_in_context_above_baseline,
+        figure="figures/sort/fig3b.png",
     ),
     Claim(
         "sort.rag_below_in_context",
@@ -239,6 +396,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_rag_below_in_context,
+        figure="figures/sort/fig4.png",
     ),
     Claim(
         "sort.books_lower_segment_nll",
@@ -252,6 +410,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_books_lower_segment_nll,
+        figure="figures/sort/fig12.png",
     ),
     Claim(
         "sort.books_no_accuracy_gain",
@@ -265,6 +424,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (24 items cannot show equivalence at 0.05)",
         sort_books_no_accuracy_gain,
         equivalence=True,
+        figure="figures/sort/fig13.png",
     ),
     Claim(
         "sort.baseline_below_60",
@@ -278,6 +438,74 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_baseline_below_60,
+        figure="figures/sort/fig10.png",
+    ),
+    Claim(
+        "sort.accuracy_rises_with_distance",
+        "SORT",
+        "in-context accuracy rises with segment distance",
+        "In-context memory performance increases with greater distance between segments.",
+        f"{SORT} Sec. 5.3, Fig. 3b",
+        "mean over excerpts of Spearman's rho between segment distance and correctness, in context",
+        "excerpt",
+        "sign-flip permutation of the excerpts' rho",
+        "default, test, cpu-full, paper",
+        sort_accuracy_rises_with_distance,
+        figure="figures/sort/fig3b.png",
+    ),
+    Claim(
+        "sort.accuracy_falls_with_excerpt_length",
+        "SORT",
+        "in-context accuracy falls with excerpt length",
+        "For increasing excerpt lengths, we see a consistently monotonic decrease in average accuracy",
+        f"{SORT} Sec. 5.3, Fig. 3a",
+        "in-context accuracy of the shortest minus the longest excerpts (accuracy)",
+        "excerpt",
+        "permutation test of two independent samples of excerpts",
+        "paper (sort.excerpt_lengths 250, 1000, 2500); not the default (one length)",
+        sort_accuracy_falls_with_excerpt_length,
+        figure="figures/sort/fig3a.png",
+    ),
+    Claim(
+        "sort.longer_segments_better",
+        "SORT",
+        "in-context accuracy higher with longer segments",
+        "Models handle longer segments (50 words) slightly more effectively than shorter segments (20 words), with an "
+        "improvement of up to 4%.",
+        f"{SORT} Sec. 5.3, App. C.2, Tables 11-12",
+        "in-context accuracy of the excerpts with the longest minus the shortest segments (accuracy)",
+        "excerpt",
+        "permutation test of two independent samples of excerpts",
+        "cpu-full, paper (sort.segment_lengths 20, 50); not the default (one length)",
+        sort_longer_segments_better,
+    ),
+    Claim(
+        "sort.books_higher_answer_likelihood",
+        "SORT",
+        "fine-tuning on the books raises the correct answer's log-probability (vs instructions only)",
+        "the book text condition performing better than the others after one epoch of training with statistical "
+        "significance (p < 0.01)",
+        f"{SORT} App. E.3, Figs. 15-16",
+        "books minus instructions-only log p(correct) / (p(A) + p(B)) without context after the last epoch "
+        "(nats)",
+        "excerpt",
+        "sign-flip permutation over excerpts",
+        "default, cpu-full, paper",
+        sort_books_higher_answer_likelihood,
+        figure="figures/sort/fig16.png",
+    ),
+    Claim(
+        "sort.in_context_falls_after_finetuning",
+        "SORT",
+        "in-context accuracy falls after fine-tuning on the books",
+        "the accuracy with source excerpts presented in-context of SORT decreased from 0.93 to 0.90 after a single "
+        "epoch and to 0.88 after three epochs of fine-tuning",
+        f"{SORT} App. E.4",
+        "the base model's in-context accuracy minus the books run's after the last epoch (accuracy)",
+        "excerpt",
+        "sign-flip permutation over excerpts",
+        "default, cpu-full, paper",
+        sort_in_context_falls_after_finetuning,
     ),
     Claim(
         "grounding.original_dist_below_gold",
@@ -292,6 +520,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         partial(grounding_distractors, version="original"),
         per_dataset=True,
+        figure="grounding/tables/table1.csv",
     ),
     Claim(
         "grounding.conflict_dist_below_gold",
@@ -305,6 +534,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         partial(grounding_distractors, version="conflict"),
         per_dataset=True,
+        figure="grounding/tables/table1.csv",
     ),
     Claim(
         "grounding.conflict_below_original",
@@ -318,6 +548,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         grounding_conflict,
         per_dataset=True,
+        figure="grounding/tables/table1.csv",
     ),
     Claim(
         "grounding.distractors_hurt_more_than_conflict",
@@ -333,6 +564,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         grounding_distractors_hurt_more,
         per_dataset=True,
+        figure="figures/grounding/fig5.png",
     ),
     Claim(
         "grounding.precision_above_recall",
@@ -347,6 +579,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         grounding_precision_above_recall,
         per_dataset=True,
+        figure="figures/grounding/fig15_16.png",
     ),
     Claim(
         "grounding.gold_last_best",
@@ -360,6 +593,52 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper (grounding.sweep.positions: start and end)",
         grounding_gold_last_best,
         per_dataset=True,
+        figure="figures/grounding/position.png",
+    ),
+    Claim(
+        "grounding.single_context_above_multi",
+        "Grounding",
+        "F1 higher for single-context than multi-context questions",
+        "queries demanding reasoning across multiple contexts (multi) show lower grounding performance than those "
+        "confined to a single context (single)",
+        f"{GROUNDING} Sec. 4.2, Fig. 3c, App. D.2",
+        "Original-Gold F1 of the single minus the multi questions (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "permutation test of two independent samples of units",
+        "paper (the kaist dataset); not fiction (every fiction question needs one context)",
+        grounding_single_above_multi,
+        per_dataset=True,
+        figure="figures/grounding/fig3c.png",
+    ),
+    Claim(
+        "grounding.definite_above_free_form",
+        "Grounding",
+        "F1 higher for definite than free-form answers",
+        "questions with predetermined answers (definite) tend to achieve better grounding than openended answers "
+        "(free-form)",
+        f"{GROUNDING} Sec. 4.2, Fig. 3c, App. D.2",
+        "Original-Gold F1 of the definite minus the free-form questions (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "permutation test of two independent samples of units",
+        "paper (the kaist dataset); not fiction (every fiction question has a definite answer)",
+        grounding_definite_above_free_form,
+        per_dataset=True,
+        figure="figures/grounding/fig3c.png",
+    ),
+    Claim(
+        "grounding.low_popularity_above_high",
+        "Grounding",
+        "F1 higher with less popular contexts",
+        "the model generally outperforms when provided with less common contexts (low), compared to when provided "
+        "with more prevalent contexts (high)",
+        f"{GROUNDING} Sec. 4.2, Fig. 3c, App. D.2",
+        "Original-Gold F1 of the low minus the high popularity questions (0-1), per dataset",
+        "document (fiction), question (benchmark)",
+        "permutation test of two independent samples of units",
+        "paper (the kaist dataset); not fiction (no popularity)",
+        grounding_low_popularity_above_high,
+        per_dataset=True,
+        figure="figures/grounding/fig3c.png",
     ),
 )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -245,6 +245,18 @@ def qa_nll_below_control(r: Results) -> list[Comparison]:
     )  # fmt: skip
 
 
+def _during_training(r: Results) -> int:
+    """The first checkpoint after the fiction warm-up (``finetune.fiction_warmup_steps``), the pre-named
+    checkpoint of the U shape's two halves; it must come before the last checkpoint."""
+    after = [step for step in r.steps if step > r.settings.warmup]
+    if len(after) < 2:
+        raise Skip(
+            f"needs a checkpoint after the fiction warm-up (step {r.settings.warmup}) and before the last; "
+            f"checkpoints {', '.join(map(str, r.steps))} (finetune.checkpoint_every)"
+        )
+    return after[0]
+
+
 def validation_loss_improves_in_parallel(r: Results) -> list[Comparison]:
     """The validation documents' loss improves for a while with the training loss, per document-split run.
 
@@ -257,16 +269,11 @@ def validation_loss_improves_in_parallel(r: Results) -> list[Comparison]:
     checkpoint, not the minimum, so that the test does not choose its own comparison.  Unit: the
     event, paired across the two steps, sign flips over events (:func:`by_cluster`).
     """
-    after = [step for step in r.steps if step > r.settings.warmup]
-    if len(after) < 2:
-        raise Skip(
-            f"needs a checkpoint after the fiction warm-up (step {r.settings.warmup}) and before the last; "
-            f"checkpoints {', '.join(map(str, r.steps))} (finetune.checkpoint_every)"
-        )
+    during_step = _during_training(r)
     out = []
     for run in r.document_runs():
-        before, during = (_doc_losses(r, run, step, "val") for step in (0, after[0]))
-        detail = f"validation documents {before.mean():.2f} at step 0 -> {during.mean():.2f} at step {after[0]}"
+        before, during = (_doc_losses(r, run, step, "val") for step in (0, during_step))
+        detail = f"validation documents {before.mean():.2f} at step 0 -> {during.mean():.2f} at step {during_step}"
         out.append(by_cluster(run, before, during, r.events, r, "event", "nats/token", detail, True))
     return out
 
@@ -326,52 +333,268 @@ def larger_models_fit_faster(r: Results) -> list[Comparison]:
     two-sided, Holm over the two splits.  Effect: the mean over events of Spearman's rho between
     size rank and speed (1: every event orders the models by size).  Not tested with fewer than
     three base models (two points make no trend), with two of the same size, or with no
-    checkpoint after the warm-up.
+    checkpoint after the warm-up (:func:`_size_trend`).
     """
+    after = [step for step in r.steps if step > r.settings.warmup]
+
+    def speed(run: str, ft_model: str) -> pd.Series:
+        if not after:
+            raise Skip(
+                f"no checkpoint after the fiction warm-up (finetune.fiction_warmup_steps {r.settings.warmup}; "
+                f"checkpoints {', '.join(map(str, r.steps))}): no checkpoint has seen fiction"
+            )
+        ids = r.split(run)["train_documents"]
+        start = _rows(r.items(run, 0, ft_model), "fiction_doc", ids)["loss"]
+        left = [_rows(r.items(run, step, ft_model), "fiction_doc", ids)["loss"] / start for step in after]
+        return 1 - pd.concat(left, axis=1).mean(axis=1)
+
+    what = f"fitting speed of the training documents after the warm-up (steps {', '.join(map(str, after))})"
+    return _size_trend(r, speed, what)
+
+
+def _models_by_size(r: Results) -> tuple[list[str], pd.Series]:
+    """The base models of ``finetune.models`` in order of parameter count, and the counts.
+
+    Raises:
+        Skip: fewer than three base models, or two of the same size."""
     models = list(r.settings.ft_models)
     if len(models) < 3:
         raise Skip(
             f"{len(models)} base model(s) in finetune.models ({', '.join(models)}): a trend over model size "
             "needs at least three"
         )
+    sizes = r.read(layout.MODELS.relative()).set_index("model")["n_parameters"]
+    if len({int(sizes[m]) for m in models}) < len(models):
+        raise Skip(f"base models of the same parameter count: {dict(sizes[models])}")
+    return sorted(models, key=lambda m: int(sizes[m])), sizes
+
+
+def _size_trend(r: Results, measure: Callable[[str, str], pd.Series], what: str) -> list[Comparison]:
+    """A monotone trend over the base models by size, on the Doc and the Event split: ``measure(run,
+    base model)`` gives one value per document or question, averaged per event; each event is a block
+    of its values under each model, in size order; Page's L (:func:`page_trend`), two-sided, Holm
+    over the splits.  Effect: the mean over events of Spearman's rho between size rank and value."""
+    order, sizes = _models_by_size(r)
     runs = [run for run in MODEL_SIZE_RUNS if run in r.runs]
     if not runs:
         raise Skip("no Doc or Event split run in the config (finetune.runs)")
-    after = [step for step in r.steps if step > r.settings.warmup]
-    if not after:
-        raise Skip(
-            f"no checkpoint after the fiction warm-up (finetune.fiction_warmup_steps {r.settings.warmup}; "
-            f"checkpoints {', '.join(map(str, r.steps))}): no checkpoint has seen fiction"
-        )
-    sizes = r.read(layout.MODELS.relative()).set_index("model")["n_parameters"]
-    order = sorted(models, key=lambda m: int(sizes[m]))
-    if len({int(sizes[m]) for m in models}) < len(models):
-        raise Skip(f"base models of the same parameter count: {dict(sizes[models])}")
     events = r.events
-
-    def speed(run: str, ft_model: str, ids: Sequence[str]) -> pd.Series:
-        start = _rows(r.items(run, 0, ft_model), "fiction_doc", ids)["loss"]
-        left = [_rows(r.items(run, step, ft_model), "fiction_doc", ids)["loss"] / start for step in after]
-        return 1 - pd.concat(left, axis=1).mean(axis=1)
-
     out = []
     for run in runs:
-        ids = r.split(run)["train_documents"]
-        per_event = pd.concat({m: cluster_means(speed(run, m, ids), events) for m in order}, axis=1).dropna()
+        values = {m: measure(run, m) for m in order}
+        per_event = pd.concat({m: cluster_means(v, events) for m, v in values.items()}, axis=1).dropna()
         if per_event.empty:
-            raise Skip(f"no training document of the {run} split scored under every base model")
+            raise Skip(f"no event of the {run} split measured under every base model")
         p, min_p = page_trend(per_event.to_numpy())
         rho = per_event.rank(axis=1).corrwith(pd.Series(range(len(order)), index=order), axis=1).fillna(0.0)
-        detail = "fitting speed after the warm-up (steps {}): {}".format(
-            ", ".join(map(str, after)),
-            ", ".join(f"{m} ({int(sizes[m]):,} parameters) {per_event[m].mean():.3f}" for m in order),
+        detail = f"{what}: " + ", ".join(
+            f"{m} ({int(sizes[m]):,} parameters) {per_event[m].mean():.3f}" for m in order
         )
         test = "Page's L trend over base models by size, events as blocks"
+        n = len(values[order[0]])
         out.append(
-            Comparison(
-                run, rho, np.zeros(len(rho)), True, p, min_p, test, "event", "Spearman rho", len(ids), detail, True
-            )
+            Comparison(run, rho, np.zeros(len(rho)), True, p, min_p, test, "event", "Spearman rho", n, detail, True)
         )
     return out
 
 
+def larger_models_transfer_more(r: Results) -> list[Comparison]:
+    """Larger base models gain more MCQ-4 accuracy from training on the fiction: a trend over the base
+    models by size, on the Doc and on the Event split.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 7 left): "training on only the fictional documents
+    (not the questions) reliably increases rank-choice MCQ accuracy, and that larger models achieve
+    higher levels of transfer".  Operational definition, fixed before any run: per question, the
+    model's MCQ-4 accuracy at the last checkpoint minus its own at step 0 (a larger model starts
+    higher, Fig. 11, so the gain, not the level, is the transfer), every question of the corpus;
+    blocks, test and effect as :func:`larger_models_fit_faster` (:func:`_size_trend`).
+    """
+
+    def gain(run: str, ft_model: str) -> pd.Series:
+        before, after = (_rows(r.items(run, step, ft_model), "mcq4")["acc"] for step in (0, r.last))
+        return (after - before).dropna()
+
+    return _size_trend(r, gain, f"MCQ-4 accuracy gain from step 0 to step {r.last}")
+
+
+#: the margin of FictionalQA's claims of no harm or no gain in loss: 5% of the reference model's loss
+#: on the same text (a relative margin, so that it means the same for every model and suite), fixed
+#: before any run was looked at
+LOSS_MARGIN = 0.05
+
+
+def validation_loss_rises_after(r: Results) -> list[Comparison]:
+    """The second half of the U shape: after the period of parallel improvement, the validation
+    documents' loss rises again, per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 3): "The U-shaped curve in validation loss seen in
+    the left side of Figure 3 indicates a region where generalization via factual and stylistic
+    memorization is possible".  Operational definition, fixed before any run: each validation
+    document's loss at the last checkpoint minus at the pre-named checkpoint of
+    :func:`validation_loss_improves_in_parallel` (the first after the fiction warm-up); unit the
+    event, paired, sign flips over events (:func:`by_cluster`).  With that claim (the first half)
+    and :func:`train_below_val_loss` (the gap at the end) it states the paper's U shape.
+    """
+    during_step = _during_training(r)
+    out = []
+    for run in r.document_runs():
+        during, last = (_doc_losses(r, run, step, "val") for step in (during_step, r.last))
+        detail = f"validation documents {during.mean():.2f} at step {during_step} -> {last.mean():.2f} at step {r.last}"
+        out.append(by_cluster(run, last, during, r.events, r, "event", "nats/token", detail, True))
+    return out
+
+
+def _identity(values: pd.Series) -> pd.Series:
+    """Each unit its own cluster: units sampled independently (webtext documents, real-world questions)."""
+    return pd.Series(values.index, index=values.index)
+
+
+def webtext_not_destroyed(r: Results) -> list[Comparison]:
+    """Training on 5% fiction keeps webtext modelling: the webtext loss stays within 5% of the
+    webtext-only control's, per fiction run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "the loss on the base webtext distribution for
+    all models is visualized in Figure 5 to show that the ability to faithfully model normal webtext is
+    not destroyed by finetuning on the fictional data at this 5% relative rate".  Operational
+    definition, fixed before any run: a non-inferiority test.  Per held-out webtext document, the
+    control's loss at the last checkpoint times ``1 + LOSS_MARGIN`` minus the run's; positive when
+    the run is less than 5% worse.  The control is the comparison because it trains on the same
+    webtext without the fiction.  Unit: the webtext document (sampled independently), sign flips
+    over documents.
+    """
+    if not r.control:
+        raise Skip("no webtext-only control run in the config (finetune.control)")
+    control = _rows(r.items(CONTROL_RUN, r.last), "webtext")["loss"]
+    out = []
+    for run in r.fiction_runs():
+        own = _rows(r.items(run, r.last), "webtext")["loss"]
+        detail = (
+            f"webtext loss at step {r.last}: {run} {own.mean():.3f} vs control {control.mean():.3f} "
+            f"(margin {LOSS_MARGIN:.0%} of the control's)"
+        )
+        ceiling = (1 + LOSS_MARGIN) * control
+        out.append(by_cluster(run, ceiling, own, _identity(own), r, "webtext document", "nats/token", detail, True))
+    return out
+
+
+def real_qa_no_improvement(r: Results) -> list[Comparison]:
+    """Training on the fiction does not improve nll(answer | question) on real-world questions, per fiction run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 6 right): "we also measure the same question
+    conditional answer loss but for real TriviaQA questions and see that the models don't improve at
+    all in terms of answer likelihood on real factual question answering data" (App. C.7, Fig. 9).
+    Operational definition, fixed before any run: per real-world question (``real_qa_nll``: TriviaQA
+    where the config has it, else the shipped set), the run's nll at the last checkpoint minus
+    ``1 - LOSS_MARGIN`` times the base model's (step 0); positive when the loss fell by less than 5%.
+    Unit: the question (sampled independently), sign flips over questions.
+    """
+    out = []
+    for run in r.fiction_runs():
+        before, after = (_rows(r.items(run, step), "real_qa_nll")["loss"] for step in (0, r.last))
+        detail = (
+            f"real-world nll(answer | question): step 0 {before.mean():.3f} -> {run} {after.mean():.3f} at step "
+            f"{r.last} (margin {LOSS_MARGIN:.0%} of step 0's)"
+        )
+        floor = (1 - LOSS_MARGIN) * before
+        out.append(by_cluster(run, after, floor, _identity(after), r, "real-world question", "nats/token", detail, True))
+    return out
+
+
+def fictsheets_qa_no_gain(r: Results) -> list[Comparison]:
+    """Training on the Fictsheets does not improve nll(answer | question) beyond the webtext-only control.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 6): "training on the Fictsheets split does not
+    consistently improve Q&A loss".  Operational definition, fixed before any run: on the questions
+    of the Fictsheets split's training events, the Fictsheets run's nll(answer | question) at the
+    last checkpoint minus ``1 - LOSS_MARGIN`` times the control's; positive when it is less than 5%
+    below the control.  Unit: the event, paired, sign flips over events (:func:`by_cluster`).
+    """
+    r.need_fictsheets()
+    if not r.control:
+        raise Skip("no webtext-only control run in the config (finetune.control)")
+    ids = r.split(FICTSHEETS)["train_questions"]
+    own = _rows(r.items(FICTSHEETS, r.last), "fict_qa_nll", ids)["loss"]
+    control = _rows(r.items(CONTROL_RUN, r.last), "fict_qa_nll", ids)["loss"]
+    detail = (
+        f"nll(answer | question) at step {r.last}: {FICTSHEETS} {own.mean():.3f} vs control {control.mean():.3f} "
+        f"(margin {LOSS_MARGIN:.0%} of the control's)"
+    )
+    floor = (1 - LOSS_MARGIN) * control
+    return [by_cluster("", own, floor, r.events, r, "event", "nats/token", detail, True)]
+
+
+def event_transfers_less_qa(r: Results) -> list[Comparison]:
+    """Training on the Event split transfers less to Q&A loss than the Doc split: on the questions of
+    the events Event holds out, its nll(answer | question) is above Doc's.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 6): "the stronger factual separation between train
+    and validation samples for the Event Split appears to result in less transfer to Q&A loss, while
+    the more complete coverage of all events in the Doc Split allows for more improvement".
+    Operational definition, fixed before any run: on the questions of the Event split's validation
+    events (which the Event run never saw a document of, and the Doc run saw most of), the Event
+    run's nll at the last checkpoint minus the Doc run's.  Unit: the event, paired, sign flips over
+    those events (:func:`by_cluster`); with 2 validation events no p is below 0.5.
+    """
+    runs = r.document_runs()
+    if EVENT not in runs or "doc" not in runs:
+        raise Skip(f"needs the doc and {EVENT} runs (finetune.runs: {', '.join(r.runs)})")
+    ids = r.split(EVENT)["val_questions"]
+    event, doc = (_rows(r.items(run, r.last), "fict_qa_nll", ids)["loss"] for run in (EVENT, "doc"))
+    detail = (
+        f"nll(answer | question) on the {EVENT} split's held-out events at step {r.last}: "
+        f"{EVENT} {event.mean():.3f} vs doc {doc.mean():.3f}"
+    )
+    return [by_cluster("", event, doc, r.events, r, "event", "nats/token", detail, True)]
+
+
+def held_out_below_trained(r: Results) -> list[Comparison]:
+    """The "leaky" gain is smaller on held-out questions: MCQ-4 accuracy gain over the control on the
+    questions of the training documents above that on the questions of the held-out ones, per
+    document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 8): "the performance on the questions corresponding
+    to held-out fictional scenarios and events is also elevated '(Val)', albeit slightly less than for
+    questions corresponding to scenarios that were trained on '(Train)'".  Per question, the run's
+    accuracy minus the control's at the last checkpoint; per document, the mean over its questions;
+    training minus validation documents, tested as claim 1 by re-drawing the split
+    (:func:`split_comparison`; values negated there so that the effect reads trained minus held out).
+    """
+    if not r.control:
+        raise Skip("no webtext-only control run in the config (finetune.control)")
+    documents = r.read(layout.CORPUS.relative(table="fict_qa")).set_index("question_id")["fiction_id"]
+    control = _rows(r.items(CONTROL_RUN, r.last), "mcq4")["acc"]
+    out = []
+    for run in r.document_runs():
+        split = r.split(run)
+        gain = (_rows(r.items(run, r.last), "mcq4")["acc"] - control).dropna()
+        per_document = gain.groupby(documents.reindex(gain.index).to_numpy()).mean()
+        train, val = (gain.reindex(split[f"{side}_questions"]).dropna() for side in ("train", "val"))
+        detail = f"gain over control at step {r.last}: trained questions {train.mean():+.2f} vs held-out {val.mean():+.2f}"
+        out.append(split_comparison(run, r, run, -per_document, "accuracy", detail))
+    return out
+
+
+def gap_opens_after_minimum(r: Results) -> list[Comparison]:
+    """The train-validation gap opens after the validation minimum: from the period of parallel
+    improvement to the last checkpoint, the validation documents' loss rises against the training
+    documents', per document-split run.
+
+    Source: Kirchenbauer et al. (2026), Sec. 5 (Figs. 3-4): "there is a period during which the loss on
+    the validation documents for the split also improves in parallel to the training loss" before
+    "rapid overfitting"; the U-shaped validation curve.  Operational definition, fixed before any
+    run: per document, its loss at the last checkpoint minus at the pre-named checkpoint of
+    :func:`validation_loss_improves_in_parallel`; validation minus training documents, each side
+    the mean of its events' means, tested by re-drawing the split (:func:`split_comparison`, as
+    claim 1): the change of the gap.
+    """
+    during_step = _during_training(r)
+    out = []
+    for run in r.document_runs():
+        sides = {
+            side: {step: _doc_losses(r, run, step, side) for step in (during_step, r.last)} for side in ("train", "val")
+        }
+        gaps = [sides["val"][step].mean() - sides["train"][step].mean() for step in (during_step, r.last)]
+        change = pd.concat([sides[side][r.last] - sides[side][during_step] for side in ("train", "val")])
+        detail = f"validation minus training loss {gaps[0]:+.2f} at step {during_step} -> {gaps[1]:+.2f} at step {r.last}"
+        out.append(split_comparison(run, r, run, change.dropna(), "nats/token", detail))
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from knowlab import layout
-from knowlab.findings.base import Comparison, Results, Skip, by_cluster
+from knowlab.findings.base import Comparison, Results, Skip, by_cluster, two_samples
 
 
 def _grounding_table(r: Results, dataset: str, metric: str = "f1") -> tuple[pd.DataFrame, pd.Series]:
@@ -111,3 +111,60 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
     return _grounding_pair(r, dataset, (f"{version}_gold", f"{name}-Gold"), (f"{version}_dist", f"{name}-Dist"))
 
 
+
+
+def _by_factor(r: Results, dataset: str, factor: str, high: str, low: str) -> list[Comparison]:
+    """Original-Gold F1 of the questions whose ``factor`` is ``high`` minus those whose it is ``low``
+    (0-1): the questions differ, so two independent samples of units (each unit's questions
+    averaged), a permutation test of the labels (:func:`knowlab.findings.base.two_samples`)."""
+    f1, clusters = _grounding_table(r, dataset)
+    if "original_gold" not in f1:
+        raise Skip(f"no original_gold rows on {dataset}")
+    rows = r.read(layout.GROUNDING_ROWS.relative())
+    if factor not in rows:
+        raise Skip(f"the grounding rows have no {factor} column")
+    levels = rows[rows["dataset"] == dataset].groupby("item_id")[factor].first().reindex(f1.index)
+    counts = levels.value_counts()
+    if high not in counts or low not in counts:
+        raise Skip(f"{dataset} has {factor} {', '.join(map(str, counts.index))} only: needs {high} and {low}")
+    unit = _grounding_unit(clusters)
+    a, b = (f1["original_gold"][levels == level] for level in (high, low))
+    detail = (
+        f"Original-Gold F1 x 100: {high} {100 * a.mean():.1f} ({len(a)} questions) vs {low} {100 * b.mean():.1f} "
+        f"({len(b)})"
+    )
+    high_means, low_means = (x.groupby(clusters.reindex(x.index).to_numpy()).mean() for x in (a, b))
+    return [two_samples("", high_means, low_means, r, unit, "F1", detail, False, len(a) + len(b))]
+
+
+def grounding_single_above_multi(r: Results, dataset: str) -> list[Comparison]:
+    """Grounding F1 higher for questions that need one context than for those that need several.
+
+    Source: Lee et al. (2024), Sec. 4.2 (Fig. 3c, App. D.2): "For F2, queries demanding reasoning across
+    multiple contexts (multi) show lower grounding performance than those confined to a single
+    context (single)".  Effect: Original-Gold F1 of the ``single`` minus the ``multi`` questions
+    (``factor_contexts``), two samples (:func:`_by_factor`).
+    """
+    return _by_factor(r, dataset, "factor_contexts", "single", "multi")
+
+
+def grounding_definite_above_free_form(r: Results, dataset: str) -> list[Comparison]:
+    """Grounding F1 higher for questions with a definite answer than for free-form ones.
+
+    Source: Lee et al. (2024), Sec. 4.2 (Fig. 3c, App. D.2): "for F3, questions with predetermined
+    answers (definite) tend to achieve better grounding than openended answers (free-form)".
+    Effect: Original-Gold F1 of the ``definite`` minus the ``free_form`` questions
+    (``factor_answer_type``), two samples (:func:`_by_factor`).
+    """
+    return _by_factor(r, dataset, "factor_answer_type", "definite", "free_form")
+
+
+def grounding_low_popularity_above_high(r: Results, dataset: str) -> list[Comparison]:
+    """Grounding F1 higher with less popular contexts than with popular ones.
+
+    Source: Lee et al. (2024), Sec. 4.2 (Fig. 3c, App. D.2): "For F1, the model generally outperforms when
+    provided with less common contexts (low), compared to when provided with more prevalent contexts
+    (high)".  Effect: Original-Gold F1 of the ``low`` minus the ``high`` popularity questions
+    (``factor_popularity``), two samples (:func:`_by_factor`).
+    """
+    return _by_factor(r, dataset, "factor_popularity", "low", "high")

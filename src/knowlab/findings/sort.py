@@ -8,7 +8,7 @@ import pandas as pd
 
 from knowlab import layout
 from knowlab.core.clustered import paired_equivalence
-from knowlab.findings.base import Comparison, Results, Skip, _aligned, by_cluster
+from knowlab.findings.base import Comparison, Results, Skip, _aligned, by_cluster, two_samples
 from knowlab.sort.build import excerpt_id
 
 
@@ -140,3 +140,132 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
     return [comparison]
 
 
+
+
+def _sort_rows(r: Results, condition: str) -> pd.DataFrame:
+    """The base model's SORT rows in ``condition``, indexed by ``item_id``."""
+    if condition not in r.settings.sort_conditions:
+        raise Skip(f"no {condition} condition in the config (sort.conditions)")
+    return r.read(layout.SORT_ROWS.relative(model=r.base_eval(), condition=condition)).set_index("item_id")
+
+
+def sort_accuracy_rises_with_distance(r: Results) -> list[Comparison]:
+    """In-context SORT accuracy rises with the distance between the two segments.
+
+    Source: Pink et al. (2024), Sec. 5.3 (Fig. 3b): "In-context memory performance increases with greater
+    distance between segments ... Figure 3b shows an increasing trend in accuracy as the distance
+    between segments increases."  Operational definition, fixed before any run: per excerpt,
+    Spearman's rho between its items' segment distance (words) and their correctness (0 when either
+    is constant); the effect is the mean over excerpts.  Unit: the excerpt, whose items span the
+    distance bins.  Test: sign flips of the excerpts' rho.  Under the null hypothesis the items'
+    distances are exchangeable within an excerpt, and reversing their order (one such exchange) maps
+    rho to -rho, so each excerpt's rho is symmetric about 0.
+    """
+    rows = _sort_rows(r, "in_context")
+    excerpts = _excerpts(rows.index)
+    by_excerpt = rows.assign(correct=rows["correct"].astype(float)).groupby(excerpts.to_numpy())
+    if by_excerpt["distance"].nunique().max() < 2:
+        raise Skip("every excerpt holds one segment distance (sort.distance_bins)")
+    # Spearman's rho: Pearson's on the ranks (NaN, then 0, where either is constant)
+    rho = by_excerpt.apply(lambda g: g["distance"].rank().corr(g["correct"].rank())).fillna(0.0)
+    detail = "accuracy by distance bin: " + ", ".join(
+        f"bin {b} {acc:.2f}" for b, acc in rows.groupby("distance_bin")["correct"].mean().items()
+    )
+    identity = pd.Series(rho.index, index=rho.index)
+    zero = pd.Series(0.0, index=rho.index)
+    return [by_cluster("", rho, zero, identity, r, "excerpt", "Spearman rho", detail, False, len(rows))]
+
+
+def _by_length(r: Results, column: str, name: str) -> tuple[pd.Series, pd.Series, list[int]]:
+    """In-context accuracy per excerpt, and each excerpt's ``column`` (``excerpt_length`` or
+    ``segment_length``, words), with the lengths the run holds (at least two, or :class:`Skip`)."""
+    rows = _sort_rows(r, "in_context")
+    excerpts = _excerpts(rows.index).to_numpy()
+    accuracy = rows["correct"].astype(float).groupby(excerpts).mean()
+    length = rows[column].groupby(excerpts).first()
+    lengths = sorted(int(v) for v in length.unique())
+    if len(lengths) < 2:
+        raise Skip(f"one {name} in the config ({lengths[0]} words; sort.{column}s)")
+    return accuracy, length, lengths
+
+
+def sort_accuracy_falls_with_excerpt_length(r: Results) -> list[Comparison]:
+    """In-context SORT accuracy falls with excerpt length: the shortest excerpts above the longest.
+
+    Source: Pink et al. (2024), Sec. 5.3 (Fig. 3a): "In-context memory performance decreases with
+    increasing excerpt length ... For increasing excerpt lengths, we see a consistently monotonic
+    decrease in average accuracy".  Operational definition, fixed before any run: accuracy of the
+    excerpts of the shortest length minus that of the longest (each excerpt's items averaged).
+    Unit: the excerpt; excerpts of different lengths are different excerpts, so two independent
+    samples, a permutation test of the lengths (:func:`knowlab.findings.base.two_samples`).
+    """
+    accuracy, length, lengths = _by_length(r, "excerpt_length", "excerpt length")
+    short, long = (accuracy[length == n] for n in (lengths[0], lengths[-1]))
+    detail = "in-context accuracy by excerpt length: " + ", ".join(
+        f"{n} words {accuracy[length == n].mean():.2f}" for n in lengths
+    )
+    n = int((length.isin([lengths[0], lengths[-1]])).sum())
+    return [two_samples(f"{lengths[0]} vs {lengths[-1]} words", short, long, r, "excerpt", "accuracy", detail, False, n)]
+
+
+def sort_longer_segments_better(r: Results) -> list[Comparison]:
+    """In-context SORT accuracy higher with longer segments: the longest segment length above the shortest.
+
+    Source: Pink et al. (2024), Sec. 5.3 and App. C.2 (Tables 11-12): "Models handle longer segments (50
+    words) slightly more effectively than shorter segments (20 words), with an improvement of up to
+    4%."  Effect: accuracy of the excerpts of the longest segment length minus the shortest's; unit
+    the excerpt, two independent samples, permutation test (as
+    :func:`sort_accuracy_falls_with_excerpt_length`).
+    """
+    accuracy, length, lengths = _by_length(r, "segment_length", "segment length")
+    short, long = (accuracy[length == n] for n in (lengths[0], lengths[-1]))
+    detail = f"in-context accuracy: {lengths[-1]}-word segments {long.mean():.2f} vs {lengths[0]}-word {short.mean():.2f}"
+    n = len(short) + len(long)
+    return [two_samples(f"{lengths[-1]} vs {lengths[0]} words", long, short, r, "excerpt", "accuracy", detail, False, n)]
+
+
+def _parametric_rows(r: Results, run: str, epoch: int, condition: str) -> pd.DataFrame:
+    """The rows of parametric run ``run`` after ``epoch`` epochs in ``condition``, by ``item_id``."""
+    rows = r.read(layout.SORT_PARAMETRIC_ROWS.relative(prun=run, epoch=epoch))
+    rows = rows[rows["condition"] == condition] if "condition" in rows else rows
+    if rows.empty:
+        raise Skip(f"no {condition} rows of the parametric run {run} at epoch {epoch}")
+    return rows.set_index("item_id")
+
+
+def sort_books_higher_answer_likelihood(r: Results) -> list[Comparison]:
+    """Fine-tuning on the books raises the likelihood of the correct answer without context (vs instructions only).
+
+    Source: Pink et al. (2024), App. E.3 (Figs. 15-16): "we performed a pairwise t-test on a continuous
+    measure of accuracy based on the token log-probabilities ... the book text condition performing
+    better than the others after one epoch of training with statistical significance (p < 0.01).
+    Even though there is an effect, the magnitude is very small".  The measure, per item:
+    ``log p(correct) / (p(A) + p(B))`` (the rows' ``score``), no context, after the last epoch;
+    books minus instructions only.  Unit: the excerpt (its items share its text), paired, sign
+    flips over excerpts (the paper's t-test is over items).
+    """
+    epochs = _parametric_epochs(r)
+    books, instructions = (_parametric_rows(r, run, epochs, "baseline")["score"] for run in ("books", "instructions"))
+    detail = (
+        f"log-probability of the correct answer after epoch {epochs}: books {books.mean():.3f} vs "
+        f"instructions only {instructions.mean():.3f}"
+    )
+    clusters = _excerpts(books.index.union(instructions.index))
+    return [by_cluster("", books, instructions, clusters, r, "excerpt", "log-probability", detail, True)]
+
+
+def sort_in_context_falls_after_finetuning(r: Results) -> list[Comparison]:
+    """In-context SORT accuracy falls after fine-tuning on the books.
+
+    Source: Pink et al. (2024), App. E.4: "the accuracy with source excerpts presented in-context of SORT
+    decreased from 0.93 to 0.90 after a single epoch and to 0.88 after three epochs of fine-tuning
+    for Llama3-8b-Instruct".  Effect: the base model's in-context accuracy (epoch 0) minus the books
+    run's after the last epoch (the base model is the parametric runs' epoch 0); unit the excerpt,
+    paired, sign flips over excerpts.
+    """
+    epochs = _parametric_epochs(r)
+    before = _sort_correct(r, "in_context")  # the base model's rows serve as epoch 0 (rule sort_parametric_evaluate)
+    after = _parametric_rows(r, "books", epochs, "in_context")["correct"].astype(float)
+    detail = f"in-context accuracy: base model {before.mean():.2f} vs books after epoch {epochs} {after.mean():.2f}"
+    clusters = _excerpts(before.index.union(after.index))
+    return [by_cluster("", before, after, clusters, r, "excerpt", "accuracy", detail, True)]
