@@ -210,7 +210,18 @@ def collect(
 
 #: the columns of :func:`design_table`
 DESIGN_COLUMNS = (
-    "study", "claim", "unit", "n_clusters", "n", "seeds", "min_p", "alpha", "testable", "mde", "scale", "status"
+    "study",
+    "claim",
+    "unit",
+    "n_clusters",
+    "n",
+    "seeds",
+    "min_p",
+    "alpha",
+    "testable",
+    "mde",
+    "scale",
+    "status",
 )
 
 

@@ -477,9 +477,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
         test = f"{c.test}, two-sided"
         if c.seeds:  # training seeds as replicates: seeds x units
             a, b = (np.stack([pair[side] for pair in c.seeds.values()]) for side in (0, 1))
-            est = crossed_bootstrap_difference(
-                a, b, paired=c.paired, **bootstrap
-            )
+            est = crossed_bootstrap_difference(a, b, paired=c.paired, **bootstrap)
             test += (
                 f", on the values averaged over {len(c.seeds)} training seeds; t-test over the seeds' effects "
                 f"p = {c.seed_p:.2g}; p the larger of the two; interval over seeds and units"
@@ -487,9 +485,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             effects = ", ".join(f"{k} {_signed(float(x.mean() - y.mean()))}" for k, (x, y) in c.seeds.items())
             detail = f"{c.detail}; effect per training seed: {effects}"
         else:
-            est = bootstrap_difference(
-                c.a, c.b, paired=c.paired, **bootstrap
-            )
+            est = bootstrap_difference(c.a, c.b, paired=c.paired, **bootstrap)
             detail = c.detail + ("; one training seed: the result is conditional on it" if c.trained else "")
         test += f", Holm over {m} comparisons" if m > 1 else ""
         mde = minimum_detectable_effect(est["se"], s.alpha, s.power)
@@ -543,8 +539,6 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
         status = decide(est["effect"], est["ci_low"], est["ci_high"], float(p), s.alpha)
         out.append(Finding(**common, status=status, test=test, p=float(p)))
     return out
-
-
 
 
 def _signed(x: float) -> str:

@@ -486,8 +486,7 @@ CLAIMS: tuple[Claim, ...] = (
         "the book text condition performing better than the others after one epoch of training with statistical "
         "significance (p < 0.01)",
         f"{SORT} App. E.3, Figs. 15-16",
-        "books minus instructions-only log p(correct) / (p(A) + p(B)) without context after the last epoch "
-        "(nats)",
+        "books minus instructions-only log p(correct) / (p(A) + p(B)) without context after the last epoch " "(nats)",
         "excerpt",
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",

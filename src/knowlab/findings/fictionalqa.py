@@ -387,9 +387,7 @@ def _size_trend(r: Results, measure: Callable[[str, str], pd.Series], what: str)
             raise Skip(f"no event of the {run} split measured under every base model")
         p, min_p = page_trend(per_event.to_numpy())
         rho = per_event.rank(axis=1).corrwith(pd.Series(range(len(order)), index=order), axis=1).fillna(0.0)
-        detail = f"{what}: " + ", ".join(
-            f"{m} ({int(sizes[m]):,} parameters) {per_event[m].mean():.3f}" for m in order
-        )
+        detail = f"{what}: " + ", ".join(f"{m} ({int(sizes[m]):,} parameters) {per_event[m].mean():.3f}" for m in order)
         test = "Page's L trend over base models by size, events as blocks"
         n = len(values[order[0]])
         out.append(
@@ -496,7 +494,9 @@ def real_qa_no_improvement(r: Results) -> list[Comparison]:
             f"{r.last} (margin {LOSS_MARGIN:.0%} of step 0's)"
         )
         floor = (1 - LOSS_MARGIN) * before
-        out.append(by_cluster(run, after, floor, _identity(after), r, "real-world question", "nats/token", detail, True))
+        out.append(
+            by_cluster(run, after, floor, _identity(after), r, "real-world question", "nats/token", detail, True)
+        )
     return out
 
 
@@ -569,7 +569,9 @@ def held_out_below_trained(r: Results) -> list[Comparison]:
         gain = (_rows(r.items(run, r.last), "mcq4")["acc"] - control).dropna()
         per_document = gain.groupby(documents.reindex(gain.index).to_numpy()).mean()
         train, val = (gain.reindex(split[f"{side}_questions"]).dropna() for side in ("train", "val"))
-        detail = f"gain over control at step {r.last}: trained questions {train.mean():+.2f} vs held-out {val.mean():+.2f}"
+        detail = (
+            f"gain over control at step {r.last}: trained questions {train.mean():+.2f} vs held-out {val.mean():+.2f}"
+        )
         out.append(split_comparison(run, r, run, -per_document, "accuracy", detail))
     return out
 
@@ -595,6 +597,8 @@ def gap_opens_after_minimum(r: Results) -> list[Comparison]:
         }
         gaps = [sides["val"][step].mean() - sides["train"][step].mean() for step in (during_step, r.last)]
         change = pd.concat([sides[side][r.last] - sides[side][during_step] for side in ("train", "val")])
-        detail = f"validation minus training loss {gaps[0]:+.2f} at step {during_step} -> {gaps[1]:+.2f} at step {r.last}"
+        detail = (
+            f"validation minus training loss {gaps[0]:+.2f} at step {during_step} -> {gaps[1]:+.2f} at step {r.last}"
+        )
         out.append(split_comparison(run, r, run, change.dropna(), "nats/token", detail))
     return out

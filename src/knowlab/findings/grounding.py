@@ -111,8 +111,6 @@ def grounding_distractors(r: Results, dataset: str, version: str) -> list[Compar
     return _grounding_pair(r, dataset, (f"{version}_gold", f"{name}-Gold"), (f"{version}_dist", f"{name}-Dist"))
 
 
-
-
 def _by_factor(r: Results, dataset: str, factor: str, high: str, low: str) -> list[Comparison]:
     """Original-Gold F1 of the questions whose ``factor`` is ``high`` minus those whose it is ``low``
     (0-1): the questions differ, so two independent samples of units (each unit's questions

@@ -140,8 +140,6 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
     return [comparison]
 
 
-
-
 def _sort_rows(r: Results, condition: str) -> pd.DataFrame:
     """The base model's SORT rows in ``condition``, indexed by ``item_id``."""
     if condition not in r.settings.sort_conditions:
@@ -205,7 +203,9 @@ def sort_accuracy_falls_with_excerpt_length(r: Results) -> list[Comparison]:
         f"{n} words {accuracy[length == n].mean():.2f}" for n in lengths
     )
     n = int((length.isin([lengths[0], lengths[-1]])).sum())
-    return [two_samples(f"{lengths[0]} vs {lengths[-1]} words", short, long, r, "excerpt", "accuracy", detail, False, n)]
+    return [
+        two_samples(f"{lengths[0]} vs {lengths[-1]} words", short, long, r, "excerpt", "accuracy", detail, False, n)
+    ]
 
 
 def sort_longer_segments_better(r: Results) -> list[Comparison]:
@@ -219,9 +219,13 @@ def sort_longer_segments_better(r: Results) -> list[Comparison]:
     """
     accuracy, length, lengths = _by_length(r, "segment_length", "segment length")
     short, long = (accuracy[length == n] for n in (lengths[0], lengths[-1]))
-    detail = f"in-context accuracy: {lengths[-1]}-word segments {long.mean():.2f} vs {lengths[0]}-word {short.mean():.2f}"
+    detail = (
+        f"in-context accuracy: {lengths[-1]}-word segments {long.mean():.2f} vs {lengths[0]}-word {short.mean():.2f}"
+    )
     n = len(short) + len(long)
-    return [two_samples(f"{lengths[-1]} vs {lengths[0]} words", long, short, r, "excerpt", "accuracy", detail, False, n)]
+    return [
+        two_samples(f"{lengths[-1]} vs {lengths[0]} words", long, short, r, "excerpt", "accuracy", detail, False, n)
+    ]
 
 
 def _parametric_rows(r: Results, run: str, epoch: int, condition: str) -> pd.DataFrame:
