@@ -6,6 +6,7 @@ FINDINGS_OUTPUTS = [
     "results/findings.txt",
     "results/findings.json",
     "results/findings_design.csv",
+    "results/findings.csv",
     "results/README.md",
 ]
 
@@ -19,6 +20,11 @@ rule findings:
     output:
         txt="results/findings.txt",
         json="results/findings.json",
+        table=report(
+            "results/findings.csv",
+            caption="../workflow/report/findings.rst",
+            category="Findings",
+        ),
         design=report(
             "results/findings_design.csv",
             caption="../workflow/report/findings_design.rst",

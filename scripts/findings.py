@@ -15,6 +15,7 @@ with rule_step(snakemake) as log:
     checked = findings.collect(layout.RESULTS, settings, model=params.model, inputs=snakemake.input)
     text = findings.render(checked, params.report)
     write_json(snakemake.output.json, findings.to_records(checked))
+    write_csv(snakemake.output.table, findings.report_table(checked))
     write_csv(snakemake.output.design, findings.design_table(checked))
     with atomic_path(snakemake.output.txt) as tmp:
         tmp.write_text(text, encoding="utf-8")

@@ -183,9 +183,12 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
     records = json.loads((workdir / "results" / "findings.json").read_text())
     statuses = {"supported", "not significant", "inconclusive", "contradicted", "not tested"}
     keys = ("claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source")
-    keys += ("unit", "n_clusters", "scale", "seeds", "claim_id", "quote", "confidence")
-    # test.yaml: Doc, Event, Fictsheets, the control, two base models, SORT, one grounding set (6 claims)
-    assert len(records) == 28 and {r["claim_id"] for r in records} == {entry.id for entry in findings.CLAIMS}
+    keys += ("unit", "n_clusters", "scale", "seeds", "claim_id", "quote", "confidence", "figure")
+    # test.yaml: Doc, Event, Fictsheets, the control, two base models, SORT, one grounding set (9 claims)
+    assert len(records) == 49 and {r["claim_id"] for r in records} == {entry.id for entry in findings.CLAIMS}
+    # every line names a figure or table this run wrote, but for the claims the papers state in words
+    named = {r["figure"] for r in records if r["figure"]}
+    assert len(named) >= 10 and all((workdir / "results" / figure).is_file() for figure in named), named
     for record in records:
         assert all(key in record for key in keys) and record["status"] in statuses, record
         if record["effect"] is not None:
@@ -419,7 +422,8 @@ def test_report_builds(workdir, snakemake):
     }
     for study in ("sort", "grounding"):
         tables |= {p.relative_to(workdir).as_posix() for p in (workdir / "results" / study / "tables").glob("*.csv")}
-    tables.add("results/findings_design.csv")  # what this run's design can test (knowlab.findings.design_table)
+    # the findings beside their figures (knowlab.findings.report_table) and what the design can test
+    tables |= {"results/findings.csv", "results/findings_design.csv"}
     assert figures and len(tables) > 2
     assert set(results) == figures | tables, (figures | tables) ^ set(results)
     for path, result in results.items():

@@ -242,6 +242,20 @@ def design_table(findings: Sequence[Finding]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(DESIGN_COLUMNS)).astype(counts)
 
 
+#: the columns of :func:`report_table`
+REPORT_COLUMNS = (
+    "status", "study", "claim", "effect", "ci_low", "ci_high", "scale", "p", "unit", "n_clusters", "figure",
+    "claim_id", "source", "quote",
+)  # fmt: skip
+
+
+def report_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    """The report's findings section (``results/findings.csv``): one row per line of ``findings.txt``,
+    beside it the figure or table of this run it is read from (``figure``, under ``results/``) and the
+    paper's words (``quote``); the full test and detail are in ``findings.txt`` / ``findings.json``."""
+    return to_frame(findings).loc[:, list(REPORT_COLUMNS)]
+
+
 def tally(findings: Sequence[Finding]) -> dict[str, int]:
     """Findings per status, in :data:`STATUSES` order."""
     return {status: sum(f.status == status for f in findings) for status in STATUSES}
@@ -287,6 +301,6 @@ def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
 __all__ = [
     "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "NOT_SIGNIFICANT", "NOT_TESTED", "STATUSES", "SUPPORTED",
     "Claim", "Comparison", "DESIGN_COLUMNS", "Finding", "FindingsSettings", "Results", "Skip",
-    "claims_markdown", "collect", "decide", "decide_equivalence", "design_table", "render", "tally",
+    "claims_markdown", "collect", "decide", "decide_equivalence", "design_table", "render", "report_table", "tally",
     "to_frame", "to_records",
 ]  # fmt: skip
