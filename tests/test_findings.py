@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -693,10 +694,18 @@ def test_the_catalogue_names_every_line_and_docs_claims_is_generated_from_it(res
     assert all(f.claim_id in by_id and f.quote == by_id[f.claim_id].quote for f in found)
     assert {f.claim_id for f in found} == set(ids)
     assert found[-1].claim_id == "grounding.low_popularity_above_high" and found[-1].study == "Grounding (fiction)"
-    docs = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
-    assert (
-        docs.read_text(encoding="utf-8") == findings.claims_markdown()
-    ), "docs/claims.md is stale: python -m knowlab.findings > docs/claims.md"
+    # docs/claims.md: the catalogue as it is now, with the default run's statuses it records
+    text = (Path(__file__).resolve().parents[1] / "docs" / "claims.md").read_text(encoding="utf-8")
+    recorded = dict(re.findall(r"^### `([^`]+)`.*?^- On the default: (.*?)$", text, flags=re.M | re.S))
+    assert set(recorded) == set(ids) and "not measured" not in recorded.values(), "docs/claims.md: no default run"
+    stale = "docs/claims.md is stale: python -m knowlab.findings --default results/findings.json > docs/claims.md"
+    assert text == findings.claims_markdown(recorded), stale
+    # the default's statuses come from its findings.json: each line's status, label and effect or reason
+    statuses = findings.default_statuses(findings.to_records(found))
+    assert statuses["fqa.train_below_val_loss"].startswith("`supported` (doc: +")
+    assert statuses["grounding.single_context_above_multi"] == (
+        "`not tested` (fiction: fiction has factor_contexts single only: needs single and multi)"
+    )
 
 
 def test_grounding_precision_below_recall_contradicts_the_claim(results):

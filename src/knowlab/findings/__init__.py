@@ -55,6 +55,10 @@ Tests, all two-sided:
 - Sign-flip permutation over units: paired units, each unit's mean difference (:func:`by_cluster`).
 - Randomisation test of a split: the split's own random assignment drawn again
   (:func:`split_comparison`).
+- Permutation test of two independent samples of units (:func:`knowlab.findings.base.two_samples`):
+  units that differ between the two sides (excerpts of two lengths, grounding questions of two
+  levels of a factor).
+- Page's L trend test: the base models by size, events as blocks.
 - Wilcoxon signed-rank: the fictsheets, which are themselves the split's units.  ``scipy.stats.wilcoxon``
   drops zero differences, and p is 1 when every difference is 0.
 
@@ -62,48 +66,26 @@ Permutation counts come from ``stats.permutation_resamples``.  ``tests/core/test
 simulates each design's clustering and shows that each test keeps its level, while the
 item-level McNemar, Wilcoxon and Mann-Whitney tests used before did not.
 
-The claims, one :class:`Claim` each of the catalogue :data:`CLAIMS` (id, the paper's words, source,
-unit, test, the configs that can decide it; ``docs/claims.md`` is generated from it by
-:func:`claims_markdown`), each measured by the function named here:
+The claims, one :class:`Claim` each of the catalogue :data:`CLAIMS`
+(:mod:`knowlab.findings.catalogue`: id, the paper's words, source, unit, test, the configs that can
+decide it, the figure of the run it is read from; ``docs/claims.md`` is generated from it by
+:func:`claims_markdown`, with what the default run decided), each measured by a function of
+:mod:`knowlab.findings.fictionalqa` (Kirchenbauer et al. 2026), :mod:`knowlab.findings.sort` (Pink et
+al. 2024) or :mod:`knowlab.findings.grounding` (Lee et al. 2024), whose docstring quotes the paper and
+states the operational definition of a claim the paper makes in words only, fixed before any run.
 
-FictionalQA (Kirchenbauer et al. 2026).  Item tables
-``results/fictionalqa/{ft_model}/evaluate/{run}/step-{N}.parquet``, step 0 the base model's, sides
-from ``results/fictionalqa/splits/{run}.json``.  Claims 1-6 are decided on the first base model of
-``finetune.models`` (the reference model); claim 7 compares the base models.
-
-1. :func:`train_below_val_loss` (Sec. 5, Figs. 3-4), per document-split run.
-2. :func:`mcq_above_control` (Sec. 5, Figs. 7-8), per document-split run.
-3. :func:`fictsheets_train_loss_falls` and 4. :func:`fictsheets_val_loss_rises` (Sec. 5, Fig. 5).
-5. :func:`fictsheets_least_transfer` (Sec. 5, Fig. 7; Sec. 6), per other fiction run.
-6. :func:`event_generalises_least` (Sec. 5, Fig. 4: the validation-loss minima), per other
-   document split.
-7. :func:`larger_models_fit_faster` (Sec. 5, Fig. 4), a trend over the base models by size, on the
-   Doc and the Event split.
-
-SORT (Pink et al. 2024), the base model (the ``eval_models`` key whose value is ``base``):
-
-8. :func:`sort_in_context_above_baseline` (Secs. 5.1, 5.3, Tables 1-2).
-9. :func:`sort_rag_below_in_context` (Sec. 5.5, Fig. 4a).
-10. :func:`sort_books_lower_segment_nll` (App. E.1, Fig. 12) and 11. :func:`sort_books_no_accuracy_gain`
-   (Sec. 5.4, App. E.2, Figs. 13-14): against the instructions-only fine-tune, as the paper.
+FictionalQA's item tables are ``results/fictionalqa/{ft_model}/evaluate/{run}/step-{N}.parquet``, step
+0 the base model's, sides from ``results/fictionalqa/splits/{run}.json``; its claims are decided on
+the first base model of ``finetune.models`` (the reference model), but the model-size trends, which
+compare the base models.  SORT's and grounding's claims are decided on the base model (the
+``eval_models`` key whose value is ``base``), grounding's once per dataset of the config.  Claims of
+no harm or no gain in loss (webtext, real-world questions, the Fictsheets' Q&A) are non-inferiority
+tests within ``knowlab.findings.fictionalqa.LOSS_MARGIN`` (5%) of the reference loss.
 
 The previous "oracle RAG nearer in-context memory than RAG" is not a claim of the paper: Sec. 5.5
 compares models within the oracle condition only ("Even when passages containing both segments
 are retrieved and presented in the correct order, we find that Llama3-8b-Instruct outperforms two
 much larger models on SORT (Figure 4b)"), so it is not checked.
-
-Grounding (Lee et al. 2024), the base model, each dataset of the config:
-
-12. :func:`grounding_distractors` (Sec. 4.2, Table 1), Original and Conflict as two claims.
-13. :func:`grounding_conflict` (Sec. 4.2, Table 1): Conflict-Gold below Original-Gold.
-14. :func:`grounding_distractors_hurt_more` (Sec. 4.2): the distractors' drop above the conflict's.
-15. :func:`grounding_precision_above_recall` (Sec. 4.2, App. D.3).
-16. :func:`grounding_gold_last_best` (Sec. 4.2, gold position).
-
-Since issue 45 also :func:`exact_match_only_when_trained` (FictionalQA Sec. 5, Fig. 3),
-:func:`qa_nll_below_control` (Sec. 5, Fig. 6), :func:`validation_loss_improves_in_parallel` (Sec. 5,
-Fig. 4), :func:`held_out_questions_improve` (Sec. 5, Fig. 8) and :func:`sort_baseline_below_60` (SORT
-Sec. 5.1).
 """
 
 from __future__ import annotations
@@ -134,7 +116,7 @@ from knowlab.findings.base import (
     decide,
     decide_equivalence,
 )
-from knowlab.findings.catalogue import CLAIMS, Check, Claim, claims_markdown
+from knowlab.findings.catalogue import CLAIMS, Check, Claim, claims_markdown, default_statuses
 
 
 def _replicate(comparisons: Sequence[Comparison], by_seed: Mapping[int, Sequence[Comparison]]) -> None:
@@ -299,8 +281,8 @@ def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
 
 
 __all__ = [
-    "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "NOT_SIGNIFICANT", "NOT_TESTED", "STATUSES", "SUPPORTED",
-    "Claim", "Comparison", "DESIGN_COLUMNS", "Finding", "FindingsSettings", "Results", "Skip",
-    "claims_markdown", "collect", "decide", "decide_equivalence", "design_table", "render", "report_table", "tally",
-    "to_frame", "to_records",
+    "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "NOT_SIGNIFICANT", "NOT_TESTED", "REPORT_COLUMNS", "STATUSES",
+    "SUPPORTED", "Claim", "Comparison", "DESIGN_COLUMNS", "Finding", "FindingsSettings", "Results", "Skip",
+    "claims_markdown", "collect", "decide", "decide_equivalence", "default_statuses", "design_table", "render",
+    "report_table", "tally", "to_frame", "to_records",
 ]  # fmt: skip
