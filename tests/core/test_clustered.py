@@ -3,7 +3,8 @@ permutations listed by hand and Tango's interval against the score test inverted
 Calibration: null data simulated with the real designs' clustering (questions in documents in
 events, segments in excerpts, documents in events under the Event and Doc splits).  At intra-cluster
 correlations 0.3 and 0.7, every new test rejects at most alpha + 2 Monte-Carlo standard errors, while
-the item-level tests it replaces reject far more often.  Training seeds: with a random effect of
+the item-level tests it replaces reject far more often (since issue 45 also SORT's excerpt-length
+comparison of two samples of excerpts, and its distance trend within excerpts).  Training seeds: with a random effect of
 each run's seed, the test over the units alone rejects far too often; taking the larger of its p
 and the t-test over the seeds' effects keeps alpha."""
 
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
-from scipy.stats import chi2, mannwhitneyu, norm, wilcoxon
+from scipy.stats import chi2, mannwhitneyu, norm, rankdata, spearmanr, wilcoxon
 from statsmodels.stats.contingency_tables import mcnemar
 
 from knowlab.core.clustered import (
@@ -28,6 +29,7 @@ from knowlab.core.clustered import (
     seed_test,
     sign_flip_test,
     tango_interval,
+    two_sample_test,
 )
 
 ALPHA = 0.05
@@ -243,14 +245,40 @@ def _equivalence(rng, icc, effect):
     return new, old
 
 
+def _excerpt_lengths(rng, icc, effect):
+    """SORT's excerpt-length claim: 6 short and 6 long excerpts (different excerpts), 4 items each,
+    each excerpt's items sharing its shift.  New: the permutation test of two samples of excerpt
+    means; old: Mann-Whitney over items."""
+    values = _effects(rng, 12, 4, icc) + np.repeat(np.r_[np.full(6, effect), np.zeros(6)], 4)
+    means = values.reshape(12, 4).mean(axis=1)
+    return two_sample_test(means[:6], means[6:], 9999, 0)[0], mannwhitneyu(values[:24], values[24:]).pvalue
+
+
+def _distance_trend(rng, icc, effect):
+    """SORT's distance claim: 12 excerpts of 4 items at distance bins 0-3, correctness with an
+    excerpt shift (null: not depending on the bin).  New: sign flips of each excerpt's Spearman rho
+    (0 where constant); old: Spearman over all items."""
+    bins = np.tile(np.arange(4), 12)
+    correct = (_effects(rng, 12, 4, icc) + effect * (bins - 1.5) / 1.5 > 0).astype(float)
+    rho = []
+    for x, y in zip(bins.reshape(12, 4), correct.reshape(12, 4)):
+        rho.append(0.0 if np.ptp(y) == 0 else np.corrcoef(rankdata(x), rankdata(y))[0, 1])
+    return sign_flip_test(np.array(rho), 9999, 0)[0], spearmanr(bins, correct).pvalue
+
+
 DESIGNS = {
     "MCQ, questions in events": _mcq,
     "SORT segment nll, segments in excerpts": _sort_nll,
     "Event split, documents in events": _event_split,
     "Doc split, documents in (event, style) pairs": _doc_split,
+    "SORT excerpt lengths, items in excerpts (two samples)": _excerpt_lengths,
+    "SORT distance trend, items in excerpts": _distance_trend,
 }
 # the effect planted for power, in standard deviations of a unit's value
-PLANTED = {_mcq: 1.0, _sort_nll: 1.5, _event_split: 1.0, _doc_split: 0.5}
+PLANTED = {_mcq: 1.0, _sort_nll: 1.5, _event_split: 1.0, _doc_split: 0.5, _excerpt_lengths: 1.5, _distance_trend: 1.5}
+# designs whose old test was already at the unit: the Doc split randomises documents; the items of
+# an excerpt span every distance bin, so an excerpt's shift does not confound the bins
+AT_THE_UNIT = (_doc_split, _distance_trend)
 
 
 def _rates(design, icc, effect, seed, replicates=REPLICATES):
@@ -267,7 +295,7 @@ def test_each_unit_level_test_keeps_alpha_where_the_item_level_test_does_not(icc
         power = _rates(design, icc, PLANTED[design], 100 + k, replicates=200)[0]
         print(f"{name}, ICC {icc}: rejects {new:.3f} (old {old:.3f}) of null replicates; power {power:.3f}")
         assert new <= BOUND, f"{name} at ICC {icc}: the unit-level test rejects {new:.3f} of null replicates"
-        if design is not _doc_split:  # the Doc split randomises documents: the old test was already at the unit
+        if design not in AT_THE_UNIT:
             assert old > BOUND, f"{name} at ICC {icc}: the old item-level test rejects only {old:.3f}"
         assert power > 0.3, f"{name} at ICC {icc}: power {power:.3f} against {PLANTED[design]} SD"
     new, old = _rates(_equivalence, icc, 0.0, 7)
@@ -276,6 +304,21 @@ def test_each_unit_level_test_keeps_alpha_where_the_item_level_test_does_not(icc
 
 
 # ------------------------------------------------------------------------------ training seeds
+
+
+def test_two_sample_test_lists_every_relabelling_or_draws_them():
+    a, b = np.array([3.0, 2.5, 4.0]), np.array([1.0, 0.5, 2.0, 1.5])
+    splits = [set(c) for c in itertools.combinations(range(7), 3)]  # C(7, 3) = 35 relabellings
+    pooled = np.r_[a, b]
+    diffs = np.array([pooled[list(c)].mean() - np.delete(pooled, list(c)).mean() for c in splits])
+    observed = a.mean() - b.mean()
+    by_hand = 2 * min(np.mean(diffs >= observed - 1e-12), np.mean(diffs <= observed + 1e-12))
+    assert two_sample_test(a, b, 999, 0) == (pytest.approx(by_hand), pytest.approx(2 / 35))
+    assert by_hand == pytest.approx(2 / 35)  # a above every b: the most extreme relabelling
+    assert two_sample_test(np.ones(3), np.ones(2), 999, 0)[0] == 1.0
+    assert two_sample_test(np.arange(10.0), np.arange(10.0) + 5, 99, 0)[1] == 2 / 100  # Monte Carlo
+    with pytest.raises(ValueError, match="at least one unit in each group"):
+        two_sample_test([], [1.0], 99, 0)
 
 
 def test_seed_test_is_the_t_test_over_the_seeds_effects():
