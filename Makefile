@@ -26,12 +26,12 @@ $(STAMP): requirements.txt
 	$(BIN)/pip install --no-deps -e .
 	touch $(STAMP)
 
-# The workflow, then the report (rebuilt only when a result is newer than it), then the findings.
+# The workflow (it ends by printing the findings: the Snakefile's onsuccess), then the report, rebuilt
+# quietly only when a result is newer than it.
 run: $(STAMP)
 	$(SNAKEMAKE)
 	@if [ ! -f $(REPORT) ] || [ -n "$$(find results -newer $(REPORT) -type f -print -quit)" ]; then \
-		$(MAKE) --no-print-directory report; fi
-	@cat results/findings.txt
+		$(SNAKEMAKE) --quiet all --report $(REPORT) && echo "report: $(REPORT)"; fi
 
 report: $(STAMP)
 	$(SNAKEMAKE) --report $(REPORT)

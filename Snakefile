@@ -92,8 +92,18 @@ rule all:
 # A job killed with SIGKILL (by hand, by SLURM at its time limit, by a node failure) cannot remove
 # the temporaries of its atomic writes; its next attempt removes those beside its own outputs, and a
 # run that ends well removes every one left, caches included (knowlab.core.io.sweep_partials).
+# The end of every invocation that runs (not a dry run), local or on SLURM: the findings and where
+# the report is, or each failed rule and its log (knowlab.tooling.endings).
 onsuccess:
     from knowlab.core.io import sweep_partials
+    from knowlab.tooling.endings import success_message
 
     for stale in sweep_partials("results", "resources"):
         print(f"removed {stale}, left by an interrupted job", file=sys.stderr)
+    print(success_message(), end="")
+
+
+onerror:
+    from knowlab.tooling.endings import error_message
+
+    print(error_message(log), end="", file=sys.stderr)

@@ -1,6 +1,7 @@
 # The three papers' headline findings, checked on the result tables of the studies the config
-# enables (knowlab.findings); `make run` prints results/findings.txt at the end. And the dataset
-# card that shares the item tables of every study (rule dataset_card, results/README.md).
+# enables (knowlab.findings); every invocation that runs ends by printing results/findings.txt (the
+# Snakefile's onsuccess). And the dataset card that shares the item tables of every study (rule
+# dataset_card, results/README.md).
 
 FINDINGS_OUTPUTS = [
     "results/findings.txt",

@@ -499,8 +499,12 @@ def test_manifests_record_provenance(workdir):
 
 
 def test_second_run_does_nothing(workdir, snakemake):
+    """Nothing to do, and the invocation still ends with the findings and where the report is (onsuccess)."""
     proc = snakemake(workdir, "--cores", "2")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+    findings = (workdir / "results" / "findings.txt").read_text()
+    assert proc.stdout.endswith(findings + "Report: snakemake --report results/report.html (or make report); "
+                                "provenance: python -m knowlab.tooling.audit results resources\n")
 
 
 def test_audit_flags_a_changed_result(workdir_copy):

@@ -46,6 +46,8 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path, snakemake):
     assert log_file.is_file(), proc.stdout[-2000:] + proc.stderr[-3000:]
     log = log_file.read_text()
     assert "fictions.jsonl:3: malformed JSON" in log
+    # the invocation ends by naming the failed rule and its log (onerror)
+    assert "rule fictionalqa_corpus: results/logs/fictionalqa/corpus.log" in proc.stderr, proc.stderr[-3000:]
     fiction = work / "results" / "fictionalqa" / "corpus" / "fiction"
     assert not fiction.exists() or not any(fiction.iterdir())
 
