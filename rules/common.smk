@@ -18,7 +18,7 @@ from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.stats import StatsSettings
 from knowlab.core.train import launch_command, launch_resources
-from knowlab.fiction_generation.stages import ATTEMPT_KINDS
+from knowlab.fiction_generation.settings import ATTEMPT_KINDS
 from knowlab.fictionalqa.settings import (
     EvaluateSettings,
     FictionCorpusSettings,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.train import launch_command
-from knowlab.fictionalqa.corpus.mcq import check_candidate_budget
+from knowlab.fictionalqa.settings import check_candidate_budget
 from knowlab.layout import finetune_models
 from knowlab.sort.prompts import RAG_CONDITIONS, get_rag_reading, get_template, rag_readings, templates
 

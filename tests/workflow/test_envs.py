@@ -176,3 +176,30 @@ def test_the_analysis_follows_calls_not_just_modules(tmp_path):
     assert tops["a"] == reached | {"torchvision"}  # rule_step sets the device: a has a compute param
     assert tops["b"] == reached  # b's params replace a's: no compute
     assert tops["c"] == {"knowlab", "pandas", "pyarrow"}  # importing runs module-level code only
+
+
+def test_snakemakes_own_env_is_pinned_as_the_venv():
+    pins = _requirement_pins()
+    for line in envs.env_requirements(envs.SNAKEMAKE_ENV):
+        name, version = PIN.match(line).groups()
+        assert pins[_norm(name)] == version, f"workflow/environment.yaml: {line} but requirements.txt has {pins[_norm(name)]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args",
+    [("--profile", "workflow/profiles/slurm"), ("--cores", "1", "--configfile", "config/paper.yaml")],
+    ids=["default-through-the-slurm-profile", "paper"],
+)
+def test_a_plain_snakemake_env_builds_the_dag(args):
+    """The Snakefile and rules import at parse time only what workflow/environment.yaml installs
+    (snakemake, its SLURM plugin, pyyaml, jsonschema): every heavy import happens inside jobs."""
+    proc = envs.dry_run_with_only(args)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "This was a dry-run" in proc.stdout + proc.stderr
+
+
+def test_a_module_outside_the_env_fails_the_dry_run(tmp_path):
+    (tmp_path / "Snakefile").write_text("import tqdm\n\nrule all:\n    output: 'x'\n    shell: 'touch x'\n")
+    proc = envs.dry_run_with_only(("--cores", "1"), root=tmp_path)
+    assert proc.returncode != 0 and "No module named 'tqdm' (not in the env)" in proc.stdout + proc.stderr

@@ -35,6 +35,9 @@ from typing import Any, ClassVar
 from knowlab.core.settings import StepSettings, as_tuple, at_least
 from knowlab.fictionalqa.corpus.schema import STYLES
 
+#: the two kinds of fiction attempts graded against each other (rule fiction_generation_attempts)
+ATTEMPT_KINDS = ("blind", "informed")
+
 #: the backends of ``fiction.generate.backend`` (:data:`knowlab.core.llm.backends.BACKENDS`, which
 #: takes seconds to import: the rules read this module when the DAG is built)
 BACKENDS = ("openai", "openai_batch", "transformers", "replay")

@@ -29,6 +29,7 @@ from knowlab.core.io import DataError
 from knowlab.core.llm.cache import RequestCache, run_requests
 from knowlab.core.llm.requests import Backend, ChatRequest
 from knowlab.fiction_generation.parse import parse_attempt, parse_grade, parse_seed
+from knowlab.fiction_generation.settings import ATTEMPT_KINDS
 from knowlab.fictionalqa.corpus.release import parse_fict_qa_yaml, parse_fictsheet
 from knowlab.fictionalqa.corpus.schema import STYLES, validate_record
 
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ATTEMPT_KINDS = ("blind", "informed")
 #: Template fields each prompt may use (``str.format`` names).
 PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
     "seeds": ("year", "inspiration"),

@@ -10,7 +10,7 @@ changes").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,33 @@ class RealQASettings(StepSettings):
         if block["source"] == "shipped":
             return cls(source="shipped", shipped=str(block["shipped"]))
         return cls(source=block["source"], triviaqa=dict(block.get("triviaqa") or {}))
+
+
+#: which ranked candidate the gold answer replaces when it is not among the top ``n_choices``
+#: (config ``mcq.ranker.evict``; :func:`knowlab.fictionalqa.corpus.mcq.select_alternates`)
+EVICT_POLICIES = ("lowest", "released")
+
+
+def check_candidate_budget(n_choices: Sequence[int], max_candidates: int | None, evict: str = "lowest") -> None:
+    """Fail before any ranking when ``max_candidates`` cannot supply the alternates.
+
+    ``k = n - 1`` alternates per question; with ``evict="released"`` one more, as a sampled pool
+    never holds the gold, so the top-ranked candidate is evicted (:func:`knowlab.fictionalqa.corpus.mcq.select_alternates`).
+
+    Raises:
+        ValueError: ``max(n_choices) - 1 > max_candidates`` (``max(n_choices) > max_candidates``
+            under ``released``), naming the config keys; an unknown ``evict``.
+    """
+    if evict not in EVICT_POLICIES:
+        raise ValueError(f"mcq.ranker.evict must be one of {EVICT_POLICIES}, got {evict!r}")
+    k = max(n_choices) - 1
+    need = k + 1 if evict == "released" else k
+    if max_candidates is not None and need > max_candidates:
+        extra = " (k + 1 under mcq.ranker.evict: released, which evicts the top-ranked one)" if need > k else ""
+        raise ValueError(
+            f"mcq.n_choices {max(n_choices)} needs k={k} alternates per question{extra}, but "
+            f"mcq.ranker.max_candidates={max_candidates} ranks only {max_candidates} candidates: raise it to >= {need}"
+        )
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -547,6 +547,42 @@ def provided_modules(requirements: Iterable[str]) -> set[str]:
         for module, names in importlib.metadata.packages_distributions().items()
         if any(canonicalize_name(name) in dists for name in names)
     }
+
+
+#: Snakemake's own environment (what building the DAG needs)
+SNAKEMAKE_ENV = ROOT / "workflow" / "environment.yaml"
+
+# A Python that can import only the standard library, knowlab (from the checkout) and the modules
+# of an env's packages, then runs the Snakemake command line: an env without the project's packages.
+_ONLY = r"""
+import importlib.abc, json, sys
+allowed = set(json.loads(sys.argv[1]))
+
+class OnlyTheEnv(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top in allowed or top in sys.stdlib_module_names or top.startswith("_"):
+            return None
+        raise ModuleNotFoundError(f"No module named {top!r} (not in the env)", name=top)
+
+sys.meta_path.insert(0, OnlyTheEnv())
+from snakemake.cli import main
+sys.argv = ["snakemake", *sys.argv[2:]]
+main()
+"""
+
+
+def dry_run_with_only(
+    args: Sequence[str], env_file: str | os.PathLike = SNAKEMAKE_ENV, root: str | os.PathLike = ROOT
+) -> subprocess.CompletedProcess:
+    """``snakemake -n <args>`` in ``root`` by a Python that can import only the standard library,
+    ``knowlab`` and the modules of ``env_file``'s packages (:func:`provided_modules`): whether that
+    env is enough to build the DAG.  A module outside it fails as in an env without it
+    (``ModuleNotFoundError: No module named ...``).  Returns the finished process (stdout and
+    stderr as text)."""
+    allowed = sorted(provided_modules(env_requirements(env_file)) | {"knowlab"})
+    command = [sys.executable, "-c", _ONLY, json.dumps(allowed), "-n", *args]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True)
 
 
 def env_rules(root: str | os.PathLike = ROOT) -> dict[Path, list[Rule]]:

@@ -59,7 +59,7 @@ from knowlab.core.io import DataError
 from knowlab.core.rng import keyed_rng
 from knowlab.core.scoring import encode_pair, score_token_ids
 from knowlab.core.shards import ShardStore, fingerprint, folder_stamp
-from knowlab.fictionalqa.settings import RankerSettings
+from knowlab.fictionalqa.settings import EVICT_POLICIES, RankerSettings, check_candidate_budget  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +79,6 @@ RANKER_ORDERS = ("loss_ratio", "released")
 #: ``tokenizer`` (what the tokenizer adds by default, as lm-evaluation-harness) or ``double`` (one more
 #: BOS before those, as the authors' released ranker ``score_cbqas_for_mcq.py``)
 RANKER_BOS = ("tokenizer", "double")
-#: which ranked candidate the gold answer replaces when it is not among the top ``n_choices``
-#: (config ``mcq.ranker.evict``; :func:`select_alternates`)
-EVICT_POLICIES = ("lowest", "released")
 _YEAR = re.compile(r"^(1[5-9]\d\d|20\d\d)$")
 _NUMBER = re.compile(r"\d")
 
@@ -136,28 +133,6 @@ def answer_pool(fict_qa: Sequence[dict[str, Any]]) -> dict[str, str]:
     for record in sorted(fict_qa, key=lambda r: r["question_id"]):
         pool.setdefault(normalise(record["natural_answer"]), record["natural_answer"].strip())
     return pool
-
-
-def check_candidate_budget(n_choices: Sequence[int], max_candidates: int | None, evict: str = "lowest") -> None:
-    """Fail before any ranking when ``max_candidates`` cannot supply the alternates.
-
-    ``k = n - 1`` alternates per question; with ``evict="released"`` one more, as a sampled pool
-    never holds the gold, so the top-ranked candidate is evicted (:func:`select_alternates`).
-
-    Raises:
-        ValueError: ``max(n_choices) - 1 > max_candidates`` (``max(n_choices) > max_candidates``
-            under ``released``), naming the config keys; an unknown ``evict``.
-    """
-    if evict not in EVICT_POLICIES:
-        raise ValueError(f"mcq.ranker.evict must be one of {EVICT_POLICIES}, got {evict!r}")
-    k = max(n_choices) - 1
-    need = k + 1 if evict == "released" else k
-    if max_candidates is not None and need > max_candidates:
-        extra = " (k + 1 under mcq.ranker.evict: released, which evicts the top-ranked one)" if need > k else ""
-        raise ValueError(
-            f"mcq.n_choices {max(n_choices)} needs k={k} alternates per question{extra}, but "
-            f"mcq.ranker.max_candidates={max_candidates} ranks only {max_candidates} candidates: raise it to >= {need}"
-        )
 
 
 def rank_candidates(
