@@ -18,12 +18,16 @@ def _excerpts(ids: Sequence[str]) -> pd.Series:
     return pd.Series([excerpt_id(i.split("/")[0]) for i in ids], index=list(ids))
 
 
-def _sort_correct(r: Results, condition: str) -> pd.Series:
-    """Per-item 0/1 correctness of the base model in a SORT memory condition."""
+def _sort_rows(r: Results, condition: str) -> pd.DataFrame:
+    """The base model's SORT rows in a memory condition, indexed by ``item_id``."""
     if condition not in r.settings.sort_conditions:
         raise Skip(f"no {condition} condition in the config (sort.conditions)")
-    rows = r.read(layout.SORT_ROWS.relative(model=r.base_eval(), condition=condition))
-    return rows.set_index("item_id")["correct"].astype(float)
+    return r.read(layout.SORT_ROWS.relative(model=r.base_eval(), condition=condition)).set_index("item_id")
+
+
+def _sort_correct(r: Results, condition: str) -> pd.Series:
+    """Per-item 0/1 correctness of the base model in a SORT memory condition."""
+    return _sort_rows(r, condition)["correct"].astype(float)
 
 
 def _sort_pair(r: Results, a: str, b: str, names: tuple[str, str]) -> list[Comparison]:
@@ -140,13 +144,6 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
     return [comparison]
 
 
-def _sort_rows(r: Results, condition: str) -> pd.DataFrame:
-    """The base model's SORT rows in ``condition``, indexed by ``item_id``."""
-    if condition not in r.settings.sort_conditions:
-        raise Skip(f"no {condition} condition in the config (sort.conditions)")
-    return r.read(layout.SORT_ROWS.relative(model=r.base_eval(), condition=condition)).set_index("item_id")
-
-
 def sort_accuracy_rises_with_distance(r: Results) -> list[Comparison]:
     """In-context SORT accuracy rises with the distance between the two segments.
 
@@ -174,17 +171,26 @@ def sort_accuracy_rises_with_distance(r: Results) -> list[Comparison]:
     return [by_cluster("", rho, zero, identity, r, "excerpt", "Spearman rho", detail, False, len(rows))]
 
 
-def _by_length(r: Results, column: str, name: str) -> tuple[pd.Series, pd.Series, list[int]]:
-    """In-context accuracy per excerpt, and each excerpt's ``column`` (``excerpt_length`` or
-    ``segment_length``, words), with the lengths the run holds (at least two, or :class:`Skip`)."""
+def _length_contrast(r: Results, column: str, name: str, longer_is_better: bool) -> list[Comparison]:
+    """In-context accuracy of the excerpts of the shortest ``column`` (``excerpt_length`` or
+    ``segment_length``, words) against the longest, the claimed better one first: each excerpt's
+    items averaged; excerpts of two lengths are different excerpts, so two independent samples
+    (:func:`knowlab.findings.base.two_samples`).  Not tested with one length."""
     rows = _sort_rows(r, "in_context")
     excerpts = _excerpts(rows.index).to_numpy()
     accuracy = rows["correct"].astype(float).groupby(excerpts).mean()
+    items = rows.groupby(excerpts).size()
     length = rows[column].groupby(excerpts).first()
     lengths = sorted(int(v) for v in length.unique())
     if len(lengths) < 2:
         raise Skip(f"one {name} in the config ({lengths[0]} words; sort.{column}s)")
-    return accuracy, length, lengths
+    ends = (lengths[-1], lengths[0]) if longer_is_better else (lengths[0], lengths[-1])
+    better, worse = (accuracy[length == n] for n in ends)
+    detail = f"in-context accuracy by {name}: " + ", ".join(
+        f"{n} words {accuracy[length == n].mean():.2f}" for n in lengths
+    )
+    n = int(items[length.isin(ends)].sum())
+    return [two_samples(f"{ends[0]} vs {ends[1]} words", better, worse, r, "excerpt", "accuracy", detail, False, n)]
 
 
 def sort_accuracy_falls_with_excerpt_length(r: Results) -> list[Comparison]:
@@ -193,19 +199,10 @@ def sort_accuracy_falls_with_excerpt_length(r: Results) -> list[Comparison]:
     Source: Pink et al. (2024), Sec. 5.3 (Fig. 3a): "In-context memory performance decreases with
     increasing excerpt length ... For increasing excerpt lengths, we see a consistently monotonic
     decrease in average accuracy".  Operational definition, fixed before any run: accuracy of the
-    excerpts of the shortest length minus that of the longest (each excerpt's items averaged).
-    Unit: the excerpt; excerpts of different lengths are different excerpts, so two independent
-    samples, a permutation test of the lengths (:func:`knowlab.findings.base.two_samples`).
+    excerpts of the shortest length minus that of the longest; unit the excerpt, two independent
+    samples, a permutation test of the lengths (:func:`_length_contrast`).
     """
-    accuracy, length, lengths = _by_length(r, "excerpt_length", "excerpt length")
-    short, long = (accuracy[length == n] for n in (lengths[0], lengths[-1]))
-    detail = "in-context accuracy by excerpt length: " + ", ".join(
-        f"{n} words {accuracy[length == n].mean():.2f}" for n in lengths
-    )
-    n = int((length.isin([lengths[0], lengths[-1]])).sum())
-    return [
-        two_samples(f"{lengths[0]} vs {lengths[-1]} words", short, long, r, "excerpt", "accuracy", detail, False, n)
-    ]
+    return _length_contrast(r, "excerpt_length", "excerpt length", longer_is_better=False)
 
 
 def sort_longer_segments_better(r: Results) -> list[Comparison]:
@@ -214,18 +211,9 @@ def sort_longer_segments_better(r: Results) -> list[Comparison]:
     Source: Pink et al. (2024), Sec. 5.3 and App. C.2 (Tables 11-12): "Models handle longer segments (50
     words) slightly more effectively than shorter segments (20 words), with an improvement of up to
     4%."  Effect: accuracy of the excerpts of the longest segment length minus the shortest's; unit
-    the excerpt, two independent samples, permutation test (as
-    :func:`sort_accuracy_falls_with_excerpt_length`).
+    the excerpt, two independent samples (:func:`_length_contrast`).
     """
-    accuracy, length, lengths = _by_length(r, "segment_length", "segment length")
-    short, long = (accuracy[length == n] for n in (lengths[0], lengths[-1]))
-    detail = (
-        f"in-context accuracy: {lengths[-1]}-word segments {long.mean():.2f} vs {lengths[0]}-word {short.mean():.2f}"
-    )
-    n = len(short) + len(long)
-    return [
-        two_samples(f"{lengths[-1]} vs {lengths[0]} words", long, short, r, "excerpt", "accuracy", detail, False, n)
-    ]
+    return _length_contrast(r, "segment_length", "segment length", longer_is_better=True)
 
 
 def _parametric_rows(r: Results, run: str, epoch: int, condition: str) -> pd.DataFrame:
