@@ -235,7 +235,7 @@ def report_table(findings: Sequence[Finding]) -> pd.DataFrame:
     """The report's findings section (``results/findings.csv``): one row per line of ``findings.txt``,
     beside it the figure or table of this run it is read from (``figure``, under ``results/``) and the
     paper's words (``quote``); the full test and detail are in ``findings.txt`` / ``findings.json``."""
-    return to_frame(findings).loc[:, list(REPORT_COLUMNS)]
+    return to_frame(findings).loc[:, list(REPORT_COLUMNS)].astype({"n_clusters": "Int64"})
 
 
 def tally(findings: Sequence[Finding]) -> dict[str, int]:
