@@ -256,13 +256,20 @@ def paper_slurm_dry_run(tmp_path_factory) -> str:
     """stdout of ``snakemake -n --profile workflow/profiles/slurm --configfile config/paper.yaml``
     with the fiction generated (``fiction.source: generate``): the paper's whole DAG as SLURM would
     get it, made once per session and shared by the xdist workers (a Snakemake process of 15 s read
-    by the capacity plan's tests and the SLURM profile's)."""
+    by the capacity plan's tests and the SLURM profile's).  Snakemake runs where only its own env's
+    packages import (workflow/environment.yaml, :func:`knowlab.tooling.envs.dry_run_with_only`): a
+    plain Snakemake builds this DAG."""
+    from knowlab.tooling.envs import dry_run_with_only
 
     def build(out: Path) -> None:
         out.mkdir(parents=True)
         overlay = out / "generate.yaml"
         overlay.write_text("fiction:\n  source: generate\n")
-        proc = run_snakemake(out / "work", "-n", "--profile", SLURM_PROFILE, configs=(PAPER_CONFIG, overlay))
+        args = ["--snakefile", str(ROOT / "Snakefile"), "--directory", str(out / "work")]
+        args += ["--configfile", PAPER_CONFIG, str(overlay), "--profile", SLURM_PROFILE]
+        proc = dry_run_with_only(args)
+        if proc.returncode != 0:
+            raise AssertionError(f"snakemake -n {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
         (out / "stdout.txt").write_text(proc.stdout)
 
     return (built_once(tmp_path_factory, "paper_slurm_dry_run", build) / "stdout.txt").read_text()

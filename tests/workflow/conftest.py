@@ -23,7 +23,8 @@ def workdir(tmp_path_factory, snakemake):
     work = tmp_path_factory.mktemp("pipeline")
     if os.environ.get(REUSE_ENV):
         shutil.copytree(os.environ[REUSE_ENV], work, symlinks=True, dirs_exist_ok=True)
-    snakemake(work, "--cores", "2")
+    proc = snakemake(work, "--cores", "2")
+    (work.parent / "run.stdout").write_text(proc.stdout)  # what the run printed (its end: onsuccess)
     return work
 
 
