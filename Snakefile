@@ -9,7 +9,7 @@ from snakemake.utils import min_version, validate
 
 # The library lives in src/; the Snakefile imports it from the checkout, and so does
 # every script (first line), in the venv, in conda envs and on SLURM nodes.
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+sys.path.insert(0, str(Path(str(workflow.current_basedir)) / "src"))
 
 from knowlab.config import check_config
 
@@ -19,7 +19,7 @@ min_version("9.0")
 report: "workflow/report/workflow.rst"
 
 
-configfile: f"{workflow.basedir}/config/config.yaml"
+configfile: f"{workflow.current_basedir}/config/config.yaml"
 
 
 validate(config, "config/schema.yaml", set_default=True)

@@ -60,7 +60,9 @@ from knowlab.sort.settings import CONDITION_FIGURES, EPOCH_FIGURES
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
 
-BASEDIR = workflow.basedir
+# the checkout (this file's parent folder): the workflow's own data, prompts and src/, also when
+# another workflow uses it as a module (there, workflow.basedir is that workflow's folder)
+BASEDIR = str(Path(str(workflow.current_basedir)).parent)
 # the names this config expands over and the job lists built from them (knowlab.layout)
 LAYOUT = Layout(config)
 BASE_MODEL = "resources/base_model"
