@@ -9,8 +9,10 @@
 #   tools/slurm_cluster.sh status   what runs
 #
 # Root only (daemons, /etc/slurm). Idempotent: `start` on a machine where it ran before stops the
-# SLURM daemons, wipes their spool folders and the accounting database (DROP DATABASE) and starts
-# afresh; munged and mariadbd are reused when running, and `stop` stops them only if `start` did.
+# SLURM daemons, wipes their spool folders and its own accounting database (knowlab_slurm_acct, user
+# knowlab_slurmdbd with a password drawn at each start and kept only in the root-only slurmdbd.conf;
+# nothing of another SLURM's or MariaDB user's is touched) and starts afresh; munged and mariadbd are
+# reused when running, and `stop` stops them only if `start` did.
 # The configuration is written by `python -m knowlab.tooling.slurm conf` into /etc/slurm, which must
 # not hold another cluster's slurm.conf (refused). Logs: /var/log/slurm-knowlab/.
 set -euo pipefail
@@ -114,10 +116,21 @@ start() {
     stop_slurm_daemons
     start_munge
     start_mariadb
-    # accounting from nothing: a fresh database, a fresh slurmctld state and spool
-    mariadb -e "DROP DATABASE IF EXISTS slurm_acct_db;
-        CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'knowlab-local';
-        GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;"
+    # accounting from nothing: this cluster's own database (never SLURM's default slurm_acct_db) and
+    # user, whose password the configuration just drew (slurmdbd.conf, root only); SQL on stdin, so
+    # that the password is on no command line
+    local db user pass
+    db=$(sed -n 's/^StorageLoc=//p' "$ETC/slurmdbd.conf")
+    user=$(sed -n 's/^StorageUser=//p' "$ETC/slurmdbd.conf")
+    pass=$(sed -n 's/^StoragePass=//p' "$ETC/slurmdbd.conf")
+    [ -n "$db" ] && [ -n "$user" ] && [ -n "$pass" ] || die "no StorageLoc, StorageUser or StoragePass in $ETC/slurmdbd.conf"
+    mariadb <<SQL
+DROP DATABASE IF EXISTS \`$db\`;
+CREATE USER IF NOT EXISTS '$user'@'localhost';
+ALTER USER '$user'@'localhost' IDENTIFIED BY '$pass';
+GRANT ALL ON \`$db\`.* TO '$user'@'localhost';
+FLUSH PRIVILEGES;
+SQL
     rm -rf "$STATE"; mkdir -p "$STATE/ctld" "$STATE/d"
     slurmdbd
     wait_for 60 slurmdbd sacctmgr -n show cluster

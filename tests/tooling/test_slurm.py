@@ -43,7 +43,20 @@ def test_write_conf_refuses_a_foreign_slurm_conf(tmp_path):
     written = slurm.write_conf(tmp_path, SLURMD_C)
     assert {p.name for p in written} == {"slurm.conf", "slurmdbd.conf", "gres.conf"}
     assert (tmp_path / "slurmdbd.conf").stat().st_mode & 0o777 == 0o600
+    first = (tmp_path / "slurmdbd.conf").read_text()
     slurm.write_conf(tmp_path, SLURMD_C)  # its own files: rewritten
+    assert (tmp_path / "slurmdbd.conf").read_text() != first  # with a new password
+
+
+def test_slurmdbd_uses_a_database_and_user_of_its_own_with_a_drawn_password():
+    settings = dict(line.split("=", 1) for line in slurm.slurmdbd_conf().splitlines()[1:])
+    assert settings["StorageLoc"] == "knowlab_slurm_acct" != "slurm_acct_db"  # never SLURM's default database
+    assert settings["StorageUser"] == "knowlab_slurmdbd"
+    assert re.fullmatch(r"[0-9a-f]{32}", settings["StoragePass"])
+    assert settings["StoragePass"] != dict(line.split("=", 1) for line in slurm.slurmdbd_conf().splitlines()[1:])[
+        "StoragePass"
+    ]
+    assert "StoragePass=fixed\n" in slurm.slurmdbd_conf("fixed")
 
 
 def test_local_profile_fits_the_node_and_keeps_the_rest_of_the_users_profile():

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -52,9 +53,12 @@ FAKE_GPUS = 2
 STATE = Path("/var/spool/slurm-knowlab")
 RUN = Path("/run/slurm-knowlab")
 LOGS = Path("/var/log/slurm-knowlab")
-DB_NAME = "slurm_acct_db"
-DB_USER = "slurm"
-DB_PASS = "knowlab-local"
+#: the accounting database and its MariaDB user: names of this cluster's own, never SLURM's defaults
+#: (``slurm_acct_db``, ``slurm``), so that ``tools/slurm_cluster.sh start`` drops and creates only its
+#: own; the user's password is drawn afresh each time the configuration is written
+#: (:func:`slurmdbd_conf`) and lives only in ``slurmdbd.conf`` (mode 600, root)
+DB_NAME = "knowlab_slurm_acct"
+DB_USER = "knowlab_slurmdbd"
 #: the tolerance of benchmarks/distributed.py (its --tolerance default): relative, on every
 #: step's loss and on the checkpoint's logits, between world size 2 and world size 1
 DISTRIBUTED_TOLERANCE = 1e-4
@@ -134,8 +138,10 @@ def slurm_conf(node: str, gpus: int = FAKE_GPUS) -> str:
     return "\n".join(lines) + "\n"
 
 
-def slurmdbd_conf() -> str:
-    """slurmdbd.conf: accounting in the local MariaDB (:data:`DB_NAME`, user :data:`DB_USER`)."""
+def slurmdbd_conf(password: str | None = None) -> str:
+    """slurmdbd.conf: accounting in the local MariaDB (:data:`DB_NAME`, user :data:`DB_USER`), whose
+    password is ``password`` (None: 32 random hex digits from :mod:`secrets`, a new one each call)."""
+    password = password or secrets.token_hex(16)
     return (
         "\n".join(
             [
@@ -148,7 +154,7 @@ def slurmdbd_conf() -> str:
                 "StorageType=accounting_storage/mysql",
                 "StorageHost=localhost",
                 f"StorageUser={DB_USER}",
-                f"StoragePass={DB_PASS}",
+                f"StoragePass={password}",
                 f"StorageLoc={DB_NAME}",
             ]
         )
