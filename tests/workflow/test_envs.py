@@ -196,3 +196,23 @@ def test_a_module_outside_the_env_fails_the_dry_run(tmp_path):
     (tmp_path / "Snakefile").write_text("import tqdm\n\nrule all:\n    output: 'x'\n    shell: 'touch x'\n")
     proc = envs.dry_run_with_only(("--cores", "1"), root=tmp_path)
     assert proc.returncode != 0 and "No module named 'tqdm' (not in the env)" in proc.stdout + proc.stderr
+
+
+def test_the_package_declares_each_envs_packages_as_core_plus_its_extra():
+    """pyproject.toml: the dependencies every env has, and one extra per env with the rest; each env's
+    pin satisfies the package's specifier, so `pip install knowlab[<env>]` is that env's library."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {_norm(Requirement(r).name): Requirement(r) for r in project["dependencies"]}
+    extras = project["optional-dependencies"]
+    assert set(extras) == {env.stem for env in ENVS}
+    for env in ENVS:
+        declared = {**core, **{_norm(Requirement(r).name): Requirement(r) for r in extras[env.stem]}}
+        pins = dict(PIN.match(line.split("#")[0].strip()).groups() for line in envs.env_requirements(env))
+        pins = {_norm(name): version for name, version in pins.items()}
+        assert set(pins) == set(declared), f"{env.name} vs pyproject [{env.stem}]: {set(pins) ^ set(declared)}"
+        for name, version in pins.items():
+            assert declared[name].specifier.contains(version), f"{env.name}: {name}=={version} outside {declared[name]}"
