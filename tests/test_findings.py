@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import page_trend_test, wilcoxon
 
 from knowlab import findings
 from knowlab.core import stats
@@ -430,7 +429,9 @@ def test_effects_and_pvalues_equal_the_tables_by_hand(results):
     k = np.array([EVENTS.index(e) for e in SPLITS["fictsheets"]["train_documents"]])
     before, after = 3.5 + 0.01 * k, 1.0 + 0.03 * k
     assert f.effect == pytest.approx((before - after).mean()) and f.unit == "fictsheet" and f.n_clusters == 8
-    assert f.p == pytest.approx(wilcoxon(before, after).pvalue, rel=1e-12)
+    # every fictsheet's loss falls: the signed ranks are all positive, the most extreme of the 2^8 sign
+    # patterns at each end, so the exact two-sided p is 2 / 2^8
+    assert (before > after).all() and f.p == pytest.approx(2 / 2**8, rel=1e-12)
 
     # Event's improvement to its minimum, paired on Event's 6 validation events: Doc's validation
     # documents 3.5 -> 2.5 (step 2), Event's 3.5 -> 3.2; every event one way: exact p = 2 / 2^6
@@ -605,9 +606,9 @@ def test_model_size_is_a_trend_over_sizes_on_both_splits(results):
         assert f.n == len(SPLITS[run]["train_documents"]) and "Page's L" in f.test and "Holm over 2" in f.test
         assert "steps 2, 4" in f.detail and "small (1,000 parameters)" in f.detail
     events = len({d[:3] for d in SPLITS["event"]["train_documents"]})
-    blocks = np.tile([1.0, 2.0, 3.0], (events, 1))
-    # two-sided: twice the one-sided p; the larger p of Holm's two keeps its own value
-    assert found[CLAIMS[10]].p == pytest.approx(2 * page_trend_test(blocks).pvalue, rel=1e-9)
+    # every block in size order is the one arrangement of the (3!)^n that gives the largest L: the exact
+    # one-sided p is 1 / 6^n, two-sided twice that; the larger p of Holm's two keeps its own value
+    assert found[CLAIMS[10]].p == pytest.approx(2 / 6**events, rel=1e-9)
     # the checkpoints inside the fiction warm-up have seen no fiction: they cannot show fitting speed
     late = copy.deepcopy(CFG)
     late["finetune"]["fiction_warmup_steps"] = LAST
