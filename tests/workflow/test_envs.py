@@ -182,7 +182,7 @@ def test_snakemakes_own_env_is_pinned_as_the_venv():
     pins = _requirement_pins()
     for line in envs.env_requirements(envs.SNAKEMAKE_ENV):
         name, version = PIN.match(line).groups()
-        assert pins[_norm(name)] == version, f"workflow/environment.yaml: {line} but requirements.txt has {pins[_norm(name)]}"
+        assert pins[_norm(name)] == version, f"workflow/environment.yaml: {line}, requirements.txt {pins[_norm(name)]}"
 
 
 def test_a_plain_snakemake_env_builds_the_dag(paper_slurm_dry_run):

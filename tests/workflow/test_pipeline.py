@@ -331,6 +331,24 @@ def test_grounding_items_responses_scores_and_tables(workdir):
         assert (tables / f"{name}.csv").stat().st_size > 0 and "tabular" in (tables / f"{name}.tex").read_text()
     table1 = pd.read_csv(tables / "table1.csv")
     assert list(table1["condition"]) == ["Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
+    # each table's content from the scored rows: one summary row per condition with its question count
+    # and mean F1, Table 12's five settings, both versions' reduction rates, the length curve's budgets
+    # in order of distractors, the positions swept, the factor levels of the fiction questions
+    summary = pd.read_csv(tables / "summary.csv").set_index("condition")
+    by_condition = rows.groupby("condition")
+    assert set(summary.index) == set(conditions) and (summary["n"] == by_condition.size()[summary.index]).all()
+    assert summary["f1"].to_numpy() == pytest.approx(by_condition["f1"].mean()[summary.index].to_numpy())
+    assert (summary["f1_low"] <= summary["f1"]).all() and (summary["f1"] <= summary["f1_high"]).all()
+    table12 = pd.read_csv(tables / "table12.csv")
+    settings = ["No context", "Original-Gold", "Original-Dist", "Conflict-Gold", "Conflict-Dist"]
+    assert list(table12.columns[2:7]) == settings
+    assert list(pd.read_csv(tables / "reduction_rates.csv")["version"]) == ["original", "conflict"]
+    curve = pd.read_csv(tables / "length_curve.csv")
+    assert curve["condition"].iloc[0] == "original_gold" and curve["n_distractors"].is_monotonic_increasing
+    assert set(curve["condition"]) == {"original_gold", "original_dist", "length_96"}
+    assert {"start", "random"} <= set(pd.read_csv(tables / "position.csv").columns)
+    factors = pd.read_csv(tables / "factors_original_gold.csv")
+    assert {"overall", "contexts=single", "answer_type=definite"} <= set(factors.columns)
     method = {("llm:tiny random Llama (test)", "bi_encoder:packaged:all-MiniLM-L6-v2@0.4")}
     for path in tables.glob("*.csv"):  # every table names its decomposer and evaluator (issue 17)
         table = pd.read_csv(path)

@@ -687,7 +687,8 @@ def claims_markdown(default: Mapping[str, str] | None = None) -> str:
                 "",
                 f"> {entry.quote}",
                 "",
-                f"- Source: {entry.source}" + (f"; figure of the run: `results/{entry.figure}`" if entry.figure else ""),
+                f"- Source: {entry.source}"
+                + (f"; figure of the run: `results/{entry.figure}`" if entry.figure else ""),
                 f"- Effect: {entry.effect}" + (" (a claim of no difference: equivalence)" if entry.equivalence else ""),
                 f"- Unit: {entry.unit}; test: {entry.test}"
                 + ("; once per grounding dataset" if entry.per_dataset else ""),
