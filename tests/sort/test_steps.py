@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import t as student_t
 
 from knowlab.core.io import read_parquets, write_parquet
+from knowlab.core.plotting import read_description
 from knowlab.sort import analysis, bands
 from knowlab.sort.steps import figures, stats
 
@@ -58,7 +60,19 @@ def test_parametric_stats_put_the_base_model_at_epoch_zero(rows, sub, stats_sett
     assert len(out) == len(base) + len(tuned) and (out.epoch.iloc[: len(base)] == 0.0).all()
     assert out.index.equals(pd.RangeIndex(len(out)))
     assert tests.keys() == {"mcnemar", "ttest"}
-    assert tests["ttest"].equals(analysis.parametric_tests(out, "greater", 25)["ttest"])
+    # Fig. 15's cell "books ep 1" over "base": the paired t-test on the no-context score, written out
+    # (Student 1908: mean difference over its standard error, one-sided "greater", n - 1 df)
+    cell = tests["ttest"].set_index(["a", "b"]).loc[("books ep 1", "base")]
+
+    def scores(run, epoch):
+        rows = out[(out.run == run) & (out.epoch == epoch) & (out.condition == "baseline")]
+        return rows.set_index("item_id")["score"]
+
+    d = (scores("books", 1.0) - scores("base_model", 0.0)).dropna()
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
+    assert cell["n_items"] == len(d) and cell["statistic"] == pytest.approx(t, rel=1e-12)
+    assert cell["pvalue"] == pytest.approx(student_t.sf(t, len(d) - 1), rel=1e-9)
+    assert tests["ttest"].set_index(["a", "b"]).loc[("base", "base"), "pvalue"] == 1.0
     # Fig. 12: exp(mean nll) per run and epoch, both runs starting at the base model's
     ppl = figure_bands["fig12"].set_index(["run", "epoch"])["value"]
     assert ppl[("books", 0.0)] == pytest.approx(np.exp(3.0)) and ppl[("books", 1.0)] == pytest.approx(np.exp(2.0))
@@ -82,3 +96,19 @@ def test_condition_figures_draw_every_figure_from_the_saved_tables(rows, sub, tm
     paths = {f"{name}_{ext}": tmp_path / f"{name}.{ext}" for name in names for ext in ("pdf", "png")}
     figures.condition_figures(base, saved.pop("binomial"), saved, saved_bands, paths, model="m1", stats=stats_settings)
     assert all(path.stat().st_size > 0 for path in paths.values())
+    # what each saved figure shows (knowlab.core.plotting.read_description of its PNG)
+    shown = {name: read_description(paths[f"{name}_png"]) for name in names}
+    for name, figure in shown.items():
+        assert figure["title"].startswith("SORT") and all(p["xlabel"] and p["ylabel"] for p in figure["panels"]), name
+    models = sorted(base["model"].unique())
+    segments = [f"L_S = {n} words" for n in sorted(base["segment_length"].unique())]
+    excerpts = [f"L_E = {n} words" for n in sorted(base["excerpt_length"].unique())]
+    fig3a = shown["fig3a"]
+    assert fig3a["legend"][: len(models) + len(segments)] == models + segments
+    assert fig3a["panels"][0]["xlabel"].startswith("excerpt length") and fig3a["panels"][0]["bands"] > 0
+    assert shown["fig3b"]["legend"][: len(excerpts)] == excerpts and "chance (0.5)" in shown["fig3b"]["legend"]
+    assert [p["title"] for p in shown["fig4"]["panels"]] == ["(a) RAG", "(b) oracle RAG"]
+    assert [p["title"] for p in shown["fig10"]["panels"]] == models and shown["fig10"]["legend"][:2] == segments
+    for name in ("mcnemar", "ttest"):  # one p-value matrix each
+        panels = [(p["images"], p["xlabel"], p["ylabel"]) for p in shown[name]["panels"]]
+        assert panels == [(1, "column (b)", "row (a)")], name
