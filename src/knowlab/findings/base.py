@@ -358,6 +358,12 @@ def _aligned(a: pd.Series, b: pd.Series) -> pd.DataFrame:
         raise Skip(str(err)) from None
 
 
+def identity(values: pd.Series) -> pd.Series:
+    """Each unit of ``values`` its own cluster (:func:`by_cluster`): units sampled independently (webtext
+    documents, real-world questions) or already one value per unit (an excerpt's rho, an event's mean)."""
+    return pd.Series(values.index, index=values.index)
+
+
 def by_cluster(
     label: str,
     a: pd.Series,

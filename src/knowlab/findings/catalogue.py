@@ -646,9 +646,10 @@ CLAIMS: tuple[Claim, ...] = (
 def default_statuses(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """What the default run decided, per claim id: each of its lines' status, with the comparison's label,
     and the effect and p, or the reason it is not tested (``records``: a ``results/findings.json``)."""
+    by_id = {entry.id: entry for entry in CLAIMS}
     out: dict[str, list[str]] = {}
     for record in records:
-        entry = next(entry for entry in CLAIMS if entry.id == record["claim_id"])
+        entry = by_id[record["claim_id"]]
         labels = [record["claim"][len(entry.claim) + 2 : -1], record["study"].partition(" (")[2][:-1]]
         label = ", ".join(filter(None, labels))
         if record["effect"] is None:  # the config lacks what the claim needs: the detail says what
@@ -676,7 +677,7 @@ def claims_markdown(default: Mapping[str, str] | None = None) -> str:
         "",
         f"The {len(CLAIMS)} claims of the three papers that every run decides (`results/findings.txt`,",
         "`findings.json`: `claim_id`, `quote`, `figure`), one entry each of the catalogue `knowlab.findings.CLAIMS`.",
-        "How each is decided, and what the status words mean: [findings.md](findings.md). \"On the default\": what",
+        'How each is decided, and what the status words mean: [findings.md](findings.md). "On the default": what',
         "the run of `config/config.yaml` in [default.md](default.md) decided, line by line.",
     ]
     for study in dict.fromkeys(entry.study for entry in CLAIMS):

@@ -20,6 +20,7 @@ from knowlab.findings.base import (
     Skip,
     _rows,
     by_cluster,
+    identity,
     signed_rank,
     split_comparison,
 )
@@ -191,10 +192,20 @@ def event_generalises_least(r: Results) -> list[Comparison]:
                 f"val loss improvement to the minimum: {run} {other.mean():.2f} (step {step}) vs "
                 f"{EVENT} {event.mean():.2f} (step {event_step}), checkpoints {', '.join(map(str, r.steps))}"
             )
-            identity = pd.Series(other_by_event.index, index=other_by_event.index)
             n = len(event) + len(other)  # the validation documents behind the two runs' event means
             out.append(
-                by_cluster(run, other_by_event, event_by_event, identity, r, "event", "nats/token", detail, True, n)
+                by_cluster(
+                    run,
+                    other_by_event,
+                    event_by_event,
+                    identity(other_by_event),
+                    r,
+                    "event",
+                    "nats/token",
+                    detail,
+                    True,
+                    n,
+                )
             )
     return out
 
@@ -442,11 +453,6 @@ def validation_loss_rises_after(r: Results) -> list[Comparison]:
     return out
 
 
-def _identity(values: pd.Series) -> pd.Series:
-    """Each unit its own cluster: units sampled independently (webtext documents, real-world questions)."""
-    return pd.Series(values.index, index=values.index)
-
-
 def webtext_not_destroyed(r: Results) -> list[Comparison]:
     """Training on 5% fiction keeps webtext modelling: the webtext loss stays within 5% of the
     webtext-only control's, per fiction run.
@@ -471,7 +477,7 @@ def webtext_not_destroyed(r: Results) -> list[Comparison]:
             f"(margin {LOSS_MARGIN:.0%} of the control's)"
         )
         ceiling = (1 + LOSS_MARGIN) * control
-        out.append(by_cluster(run, ceiling, own, _identity(own), r, "webtext document", "nats/token", detail, True))
+        out.append(by_cluster(run, ceiling, own, identity(own), r, "webtext document", "nats/token", detail, True))
     return out
 
 
@@ -494,9 +500,7 @@ def real_qa_no_improvement(r: Results) -> list[Comparison]:
             f"{r.last} (margin {LOSS_MARGIN:.0%} of step 0's)"
         )
         floor = (1 - LOSS_MARGIN) * before
-        out.append(
-            by_cluster(run, after, floor, _identity(after), r, "real-world question", "nats/token", detail, True)
-        )
+        out.append(by_cluster(run, after, floor, identity(after), r, "real-world question", "nats/token", detail, True))
     return out
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from knowlab import layout
 from knowlab.core.clustered import paired_equivalence
-from knowlab.findings.base import Comparison, Results, Skip, _aligned, by_cluster, two_samples
+from knowlab.findings.base import Comparison, Results, Skip, _aligned, by_cluster, identity, two_samples
 from knowlab.sort.build import excerpt_id
 
 
@@ -123,14 +123,9 @@ def sort_books_no_accuracy_gain(r: Results) -> list[Comparison]:
     excerpts (:func:`knowlab.core.clustered.paired_equivalence`).
     """
     epochs = _parametric_epochs(r)
-
-    def correct(run: str) -> pd.Series:
-        rows = r.read(layout.SORT_PARAMETRIC_ROWS.relative(prun=run, epoch=epochs))
-        if "condition" in rows:
-            rows = rows[rows["condition"] == "baseline"]
-        return rows.set_index("item_id")["correct"].astype(float)
-
-    books, instructions = correct("books"), correct("instructions")
+    books, instructions = (
+        _parametric_rows(r, run, epochs, "baseline")["correct"].astype(float) for run in ("books", "instructions")
+    )
     detail = (
         f"no-context accuracy after epoch {epochs}: books {books.mean():.2f} "
         f"vs instructions only {instructions.mean():.2f}"
@@ -166,9 +161,8 @@ def sort_accuracy_rises_with_distance(r: Results) -> list[Comparison]:
     detail = "accuracy by distance bin: " + ", ".join(
         f"bin {b} {acc:.2f}" for b, acc in rows.groupby("distance_bin")["correct"].mean().items()
     )
-    identity = pd.Series(rho.index, index=rho.index)
     zero = pd.Series(0.0, index=rho.index)
-    return [by_cluster("", rho, zero, identity, r, "excerpt", "Spearman rho", detail, False, len(rows))]
+    return [by_cluster("", rho, zero, identity(rho), r, "excerpt", "Spearman rho", detail, False, len(rows))]
 
 
 def _length_contrast(r: Results, column: str, name: str, longer_is_better: bool) -> list[Comparison]:
