@@ -2,14 +2,19 @@
 # from raw data to figures.  This file only wires things together: the logic lives in
 # src/knowlab (one package per study over knowlab.core), paths and input functions in
 # rules/common.smk, each study's rules in its own file, in data-flow order.
+import os
 import sys
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
-# The library lives in src/; the Snakefile imports it from the checkout, and so does
-# every script (first line), in the venv, in conda envs and on SLURM nodes.
+# The library lives in src/.  Building the DAG imports it from the checkout (Snakemake's own env
+# has only snakemake and workflow/environment.yaml's packages); jobs import it as an installed
+# package: the venv's `pip install -e .` (Makefile), or each conda env's `-e ${KNOWLAB_ROOT}[env]`
+# line, which pip expands to this checkout when Snakemake creates the env (set here, not asked of
+# the user).
 sys.path.insert(0, str(Path(str(workflow.current_basedir)) / "src"))
+os.environ.update(KNOWLAB_ROOT=str(workflow.current_basedir))
 
 from knowlab.config import check_config
 
@@ -35,51 +40,6 @@ include: "rules/grounding.smk"
 include: "rules/findings.smk"
 
 
-# Rules of seconds that load no model (aggregation, tables, figures, small data steps and
-# small downloads) run on the submit host under a cluster executor, not as SLURM jobs.  Not
-# here: every model, the TriviaQA and OpenHermes downloads (fictionalqa_real_qa,
-# sort_parametric_texts), fictionalqa_mcq (it reads the 52M-row ranking at paper scale), and
-# fictionalqa_summary and grounding_tables, whose bootstrap intervals take minutes at paper scale.
-localrules:
-    all,
-    fictionalqa_webtext,
-    fictionalqa_corpus,
-    fictionalqa_split,
-    fictionalqa_lm_eval_tasks,
-    train_log,
-    fictionalqa_paired_tests,
-    fictionalqa_figure_fig2,
-    fictionalqa_figure_fig3,
-    fictionalqa_figure_fig4,
-    fictionalqa_figure_fig5,
-    fictionalqa_figure_fig6,
-    fictionalqa_figure_fig7,
-    fictionalqa_figure_fig8,
-    fictionalqa_figure_fig10_11,
-    fictionalqa_figure_pvalues,
-    fictionalqa_models,
-    fictionalqa_across_models_fig4,
-    fictionalqa_across_models_fig7,
-    fictionalqa_across_models_fig9,
-    fictionalqa_across_models_fig10,
-    fictionalqa_across_models_fig10_11,
-    sort_sources,
-    sort_items,
-    sort_stats,
-    sort_figures,
-    sort_fiction_items,
-    sort_fiction_stats,
-    sort_fiction_figures,
-    sort_parametric_stats,
-    sort_parametric_figures,
-    grounding_items,
-    grounding_finetune_stats,
-    grounding_figures,
-    grounding_finetune_figures,
-    findings,
-    dataset_card,
-
-
 rule all:
     default_target: True
     input:
@@ -87,6 +47,7 @@ rule all:
         SORT_OUTPUTS,
         GROUNDING_OUTPUTS,
         FINDINGS_OUTPUTS,
+    localrule: True
 
 
 # A job killed with SIGKILL (by hand, by SLURM at its time limit, by a node failure) cannot remove

@@ -21,6 +21,7 @@ rule fictionalqa_webtext:
         f"{FICTIONALQA_LOGS}/webtext.log",
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/webtext.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:
@@ -43,6 +44,7 @@ rule fictionalqa_corpus:
         f"{FICTIONALQA_LOGS}/corpus.log",
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/corpus.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:
@@ -111,6 +113,7 @@ rule fictionalqa_lm_eval_tasks:
         f"{FICTIONALQA_LOGS}/lm_eval_tasks.log",
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/lm_eval_tasks.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     params:
@@ -156,6 +159,7 @@ rule fictionalqa_split:
         f"{FICTIONALQA_LOGS}/splits/{{split}}.log",
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/splits/{{split}}.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:
@@ -209,6 +213,7 @@ rule fictionalqa_paired_tests:
         f"{FICTIONALQA_LOGS}/{{ft_model}}/stats/{{run}}/{{suite}}.log",
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/stats/{{run}}/{{suite}}.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     params:
@@ -288,6 +293,7 @@ for family in FIGURE_FAMILIES:
             f"{FICTIONALQA_LOGS}/figures/{{ft_model}}/{family}.log",
         benchmark:
             f"{FICTIONALQA_BENCHMARKS}/figures/{{ft_model}}/{family}.tsv"
+        localrule: True
         conda:
             "../envs/plot.yaml"
         params:
@@ -320,6 +326,7 @@ rule fictionalqa_figure_pvalues:
         f"{FICTIONALQA_LOGS}/figures/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.log",
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/figures/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     params:
@@ -339,6 +346,7 @@ rule fictionalqa_models:
         f"{FICTIONALQA_LOGS}/models.log",
     benchmark:
         f"{FICTIONALQA_BENCHMARKS}/models.tsv"
+    localrule: True
     conda:
         "../envs/eval.yaml"
     params:
@@ -369,6 +377,7 @@ for family in ACROSS_MODEL_FAMILIES:
             f"{FICTIONALQA_LOGS}/figures/across_models/{family}.log",
         benchmark:
             f"{FICTIONALQA_BENCHMARKS}/figures/across_models/{family}.tsv"
+        localrule: True
         conda:
             "../envs/plot.yaml"
         params:

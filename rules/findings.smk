@@ -36,6 +36,7 @@ rule findings:
         "results/logs/findings.log",
     benchmark:
         "results/benchmarks/findings.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     params:
@@ -85,6 +86,7 @@ rule dataset_card:
         "results/logs/dataset_card.log",
     benchmark:
         "results/benchmarks/dataset_card.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:

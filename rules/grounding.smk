@@ -37,6 +37,7 @@ rule grounding_items:
         "results/logs/grounding/{dataset}/items.log",
     benchmark:
         "results/benchmarks/grounding/{dataset}/items.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:
@@ -199,6 +200,7 @@ rule grounding_figures:
         "results/logs/grounding/figures.log",
     benchmark:
         "results/benchmarks/grounding/figures.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     params:
@@ -292,6 +294,7 @@ rule grounding_finetune_stats:
         "results/logs/grounding/finetune/{ft_model}/stats.log",
     benchmark:
         "results/benchmarks/grounding/finetune/{ft_model}/stats.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     params:
@@ -324,6 +327,7 @@ rule grounding_finetune_figures:
         "results/logs/grounding/finetune/{ft_model}/figures.log",
     benchmark:
         "results/benchmarks/grounding/finetune/{ft_model}/figures.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     params:

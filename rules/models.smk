@@ -120,6 +120,7 @@ rule train_log:
         "results/benchmarks/{training}/train_log.tsv"
     wildcard_constraints:
         training="|".join(TRAININGS),
+    localrule: True
     conda:
         "../envs/data.yaml"
     script:

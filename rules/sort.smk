@@ -44,6 +44,7 @@ rule sort_sources:
         "results/logs/sort/sources.log",
     benchmark:
         "results/benchmarks/sort/sources.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:
@@ -63,6 +64,7 @@ rule sort_items:
         "results/logs/sort/items.log",
     benchmark:
         "results/benchmarks/sort/items.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:
@@ -203,6 +205,7 @@ rule sort_stats:
         "results/logs/sort/stats.log",
     benchmark:
         "results/benchmarks/sort/stats.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     params:
@@ -250,6 +253,7 @@ rule sort_figures:
         "results/logs/sort/figures.log",
     benchmark:
         "results/benchmarks/sort/figures.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     params:
@@ -270,6 +274,7 @@ rule sort_fiction_items:
         "results/logs/sort/fiction/items.log",
     benchmark:
         "results/benchmarks/sort/fiction/items.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     params:
@@ -321,6 +326,7 @@ rule sort_fiction_stats:
         "results/logs/sort/fiction/{ft_model}/stats.log",
     benchmark:
         "results/benchmarks/sort/fiction/{ft_model}/stats.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     params:
@@ -353,6 +359,7 @@ rule sort_fiction_figures:
         "results/logs/sort/fiction/{ft_model}/figures.log",
     benchmark:
         "results/benchmarks/sort/fiction/{ft_model}/figures.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     params:
@@ -453,6 +460,7 @@ rule sort_parametric_stats:
         "results/logs/sort/parametric/stats.log",
     benchmark:
         "results/benchmarks/sort/parametric/stats.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     params:
@@ -499,6 +507,7 @@ rule sort_parametric_figures:
         "results/logs/sort/parametric/figures.log",
     benchmark:
         "results/benchmarks/sort/parametric/figures.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     params:

@@ -1,10 +1,5 @@
 """Materialise the base model (packaged GGUF -> safetensors, tiny random model, or Hub id)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_jsonl
 from knowlab.core.models import BaseModelSettings, prepare_base_model
 from knowlab.core.provenance import rule_step

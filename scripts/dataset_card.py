@@ -1,10 +1,5 @@
 """The Hugging Face dataset card of the item-level tables (knowlab.dataset_card), at the root of results/."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.provenance import rule_step
 from knowlab.dataset_card import write_card
 

@@ -1,10 +1,5 @@
 """Save a model evaluated as it is (a Hub id, ``<id>@<revision>``, or a local folder) under resources/models/<name>."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import atomic_dir
 from knowlab.core.models import from_hub
 from knowlab.core.provenance import rule_step

@@ -1,10 +1,5 @@
 """Draw one FictionalQA figure family across the base models, from every model's study summary."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import pandas as pd
 
 from knowlab.core.provenance import rule_step

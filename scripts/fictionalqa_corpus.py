@@ -1,10 +1,5 @@
 """Load the fiction corpus (shipped, released or generated), validate it, write it out."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.settings import FictionCorpusSettings
 from knowlab.fictionalqa.steps import data

@@ -1,10 +1,5 @@
 """Evaluate one checkpoint on every suite; write item-level rows."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, write_parquet

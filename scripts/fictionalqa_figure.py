@@ -1,10 +1,5 @@
 """Draw one FictionalQA paper figure family from the study summary (and the training logs)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import pandas as pd
 
 from knowlab.core.io import read_parquets

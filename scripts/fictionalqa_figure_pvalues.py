@@ -1,10 +1,5 @@
 """Draw the p-value matrix of one paired-test table (McNemar or paired t-test)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import pandas as pd
 
 from knowlab.core.provenance import rule_step

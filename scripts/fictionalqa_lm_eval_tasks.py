@@ -1,10 +1,5 @@
 """Write every MCQ suite as an lm-evaluation-harness task (results/fictionalqa/lm_eval/, relative paths only)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import atomic_dir, read_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.steps import data

@@ -1,10 +1,5 @@
 """Build the n-choice MCQ items of every fictional question."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import pandas as pd
 
 from knowlab.core.io import read_jsonl, write_jsonl

@@ -1,10 +1,5 @@
 """The base models FictionalQA fine-tunes, with their parameter counts (one table)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import write_csv
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.steps import data

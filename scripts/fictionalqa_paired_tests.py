@@ -1,10 +1,5 @@
 """McNemar and paired t-test tables of one run on one MCQ suite (step 0 of every run is the base model)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

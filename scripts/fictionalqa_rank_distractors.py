@@ -4,11 +4,6 @@ Finished shards are kept in ``params.shards`` (no rule output, so a killed job k
 read back by the re-run; the folder is removed once the ranking is written.
 """
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, write_parquet

@@ -1,10 +1,5 @@
 """Real-world Q&A for nll(answer | question): the shipped set or TriviaQA (paper App. C.7)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.settings import RealQASettings

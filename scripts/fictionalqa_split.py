@@ -1,10 +1,5 @@
 """Build one train/validation split of the fiction corpus as id lists."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_jsonl, write_json
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.settings import SplitSettings

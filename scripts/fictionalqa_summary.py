@@ -1,10 +1,5 @@
 """Aggregate every run's item tables by each split's train/val sides (one study table)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_json, read_parquets, write_csv
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

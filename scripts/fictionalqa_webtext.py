@@ -1,10 +1,5 @@
 """Verify gensim's packaged Wikipedia and Lee corpora and split their paragraphs."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.fictionalqa.settings import WebtextSettings

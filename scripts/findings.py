@@ -1,10 +1,5 @@
 """The three papers' headline findings on this run's result tables (knowlab.findings): JSON records and text."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab import findings, layout
 from knowlab.core.io import atomic_path, write_csv, write_json
 from knowlab.core.provenance import rule_step

@@ -1,10 +1,5 @@
 """Annotate generated questions and keep the unique, infeasible-when-blind ones (fiction_generation.annotate)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.provenance import rule_step

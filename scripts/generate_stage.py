@@ -1,10 +1,5 @@
 """One stage of the fiction generation pipeline (knowlab.fiction_generation.pipeline.run_stage)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.provenance import rule_step

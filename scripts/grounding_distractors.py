@@ -1,10 +1,5 @@
 """Rank distractor documents for every grounding question (dense retrieval, faiss exact search)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, write_parquet

@@ -1,10 +1,5 @@
 """Grounding figures (Figs. 3c, 4, 5, 15-16, gold position) drawn from the grounding tables."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.provenance import rule_step
 from knowlab.grounding.steps import figures
 

@@ -1,10 +1,5 @@
 """Grounding on the fiction set across fine-tuning: the figure of the rates per checkpoint and side."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.provenance import rule_step
 from knowlab.grounding.steps import figures
 

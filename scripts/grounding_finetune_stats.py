@@ -1,9 +1,6 @@
 """Grounding on the fiction set across fine-tuning: rows with sides, rates per checkpoint, McNemar vs control."""
 
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_json, read_jsonl, read_parquets, write_csv, write_parquet
 from knowlab.core.provenance import rule_step

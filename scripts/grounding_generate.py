@@ -1,10 +1,5 @@
 """Responses of one model or checkpoint to the grounding questions under each condition's contexts."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, read_parquets, write_jsonl

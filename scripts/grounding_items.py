@@ -1,9 +1,6 @@
 """Grounding items of one dataset (Original and Conflict versions) and its distractor document pool."""
 
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step

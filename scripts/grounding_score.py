@@ -1,10 +1,5 @@
 """Atomic facts of every response and their precision / recall / F1 against the gold contexts and facts."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, write_parquet

@@ -1,10 +1,5 @@
 """Grounding tables (Tables 1, 8-12 and the tables of the figures; CSV + LaTeX) of every dataset and model."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

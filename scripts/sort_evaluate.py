@@ -1,10 +1,5 @@
 """Score the SORT test items under one memory condition with the selected template (and RAG reading)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, write_parquet

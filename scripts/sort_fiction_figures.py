@@ -1,10 +1,5 @@
 """SORT on the fiction documents: accuracy per checkpoint and train/val side, from the rows of sort_fiction_stats."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

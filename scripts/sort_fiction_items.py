@@ -1,10 +1,5 @@
 """SORT items from the FictionalQA fiction documents."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_jsonl, write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.sort.settings import SortFictionItemsSettings

@@ -1,9 +1,6 @@
 """SORT on the fiction documents: rows with train/val sides, binomial tests, McNemar / t-test matrices."""
 
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
 
 from knowlab.core.io import read_json, read_jsonl, read_parquets, write_parquet
 from knowlab.core.provenance import rule_step

@@ -1,10 +1,5 @@
 """SORT figures of the base model: Fig. 3a/3b (in context), Fig. 4 (RAG), Fig. 10 (baseline), condition matrices."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

@@ -1,11 +1,6 @@
 """Build the Book-SORT items of the configured texts; write the books (their text with its paragraph breaks,
 which the RAG passages are cut from) and the items."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import write_jsonl
 from knowlab.core.provenance import rule_step
 from knowlab.sort.settings import SortItemsSettings

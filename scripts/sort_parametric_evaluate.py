@@ -1,10 +1,5 @@
 """SORT after parametric-memory fine-tuning at one epoch: no-context answers, segment perplexity, and in context."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_json, read_jsonl, write_parquet

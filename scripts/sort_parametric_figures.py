@@ -1,11 +1,6 @@
 """SORT after parametric-memory fine-tuning: Figs. 12, 13, 16 by epoch and the matrices of Figs. 14-15, drawn from
 the stats rule's rows and tables and the segments' perplexity."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

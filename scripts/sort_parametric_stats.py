@@ -1,10 +1,5 @@
 """SORT after parametric-memory fine-tuning: the rows of every epoch, McNemar and t-test matrices (of Figs. 14-15)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

@@ -1,10 +1,5 @@
 """Training texts of the SORT parametric-memory runs: framed text chunks and instruction conversations."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_jsonl, write_json
 from knowlab.core.provenance import rule_step
 from knowlab.sort.settings import SortParametricTextsSettings

@@ -1,10 +1,5 @@
 """Select the SORT prompt template of a model on the validation slice (or take the configured one)."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, write_json, write_parquet

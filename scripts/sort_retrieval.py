@@ -1,10 +1,5 @@
 """Retrieve RAG passages (and the oracle passages) of every SORT item, with recall@k."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 import torch
 
 from knowlab.core.io import read_jsonl, write_parquet

@@ -1,10 +1,5 @@
 """Download the SORT texts (sort.source), each verified by sha256."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import atomic_dir
 from knowlab.core.provenance import rule_step
 from knowlab.sort.settings import SortSourcesSettings

@@ -1,10 +1,5 @@
 """SORT tables (paper Tables 1-2), binomial tests against chance, and McNemar / t-test matrices across conditions."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
 from knowlab.core.stats import StatsSettings

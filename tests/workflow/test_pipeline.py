@@ -10,12 +10,17 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from knowlab import findings
+from knowlab.tooling.compare import difference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -561,3 +566,41 @@ def test_a_rule_asking_for_a_missing_gpu_fails_clearly(workdir_copy, snakemake):
     log = (workdir_copy / "results" / "logs" / "fictionalqa" / "mcq" / "rank_distractors.log").read_text()
     assert "compute.device is 'cuda' but torch sees no CUDA GPU" in log
     assert not (workdir_copy / "results" / "fictionalqa" / "corpus" / "mcq" / "ranked_candidates.parquet").exists()
+
+
+def test_a_module_of_another_workflow_reruns_a_model_job_as_the_run_did(workdir, tmp_path):
+    """The workflow used as a Snakemake module from another folder (``module knowlab: snakefile: ...``,
+    ``use rule * from knowlab as knowlab_*``): given the finished run's files (times kept, no
+    Snakemake metadata), it re-makes a deleted model job's table (SORT's in-context evaluation of the
+    base model) and the figure that reads it, through the SORT statistics in between, and every file
+    it re-makes equals the normal run's (tables by knowlab.tooling.compare, the figure byte for byte)."""
+    module = tmp_path / "module"
+    for folder in ("results", "resources"):
+        shutil.copytree(workdir / folder, module / folder, symlinks=True)
+    table = Path("results/sort/evaluate/base_model/in_context.parquet")
+    figure = Path("results/figures/sort/fig3a.png")
+    (module / table).unlink()
+    (module / table.with_suffix(".manifest.json")).unlink()
+    (module / "Snakefile").write_text(
+        f'configfile: "{ROOT / "config" / "config.yaml"}"\n\n\n'
+        f'module knowlab:\n    snakefile:\n        "{ROOT / "Snakefile"}"\n    config:\n        config\n\n\n'
+        "use rule * from knowlab as knowlab_*\n"
+    )
+    command = [sys.executable, "-m", "snakemake", str(table), str(figure), "--cores", "2"]
+    started = time.time()
+    proc = subprocess.run([*command, "--configfile", ROOT / "config" / "test.yaml"], cwd=module, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    ran = set(re.findall(r"^(?:local)?rule (\w+):", proc.stdout + proc.stderr, flags=re.M))
+    assert {"knowlab_sort_evaluate_base", "knowlab_sort_stats", "knowlab_sort_figures"} <= ran, proc.stdout + proc.stderr
+    remade = {
+        p.relative_to(module)
+        for p in (module / "results").rglob("*")
+        if p.is_file() and p.stat().st_mtime >= started and not {"logs", "benchmarks"} & set(p.parts)
+    }
+    assert {table, figure} <= remade
+    tables = {p for p in remade if p.suffix in (".parquet", ".csv", ".json") and "manifest" not in p.name}
+    assert len(tables) > 3, remade
+    for path in sorted(tables):
+        assert difference(module / path, workdir / path) is None, path
+    for path in sorted(p for p in remade if p.suffix == ".png"):
+        assert (module / path).read_bytes() == (workdir / path).read_bytes(), path

@@ -258,3 +258,9 @@ def test_the_workflow_runs_as_a_module_of_another_workflow(tmp_path):
     split = json.loads((tmp_path / "results" / "fictionalqa" / "splits" / "doc.json").read_text())
     assert split["split"] == "doc" and split["train_documents"]
     assert (tmp_path / "results" / "fictionalqa" / "corpus" / "fiction" / "manifest.json").is_file()
+    # the rest of config/test.yaml's DAG, every rule under the module's prefix
+    proc = subprocess.run([*cmd, "-n"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    planned = set(re.findall(r"^(?:local)?rule (\w+):", proc.stdout, flags=re.M))
+    assert {"knowlab_finetune", "knowlab_fictionalqa_evaluate", "knowlab_findings", "knowlab_all"} <= planned
+    assert all(rule.startswith("knowlab_") for rule in planned) and "knowlab_fictionalqa_split" not in planned

@@ -548,7 +548,7 @@ def job_counts(cfg: Mapping[str, Any]) -> dict[str, int]:
     eval_models x conditions, datasets x models, the trainings and their checkpoints, a download
     per base model other than ``model``); ``tests/tooling/test_capacity.py`` checks the result
     against the DAG of ``snakemake -n``.  Rules that are not listed run on the submit host
-    (``localrules``) or are CPU steps of seconds.
+    (``localrule: True``) or are CPU steps of seconds.
     """
     plan = Layout(cfg)
     models = len(plan.eval_models)

@@ -83,7 +83,8 @@ class Rule:
     """A rule of the workflow: its env file and the code it runs (paths absolute).
 
     ``script``: the ``script:`` file; ``module``: the ``knowlab`` module a ``shell:`` rule runs
-    with ``-m``; ``params``: the names of its params.
+    with ``-m``; ``params``: the names of its params; ``local``: ``localrule: True`` (under a
+    cluster executor its jobs run on the submit host).
     """
 
     name: str
@@ -92,6 +93,7 @@ class Rule:
     script: Path | None = None
     module: str | None = None
     params: frozenset[str] = frozenset()
+    local: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,13 +210,14 @@ def workflow_rules(root: str | os.PathLike = ROOT) -> dict[str, Rule]:
                 new.script or (None if new.module else base.script),
                 new.module or (None if new.script else base.module),
                 new.params if "params" in calls else base.params,
+                new.local if "localrule" in calls else base.local,
             )
     return rules
 
 
 def _rule(name: str, path: Path, calls: Mapping[str, ast.Call]) -> Rule:
     env, script = _literal(_first_arg(calls, "conda")), _literal(_first_arg(calls, "script"))
-    params = calls.get("params")
+    params, local = calls.get("params"), _first_arg(calls, "localrule")
     return Rule(
         name=name,
         snakefile=path,
@@ -222,6 +225,7 @@ def _rule(name: str, path: Path, calls: Mapping[str, ast.Call]) -> Rule:
         script=(path.parent / script).resolve() if script else None,
         module=_shell_module(_literal(_first_arg(calls, "shellcmd"))),
         params=frozenset(k.arg for k in params.keywords if k.arg) if params is not None else frozenset(),
+        local=local is not None and ast.literal_eval(local) is True,
     )
 
 
@@ -479,12 +483,13 @@ def rule_imports(rule: Rule, root: str | os.PathLike = ROOT, index: _Index | Non
 # -- what an env provides -----------------------------------------------------------------
 
 
-def env_requirements(env_file: str | os.PathLike) -> list[str]:
-    """The pip list of a conda env file (the ``pip:`` entry of its ``dependencies``).
+#: The environment variable an env file's pip list names the checkout by; the Snakefile sets it
+#: to the running workflow's folder, and pip expands ``${VAR}`` in requirement files.
+ROOT_VARIABLE = "KNOWLAB_ROOT"
+_PACKAGE_LINE = re.compile(r"^-e \$\{" + ROOT_VARIABLE + r"\}(?:\[([a-z_]+)\])?$")
 
-    Raises:
-        EnvError: the file has no ``dependencies`` list.
-    """
+
+def _pip_list(env_file: str | os.PathLike) -> list[str]:
     spec = yaml.safe_load(Path(env_file).read_text(encoding="utf-8")) or {}
     if not isinstance(spec.get("dependencies"), list):
         raise EnvError(f"{env_file}: no dependencies list")
@@ -492,6 +497,30 @@ def env_requirements(env_file: str | os.PathLike) -> list[str]:
         if isinstance(dependency, dict) and "pip" in dependency:
             return [str(line) for line in dependency["pip"]]
     return []
+
+
+def env_requirements(env_file: str | os.PathLike) -> list[str]:
+    """The third-party pip list of a conda env file (the ``pip:`` entry of its
+    ``dependencies``), without the workflow's own package (:func:`env_package_extra`).
+
+    Raises:
+        EnvError: the file has no ``dependencies`` list.
+    """
+    return [line for line in _pip_list(env_file) if not _PACKAGE_LINE.match(line)]
+
+
+def env_package_extra(env_file: str | os.PathLike) -> str | None:
+    """The extra of ``knowlab`` an env file installs from the checkout (its ``-e ${KNOWLAB_ROOT}[extra]``
+    line: ``""`` without an extra), or None when it does not install the package.
+
+    Raises:
+        EnvError: the file has no ``dependencies`` list.
+    """
+    for line in _pip_list(env_file):
+        match = _PACKAGE_LINE.match(line)
+        if match:
+            return match.group(1) or ""
+    return None
 
 
 def distribution_closure(requirements: Iterable[str], strict: bool = False) -> set[str]:
@@ -668,10 +697,14 @@ def check_env(
         re.match(r"torch\s*==", line) for line in requirements
     ):
         return "torch is pulled in without a torch== pin (any other spec pulls CUDA wheels)"
+    if env_package_extra(env) is None:
+        return f"does not install the workflow's package (a '-e ${{{ROOT_VARIABLE}}}[extra]' pip line)"
     workdir.mkdir(parents=True)
     log, listing, venv = workdir / "log.txt", workdir / "requirements.txt", workdir / "venv"
-    listing.write_text("\n".join(requirements) + "\n")
-    environ = dict(os.environ, PYTHONPATH=str(root / "src"))
+    listing.write_text("\n".join(_pip_list(env)) + "\n")
+    # the env file as --sdm conda installs it: pip expands ${KNOWLAB_ROOT}, the Snakefile sets it
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    environ[ROOT_VARIABLE] = str(root)
     if pip_cache is not None:
         environ["PIP_CACHE_DIR"] = str(pip_cache)
     if _run([python, "-m", "venv", str(venv)], log).returncode:
@@ -687,7 +720,8 @@ def check_env(
     items = [{"top": top, "statement": statement} for top, statement in sorted(where, key=str)]
     (workdir / "imports.json").write_text(json.dumps(items))
     result = workdir / "failed.json"
-    _run([bin_python, "-c", _CHILD, str(workdir / "imports.json"), str(result)], log, env=environ, cwd=root)
+    # from a folder outside the checkout: knowlab must come from the install, not from the cwd
+    _run([bin_python, "-c", _CHILD, str(workdir / "imports.json"), str(result)], log, env=environ, cwd=workdir)
     if not result.is_file():
         return f"the import check did not finish: {_tail(log)}"
     failed = json.loads(result.read_text())
@@ -701,6 +735,47 @@ def check_env(
     return f"{statement}: {first['error']} [{places[0]}{'; ...' if len(places) > 1 else ''}]{more}"
 
 
+#: What a plain Snakemake must build the DAG of (``check_snakemake_env``): each a list of extra
+#: ``snakemake`` arguments, run from an empty working folder.
+DRY_RUNS = {
+    "default": [],
+    "test": ["--configfile", "config/test.yaml"],
+    "paper": ["--configfile", "config/paper.yaml"],
+    "paper, SLURM profile": ["--configfile", "config/paper.yaml", "--profile", "workflow/profiles/slurm"],
+}
+
+
+def check_snakemake_env(
+    workdir: Path, python: str, root: Path, pip_cache: Path | None, env: Path = SNAKEMAKE_ENV
+) -> str | None:
+    """Snakemake's own env for real: a fresh venv with only ``workflow/environment.yaml``'s pip list
+    (no knowlab dependencies, no torch), then ``snakemake -n`` of each of :data:`DRY_RUNS` with its
+    ``snakemake``, outside the checkout.
+
+    Returns:
+        None when every dry run built its DAG; else the pip error or the first failing dry run
+        (its arguments and the tail of its output).
+    """
+    workdir.mkdir(parents=True)
+    log, listing, venv = workdir / "log.txt", workdir / "requirements.txt", workdir / "venv"
+    listing.write_text("\n".join(env_requirements(env)) + "\n")
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    if pip_cache is not None:
+        environ["PIP_CACHE_DIR"] = str(pip_cache)
+    if _run([python, "-m", "venv", str(venv)], log).returncode:
+        return f"{python} -m venv failed: {_tail(log)}"
+    if _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-r", str(listing)], log, env=environ).returncode:
+        return f"pip install -r failed: {_tail(log)}"
+    for name, args in DRY_RUNS.items():
+        args = [str(root / arg) if arg.startswith(("config/", "workflow/")) else arg for arg in args]
+        work = workdir / "work" / name.replace(",", "").replace(" ", "-")
+        work.mkdir(parents=True)
+        command = [str(venv / "bin" / "snakemake"), "-n", "--cores", "1", "--snakefile", str(root / "Snakefile")]
+        if _run([*command, "--directory", str(work), *args], log, env=environ, cwd=work).returncode:
+            return f"snakemake -n ({name}) failed: {_tail(log)}"
+    return None
+
+
 def check_envs(
     root: str | os.PathLike = ROOT,
     python: str = "python3.11",
@@ -710,8 +785,10 @@ def check_envs(
     out=sys.stdout,
 ) -> tuple[int, int]:
     """For every env file (or those named in ``only``, by stem): a fresh venv (``python -m
-    venv``, in a temporary folder), a plain ``pip install -r`` of its pip list, then every
-    import its rules reach, run in that venv with ``PYTHONPATH=<root>/src``.
+    venv``, in a temporary folder), a plain ``pip install -r`` of its pip list (the workflow's
+    package included, editable from ``root``: ``KNOWLAB_ROOT=<root>``), then every import its rules
+    reach, run in that venv outside the checkout with no ``PYTHONPATH``.  First Snakemake's own env
+    (``workflow/environment.yaml``, stem ``environment``): :func:`check_snakemake_env`.
 
     Prints one line per env (``envs/x.yaml: ok ...`` or ``envs/x.yaml: failed: ...``) and
     last ``envs=N ok=M``.  ``pip_cache`` (PIP_CACHE_DIR) lets repeated checks reuse downloads;
@@ -721,19 +798,28 @@ def check_envs(
     Returns:
         ``(envs checked, envs ok)``.
     """
-    root = Path(root)
-    by_env = {env: rules for env, rules in env_rules(root).items() if not only or env.stem in set(only)}
+    root, cache = Path(root), Path(pip_cache) if pip_cache else None
+    checks, snakemake_env = {}, root / SNAKEMAKE_ENV.relative_to(ROOT)
+    if not only or snakemake_env.stem in set(only):
+        dry_runs = f"dry runs: {', '.join(DRY_RUNS)}"
+        checks[snakemake_env] = (dry_runs, lambda work: check_snakemake_env(work, python, root, cache, snakemake_env))
+    for env, rules in env_rules(root).items():
+        if not only or env.stem in set(only):
+            checks[env] = (
+                f"{len(rules)} rules",
+                lambda work, env=env, rules=rules: check_env(env, rules, work, python, root, cache),
+            )
     ok = 0
     workdir = Path(tempfile.mkdtemp(prefix="knowlab-check-envs."))
     try:
-        for env, rules in by_env.items():
+        for env, (what, check) in checks.items():
             started = time.monotonic()
-            failure = check_env(env, rules, workdir / env.stem, python, root, Path(pip_cache) if pip_cache else None)
+            failure = check(workdir / env.stem)
             took = f"{time.monotonic() - started:.0f} s"
             name = env.relative_to(root) if env.is_relative_to(root) else env
             if failure is None:
                 ok += 1
-                print(f"{name}: ok ({len(rules)} rules, {took})", file=out, flush=True)
+                print(f"{name}: ok ({what}, {took})", file=out, flush=True)
             else:
                 print(f"{name}: failed ({took}): {failure}", file=out, flush=True)
             if not keep:  # one venv on disk at a time (those with torch take 1-2 GB)
@@ -743,8 +829,8 @@ def check_envs(
             print(f"venvs kept in {workdir}", file=out)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(f"envs={len(by_env)} ok={ok}", file=out, flush=True)
-    return len(by_env), ok
+    print(f"envs={len(checks)} ok={ok}", file=out, flush=True)
+    return len(checks), ok
 
 
 def main(argv: list[str] | None = None) -> int:

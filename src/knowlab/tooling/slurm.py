@@ -40,6 +40,7 @@ import yaml
 from knowlab.config import load_config
 from knowlab.layout import Layout, fictionalqa_training
 from knowlab.tooling import compare
+from knowlab.tooling.envs import workflow_rules
 from knowlab.tooling.verify import differing, output_files
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -277,23 +278,17 @@ def load_user_profile(root: Path = ROOT) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- reading the runs back
 
 
-def localrules(snakefile: Path) -> set[str]:
-    """The rule names of the ``localrules:`` block of ``snakefile`` (one or more names per line,
-    comma-separated, up to the first blank or unindented line)."""
-    names: set[str] = set()
-    inside = False
-    for line in Path(snakefile).read_text().splitlines():
-        if line.startswith("localrules:"):
-            inside = True
-            rest = line.split(":", 1)[1]
-        elif inside and line[:1] in (" ", "\t") and line.strip():
-            rest = line
-        elif inside:
-            break
-        else:
-            continue
-        names |= {name.strip() for name in rest.split(",") if name.strip()}
-    return names
+class LocalRules:
+    """The workflow's local rules (``localrule: True``, read by
+    :func:`knowlab.tooling.envs.workflow_rules`): ``name in LocalRules(root)`` for a rule name of a
+    run's log, a rule made in a loop matching its ``name:`` template (``fictionalqa_figure_{family}``)."""
+
+    def __init__(self, root: Path = ROOT):
+        names = [name for name, rule in workflow_rules(root).items() if rule.local]
+        self.patterns = [re.compile(re.sub(r"\\\{\w+\\\}", r"\\w+", re.escape(name))) for name in names]
+
+    def __contains__(self, rule: str) -> bool:
+        return any(pattern.fullmatch(rule) for pattern in self.patterns)
 
 
 def job_stats(log: str) -> dict[str, int]:
@@ -707,7 +702,7 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
     # 3. where each job ran, and what SLURM gave it
     log = (work / "slurm.log").read_text()
     stats = job_stats(log)
-    local_names = localrules(ROOT / "Snakefile")
+    local_names = LocalRules()
     ran_local, submitted = started_rules(log)
     rows = sacct_rows(name=run_id(log))
     by_rule: dict[str, list[dict[str, str]]] = {}
