@@ -9,7 +9,7 @@ CONFIG ?=
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 REPORT := results/report.html
 
-.PHONY: run report test test-fast test-slurm verify lint dryrun-slurm check-envs clean
+.PHONY: run report test test-fast test-slurm verify lint dryrun-slurm check-envs trace clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ test-fast: $(STAMP)
 # here); CI runs it after make test.
 verify: $(STAMP)
 	$(BIN)/python -m knowlab.tooling.verify
+
+# Where a result comes from: the chain of jobs from OUT (a file, or a claim id of results/findings.json)
+# down to the raw inputs, with parameters, commits and sha256 (exit 1 on a broken link).
+trace: $(STAMP)
+	$(BIN)/python -m knowlab.tooling.trace $(OUT)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

@@ -38,6 +38,7 @@ include: "rules/fictionalqa.smk"
 include: "rules/sort.smk"
 include: "rules/grounding.smk"
 include: "rules/findings.smk"
+include: "rules/provenance.smk"
 
 
 rule all:
@@ -47,6 +48,7 @@ rule all:
         SORT_OUTPUTS,
         GROUNDING_OUTPUTS,
         FINDINGS_OUTPUTS,
+        PROVENANCE_OUTPUTS,
     localrule: True
 
 

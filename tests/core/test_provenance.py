@@ -145,3 +145,20 @@ def test_an_error_before_logging_starts_reaches_the_rule_log(tmp_path):
     for path in (log_file, attempts_path(log_file)):
         text = path.read_text()
         assert "uncaught error in rule demo" in text and "ModuleNotFoundError" in text, path
+
+
+def test_a_named_output_that_is_a_list_is_recorded_file_by_file(tmp_path):
+    """A named output made by ``expand`` (Snakemake flattens it into the output list, its name a slice)
+    is one manifest entry per file, each with its sha256: not one space-joined path without a hash."""
+    _, smk = _snakemake(tmp_path)
+    bands = [str(tmp_path / "out" / f"band_{i}.parquet") for i in (1, 2)]
+    manifest_path = str(tmp_path / "out" / "manifest.json")
+    output = _Named(*bands, manifest=manifest_path)
+    output._named = {"bands": bands, "manifest": manifest_path}
+    smk.output = output
+    with rule_step(smk):
+        (tmp_path / "out").mkdir()
+        for i, band in enumerate(bands):
+            (tmp_path / "out" / band).write_text(str(i))
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["outputs"] == [{"path": band, "sha256": sha256_file(band)} for band in bands]

@@ -21,6 +21,7 @@ import pytest
 
 from knowlab import findings
 from knowlab.tooling.compare import difference
+from knowlab.tooling.trace import page_name, trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -449,14 +450,22 @@ def test_report_builds(workdir, snakemake):
     # the findings beside their figures (knowlab.findings.report_table) and what the design can test
     tables |= {"results/findings.csv", "results/findings_design.csv"}
     assert figures and len(tables) > 2
-    assert set(results) == figures | tables, (figures | tables) ^ set(results)
+    # and beside each of them, its trace (rule provenance, knowlab.tooling.trace.write_pages)
+    pages = {f"results/provenance/{page_name(path)}" for path in figures | tables}
+    traces = {path for path in results if path.startswith("results/provenance/")}
+    assert pages <= traces, pages - traces
+    assert set(results) - traces == figures | tables, (figures | tables) ^ (set(results) - traces)
     for path, result in results.items():
         caption = result["caption"]
+        assert not any(raw in caption for raw in ("{{", "{%", "None", "system-message")), path
+        if path in traces:
+            continue
         # the model that produced it; the figures across the base models name them all
         names = MODELS if "across_models" in path else ("tiny random Llama (test)",)
         assert all(name in caption for name in names), path
-        assert not any(raw in caption for raw in ("{{", "{%", "None", "system-message")), path
-    assert set(report_data(html, "categories")) == {"FictionalQA", "SORT", "Grounding", "Findings"}
+        # a link to its own trace page
+        assert f"javascript:app.showResultInfo('results/provenance/{page_name(path)}')" in caption, path
+    assert set(report_data(html, "categories")) == {"FictionalQA", "SORT", "Grounding", "Findings", "Provenance"}
     assert "Corpus preparation" in report_data(
         html, "workflow-desc"
     )  # Snakefile: report: "workflow/report/workflow.rst"
@@ -588,10 +597,14 @@ def test_a_module_of_another_workflow_reruns_a_model_job_as_the_run_did(workdir,
     )
     command = [sys.executable, "-m", "snakemake", str(table), str(figure), "--cores", "2"]
     started = time.time()
-    proc = subprocess.run([*command, "--configfile", ROOT / "config" / "test.yaml"], cwd=module, capture_output=True, text=True)
+    proc = subprocess.run(
+        [*command, "--configfile", ROOT / "config" / "test.yaml"], cwd=module, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     ran = set(re.findall(r"^(?:local)?rule (\w+):", proc.stdout + proc.stderr, flags=re.M))
-    assert {"knowlab_sort_evaluate_base", "knowlab_sort_stats", "knowlab_sort_figures"} <= ran, proc.stdout + proc.stderr
+    assert {"knowlab_sort_evaluate_base", "knowlab_sort_stats", "knowlab_sort_figures"} <= ran, (
+        proc.stdout + proc.stderr
+    )
     remade = {
         p.relative_to(module)
         for p in (module / "results").rglob("*")
@@ -604,3 +617,32 @@ def test_a_module_of_another_workflow_reruns_a_model_job_as_the_run_did(workdir,
         assert difference(module / path, workdir / path) is None, path
     for path in sorted(p for p in remade if p.suffix == ".png"):
         assert (module / path).read_bytes() == (workdir / path).read_bytes(), path
+
+
+def test_every_figure_table_and_finding_traces_to_hashed_raw_inputs(workdir, validate_crate):
+    """Rule provenance: a trace page per figure and table with a whole chain (no broken link), and
+    the run's Workflow Run RO-Crate valid for the Provenance Run Crate profile (roc-validator).  A
+    figure, a SORT table and a finding each trace down to raw inputs pinned by sha256."""
+    pages = sorted((workdir / "results" / "provenance").glob("*.html"))
+    assert len(pages) > 50
+    for page in pages:
+        html = page.read_text()
+        assert "trace: the chain is whole" in html and "class='broken'" not in html, page.name
+    assert (
+        "<h1>Each finding</h1>" in (workdir / "results" / "provenance" / page_name("results/findings.csv")).read_text()
+    )
+    claim = json.loads((workdir / "results" / "findings.json").read_text())[0]["claim_id"]
+    for target in (
+        "results/figures/fictionalqa/tiny/fig3.png",
+        "results/sort/tables/table1_baseline_by_segment_length.csv",
+        claim,
+    ):
+        chain = trace(target, workdir)
+        # its leaves: raw files with the sha256 their readers recorded, or package and model pins
+        raws = [node for node in chain.nodes.values() if node["kind"] == "raw"]
+        pins = [pin for node in chain.nodes.values() if node["kind"] == "step" for pin in node["pins"]]
+        assert all(d for node in raws for per in node["recorded"].values() for d in per.values()), target
+        assert chain.whole and chain.depth >= 3 and (raws or pins), target
+        assert all(node["kind"] != "unrecorded" for node in chain.nodes.values()), target
+    done = validate_crate(workdir / "results" / "ro-crate")
+    assert done.returncode == 0 and "is a valid provenance-run-crate-0.5" in done.stdout, done.stdout[-3000:]

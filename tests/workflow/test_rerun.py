@@ -247,20 +247,27 @@ def test_a_base_models_key_reruns_only_that_models_jobs(workdir, snakemake, tmp_
 
 def test_probing_another_model_adds_its_probes_and_reruns_only_the_dataset_card(workdir, snakemake, tmp_path):
     """``finetune.probe_models: [tiny, tiny-wide]``: SORT's and grounding's jobs of tiny-wide's checkpoints
-    are added; of what exists, only the dataset card (which lists the probes' tables) re-runs."""
+    are added; of what exists, only the dataset card (which lists the probes' tables) and the provenance
+    re-run."""
     jobs = _jobs(snakemake, workdir, tmp_path / "probe.yaml", ("finetune.probe_models", ["tiny", "tiny-wide"]))
     added = {rule for rule, wildcards in jobs if "ft_model=tiny-wide" in wildcards}
     assert added == PROBE_RULES
-    assert {rule for rule, wildcards in jobs if "ft_model=tiny-wide" not in wildcards} == {"dataset_card", "all"}
+    # and the run's provenance (trace pages and RO-Crate), which reads every result
+    assert {rule for rule, wildcards in jobs if "ft_model=tiny-wide" not in wildcards} == {
+        "dataset_card",
+        "provenance",
+        "all",
+    }
 
 
 def test_a_second_training_seed_adds_its_replicates_and_reruns_only_the_findings(workdir, snakemake, tmp_path):
     """``finetune.seeds: [<seed>, 99]``: every run of both base models is trained and evaluated again as
-    ``<run>.seed-99``; of what exists, only the findings re-run (they read the replicates).  The first
+    ``<run>.seed-99``; of what exists, only the findings (they read the replicates) and the provenance
+    re-run.  The first
     seed's runs keep their names and params: nothing of them retrains."""
     seed = load_config(TEST_CONFIG)["seed"]
     jobs = _jobs(snakemake, workdir, tmp_path / "seeds.yaml", ("finetune.seeds", [seed, 99]))
     replicates = [(rule, wildcards) for rule, wildcards in jobs if ".seed-99" in wildcards]
     assert {rule for rule, _ in replicates} == {"finetune_last", "fictionalqa_evaluate"}
     assert sum(rule == "finetune_last" for rule, _ in replicates) == 2 * 4  # 2 base models x 4 runs
-    assert {rule for rule, wildcards in jobs if ".seed-99" not in wildcards} == {"findings", "all"}
+    assert {rule for rule, wildcards in jobs if ".seed-99" not in wildcards} == {"findings", "provenance", "all"}

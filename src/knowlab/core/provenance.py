@@ -222,7 +222,8 @@ def rule_step(smk: Any, seed: int | None = None) -> Iterator[logging.Logger]:
         manifest = build_manifest(  # hashing the outputs can fail too (e.g. one not written)
             rule=smk.rule,
             inputs=[str(p) for p in smk.input],
-            outputs=[str(p) for k, p in smk.output.items() if k != "manifest"],
+            # flat: a named output that is a list (expand) is one entry per file
+            outputs=[str(p) for p in smk.output if str(p) != str(smk.output.manifest)],
             config_slice=params,
             wildcards=dict(smk.wildcards.items()),
             seed=seed if seed is not None else params.get("seed"),

@@ -3,7 +3,7 @@
 Every table under both folders is compared by content: parquet and csv as data frames
 (``pandas.testing.assert_frame_equal``, exact values, NaN equal to NaN, same column
 order and dtypes), json as parsed objects, jsonl record by record, tex and txt as text.
-Left out: provenance records (``manifest.json``, ``*manifest.json``) and logs, which carry
+Left out: provenance records (``manifest.json``, ``*manifest.json``, the RO-Crate) and logs, which carry
 wall times, hosts and commits; figures (pdf, png), whose PDFs embed creation dates; and
 the columns named by ``--ignore-columns`` (default ``wall_s``, the training log's wall
 clock), which measure the machine, not the result.
@@ -42,7 +42,7 @@ VOLATILE_COLUMNS = ("wall_s",)
 
 def _is_table(path: Path, root: Path) -> bool:
     rel = path.relative_to(root)
-    if rel.parts and rel.parts[0] == "logs":
+    if rel.parts and rel.parts[0] in ("logs", "ro-crate"):  # the crate records the commit: provenance
         return False
     if path.name.endswith("manifest.json"):
         return False

@@ -247,6 +247,10 @@ class _Module:
     is_script: bool = False
 
 
+def _is_main_guard(test: ast.expr) -> bool:
+    return ast.unparse(test) in ("__name__ == '__main__'", "'__main__' == __name__")
+
+
 def _is_type_checking(test: ast.expr) -> bool:
     return ast.unparse(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
@@ -429,6 +433,9 @@ class _Reach:
             current = stack.pop()
             if isinstance(current, ast.If) and _is_type_checking(current.test):
                 stack.extend(current.orelse)
+                continue
+            if top_level and isinstance(current, ast.If) and _is_main_guard(current.test):
+                stack.extend(current.orelse)  # an imported module's `if __name__ == "__main__":` does not run
                 continue
             if top_level and isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 stack.extend(current.decorator_list)
