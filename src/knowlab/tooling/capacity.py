@@ -4,11 +4,11 @@ The plan answers "what does ``config/paper.yaml`` cost on a GPU cluster", rule b
 over the base models FictionalQA fine-tunes (``finetune.models``; Kirchenbauer et al. 2026,
 Sec. 5, App. D.1), each at its shape (:data:`MODEL_SHAPES`, by Hub id: :data:`LLAMA_3_2_1B`,
 :data:`LLAMA_3_2_3B`, :data:`LLAMA_3_1_8B`, :data:`GEMMA_2B`, :data:`GEMMA_2_2B`).
-:data:`MODEL_RULE_COSTS` holds one cost function per rule that runs per base model (its
+:data:`RULE_COSTS` holds, per rule, a cost function for its jobs of each base model (its
 fine-tuning, the evaluations and probes of its checkpoints, its download), planned at that
-model's shape and settings (:func:`model_plan`); :data:`SHARED_RULE_COSTS` one per rule that
-runs once, at the project's base model's shape (:func:`shared_plan`); :func:`plans` gives both
-parts and :func:`plan` their sum.  Fine-tuning jobs ask SLURM for what the config says per base
+model's shape and settings (:func:`model_plan`), and one for its jobs that run once, at the
+project's base model's shape (:func:`shared_plan`); :func:`plans` gives both parts and
+:func:`plan` their sum.  Fine-tuning jobs ask SLURM for what the config says per base
 model (:func:`finetune_resources`), the other rules for the SLURM profile's ``set-resources``;
 both follow from the plan (``tests/tooling/test_capacity.py`` checks them;
 ``benchmarks/capacity.py`` prints the plan).
@@ -629,7 +629,7 @@ def combine(parts: Sequence[RuleCost], note: str | None = None) -> RuleCost:
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What every rule's cost function (:data:`MODEL_RULE_COSTS`, :data:`SHARED_RULE_COSTS`) reads.
+    """What every rule's cost function (:data:`RULE_COSTS`) reads.
 
     ``cfg``: the merged, validated config, or for a base model of ``finetune.models`` its view
     (:func:`knowlab.config.model_config`); ``shape``: that base model's (:func:`shape_of`);
@@ -1343,52 +1343,43 @@ def eval_model_cost(p: PlanInputs) -> list[RuleCost]:
     ]
 
 
-#: The plan's cost functions of the rules that run once per base model of ``finetune.models``
-#: (Kirchenbauer et al. 2026 fine-tune several), at the model's shape (:func:`shape_of`) and with its
-#: own ``finetune`` and ``compute`` settings (:func:`knowlab.config.model_config`): its FictionalQA
-#: fine-tuning, and the evaluations and probes of its checkpoints.  Each takes the :class:`PlanInputs`
-#: and returns the rule's rows, none when the config runs no job of it.
-MODEL_RULE_COSTS: dict[str, Callable[[PlanInputs], list[RuleCost]]] = {
-    "finetune": finetune_cost,
-    "fictionalqa_evaluate": fictionalqa_evaluate_cost,
-    "sort_fiction_evaluate": sort_fiction_evaluate_cost,
-    "grounding_checkpoint_generate": grounding_checkpoint_generate_cost,
-    "finetune_base_model": finetune_base_model_cost,
+@dataclass(frozen=True)
+class RulePlan:
+    """The cost functions of one rule (each takes the :class:`PlanInputs` and returns the rule's rows,
+    none when the config runs no job of it).
+
+    ``per_model``: its jobs of each base model of ``finetune.models`` (Kirchenbauer et al. 2026 fine-tune
+    several), at that model's shape (:func:`shape_of`) and with its own ``finetune`` and ``compute``
+    settings (:func:`knowlab.config.model_config`); ``shared``: its jobs that run once, on the project's
+    base model (``model``) or the models of ``eval_models``.  The fine-tuning rule has both: each base
+    model's FictionalQA runs, and SORT's parametric runs.
+    """
+
+    per_model: Callable[[PlanInputs], list[RuleCost]] | None = None
+    shared: Callable[[PlanInputs], list[RuleCost]] | None = None
+
+
+#: The plan's cost functions, one entry per rule that runs a model, in the plan's row order (the
+#: FictionalQA fine-tuning before SORT's): each base model's fine-tuning and the evaluations and probes of
+#: its checkpoints; SORT (its parametric fine-tuning among them), grounding, the MCQ ranker, the
+#: cross-encoder over every checkpoint's responses, and the downloads.
+RULE_COSTS: dict[str, RulePlan] = {
+    "finetune": RulePlan(per_model=finetune_cost, shared=finetune_parametric_cost),
+    "fictionalqa_rank_distractors": RulePlan(shared=fictionalqa_rank_distractors_cost),
+    "fictionalqa_evaluate": RulePlan(per_model=fictionalqa_evaluate_cost),
+    "sort_prompt": RulePlan(shared=sort_prompt_cost),
+    "sort_rag_prompt": RulePlan(shared=sort_rag_prompt_cost),
+    "sort_evaluate_base": RulePlan(shared=sort_evaluate_base_cost),
+    "sort_fiction_evaluate": RulePlan(per_model=sort_fiction_evaluate_cost),
+    "sort_parametric_evaluate": RulePlan(shared=sort_parametric_evaluate_cost),
+    "grounding_generate": RulePlan(shared=grounding_generate_cost),
+    "grounding_score": RulePlan(shared=grounding_score_cost),
+    "grounding_checkpoint_generate": RulePlan(per_model=grounding_checkpoint_generate_cost),
+    "grounding_checkpoint_score": RulePlan(shared=grounding_checkpoint_score_cost),
+    "base_model": RulePlan(shared=base_model_cost),
+    "finetune_base_model": RulePlan(per_model=finetune_base_model_cost),
+    "eval_model": RulePlan(shared=eval_model_cost),
 }
-#: The plan's cost functions of the rules that run once, on the project's base model (``model``) or
-#: the models of ``eval_models``: SORT (its parametric fine-tuning among them), grounding, the MCQ
-#: ranker, the cross-encoder over every checkpoint's responses, and the downloads.
-SHARED_RULE_COSTS: dict[str, Callable[[PlanInputs], list[RuleCost]]] = {
-    "finetune": finetune_parametric_cost,
-    "fictionalqa_rank_distractors": fictionalqa_rank_distractors_cost,
-    "sort_prompt": sort_prompt_cost,
-    "sort_rag_prompt": sort_rag_prompt_cost,
-    "sort_evaluate_base": sort_evaluate_base_cost,
-    "sort_parametric_evaluate": sort_parametric_evaluate_cost,
-    "grounding_generate": grounding_generate_cost,
-    "grounding_score": grounding_score_cost,
-    "grounding_checkpoint_score": grounding_checkpoint_score_cost,
-    "base_model": base_model_cost,
-    "eval_model": eval_model_cost,
-}
-#: The row order of the summed plan, by rule (the FictionalQA fine-tuning before SORT's)
-RULE_ORDER = (
-    "finetune",
-    "fictionalqa_rank_distractors",
-    "fictionalqa_evaluate",
-    "sort_prompt",
-    "sort_rag_prompt",
-    "sort_evaluate_base",
-    "sort_fiction_evaluate",
-    "sort_parametric_evaluate",
-    "grounding_generate",
-    "grounding_score",
-    "grounding_checkpoint_generate",
-    "grounding_checkpoint_score",
-    "base_model",
-    "finetune_base_model",
-    "eval_model",
-)
 
 
 def model_job_counts(cfg: Mapping[str, Any], name: str) -> dict[str, int]:
@@ -1407,11 +1398,11 @@ def model_plan(
     gpu: GPU = H100,
     eval_model_shape: ModelShape = LLAMA_3_1_8B,
 ) -> list[RuleCost]:
-    """The rows of :data:`MODEL_RULE_COSTS` for base model ``name`` of ``finetune.models``: its jobs
+    """The per-model rows of :data:`RULE_COSTS` for base model ``name`` of ``finetune.models``: its jobs
     (:func:`model_job_counts`) at its shape (:func:`shape_of` of :func:`knowlab.config.model_config`)."""
     view = model_config(cfg, name)
     inputs = PlanInputs(view, shape_of(view), model_job_counts(cfg, name), corpus, gpu, eval_model_shape)
-    return [cost for rule_cost in MODEL_RULE_COSTS.values() for cost in rule_cost(inputs)]
+    return [cost for rule in RULE_COSTS.values() if rule.per_model for cost in rule.per_model(inputs)]
 
 
 def shared_plan(
@@ -1421,11 +1412,11 @@ def shared_plan(
     gpu: GPU = H100,
     eval_model_shape: ModelShape = LLAMA_3_1_8B,
 ) -> list[RuleCost]:
-    """The rows of :data:`SHARED_RULE_COSTS`: every job of ``cfg`` (:func:`job_counts`) at the shape of
+    """The shared rows of :data:`RULE_COSTS`: every job of ``cfg`` (:func:`job_counts`) at the shape of
     the project's base model (``model``; rules over ``eval_models`` run every other model at
     ``eval_model_shape``)."""
     inputs = PlanInputs(cfg, shape_of(cfg), job_counts(cfg), corpus, gpu, eval_model_shape)
-    return [cost for rule_cost in SHARED_RULE_COSTS.values() for cost in rule_cost(inputs)]
+    return [cost for rule in RULE_COSTS.values() if rule.shared for cost in rule.shared(inputs)]
 
 
 def plans(
@@ -1455,7 +1446,7 @@ def plan(
 ) -> list[RuleCost]:
     """The capacity plan of the workflow under ``cfg`` (paper.yaml merged over config.yaml), summed over its
     base models: the rows of :func:`plans`, one per row name (the fine-tuning rules split by recipe:
-    FictionalQA runs and SORT parametric runs), in :data:`RULE_ORDER`, each the :func:`combine` of
+    FictionalQA runs and SORT parametric runs), in the order of :data:`RULE_COSTS`, each the :func:`combine` of
     the base models' rows (jobs, GPU-hours and storage add up; the largest GPUs, memory and hours a job).
 
     Raises:
@@ -1471,7 +1462,8 @@ def plan(
     for same in rows.values():
         # a row name that several parts have is a per-model rule's: say over how many base models it sums
         summed.append(combine(same, note=f"{same[0].note}; {len(same)} base models" if len(same) > 1 else None))
-    return sorted(summed, key=lambda c: RULE_ORDER.index(c.rule.split(" ")[0]))
+    order = list(RULE_COSTS)
+    return sorted(summed, key=lambda c: order.index(c.rule.split(" ")[0]))
 
 
 # ----------------------------------------------------------------------------- SLURM resources
