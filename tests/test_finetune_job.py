@@ -106,3 +106,32 @@ def test_a_spec_holds_only_what_its_recipe_reads(finetune_cfg):
     assert fictionalqa["parametric"] is None and fictionalqa["finetune"]["max_steps"] == finetune_cfg["max_steps"]
     assert spec("fictionalqa", finetune_cfg, parametric) == fictionalqa
     assert spec("fictionalqa", finetune_cfg | {"runs": ["doc"], "control": False}, None) == fictionalqa
+
+
+def test_the_spec_carries_the_training_keys_listed_and_every_block_key_is_classified():
+    """The fine-tuning rules' param holds the ``finetune`` keys training reads (TRAINING_KEYS: the
+    fields of TrainSettings and ``distributed``), by list: each of them retrains when it changes, a key
+    outside it does not, and every key the schema allows in the block is either a training key or a
+    run-list key (RUN_LIST_KEYS), so a key added to the schema must be classified here first.  For the
+    shipped configs the param is the one the workflow wrote before the list (the block without the run
+    list), so no finished run retrains."""
+    import yaml
+
+    from knowlab.config import load_config
+    from knowlab.finetune_job import RUN_LIST_KEYS, TRAINING_KEYS, recipe_settings
+
+    root = Path(__file__).resolve().parents[1]
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())
+    block_keys = set(schema["properties"]["finetune"]["properties"])
+    assert block_keys == set(TRAINING_KEYS) | set(RUN_LIST_KEYS), block_keys ^ (set(TRAINING_KEYS) | set(RUN_LIST_KEYS))
+    assert not set(TRAINING_KEYS) & set(RUN_LIST_KEYS)
+    for name in ("config.yaml", "test.yaml", "cpu-full.yaml", "paper.yaml"):
+        cfg = load_config(root / "config" / name)
+        block = cfg["finetune"]
+        settings = recipe_settings("fictionalqa", block, None, 1)
+        assert settings["finetune"] == {k: v for k, v in block.items() if k not in RUN_LIST_KEYS}, name
+        assert list(settings["finetune"]) == [k for k in block if k in TRAINING_KEYS], name  # the block's order
+        assert recipe_settings("fictionalqa", {**block, "a_new_key": 1}, None, 1) == settings, name
+        for key in TRAINING_KEYS:
+            changed = {**block, key: {"changed": True}}
+            assert recipe_settings("fictionalqa", changed, None, 1) != settings, (name, key)

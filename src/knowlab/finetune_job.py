@@ -30,10 +30,12 @@ import shlex
 import socket
 import time
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from knowlab.core.io import write_json, write_parquet
 from knowlab.core.provenance import build_manifest, configure_logging, skip_exit_collection
+from knowlab.core.train import TrainSettings
 from knowlab.fictionalqa.training import finetune_run
 from knowlab.sort.finetune import finetune_parametric_run
 
@@ -41,9 +43,15 @@ RECIPES = {"fictionalqa": finetune_run, "sort_parametric": finetune_parametric_r
 
 log = logging.getLogger("knowlab")
 
-# keys of the ``finetune`` block that say which runs, training seeds and base models exist (or are probed), or
-# what a job asks its scheduler for, not how one trains: left out of the spec, so that adding a run, a seed or a
-# base model (each job gets its own model's settings, knowlab.config.model_config, and its own seed) retrains no other
+#: keys of the ``finetune`` block a job trains by, the only ones its spec carries: the fields of
+#: :class:`knowlab.core.train.TrainSettings`, and ``distributed`` (how many processes: the world size sets
+#: the order of floating-point reductions, so a loss moves, within 4e-8 relative at world size 2).  A list,
+#: not what is left over: a key added to the block retrains nothing until it is added to TrainSettings
+#: (tests/test_finetune_job.py checks that every key of the schema's block is here or in RUN_LIST_KEYS)
+TRAINING_KEYS = (*(field.name for field in fields(TrainSettings)), "distributed")
+#: keys of the ``finetune`` block that say which runs, training seeds and base models exist (or are probed), or
+#: what a job asks its scheduler for, not how one trains: not in the spec, so that adding a run, a seed or a
+#: base model (each job gets its own model's settings, knowlab.config.model_config, and its own seed) retrains no other
 RUN_LIST_KEYS = ("runs", "control", "seeds", "models", "probe_models", "resources")
 # keys of the ``finetune`` block the SORT recipe sets itself per epoch (knowlab.sort.finetune):
 # left out of its spec, so that changing FictionalQA's schedule retrains no SORT run
@@ -64,10 +72,10 @@ def recipe_settings(
     """What a recipe's jobs read from the config, and only that: the ``finetune`` rule's param
     ``settings``, so that a job re-runs exactly when one of them changes (its ``spec`` param, which
     holds the paths too, is derived from the job's input and output, and Snakemake leaves derived
-    params out of its check).  FictionalQA: ``finetune_cfg`` without the run list.  SORT:
-    ``finetune_cfg`` without the run list and the keys the recipe sets per epoch, with
-    ``parametric_cfg["finetune"]`` laid over it, and of ``parametric_cfg`` its ``epochs``."""
-    finetune = {key: value for key, value in finetune_cfg.items() if key not in RUN_LIST_KEYS}
+    params out of its check).  FictionalQA: the :data:`TRAINING_KEYS` of ``finetune_cfg``, in its
+    order.  SORT: those without the keys the recipe sets per epoch, with
+    ``parametric_cfg["finetune"]`` laid over them, and of ``parametric_cfg`` its ``epochs``."""
+    finetune = {key: value for key, value in finetune_cfg.items() if key in TRAINING_KEYS}
     parametric = None
     if recipe == "sort_parametric":
         overrides = dict(parametric_cfg.get("finetune") or {})

@@ -95,6 +95,13 @@ def snakemake_command(config: str, threads: int, cores: int) -> list[str]:
     ]  # fmt: skip
 
 
+def own_code(folder: Path) -> dict[str, str]:
+    """The environment of a run in the copy ``folder``: its jobs import the copy's ``src/`` (first on
+    ``PYTHONPATH``), not the package the shared ``.venv`` installs editable from the original checkout,
+    so that each copy runs its own code whatever happens to the checkout meanwhile."""
+    return dict(os.environ, PYTHONPATH=str(folder / "src"))
+
+
 def run_to_end(folder: Path, command: Sequence[str], log_file: Path) -> None:
     """Run ``command`` in ``folder`` to the end, output appended to ``log_file``.
 
@@ -102,7 +109,9 @@ def run_to_end(folder: Path, command: Sequence[str], log_file: Path) -> None:
         RuntimeError: the workflow failed (the message names the log).
     """
     with open(log_file, "a") as out:
-        code = subprocess.run(command, cwd=folder, stdout=out, stderr=subprocess.STDOUT).returncode
+        code = subprocess.run(
+            command, cwd=folder, stdout=out, stderr=subprocess.STDOUT, env=own_code(folder)
+        ).returncode
     if code:
         raise RuntimeError(f"the workflow failed in {folder} (exit {code}); see {log_file}")
 
@@ -116,7 +125,13 @@ def run_and_kill(folder: Path, command: Sequence[str], kind: str, delay: float, 
     """
     pattern = re.compile(KILL_KINDS[kind])
     proc = subprocess.Popen(
-        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        command,
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env=own_code(folder),
     )
     chosen: list[str] = []  # the rule whose start armed the kill
     killed = threading.Event()
