@@ -71,8 +71,10 @@ dryrun-slurm: $(STAMP)
 test-slurm: $(STAMP)
 	PYTHONPATH=$(CURDIR)/src $(BIN)/python -m knowlab.tooling.slurm test
 
-# Every envs/*.yaml installed as --use-conda does (plain pip install -r of its pip list, in a fresh
-# python3.11 venv) and every module its rules reach imported there; minutes, network; not in CI.
+# Snakemake's own env alone (workflow/environment.yaml) dry-running the default, test and paper configs,
+# then every envs/*.yaml installed as --use-conda does (plain pip install -r of its pip list, the package
+# from this checkout included, in a fresh python3.11 venv) and every module its rules reach imported
+# there; minutes, network; CI runs it after make test.
 check-envs: $(STAMP)
 	$(BIN)/python -m knowlab.tooling.envs check
 
