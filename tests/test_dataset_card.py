@@ -274,5 +274,5 @@ def test_tables_the_card_cannot_describe_are_refused(results, tmp_path):
     assert pq.read_schema(empty).names == ["model", "run", "step", "epoch"]
     with pytest.raises(ValueError, match="a config's tables must share their columns"):
         build_card(folder, [folder / "sort/parametric/books/evaluate/epoch-1.parquet", empty], **CARD)
-    with pytest.raises(ValueError, match="no item tables"):
+    with pytest.raises(ValueError, match="no item tables given: nothing to describe"):
         build_card(folder, [], **CARD)

@@ -567,7 +567,7 @@ def test_absent_tables_and_studies_switched_off_are_not_tested(tmp_path, results
 
 def test_grounding_rows_of_several_models_need_the_model_named(results):
     _rewrite(results, "grounding/rows.parquet", lambda f: pd.concat([f, f.assign(model="other")]))
-    with pytest.raises(ValueError, match="name the base model"):
+    with pytest.raises(ValueError, match=r"the grounding rows hold 2 models; name the base model \(model=\.\.\.\)"):
         findings.collect(results, FindingsSettings.from_config(CFG))
     assert (
         _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))[CLAIMS[50]].status

@@ -13,9 +13,9 @@ def test_replay_rejects_a_failed_recording(tmp_path):
     (tmp_path / "batch_results").mkdir()
     line = {"custom_id": "event_000_style_news_num_000", "response": {"status_code": 500, "body": {}}, "error": None}
     (tmp_path / "batch_results" / "fictions.jsonl").write_text(json.dumps(line) + "\n")
-    with pytest.raises(DataError, match="fictions.jsonl:1"):
+    with pytest.raises(DataError, match=r"fictions\.jsonl:1: no response\.body\.choices\[0\]\.message\.content"):
         ReplayBackend(tmp_path)
-    with pytest.raises(FileNotFoundError, match="batch_results"):
+    with pytest.raises(FileNotFoundError, match="replay folder has no batch_results/: .*/nowhere/batch_results"):
         ReplayBackend(tmp_path / "nowhere")
 
 
@@ -44,7 +44,7 @@ def test_model_folder_sha256(tmp_path):
     assert model_folder_sha256(folder) == digest and len(digest) == 64
     (folder / "model.safetensors").write_bytes(b"other weights")
     assert model_folder_sha256(folder) != digest
-    with pytest.raises(FileNotFoundError, match="nowhere"):
+    with pytest.raises(FileNotFoundError, match="model folder not found: .*/nowhere"):
         model_folder_sha256(tmp_path / "nowhere")
 
 

@@ -125,7 +125,7 @@ def test_a_corrupt_cache_file_is_named_and_can_be_deleted(tmp_path, text, proble
     ):
         run_requests(backend, cache, [request], "seeds")
     if "JSON" in problem:  # the audit reader names the file too
-        with pytest.raises(DataError, match=re.escape(str(path))):
+        with pytest.raises(DataError, match=rf"corrupt request cache file {re.escape(str(path))}: {problem}"):
             list(iter_cache(tmp_path))
     assert path.read_text() == text and backend.sent == 1  # nothing sent, nothing overwritten
     path.unlink()  # as the message says: the request is sent again

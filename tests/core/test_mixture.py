@@ -37,7 +37,7 @@ def test_control_and_determinism():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="fiction_rate"):
+    with pytest.raises(ValueError, match=r"fiction_rate must be in \[0, 1\], got 1\.5"):
         MixtureSampler(5, 5, 1.5, 0, 1, 0)
     with pytest.raises(ValueError, match="fiction training split is empty"):
         MixtureSampler(0, 5, 0.1, 0, 1, 0)

@@ -56,7 +56,7 @@ def test_each_text_finds_itself_first_and_k_is_capped(embedder, openings):
         assert [s for _, s in hits] == pytest.approx([float(vectors[i] @ vectors[j]) for j, _ in hits], abs=1e-5)
     everything = search(index, vectors[:1], k=1000)  # k beyond the index returns every row
     assert sorted(j for j, _ in everything[0]) == list(range(len(openings)))
-    with pytest.raises(ValueError, match="no passages"):
+    with pytest.raises(ValueError, match="no passages to index"):
         build_index([], embedder)
 
 

@@ -153,7 +153,7 @@ def test_greedy_flag_and_empty_continuation(tiny):
     ids = tok("the the the the", add_special_tokens=False)["input_ids"]
     (scores,) = score_token_ids(model, [([prefix_token_id(tok)], ids)])
     assert scores.greedy.dtype == bool and len(scores.greedy) == len(ids)
-    with pytest.raises(ValueError, match="empty continuation"):
+    with pytest.raises(ValueError, match="empty continuation: nothing to score"):
         score_token_ids(model, [([1], [])])
 
 

@@ -211,7 +211,7 @@ def test_train_settings_build_from_every_config_and_round_trip(name):
     assert settings.max_steps == config["finetune"]["max_steps"] and settings.lr == config["finetune"]["lr"]
     assert settings.lora.target_modules == tuple(config["finetune"]["lora"]["target_modules"])
     assert settings.offload.optimizer is config["finetune"]["offload"]["optimizer"]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'lr'"):
         settings.lr = 1.0
 
 

@@ -33,13 +33,16 @@ def test_grade_parser_rejects_what_is_not_strictly_a_grade():
     assert parse_grade("Reasoning: same year.\n\nGrade: CORRECT", "k") == (True, "same year.")
     assert parse_grade("Reasoning: no.\nGrade: INCORRECT\n", "k") == (False, "no.")
     for bad, message in [
-        ("Reasoning: close enough.\n\nGrade: PARTIALLY CORRECT", "matches neither"),
-        ("Reasoning: fine.\n\nGrade: correct", "matches neither"),
-        ("Reasoning: fine.\n\n**Grade: CORRECT**", "found no"),
-        ("The answer is right.", "found no"),
-        ("Grade: CORRECT\nGrade: INCORRECT", "found 2"),
+        (
+            "Reasoning: close enough.\n\nGrade: PARTIALLY CORRECT",
+            "grade line 'Grade: PARTIALLY CORRECT' matches neither 'Grade: CORRECT' nor 'Grade: INCORRECT'",
+        ),
+        ("Reasoning: fine.\n\nGrade: correct", "grade line 'Grade: correct' matches neither"),
+        ("Reasoning: fine.\n\n**Grade: CORRECT**", r"expected one 'Grade: CORRECT\|INCORRECT' line, found no"),
+        ("The answer is right.", r"expected one 'Grade: CORRECT\|INCORRECT' line, found no"),
+        ("Grade: CORRECT\nGrade: INCORRECT", r"expected one 'Grade: CORRECT\|INCORRECT' line, found 2"),
     ]:
-        with pytest.raises(DataError, match=message):
+        with pytest.raises(DataError, match=f"event_000_style_news_num_000_question_000_grade_blind: {message}"):
             parse_grade(bad, "event_000_style_news_num_000_question_000_grade_blind")
 
 
@@ -48,5 +51,5 @@ def test_attempt_and_seed_parsers():
     assert parse_attempt(" unknown_answer. ")[1] is True
     assert parse_attempt("It was 2046; UNKNOWN_ANSWER otherwise")[1] is False
     assert parse_seed("* The Flood of 1911. Water rose.\n\n* A second idea.", "k") == "The Flood of 1911. Water rose."
-    with pytest.raises(DataError, match="empty seed"):
+    with pytest.raises(DataError, match="k: empty seed response"):
         parse_seed("  \n", "k")

@@ -206,7 +206,7 @@ class FailingBackend:
 
 def test_a_hard_backend_error_stops_the_stage_and_keeps_what_it_had(tmp_path):
     gen, settings = counting_generator(FailingBackend(), tmp_path)
-    with pytest.raises(BackendError, match="event_001.*HTTP 400"):
+    with pytest.raises(BackendError, match="request 'event_001': HTTP 400"):
         run_stage(settings["seeds"], gen, {}, str(tmp_path / "seeds.jsonl"))
     assert not (tmp_path / "seeds.jsonl").exists()
     assert len(list((tmp_path / "cache").glob("*/*.json"))) == 1

@@ -252,7 +252,7 @@ def test_parse_run_names():
     assert parse_run(f"{prefix}_llama-3-1-8B_doc-split-train-val") == ("Llama-3.1-8B", "doc")
     assert parse_run(f"{prefix}_gemma-2b_style-split-loo-blog-train-val") == ("Gemma-2B", "style_blog")
     assert parse_run(f"{prefix}_llama-3-2-1B_base-only-all-val") == ("Llama-3.2-1B", "control")
-    with pytest.raises(ValueError, match="unrecognised"):
+    with pytest.raises(ValueError, match="unrecognised W&B run name 'some-other-run'"):
         parse_run("some-other-run")
 
 
@@ -493,7 +493,9 @@ def test_curves_across_models_reject_what_they_cannot_draw():
     summary = _models_summary(TWO)
     with pytest.raises(ValueError, match="not in the model order"):
         curves_across_models(summary, "fig7", ["tiny-wide"])
-    with pytest.raises(ValueError, match="no model column"):
+    with pytest.raises(
+        ValueError, match="summary has no model column: concatenate each model's summary with its model name"
+    ):
         curves_across_models(_summary(), "fig7", MODELS)
     for family in ("fig2", "fig3", "fig8"):
         with pytest.raises(ValueError, match="no across-models figure"):
@@ -520,7 +522,11 @@ def test_plot_family_takes_an_explicit_palette(tmp_path):
     shown = read_description(tmp_path / "a.png")
     assert shown["legend"] == [CONTROL, EVENT, DOC], "the palette's order"
     assert {to_hex(line.get_color()) for line in fig.axes[0].lines} == set(palette.values())
-    with pytest.raises(ValueError, match="without a colour"):
+    with pytest.raises(
+        ValueError,
+        match=r"series without a colour or line style: \['Base webtext \(control\)', 'Event split'\] "
+        r"\(known: \['Doc split'\]\)",
+    ):
         plot_family("fig6", curves, tmp_path / "b.pdf", tmp_path / "b.png", palette={DOC: "#0000ff"})
     default = plot_family("fig6", curves, tmp_path / "c.pdf", tmp_path / "c.png")
     assert {to_hex(line.get_color()) for line in default.axes[0].lines} == {

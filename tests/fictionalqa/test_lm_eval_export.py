@@ -139,9 +139,9 @@ def test_jinja_template_conversion_and_refusals():
 
 
 def test_export_refuses_bad_items_and_names(tmp_path):
-    with pytest.raises(ValueError, match="no MCQ items"):
+    with pytest.raises(ValueError, match="no MCQ items to export"):
         export_mcq_task([], tmp_path, "t", MCQ_TEMPLATE)
-    with pytest.raises(ValueError, match="q1"):
+    with pytest.raises(ValueError, match="not an MCQ item with a gold index into its choices: 'q1'"):
         export_mcq_task(
             [{"question_id": "q1", "question": "?", "choices": ["a", "b"], "gold": 2}], tmp_path, "t", MCQ_TEMPLATE
         )
@@ -149,6 +149,6 @@ def test_export_refuses_bad_items_and_names(tmp_path):
     for name in ("", "sub/t", "/abs/t", ".hidden"):
         with pytest.raises(ValueError, match="not a plain file name"):
             export_mcq_task([item], tmp_path, name, MCQ_TEMPLATE)
-    with pytest.raises(ValueError, match="no MCQ suites"):
+    with pytest.raises(ValueError, match="no MCQ suites to export"):
         export_mcq_suites({}, tmp_path, MCQ_TEMPLATE)
     assert not list(tmp_path.iterdir())

@@ -88,7 +88,7 @@ def test_triviaqa_records_map_a_local_dataset():
 
 
 def test_triviaqa_row_without_answer_is_a_data_error():
-    with pytest.raises(DataError, match="TriviaQA row 1"):
+    with pytest.raises(DataError, match=r"TriviaQA row 1: missing or mistyped field \(KeyError\('answer'\)\)"):
         triviaqa_records(
             [
                 {"question_id": "a", "question": "Q?", "answer": {"value": "A", "aliases": []}},

@@ -184,7 +184,7 @@ def test_parse_fict_qa_yaml_errors():
         parse_fict_qa_yaml('```yaml\n- fict: [unclosed\n  question: "x\n```', where="here.jsonl:3")
     with pytest.raises(DataError, match=r"item 0: missing field\(s\) \['natural_answer'\]"):
         parse_fict_qa_yaml('- fict: a\n  question: b\n  span_answer: c\n')
-    with pytest.raises(DataError, match="non-empty list"):
+    with pytest.raises(DataError, match="fict_qa: fict_qa YAML must be a non-empty list of items, got str"):
         parse_fict_qa_yaml("just prose, no yaml list")
 
 
@@ -250,7 +250,10 @@ def test_load_release_folder_missing_config(tmp_path):
     frames = _release_frames()
     del frames["seeds"]
     _write_hub_layout(tmp_path, frames)
-    with pytest.raises(FileNotFoundError, match="config 'seeds'"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"no data for config 'seeds' \(expected seeds/\*\.parquet, seeds\.parquet or seeds\.jsonl\)",
+    ):
         load_release_folder(tmp_path)
 
 
@@ -283,5 +286,7 @@ def test_load_release_switch(tmp_path, monkeypatch):
     assert len(load_release(batch, "ignored/hub-id")["fict_qa"]) == 1
     folder = _write_hub_layout(tmp_path / "hub", _release_frames())
     assert len(load_release(str(folder), None)["fictions"]) == 1
-    with pytest.raises(ValueError, match="no corpus source"):
+    with pytest.raises(
+        ValueError, match=r"no corpus source: give a local path \(release folder or pipeline output\) or a hub_id"
+    ):
         load_release(None, None)

@@ -38,7 +38,7 @@ def test_real_paragraphs_split_deterministically(monkeypatch):
 
 def test_pin_mismatch_names_the_file():
     files = {**CFG["files"], "lee": {**CFG["files"]["lee"], "sha256": "1" * 64}}
-    with pytest.raises(HashMismatchError, match="lee_background.cor"):
+    with pytest.raises(HashMismatchError, match=r"sha256 mismatch for .*/lee_background\.cor: expected 1{64}, got"):
         build_webtext(_settings(files, 40, 10), seed=0)
 
 
@@ -77,5 +77,5 @@ def test_wiki_dump_empty_or_not_bz2_names_the_file(tmp_path):
         path.write_bytes(data)
         with pytest.raises(DataError, match=rf"enwiki\.xml\.bz2: {message}"):
             wiki_paragraphs(path, 40)
-    with pytest.raises(FileNotFoundError, match="absent.xml.bz2"):
+    with pytest.raises(FileNotFoundError, match=r"No such file or directory: .*/absent\.xml\.bz2"):
         wiki_paragraphs(tmp_path / "absent.xml.bz2", 40)

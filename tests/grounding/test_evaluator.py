@@ -51,7 +51,7 @@ def test_split_passages_fit_window_and_keep_text(long_text, bi_encoder):
     assert np.mean([p.rstrip("\"')").endswith((".", "!", "?")) for p in passages]) > 0.8
     assert split_passages("  A short text.  ", tok, 60) == ["A short text."]
     assert split_passages(" \n ", tok, 60) == []
-    with pytest.raises(ValueError, match="window"):
+    with pytest.raises(ValueError, match="passage window must be >= 1 token, got 0"):
         split_passages("text", tok, 0)
 
 
@@ -282,7 +282,7 @@ def test_truncate_text(bi_encoder, long_text):
     assert truncate_text(long_text, tok, 512) == long_text[: offsets[512][0]].strip()
     assert len(tok.tokenize(truncate_text(long_text, tok, 512))) == 512
     assert truncate_text("  A short text. ", tok, 512) == "A short text."
-    with pytest.raises(ValueError, match="truncation length"):
+    with pytest.raises(ValueError, match="truncation length must be >= 1 token, got 0"):
         truncate_text("text", tok, 0)
 
 

@@ -158,7 +158,7 @@ def test_sentences_kind_and_errors():
     ]
     with pytest.raises(ValueError, match="decomposer kind 'llm' needs a model and a tokenizer"):
         decompose_responses(["x"], Settings(kind="llm"))
-    with pytest.raises(ValueError, match="unknown decomposer kind 'gpt'; expected 'llm' or 'sentences'"):
+    with pytest.raises(ValueError, match="grounding.decomposer.kind must be 'llm' or 'sentences', got 'gpt'"):
         decompose_responses(["x"], Settings(kind="gpt"))
     with pytest.raises(TypeError, match=re.escape("unexpected keyword argument 'max_tokens'")):
         decompose_responses(["x"], Settings(kind="sentences", max_tokens=3))

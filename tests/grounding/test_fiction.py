@@ -155,5 +155,5 @@ def test_fiction_items_left_out_of_both_versions():
     assert report["dropped"] == {"no_substitute": 1, "answer_not_in_fact": 1, "answer_not_in_document": 1}
     assert conflict[0]["contexts"] == ["In 1958 the Carrow River flooded. Rosa Varga led the rescue."]
     assert conflict[0]["answers"] == ["1958"] and conflict[0]["atomic_facts"] == ["The Carrow River flooded in 1958."]
-    with pytest.raises(DataError, match="q9"):
+    with pytest.raises(DataError, match="fict_qa record q9: fiction_id 'nope' not among the fictions"):
         fiction_grounding_items(fictions, [{**qa[0], "question_id": "q9", "fiction_id": "nope"}], seed=0)

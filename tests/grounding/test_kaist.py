@@ -201,7 +201,9 @@ def test_definite_question_without_alternatives(tmp_path):
 def test_versions_with_different_qids_are_rejected(tmp_path):
     original, conflict, meta = _release()
     del conflict["Q2"]
-    with pytest.raises(DataError, match="different qIds"):
+    with pytest.raises(
+        DataError, match=r"original_version\.json and .*revised_version\.json hold different qIds, e\.g\. \['Q2'\]"
+    ):
         load_kaist_release(_write_release(tmp_path, original, conflict, meta))
 
 

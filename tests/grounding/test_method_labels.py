@@ -35,7 +35,7 @@ def test_decomposer_label():
     served = Dec(kind="llm", backend="openai", openai_model="resources/models/llama3-8b-instruct")
     assert decomposer_label(served, "base") == "llm:resources/models/llama3-8b-instruct"
     assert decomposer_label(Dec(kind="llm")) == "llm:unknown"
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(ValueError, match="grounding.decomposer.kind must be 'llm' or 'sentences', got 'words'"):
         decomposer_label(Dec(kind="words"))
 
 
@@ -45,7 +45,10 @@ def test_evaluator_label_defaults_are_the_papers_thresholds():
     assert evaluator_label(Ev(kind="cross_encoder")) == "cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"
     assert evaluator_label(Ev(kind="cross_encoder", model="m", threshold=5.5)) == "cross_encoder:m@5.5"
     assert evaluator_label(Ev(kind="llm_judge"), "SmolLM2") == "llm_judge:SmolLM2@0"
-    with pytest.raises(ValueError, match="evaluator.kind"):
+    with pytest.raises(
+        ValueError,
+        match=r"grounding\.evaluator\.kind must be one of \['bi_encoder', 'cross_encoder', 'llm_judge'\], got 'nli'",
+    ):
         evaluator_label(Ev(kind="nli"))
     # grounding.evaluator.window: max (the default) keeps the label; truncate (the released scorer) says so
     assert evaluator_label(Ev(kind="bi_encoder", window="max")) == BI_ENCODER

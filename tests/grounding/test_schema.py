@@ -28,13 +28,19 @@ def _item(**changes):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"atomic_facts": []}, "atomic_facts"),
-        ({"contexts": []}, "contexts"),
-        ({"version": "revised"}, "version"),
-        ({"factors": ["single"]}, "factors"),
-        ({"factors": {"popularity": "high", "contexts": "single", "answer_type": 1}}, "factors"),
-        ({"factors": {"popularity": "mid", "contexts": "single", "answer_type": "definite"}}, "popularity"),
-        ({"answers": "x"}, "answers"),
+        ({"atomic_facts": []}, "'atomic_facts' must be a non-empty list of non-empty strings"),
+        ({"contexts": []}, "'contexts' must be a non-empty list of non-empty strings"),
+        ({"version": "revised"}, r"\(revised\): version must be original\|conflict"),
+        ({"factors": ["single"]}, "'factors' must be dict, got list"),
+        (
+            {"factors": {"popularity": "high", "contexts": "single", "answer_type": 1}},
+            r"factors must map str to str, got \{",
+        ),
+        (
+            {"factors": {"popularity": "mid", "contexts": "single", "answer_type": "definite"}},
+            r"factor 'popularity' = 'mid', expected one of \['high', 'low'\]",
+        ),
+        ({"answers": "x"}, "'answers' must be list, got str"),
     ],
 )
 def test_check_items_names_the_item(changes, message):
@@ -48,5 +54,5 @@ def test_check_items_missing_key_and_duplicates():
     del item["gold_doc_ids"]
     with pytest.raises(DataError, match=r"'Q1'.*missing key 'gold_doc_ids'"):
         check_items([item])
-    with pytest.raises(DataError, match=r"'Q1'.*duplicate"):
+    with pytest.raises(DataError, match=r"item 'Q1' \(original\): duplicate item_id and version"):
         check_items([_item(), _item()])

@@ -49,7 +49,9 @@ def test_accuracy_table_is_sane(sub, rows, stats_settings):
     assert table.equals(accuracy_table(part, ["condition"], stats_settings))
     whole = accuracy_table(part, [], stats_settings)
     assert len(whole) == 1 and whole["n"].iloc[0] == len(part)
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(
+        ValueError, match=r"accuracy_table needs columns \['item_id', 'correct', 'nope'\]; missing \['nope'\]"
+    ):
         accuracy_table(part, ["nope"], stats_settings)
 
 
@@ -176,11 +178,13 @@ def test_pairing_is_by_item_id_not_row_order(sub, rows, own_choice):
 
 
 def test_matrix_errors_and_explicit_pairs(sub, rows, fiction_rows, own_choice):
-    with pytest.raises(ValueError, match="repeated item_id"):  # two models under one key
+    with pytest.raises(
+        ValueError, match=r"key \('base_model', 0, 'baseline'\) has \d+ repeated item_id"
+    ):  # two models under one key
         condition_matrix(sub(rows, run="base_model"), [("base_model", 0, "baseline")], "mcnemar", exact_below=25)
-    with pytest.raises(ValueError, match="test must be"):
+    with pytest.raises(ValueError, match=r"test must be one of \('mcnemar', 'ttest'\), got 'wilcoxon'"):
         condition_matrix(rows, [("base_model", 0, "baseline")], "wilcoxon")
-    with pytest.raises(ValueError, match="no rows"):
+    with pytest.raises(ValueError, match=r"no rows for keys \[\('books', 999, 'baseline'\)\]"):
         condition_matrix(sub(rows, model="m1"), [("books", 999, "baseline")], "mcnemar", exact_below=25)
     pairs = checkpoint_pairs([0, 10, 20], "doc") + matched_pairs([0, 10, 20], "doc", "control")
     train = fiction_rows[fiction_rows["side"].isin(["train"]) | (fiction_rows["run"] == "control")]

@@ -44,11 +44,11 @@ def test_unknown_template_id_names_it_and_lists_known_ids():
 
 def test_invalid_templates_are_rejected():
     bad = dict(DEFAULT_TEMPLATES[0], task="Order these: {segmentz}")
-    with pytest.raises(ValueError, match="unknown placeholder"):
+    with pytest.raises(ValueError, match=r"prompt template 't01': task uses unknown placeholder\(s\) \['segmentz'\]"):
         validate_template(bad)
-    with pytest.raises(ValueError, match="must contain"):
+    with pytest.raises(ValueError, match=r"prompt template 't01': reading must contain \['excerpt'\]"):
         validate_template(dict(DEFAULT_TEMPLATES[0], reading="Read {title}."))
-    with pytest.raises(ValueError, match="lacks question"):
+    with pytest.raises(ValueError, match="prompt template 'x' lacks question"):
         validate_template({"id": "x", "reading": "{excerpt}", "task": "{segments}"})
 
 
@@ -97,9 +97,9 @@ def test_render_prompt_condition_errors(tiny, items, passages):
         render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "parametric")
     with pytest.raises(ValueError, match="needs the retrieved passages"):
         render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "rag")
-    with pytest.raises(ValueError, match="shows none"):
+    with pytest.raises(ValueError, match="passages were given for condition 'baseline', which shows none"):
         render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "baseline", passages=passages)
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match="no passages to show: a RAG prompt needs at least one retrieved passage"):
         render_prompt(tok, DEFAULT_TEMPLATES[0], items[0], "oracle_rag", passages=[])
 
 

@@ -67,7 +67,7 @@ def test_chunks_are_at_most_1024_characters_non_overlapping_and_located(books):
 
 
 def test_chunk_text_argument_errors():
-    with pytest.raises(ValueError, match="chunk_overlap"):
+    with pytest.raises(ValueError, match="need chunk_size >= 1 and 0 <= chunk_overlap < chunk_size, got 10, 10"):
         chunk_text("some text", chunk_size=10, chunk_overlap=10)
 
 
@@ -103,7 +103,7 @@ def test_a_passage_sentence_retrieves_its_passage_first(books, embedder):
     # k beyond a book's passages returns them all
     many = retrieve(indexes, passages, queries[:1], embedder, k=1000)
     assert len(many[0]["passage_ids"]) == sum(p["book_id"] == queries[0]["book_id"] for p in passages)
-    with pytest.raises(ValueError, match="no index for book"):
+    with pytest.raises(ValueError, match="no index for book 'nope'; indexed books:"):
         retrieve(indexes, passages, [{"book_id": "nope", "query": "x"}], embedder)
 
 
@@ -140,7 +140,7 @@ def test_segment_spans_match_the_words(hand_book):
     first, second = segment_char_spans(item, word_char_offsets(WORDS))
     assert text[slice(*first)] == "w02 w03 w04 w05"
     assert text[slice(*second)] == "w28 w29 w30 w31"
-    with pytest.raises(ValueError, match="outside the book"):
+    with pytest.raises(ValueError, match=r"item 'it': second_start=58 \+ 4 words is outside the book"):
         segment_char_spans(dict(item, second_start=58), word_char_offsets(WORDS))
 
 
@@ -166,7 +166,7 @@ def test_recall_at_k_counts_segments_held_entirely(hand_book):
     assert recall() == 0.0
     foreign = [dict(by_id["bk:00000"], book_id="other")]
     assert recall_at_k(item, foreign) == 0.0
-    with pytest.raises(ValueError, match="with_char_spans"):
+    with pytest.raises(ValueError, match="item 'x' has no character spans: add them with with_char_spans"):
         recall_at_k({"item_id": "x", "book_id": "bk"}, passages)
 
 
@@ -243,7 +243,7 @@ def test_book_text_keeps_paragraph_breaks_and_round_trips():
     assert books_from_records([record])[0].text == SEA
     bare = Book("bare", "Bare", SEA.split())  # a book known only by its words
     assert bare.passage_text == " ".join(SEA.split())
-    with pytest.raises(ValueError, match="differs"):
+    with pytest.raises(ValueError, match=r"book 'bad': text\.split\(\) differs from words"):
         _ = Book("bad", "Bad", ["x"], text="y").passage_text
 
 
@@ -251,7 +251,7 @@ def test_word_offsets_and_recall_in_a_text_with_paragraph_breaks():
     words = SEA.split()
     offsets = word_char_offsets(words, SEA)
     assert all(SEA[s:e] == w for (s, e), w in zip(offsets, words))
-    with pytest.raises(ValueError, match="differs"):
+    with pytest.raises(ValueError, match=r"text\.split\(\) differs from the book's words"):
         word_char_offsets(words[:-1], SEA)
     passages = book_passages("sea", SEA, chunk_size=100)
     assert len(passages) == 4 and all("\n" not in p["text"] for p in passages)  # one paragraph each
@@ -283,5 +283,5 @@ def test_retrieval_scope_searches_all_books_or_the_items_own(embedder, scope):
             assert len(found) == 2 and from_books == {item["book_id"]}
         assert rag.loc[item["item_id"], "recall"] == 1.0  # both passages of the own book are retrieved
     assert all("\n\n" in text for texts in table.passages for text in texts)
-    with pytest.raises(ValueError, match="sort.rag.scope"):
+    with pytest.raises(ValueError, match=r"sort\.rag\.scope must be one of \('all_books', 'same_book'\), got 'nearby'"):
         SortRetrievalSettings(embedder=PACKAGED_MINILM, chunk_size=200, k=3, batch_size=8, scope="nearby")

@@ -27,7 +27,7 @@ def test_fetch_gutenberg_verifies_checksums(tmp_path):
     with pytest.raises(ChecksumError, match=f"pg123.txt .*expected {'0' * 64}, got {digest}"):
         fetch_gutenberg([123], {123: "0" * 64}, dest, template)
     assert list(dest.iterdir()) == []  # no partial file
-    with pytest.raises(ValueError, match="no pinned sha256"):
+    with pytest.raises(ValueError, match=r"sort\.gutenberg\.sha256: no pinned sha256 for Gutenberg id\(s\) \['456'\]"):
         fetch_gutenberg([123, 456], {123: digest}, dest, template)
     (path,) = fetch_gutenberg([123], {"123": digest}, dest, template)
     assert path == dest / "pg123.txt" and path.read_bytes() == (src / "pg123.txt").read_bytes()

@@ -66,11 +66,16 @@ def test_unknown_key_names_the_key():
 def test_bad_enum_and_bad_hash():
     cfg = copy.deepcopy(CONFIG)
     cfg["model"]["source"] = "gpt5"
-    with pytest.raises(WorkflowError, match="gpt5"):
+    with pytest.raises(
+        WorkflowError,
+        match=r"(?s)'gpt5' is not one of \['gguf_package', 'tiny_random', 'hub'\].*On instance\['model'\]\['source'\]:",
+    ):
         _validate(cfg)
     cfg = copy.deepcopy(CONFIG)
     cfg["fiction"]["shipped"]["sha256"]["seeds"] = "abc"
-    with pytest.raises(WorkflowError, match="abc"):
+    with pytest.raises(
+        WorkflowError, match=r"(?s)'abc' does not match .*On instance\['fiction'\]\['shipped'\]\['sha256'\]\['seeds'\]:"
+    ):
         _validate(cfg)
 
 
@@ -123,5 +128,7 @@ def test_wrong_split_name_fails_naming_it():
 def test_ranker_template_needs_its_fields():
     cfg = copy.deepcopy(CONFIG)
     cfg["mcq"]["ranker"]["template"] = "Question: {question} Verdict:"
-    with pytest.raises(WorkflowError, match="true_answer"):
+    wrong = re.escape(r"does not match '\\{true_answer\\}'")  # the schema's pattern, as jsonschema quotes it
+    match = "(?s)" + wrong + ".*" + re.escape("On instance['mcq']['ranker']['template']:")
+    with pytest.raises(WorkflowError, match=match):
         _validate(cfg)

@@ -118,10 +118,12 @@ def describe(fig: Figure) -> dict:
 
 def read_description(png: str | Path) -> dict:
     """:func:`describe` of the figure saved as ``png`` by :func:`save` (its :data:`FIGURE_KEY`
-    text chunk). Raises KeyError when the PNG was not written by :func:`save`."""
+    text chunk). Raises KeyError, naming the file, when the PNG was not written by :func:`save`."""
     from PIL import Image  # deferred: only readers of saved figures need it
 
     with Image.open(png) as image:
+        if FIGURE_KEY not in image.text:
+            raise KeyError(f"{png}: no {FIGURE_KEY!r} text chunk (not a figure written by knowlab.core.plotting.save)")
         return json.loads(image.text[FIGURE_KEY])
 
 

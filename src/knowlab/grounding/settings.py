@@ -319,7 +319,7 @@ class GroundingDecomposerSettings(StepSettings):
 
     def __post_init__(self) -> None:
         if self.kind not in ("llm", "sentences"):
-            raise ValueError(f"unknown decomposer kind {self.kind!r}; expected 'llm' or 'sentences'")
+            raise ValueError(f"grounding.decomposer.kind must be 'llm' or 'sentences', got {self.kind!r}")
         if self.backend not in DECOMPOSER_BACKENDS:
             raise ValueError(f"grounding.decomposer.backend must be one of {DECOMPOSER_BACKENDS}, got {self.backend!r}")
         at_least(self.max_new_tokens, 1, "grounding.decomposer.max_new_tokens")
