@@ -56,6 +56,21 @@ PAPER_CONFIG = str(ROOT / "config" / "paper.yaml")
 SLURM_PROFILE = str(ROOT / "workflow" / "profiles" / "slurm")
 
 
+#: the Snakefile of another workflow that uses this one as a Snakemake module (README, "Use it from
+#: your own workflow"): every rule, under the prefix ``knowlab_``
+MODULE_SNAKEFILE = (
+    f'configfile: "{ROOT / "config" / "config.yaml"}"\n\n\n'
+    f'module knowlab:\n    snakefile:\n        "{ROOT / "Snakefile"}"\n    config:\n        config\n\n\n'
+    "use rule * from knowlab as knowlab_*\n"
+)
+
+
+@pytest.fixture
+def module_snakefile() -> str:
+    """:data:`MODULE_SNAKEFILE`."""
+    return MODULE_SNAKEFILE
+
+
 def run_snakemake(workdir, *args, configs=(TEST_CONFIG,), check=True) -> subprocess.CompletedProcess:
     """``snakemake --directory workdir --configfile *configs *args`` from the repository root
     (``configs``: config/test.yaml and overlays merged over it; empty: the default config alone);

@@ -577,7 +577,7 @@ def test_a_rule_asking_for_a_missing_gpu_fails_clearly(workdir_copy, snakemake):
     assert not (workdir_copy / "results" / "fictionalqa" / "corpus" / "mcq" / "ranked_candidates.parquet").exists()
 
 
-def test_a_module_of_another_workflow_reruns_a_model_job_as_the_run_did(workdir, tmp_path):
+def test_a_module_of_another_workflow_reruns_a_model_job_as_the_run_did(workdir, tmp_path, module_snakefile):
     """The workflow used as a Snakemake module from another folder (``module knowlab: snakefile: ...``,
     ``use rule * from knowlab as knowlab_*``): given the finished run's files (times kept, no
     Snakemake metadata), it re-makes a deleted model job's table (SORT's in-context evaluation of the
@@ -590,11 +590,7 @@ def test_a_module_of_another_workflow_reruns_a_model_job_as_the_run_did(workdir,
     figure = Path("results/figures/sort/fig3a.png")
     (module / table).unlink()
     (module / table.with_suffix(".manifest.json")).unlink()
-    (module / "Snakefile").write_text(
-        f'configfile: "{ROOT / "config" / "config.yaml"}"\n\n\n'
-        f'module knowlab:\n    snakefile:\n        "{ROOT / "Snakefile"}"\n    config:\n        config\n\n\n'
-        "use rule * from knowlab as knowlab_*\n"
-    )
+    (module / "Snakefile").write_text(module_snakefile)
     command = [sys.executable, "-m", "snakemake", str(table), str(figure), "--cores", "2"]
     started = time.time()
     proc = subprocess.run(

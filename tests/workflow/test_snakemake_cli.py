@@ -243,15 +243,11 @@ def test_slurm_profile_dry_run_of_the_paper_with_generation(paper_slurm_dry_run)
     assert "gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in dry
 
 
-def test_the_workflow_runs_as_a_module_of_another_workflow(tmp_path):
+def test_the_workflow_runs_as_a_module_of_another_workflow(tmp_path, module_snakefile):
     """Another folder's Snakefile uses this one as a Snakemake module (the catalog's standardized
     usage, .snakemake-workflow-catalog.yml): its rules run there, reading the checkout's shipped data
     and scripts, and write into that folder."""
-    (tmp_path / "Snakefile").write_text(
-        f'configfile: "{ROOT / "config" / "config.yaml"}"\n\n\n'
-        f'module knowlab:\n    snakefile:\n        "{ROOT / "Snakefile"}"\n    config:\n        config\n\n\n'
-        "use rule * from knowlab as knowlab_*\n"
-    )
+    (tmp_path / "Snakefile").write_text(module_snakefile)
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", str(TEST_CONFIG)]
     proc = subprocess.run([*cmd, "--until", "knowlab_fictionalqa_split"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

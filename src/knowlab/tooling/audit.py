@@ -13,21 +13,12 @@ differences and exits with 1 when there are any.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from knowlab.core.io import read_json, sha256_file
-
-
-def _recorded(entry: dict) -> Iterator[tuple[Path, str | None]]:
-    root = Path(entry["path"])
-    if "files" in entry:
-        for rel, digest in entry["files"].items():
-            yield root / rel, digest
-    else:
-        yield root, entry.get("sha256")
+from knowlab.tooling.trace import recorded_files
 
 
 def audit(*folders: str | Path, base: str | Path = ".") -> pd.DataFrame:
@@ -42,7 +33,8 @@ def audit(*folders: str | Path, base: str | Path = ".") -> pd.DataFrame:
             manifest = read_json(manifest_path)
             for role in ("inputs", "outputs"):
                 for entry in manifest.get(role, []):
-                    for path, recorded in _recorded(entry):
+                    for name, recorded in recorded_files(entry):
+                        path = Path(name)
                         full = path if path.is_absolute() else base / path
                         if recorded is None:
                             continue

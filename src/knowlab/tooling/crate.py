@@ -297,6 +297,14 @@ class _Builder:
         return ident
 
 
+def _job_params(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A job's parameters: its manifest's config slice, and its seed when the slice lacks one."""
+    params = dict(manifest.get("config") or {})
+    if manifest.get("seed") is not None and "seed" not in params:
+        params["seed"] = manifest["seed"]
+    return params
+
+
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
@@ -444,11 +452,9 @@ def build_crate(
             consumed.add(norm(entry["path"]))
             consumed.update(p for p, _ in recorded_files(entry))
     tool_params: dict[str, dict[str, list[Any]]] = {r: {} for r in rules}
-    for manifest in manifests.values():
-        params = dict(manifest.get("config") or {})
-        if manifest.get("seed") is not None and "seed" not in params:
-            params["seed"] = manifest["seed"]
-        for key, value in params.items():
+    job_params = {name: _job_params(manifest) for name, manifest in manifests.items()}
+    for name, manifest in manifests.items():
+        for key, value in job_params[name].items():
             tool_params[manifest["rule"]].setdefault(key, []).append(value)
     param_types = {r: {k: _param_type(v) for k, v in ps.items()} for r, ps in tool_params.items()}
     tool_io: dict[str, set[str]] = {r: set() for r in rules}
@@ -456,39 +462,36 @@ def build_crate(
     tool_commits: dict[str, list[str]] = {r: [] for r in rules}
     jobs, controls, raw_inputs, final_outputs = [], [], set(), set()
 
+    def filled(entry: dict[str, Any], rule: str, role: str) -> str:
+        """The entity of a job's input or output entry, linked to its rule's slot for it (Process Run
+        Crate: ``exampleOfWork`` of the rule's ``FormalParameter``)."""
+        ident = entity_of(entry)
+        if not ident.startswith("#"):
+            slot = f"#rule/{rule}/{role}/{'folders' if 'files' in entry else 'files'}"
+            tool_io[rule].add(slot)
+            work = b.data[ident].setdefault("exampleOfWork", [])
+            if _ref(slot) not in work:
+                work.append(_ref(slot))
+        return ident
+
     for name, manifest in manifests.items():
         rule = manifest["rule"]
         job = f"#job/{quote(name, safe='/')}"
         tool, step = f"#rule/{rule}", f"#step/{rule}"
         objects, results, facts = [], [], []
         for entry in manifest.get("inputs", []):
-            ident = entity_of(entry)
+            ident = filled(entry, rule, "input")
             objects.append(ident)
-            if not ident.startswith("#"):
-                slot = f"{tool}/input/{'folders' if 'files' in entry else 'files'}"
-                tool_io[rule].add(slot)
-                b.data[ident].setdefault("exampleOfWork", [])
-                if _ref(slot) not in b.data[ident]["exampleOfWork"]:
-                    b.data[ident]["exampleOfWork"].append(_ref(slot))
             if index.producer(entry["path"]) is None:
                 raw_inputs.add(ident)
         for entry in manifest.get("outputs", []):
-            ident = entity_of(entry)
+            ident = filled(entry, rule, "output")
             results.append(ident)
-            if not ident.startswith("#"):
-                slot = f"{tool}/output/{'folders' if 'files' in entry else 'files'}"
-                tool_io[rule].add(slot)
-                b.data[ident].setdefault("exampleOfWork", [])
-                if _ref(slot) not in b.data[ident]["exampleOfWork"]:
-                    b.data[ident]["exampleOfWork"].append(_ref(slot))
             path = norm(entry["path"])
             if path not in consumed and not any(c.startswith(path + "/") for c in consumed):
                 final_outputs.add(ident)
         results.append(b.file(name, []))  # the manifest itself
-        params = dict(manifest.get("config") or {})
-        if manifest.get("seed") is not None and "seed" not in params:
-            params["seed"] = manifest["seed"]
-        for key, value in params.items():
+        for key, value in job_params[name].items():
             kind = param_types[rule][key]
             objects.append(
                 b.add(

@@ -690,6 +690,27 @@ def _tail(log: Path, lines: int = 5) -> str:
     return " | ".join(line.strip() for line in log.read_text(errors="replace").splitlines()[-lines:])
 
 
+def _fresh_venv(
+    workdir: Path, python: str, lines: list[str], pip_cache: Path | None, root: Path | None = None
+) -> tuple[Path, dict[str, str], str | None]:
+    """A fresh venv ``workdir/venv`` with ``pip install -r`` of ``lines`` (log: ``workdir/log.txt``),
+    in an environment without ``PYTHONPATH`` (``KNOWLAB_ROOT=root`` when given, as the Snakefile
+    sets it for ``--sdm conda``).  Returns the venv, that environment and None, or the failure."""
+    workdir.mkdir(parents=True)
+    log, listing, venv = workdir / "log.txt", workdir / "requirements.txt", workdir / "venv"
+    listing.write_text("\n".join(lines) + "\n")
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    if root is not None:
+        environ[ROOT_VARIABLE] = str(root)
+    if pip_cache is not None:
+        environ["PIP_CACHE_DIR"] = str(pip_cache)
+    if _run([python, "-m", "venv", str(venv)], log).returncode:
+        return venv, environ, f"{python} -m venv failed: {_tail(log)}"
+    if _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-r", str(listing)], log, env=environ).returncode:
+        return venv, environ, f"pip install -r failed: {_tail(log)}"
+    return venv, environ, None
+
+
 def check_env(
     env: Path, rules: list[Rule], workdir: Path, python: str, root: Path, pip_cache: Path | None
 ) -> str | None:
@@ -706,19 +727,11 @@ def check_env(
         return "torch is pulled in without a torch== pin (any other spec pulls CUDA wheels)"
     if env_package_extra(env) is None:
         return f"does not install the workflow's package (a '-e ${{{ROOT_VARIABLE}}}[extra]' pip line)"
-    workdir.mkdir(parents=True)
-    log, listing, venv = workdir / "log.txt", workdir / "requirements.txt", workdir / "venv"
-    listing.write_text("\n".join(_pip_list(env)) + "\n")
     # the env file as --sdm conda installs it: pip expands ${KNOWLAB_ROOT}, the Snakefile sets it
-    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    environ[ROOT_VARIABLE] = str(root)
-    if pip_cache is not None:
-        environ["PIP_CACHE_DIR"] = str(pip_cache)
-    if _run([python, "-m", "venv", str(venv)], log).returncode:
-        return f"{python} -m venv failed: {_tail(log)}"
-    bin_python = str(venv / "bin" / "python")
-    if _run([bin_python, "-m", "pip", "install", "-r", str(listing)], log, env=environ).returncode:
-        return f"pip install -r failed: {_tail(log)}"
+    venv, environ, failure = _fresh_venv(workdir, python, _pip_list(env), pip_cache, root)
+    if failure:
+        return failure
+    log, bin_python = workdir / "log.txt", str(venv / "bin" / "python")
     where: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     index = _Index(root / "src")
     for rule in rules:
@@ -763,16 +776,10 @@ def check_snakemake_env(
         None when every dry run built its DAG; else the pip error or the first failing dry run
         (its arguments and the tail of its output).
     """
-    workdir.mkdir(parents=True)
-    log, listing, venv = workdir / "log.txt", workdir / "requirements.txt", workdir / "venv"
-    listing.write_text("\n".join(env_requirements(env)) + "\n")
-    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    if pip_cache is not None:
-        environ["PIP_CACHE_DIR"] = str(pip_cache)
-    if _run([python, "-m", "venv", str(venv)], log).returncode:
-        return f"{python} -m venv failed: {_tail(log)}"
-    if _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-r", str(listing)], log, env=environ).returncode:
-        return f"pip install -r failed: {_tail(log)}"
+    venv, environ, failure = _fresh_venv(workdir, python, env_requirements(env), pip_cache)
+    if failure:
+        return failure
+    log = workdir / "log.txt"
     for name, args in DRY_RUNS.items():
         args = [str(root / arg) if arg.startswith(("config/", "workflow/")) else arg for arg in args]
         work = workdir / "work" / name.replace(",", "").replace(" ", "-")

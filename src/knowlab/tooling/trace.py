@@ -214,10 +214,9 @@ def pins(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 def findings_records(base: str | os.PathLike, claim_id: str) -> list[tuple[int, dict[str, Any]]]:
     """``(position in results/findings.json, record)`` of every finding with ``claim_id`` (empty when
     the file is absent or names no such claim)."""
-    path = Path(base) / FINDINGS
-    if not path.is_file():
-        return []
-    return [(i, r) for i, r in enumerate(read_json(path)) if isinstance(r, dict) and r.get("claim_id") == claim_id]
+    return [
+        (i, r) for i, r in enumerate(_findings(Path(base))) if isinstance(r, dict) and r.get("claim_id") == claim_id
+    ]
 
 
 # ------------------------------------------------------------------ the trace
