@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from knowlab.core.io import read_jsonl, write_json, write_jsonl  # noqa: E402
 from knowlab.core.models import build_tiny_model  # noqa: E402
 from knowlab.core.train import launch_command  # noqa: E402
-from knowlab.fictionalqa.splits import make_split  # noqa: E402
+from knowlab.fiction.splits import make_split  # noqa: E402
 from knowlab.finetune_job import job_command, job_spec  # noqa: E402
 
 TINY = {

@@ -21,14 +21,14 @@ from knowlab.core.train import launch_command, launch_resources
 from knowlab.fiction_generation.settings import ATTEMPT_KINDS
 from knowlab.fictionalqa.settings import (
     EvaluateSettings,
-    FictionCorpusSettings,
     McqSettings,
     RankerSettings,
     RealQASettings,
     SplitSettings,
     WebtextSettings,
 )
-from knowlab.fictionalqa.corpus.schema import TABLES
+from knowlab.fiction.corpus import FictionCorpusSettings
+from knowlab.fiction.schema import TABLES
 from knowlab.findings import FindingsSettings
 from knowlab.finetune_job import (
     PYTHON_ENV,

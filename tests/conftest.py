@@ -241,7 +241,7 @@ def own_choice():
 
 @pytest.fixture(scope="session")
 def corpus():
-    from knowlab.fictionalqa.corpus.schema import read_corpus
+    from knowlab.fiction.schema import read_corpus
 
     return read_corpus(ROOT / "data" / "fiction")
 

@@ -18,6 +18,7 @@ import pytest
 from knowlab import findings
 from knowlab.core import stats
 from knowlab.core.io import write_json, write_jsonl
+from knowlab.fiction.splits import make_split
 from knowlab.findings import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -28,7 +29,6 @@ from knowlab.findings import (
     decide,
     decide_equivalence,
 )
-from knowlab.fictionalqa.splits import make_split
 
 MODEL = "m"
 STEPS = (0, 2, 4)

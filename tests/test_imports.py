@@ -126,19 +126,21 @@ def test_imports_at_module_top(name):
     assert not problems, "\n".join(problems)
 
 
-# What each package may import besides itself and the core: the studies of FictionalQA runs
-# (SORT on the fiction documents, grounding across fine-tuning) read knowlab.fictionalqa.
+# What each package may import besides itself and the core: every study reads the fiction corpus
+# (knowlab.fiction), and no study another (tests/test_layers.py also counts TYPE_CHECKING imports).
 ALLOWED = {
     "knowlab.core": set(),
-    "knowlab.fictionalqa": set(),
-    "knowlab.sort": {"knowlab.fictionalqa"},
-    "knowlab.grounding": {"knowlab.fictionalqa"},
-    "knowlab.fiction_generation": {"knowlab.fictionalqa"},
+    "knowlab.fiction": set(),
+    "knowlab.fictionalqa": {"knowlab.fiction"},
+    "knowlab.sort": {"knowlab.fiction"},
+    "knowlab.grounding": {"knowlab.fiction"},
+    "knowlab.fiction_generation": {"knowlab.fiction"},
 }
 
 
 def test_dependencies_go_one_way():
-    """The core imports no study; a study imports the core, itself and (where it studies its runs) FictionalQA."""
+    """The core imports no study; the fiction corpus imports the core and itself; a study imports the core,
+    the fiction corpus and itself."""
     problems = []
     for module, targets in _graph().items():
         package = next((p for p in ALLOWED if module == p or module.startswith(p + ".")), None)
@@ -159,6 +161,7 @@ TOOLING = "knowlab.tooling"
 # studies, and the workflow-level modules built on them.
 CORE_MUST_NOT_IMPORT = (
     TOOLING,
+    "knowlab.fiction",
     "knowlab.fictionalqa",
     "knowlab.sort",
     "knowlab.grounding",

@@ -12,7 +12,8 @@ from huggingface_hub.errors import LocalEntryNotFoundError
 
 from knowlab.core import models, provenance, retrieval
 from knowlab.core.models import CheckpointError, HubUnreachableError, from_hub, split_revision
-from knowlab.fictionalqa.corpus import real_qa, release
+from knowlab.fiction import release
+from knowlab.fictionalqa.corpus import real_qa
 from knowlab.sort import instructions
 from knowlab.sort import release as sort_release
 

@@ -11,6 +11,7 @@ from knowlab.config import load_config
 from knowlab.core.device import BATCH_KEYS, ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.settings import StepSettings
+from knowlab.fiction.corpus import FictionCorpusSettings
 from knowlab.fictionalqa import settings as fictionalqa
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
@@ -18,12 +19,13 @@ CONFIGS = {
     name: load_config(*([CONFIG / f"{name}.yaml"] if name != "config" else []))
     for name in ("config", "test", "paper", "cpu-full")
 }
-# every module that defines a step's record: the studies' settings modules, and the core's and the
-# findings' own records
+# every module that defines a step's record: the studies' settings modules, and the core's, the fiction
+# corpus's and the findings' own records
 for module in (
     "knowlab.core.device",
     "knowlab.core.models",
     "knowlab.core.train",
+    "knowlab.fiction.corpus",
     "knowlab.findings",
     "knowlab.fictionalqa.settings",
     "knowlab.sort.settings",
@@ -90,7 +92,7 @@ def test_an_unknown_field_and_a_bad_value_name_the_key():
     with pytest.raises(ValueError, match="model.source must be"):
         BaseModelSettings.from_config({"model": {"source": "ftp"}})
     with pytest.raises(ValueError, match="fiction.source is 'shipped' but fiction.shipped is not set"):
-        fictionalqa.FictionCorpusSettings("shipped")
+        FictionCorpusSettings("shipped")
 
 
 def test_batch_sizes_are_result_keys_only_below_float32():
@@ -108,4 +110,4 @@ def test_a_record_holds_only_the_chosen_source():
     )
     other_hub = {**config, "model": {**config["model"], "hub": {"id": "org/other", "revision": None}}}
     assert BaseModelSettings.from_config(other_hub) == BaseModelSettings.from_config(config)
-    assert fictionalqa.FictionCorpusSettings.from_config(config).release is None
+    assert FictionCorpusSettings.from_config(config).release is None

@@ -5,8 +5,8 @@ from collections import Counter
 import pytest
 
 from knowlab.core.io import DataError
+from knowlab.fiction.release import parse_fictsheet
 from knowlab.fiction_generation.parse import parse_attempt, parse_grade, parse_seed
-from knowlab.fictionalqa.corpus.release import parse_fictsheet
 
 
 @pytest.mark.parametrize("name", ["blind_grades", "informed_grades"])

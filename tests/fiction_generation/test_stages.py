@@ -13,11 +13,11 @@ from knowlab.config import load_config
 from knowlab.core.io import DataError, read_jsonl
 from knowlab.core.llm.cache import RequestCache
 from knowlab.core.llm.requests import BackendError, Completion
+from knowlab.fiction.schema import validate_record
 from knowlab.fiction_generation import stages
 from knowlab.fiction_generation.parse import parse_grade
 from knowlab.fiction_generation.pipeline import load_prompts, make_generator, run_annotation, run_chain, run_stage
 from knowlab.fiction_generation.settings import stage_settings
-from knowlab.fictionalqa.corpus.schema import validate_record
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER_STYLES = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
@@ -219,9 +219,8 @@ def test_draws_extend_when_more_seeds_are_asked_for():
 
 
 def test_a_generated_corpus_without_questions_stops_the_corpus_rule(tmp_path):
-    from knowlab.fictionalqa.corpus.fiction import load_fiction
-    from knowlab.fictionalqa.corpus.schema import read_corpus, write_corpus
-    from knowlab.fictionalqa.settings import FictionCorpusSettings
+    from knowlab.fiction.corpus import FictionCorpusSettings, load_fiction
+    from knowlab.fiction.schema import read_corpus, write_corpus
 
     generate = FictionCorpusSettings(source="generate")
     tables = read_corpus(ROOT / "data" / "fiction")

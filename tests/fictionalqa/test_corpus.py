@@ -11,9 +11,8 @@ import pytest
 import yaml
 
 from knowlab.core.io import DataError, HashMismatchError
-from knowlab.fictionalqa.corpus.fiction import load_fiction
-from knowlab.fictionalqa.corpus.schema import STYLES, TABLES, read_corpus
-from knowlab.fictionalqa.settings import FictionCorpusSettings
+from knowlab.fiction.corpus import FictionCorpusSettings, load_fiction
+from knowlab.fiction.schema import STYLES, TABLES, read_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from knowlab.core.plotting import CONTROL_COLOUR, PALETTE, model_colours, read_description
-from knowlab.core.probe import run_name
+from knowlab.fiction.splits import run_name
 from knowlab.fictionalqa.figures import (
     ACROSS_LEGEND_TITLE,
     ACROSS_MODELS,

@@ -1,4 +1,4 @@
-"""Tests for knowlab.fictionalqa.corpus.release: pipeline batch results, release folder, Hub switch."""
+"""Tests for knowlab.fiction.release: pipeline batch results, release folder, Hub switch."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import pandas as pd
 import pytest
 
 from knowlab.core.io import DataError
-from knowlab.fictionalqa.corpus import release
-from knowlab.fictionalqa.corpus.release import (
+from knowlab.fiction import release
+from knowlab.fiction.release import (
     load_batch_results,
     load_release,
     load_release_folder,
     parse_fict_qa_yaml,
     parse_fictsheet,
 )
-from knowlab.fictionalqa.corpus.schema import FICTION_RE, STYLES, TABLES, validate_corpus
+from knowlab.fiction.schema import FICTION_RE, STYLES, TABLES, validate_corpus
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "fictionalqa_pipeline_sample"
 

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from knowlab.core.probe import across_finetuning, trained_items, with_sides
-from knowlab.fictionalqa.corpus.schema import STYLES
-from knowlab.fictionalqa.splits import (
+from knowlab.fiction.schema import STYLES
+from knowlab.fiction.splits import (
     SPLITS,
     TEXT_FIELD,
     SplitError,

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from knowlab.core.io import write_jsonl
-from knowlab.fictionalqa.splits import make_split
+from knowlab.fiction.splits import make_split
 from knowlab.fictionalqa.training import finetune_run
 
 pytestmark = pytest.mark.usefixtures("restore_environment")

@@ -7,8 +7,8 @@ from statsmodels.stats.multitest import multipletests
 
 from knowlab.core.stats import direct_pvalue, recompute_pvalue
 from knowlab.grounding import analysis
-from knowlab.grounding.conditions import condition_names, condition_spec, select_question_ids
-from knowlab.grounding.settings import GroundingConditionSettings
+from knowlab.grounding.conditions import select_question_ids
+from knowlab.grounding.settings import GroundingConditionSettings, condition_names, condition_spec
 
 CFG = GroundingConditionSettings(
     budget=1024, position="random", sweep_budgets=(512, 1024), sweep_positions=("start", "random")

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from knowlab.grounding.conditions import condition_names, condition_records
-from knowlab.grounding.settings import GroundingConditionSettings, GroundingGenerateSettings
+from knowlab.grounding.conditions import condition_records
+from knowlab.grounding.settings import GroundingConditionSettings, GroundingGenerateSettings, condition_names
 
 CFG = GroundingConditionSettings(
     budget=12, position="random", sweep_budgets=(6, 12), sweep_positions=("start", "random")

@@ -8,13 +8,15 @@ import pandas as pd
 import pytest
 
 from knowlab.grounding import analysis, plots
-from knowlab.grounding.conditions import condition_names
-from knowlab.grounding.methods import SENTENCE_LEVEL, decomposer_label, evaluator_label
+from knowlab.grounding.methods import SENTENCE_LEVEL
 from knowlab.grounding.settings import (
     GroundingConditionSettings,
     GroundingDecomposerSettings,
     GroundingEvaluatorSettings,
     GroundingTablesSettings,
+    condition_names,
+    decomposer_label,
+    evaluator_label,
 )
 from knowlab.grounding.steps import figures as figure_steps
 from knowlab.grounding.steps import stats as stats_steps

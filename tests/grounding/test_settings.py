@@ -10,8 +10,8 @@ import pytest
 
 from knowlab.config import load_config
 from knowlab.core.stats import StatsSettings
-from knowlab.grounding.conditions import FINETUNE_CONDITIONS
 from knowlab.grounding.settings import (
+    FINETUNE_CONDITIONS,
     GroundingCheckpointGenerateSettings,
     GroundingConditionSettings,
     GroundingDecomposerSettings,

@@ -9,8 +9,7 @@ import pandas as pd
 from pandas.testing import assert_frame_equal
 
 from knowlab.grounding import analysis
-from knowlab.grounding.conditions import condition_names
-from knowlab.grounding.settings import GroundingConditionSettings, GroundingTablesSettings
+from knowlab.grounding.settings import GroundingConditionSettings, GroundingTablesSettings, condition_names
 from knowlab.grounding.steps import figures, stats
 
 ROOT = Path(__file__).resolve().parents[2]

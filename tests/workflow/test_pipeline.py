@@ -288,9 +288,8 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir, own_choice):
 
 
 def test_grounding_items_responses_scores_and_tables(workdir):
-    from knowlab.grounding.conditions import condition_names
     from knowlab.grounding.schema import check_items
-    from knowlab.grounding.settings import GroundingConditionSettings
+    from knowlab.grounding.settings import GroundingConditionSettings, condition_names
 
     grounding = workdir / "results" / "grounding"
     items = [json.loads(line) for line in (grounding / "fiction" / "items.jsonl").read_text().splitlines()]

@@ -55,7 +55,7 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path, snakemake):
 @pytest.mark.skipif(not (SAMPLE / "batch_results").is_dir(), reason=f"authors' pipeline sample not at {SAMPLE}")
 def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
     """fiction.source: generate, replaying the authors' recorded gpt-4o responses, through the rules."""
-    from knowlab.fictionalqa.corpus.schema import read_corpus
+    from knowlab.fiction.schema import read_corpus
 
     styles = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
     generate = {"backend": "replay", "model": "gpt-4o-2024-08-06", "replay": {"path": str(SAMPLE)}, "styles": styles}

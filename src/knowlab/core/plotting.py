@@ -334,7 +334,7 @@ def plot_pvalue_matrix(
     (:func:`knowlab.core.stats.pair_tests`), the run of the first row in every ``run_a``;
     a paired t-test table also has ``alternative``, else the test is McNemar's.  ``value``
     is the column drawn; the colorbar names its correction.  ``run_label`` gives a run's
-    display name (e.g. :func:`knowlab.fictionalqa.figures.run_name`).  ``note`` is printed
+    display name (e.g. :func:`knowlab.fiction.splits.run_name`).  ``note`` is printed
     small under the figure.
     """
     run = table["run_a"].iloc[0]

@@ -1,12 +1,12 @@
 """A probe at every fine-tuning checkpoint: the rows of a study's items across a run's checkpoints
-(the base model as step 0), the side of each item (did the run train on its document?), and the
-runs' display names.
+(the base model as step 0) and the side of each item (did the run train on its document?).
 
 FictionalQA evaluates its own suites this way; SORT on the FictionalQA documents
 (:mod:`knowlab.sort.steps.stats`) and grounding across fine-tuning (:mod:`knowlab.grounding.steps.stats`)
 probe the same checkpoints with their own items, so the probe lives here, below every study.
-A run's split is the JSON of :func:`knowlab.fictionalqa.splits.make_split` (``train_documents``,
-and ``documents: fictsheets`` for a split over events' fictsheets).
+A run's split is a mapping with ``train_documents`` (document ids), and ``documents: fictsheets`` for a
+split over events' fictsheets (the JSON of :func:`knowlab.fiction.splits.make_split`; the runs' display
+names are :func:`knowlab.fiction.splits.run_name`).
 """
 
 from __future__ import annotations
@@ -16,29 +16,13 @@ from typing import Any
 
 import pandas as pd
 
-from knowlab.core.checkpoints import CONTROL_RUN, step0_rows
-
-# display names of the FictionalQA runs in every study's figures (FictionalQA Sec. 3.2: the splits)
-SPLIT_RUN_NAMES = {
-    "doc": "Doc split",
-    "event": "Event split",
-    "fictsheets": "Fictsheets",
-    "style_news": "Style (news held out)",
-    "style_blog": "Style (blog held out)",
-    CONTROL_RUN: "Base webtext (control)",
-}
-
-
-def run_name(run: str) -> str:
-    """Display name of a FictionalQA run (``doc`` -> "Doc split", ``control`` -> "Base webtext (control)");
-    other names are returned unchanged."""
-    return SPLIT_RUN_NAMES.get(run, run)
+from knowlab.core.checkpoints import step0_rows
 
 
 def with_sides(rows: pd.DataFrame, splits: Mapping[str, Mapping[str, Any]], events: Mapping[str, str]) -> pd.DataFrame:
     """Add ``side``: ``train`` if the run trained on the item's document, else ``val``.
 
-    ``splits`` maps run name -> split (:func:`make_split`).  For a split over
+    ``splits`` maps run name -> split (:func:`knowlab.fiction.splits.make_split`).  For a split over
     fiction documents, the document itself was trained or not; for the Fictsheets split
     (over events' fictsheets), ``train`` means the fictsheet of the document's event
     (``events[document_id]``) was trained: the run knows the event, never the document's

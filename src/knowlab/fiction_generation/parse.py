@@ -1,7 +1,7 @@
 """Parsers of the pipeline's LLM outputs (FictionalQA, Kirchenbauer et al. 2026, Sec. 3 and App. C).
 
-Fictsheets and fict_qa YAML are parsed by :func:`knowlab.fictionalqa.corpus.release.parse_fictsheet`
-and :func:`knowlab.fictionalqa.corpus.release.parse_fict_qa_yaml` (shared with the release loader);
+Fictsheets and fict_qa YAML are parsed by :func:`knowlab.fiction.release.parse_fictsheet`
+and :func:`knowlab.fiction.release.parse_fict_qa_yaml` (shared with the release loader);
 this module adds the seed, answer-attempt and grade formats.  Every parser raises
 :class:`~knowlab.core.io.DataError` naming ``where`` (the request key) on malformed output; the
 stage decides whether to retry or drop.

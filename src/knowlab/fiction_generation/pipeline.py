@@ -27,9 +27,9 @@ from knowlab.core.io import read_jsonl, write_csv, write_jsonl
 from knowlab.core.llm.backends import make_backend
 from knowlab.core.llm.cache import RequestCache
 from knowlab.core.retrieval import embed, load_embedder
+from knowlab.fiction.schema import REQUIRED
 from knowlab.fiction_generation import stages
 from knowlab.fiction_generation.annotate import annotate_questions, generation_summary
-from knowlab.fictionalqa.corpus.schema import REQUIRED
 
 if TYPE_CHECKING:
     from knowlab.fiction_generation.settings import FictionGenerationStageSettings

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from knowlab.core.settings import StepSettings, as_tuple, at_least
-from knowlab.fictionalqa.corpus.schema import STYLES
+from knowlab.fiction.schema import STYLES
 
 #: the two kinds of fiction attempts graded against each other (rule fiction_generation_attempts)
 ATTEMPT_KINDS = ("blind", "informed")

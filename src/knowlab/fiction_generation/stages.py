@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 from knowlab.core.io import DataError
 from knowlab.core.llm.cache import RequestCache, run_requests
 from knowlab.core.llm.requests import Backend, ChatRequest
+from knowlab.fiction.release import parse_fict_qa_yaml, parse_fictsheet
+from knowlab.fiction.schema import STYLES, validate_record
 from knowlab.fiction_generation.parse import parse_attempt, parse_grade, parse_seed
 from knowlab.fiction_generation.settings import ATTEMPT_KINDS
-from knowlab.fictionalqa.corpus.release import parse_fict_qa_yaml, parse_fictsheet
-from knowlab.fictionalqa.corpus.schema import STYLES, validate_record
 
 if TYPE_CHECKING:
     from knowlab.fiction_generation.settings import (
@@ -187,7 +187,7 @@ def make_seeds(gen: Generator, settings: FictionGenerationSeedsSettings) -> list
 def make_fictsheets(gen: Generator, settings: FictionGenerationFictsheetsSettings,
                     seeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Fictsheets in the release schema: the text and its five lists
-    (:func:`~knowlab.fictionalqa.corpus.release.parse_fictsheet`; Kirchenbauer et al. 2026 App. C.3).  A sheet whose
+    (:func:`~knowlab.fiction.release.parse_fictsheet`; Kirchenbauer et al. 2026 App. C.3).  A sheet whose
     lists do not parse is kept with empty lists and counted in a warning."""
     items = [(s["event_id"], "fictsheets", {"seed": s["seed"]}) for s in seeds]
     parsed = gen.run(settings, items, _nonempty)

@@ -39,9 +39,9 @@ webtext-only control, and train from val documents or questions.
 
 A fiction run is named after the split it trains on (``doc``, ``event``,
 ``fictsheets``, ``style_news``, ``style_blog``); ``control`` is the run on
-webtext only.  Their display names (:data:`knowlab.core.probe.SPLIT_RUN_NAMES`, :func:`knowlab.core.probe.run_name`) are
-also used by the other studies' figures of FictionalQA runs (SORT and grounding
-across fine-tuning) and by the p-value matrices of the paired tests between
+webtext only.  Their display names (:data:`knowlab.fiction.splits.SPLIT_RUN_NAMES`,
+:func:`knowlab.fiction.splits.run_name`) are also used by the other studies' figures of FictionalQA
+runs (SORT and grounding across fine-tuning) and by the p-value matrices of the paired tests between
 checkpoints (:func:`knowlab.core.plotting.plot_pvalue_matrix`).  Colours, layout and
 saving: :mod:`knowlab.core.plotting`.
 """
@@ -56,7 +56,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from knowlab.core.checkpoints import CONTROL_RUN
-from knowlab.core.probe import run_name
 from knowlab.core.plotting import (
     LINESTYLES,
     STEP_LABEL,
@@ -72,6 +71,7 @@ from knowlab.core.plotting import (
     model_colours,
     panel_figure,
 )
+from knowlab.fiction.splits import run_name
 
 SPLITS = ("doc", "event", "style_news", "style_blog", "fictsheets")  # display order
 CONTROL_PREFIX = "Base webtext"  # series whose label starts with this are drawn in grey

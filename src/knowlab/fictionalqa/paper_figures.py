@@ -38,7 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from knowlab.core.checkpoints import CONTROL_RUN
-from knowlab.core.probe import run_name
+from knowlab.fiction.splits import run_name
 from knowlab.fictionalqa.figures import DOC_SIDES, FAMILIES, QUESTION_SIDES, SPLITS, plot_family
 
 SPLIT_TAGS = {

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN
 from knowlab.core.settings import StepSettings, as_tuple
-from knowlab.fictionalqa.splits import document_suites
 
 
 @dataclass(frozen=True)
@@ -41,32 +41,6 @@ class WebtextSettings(StepSettings):
         block = config["webtext"]
         files = {kind: dict(spec) for kind, spec in block["files"].items()}
         return cls(files=files, min_words=int(block["min_words"]), heldout_size=int(block["heldout_size"]))
-
-
-@dataclass(frozen=True)
-class FictionCorpusSettings(StepSettings):
-    """Rule ``fictionalqa_corpus``: where the fiction corpus comes from (config ``fiction``, the source's block
-    only)."""
-
-    source: str
-    """``shipped`` (files in the repository, pinned), ``release`` (the authors' dataset) or ``generate``."""
-    shipped: dict[str, Any] | None = None
-    """``shipped`` only: ``{"dir": <folder>, "sha256": {table: pin}}``."""
-    release: dict[str, Any] | None = None
-    """``release`` only: ``{"path", "hub_id", "revision"}``."""
-
-    def __post_init__(self) -> None:
-        if self.source not in ("shipped", "release", "generate"):
-            raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {self.source!r}")
-        if self.source in ("shipped", "release") and getattr(self, self.source) is None:
-            raise ValueError(f"fiction.source is {self.source!r} but fiction.{self.source} is not set")
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> FictionCorpusSettings:
-        block = config["fiction"]
-        source = block["source"]
-        chosen = {source: dict(block[source])} if source in ("shipped", "release") else {}
-        return cls(source=source, **chosen)
 
 
 @dataclass(frozen=True)
@@ -190,6 +164,24 @@ class SplitSettings(StepSettings):
         return cls(event_train_fraction=float(config["splits"]["event_train_fraction"]))
 
 
+#: the document-loss suites: the fiction documents and the fictsheets (:mod:`knowlab.fictionalqa.suites`)
+DOCUMENT_SUITES = ("fiction_doc", "fictsheet_doc")
+
+
+def document_suites(run: str, other_documents: bool) -> tuple[str, ...]:
+    """The document-loss suites a checkpoint of ``run`` scores (config ``evaluate.other_documents``).
+
+    With ``other_documents`` (the paper's evaluation) every checkpoint scores both
+    :data:`DOCUMENT_SUITES`.  Without it a fiction run scores only the documents of its own
+    split, the suite its figures and findings read: ``fictsheet_doc`` for the Fictsheets split,
+    ``fiction_doc`` for the document splits (Doc, Event, Style); the base model and the
+    webtext-only control, which every run is compared with, score both.
+    """
+    if other_documents or run in (BASE_RUN, CONTROL_RUN):
+        return DOCUMENT_SUITES
+    return ("fictsheet_doc",) if run == "fictsheets" else ("fiction_doc",)
+
+
 @dataclass(frozen=True)
 class EvaluateSettings(StepSettings):
     """Rule ``fictionalqa_evaluate``: what one checkpoint is scored on (config ``evaluate``; Sec. 4 and App. C)."""
@@ -203,7 +195,7 @@ class EvaluateSettings(StepSettings):
     max_documents: int | None
     """Documents scored per document suite (every ``ceil(n / max_documents)``-th; ``None``: all)."""
     documents: tuple[str, ...]
-    """The document-loss suites of this run (:func:`knowlab.fictionalqa.splits.document_suites`)."""
+    """The document-loss suites of this run (:func:`document_suites`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "em_tokens", as_tuple(self.em_tokens))

@@ -45,7 +45,8 @@ import numpy as np
 import pandas as pd
 
 from knowlab.core.scoring import loglikelihood, prefix_token_id, score_token_ids
-from knowlab.fictionalqa.splits import DOCUMENT_SUITES, document_sample
+from knowlab.fiction.splits import document_sample
+from knowlab.fictionalqa.settings import DOCUMENT_SUITES
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +141,8 @@ def evaluate_checkpoint(
     """All suites on one loaded model; returns the item-level table (see module docstring).
 
     ``max_documents``: score the loss and exact match of that many fiction documents
-    (:func:`knowlab.fictionalqa.splits.document_sample`; None: all).  ``documents``: the
-    document-loss suites to score (:func:`knowlab.fictionalqa.splits.document_suites`).  Every fictsheet, webtext
+    (:func:`knowlab.fiction.splits.document_sample`; None: all).  ``documents``: the
+    document-loss suites to score (:func:`knowlab.fictionalqa.settings.document_suites`).  Every fictsheet, webtext
     paragraph and question is scored whatever it is.
     """
     frames = []

@@ -7,7 +7,7 @@ One table for the whole study, one row per ``split, run, step, suite, side``:
   per fiction split, so each split's figures can show the control on the same
   train-/val-document questions.
 - ``side``: ``train`` / ``val`` (documents of the split's two sides, and questions
-  generated from them: :mod:`knowlab.fictionalqa.splits`) or ``all`` (every item of the suite,
+  generated from them: :mod:`knowlab.fiction.splits`) or ``all`` (every item of the suite,
   including suites without sides such as webtext and real-world Q&A).
 - ``epochs``: fiction epochs completed by that step (from the run's training
   log; 0 at step 0 and for the control).

@@ -17,7 +17,7 @@ import pandas as pd
 
 from knowlab.core.io import read_json, read_jsonl
 from knowlab.core.train import TrainSettings, train_segment
-from knowlab.fictionalqa.splits import training_texts
+from knowlab.fiction.splits import training_texts
 
 
 def finetune_run(

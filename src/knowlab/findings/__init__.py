@@ -106,6 +106,8 @@ from knowlab.findings.base import (
     NOT_TESTED,
     STATUSES,
     SUPPORTED,
+    Check,
+    Claim,
     Comparison,
     Finding,
     FindingsSettings,
@@ -116,7 +118,7 @@ from knowlab.findings.base import (
     decide,
     decide_equivalence,
 )
-from knowlab.findings.catalogue import CLAIMS, Check, Claim, claims_markdown, default_statuses
+from knowlab.findings.catalogue import CLAIMS, claims_markdown, default_statuses
 
 
 def _replicate(comparisons: Sequence[Comparison], by_seed: Mapping[int, Sequence[Comparison]]) -> None:

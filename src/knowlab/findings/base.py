@@ -1,14 +1,15 @@
 """The machinery every claim is decided with (:mod:`knowlab.findings`): the status rules, the settings,
-the results folder, the tests at the inference unit and the judgement of a claim's comparisons."""
+the results folder, the claim record (:class:`Claim`, whose entries :mod:`knowlab.findings.catalogue`
+lists), the tests at the inference unit and the judgement of a claim's comparisons."""
 
 from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,10 +34,7 @@ from knowlab.core.stats import (
     minimum_detectable_effect,
     paired_items,
 )
-from knowlab.fictionalqa.splits import split_assignments
-
-if TYPE_CHECKING:
-    from knowlab.findings.catalogue import Claim
+from knowlab.fiction.splits import split_assignments
 
 SUPPORTED = "supported"
 NOT_SIGNIFICANT = "not significant"
@@ -341,6 +339,50 @@ class Results:
         return self.settings.base_eval
 
 
+# ------------------------------------------------------------------------------ the claims
+
+Check = Callable[[Results], list[Comparison]]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One headline claim of a paper, as the findings decide it: the catalogue entry
+    (:data:`knowlab.findings.catalogue.CLAIMS`) from which the findings rule, ``docs/claims.md``
+    (:func:`knowlab.findings.catalogue.claims_markdown`) and the report's lines are built.
+
+    ``id``: stable and unique (``study.short_name``), in ``findings.json`` as ``claim_id``;
+    ``claim``: the line's statement; ``quote``: the paper's own words, with ``source`` (paper,
+    section, figure or table); ``effect``: what is measured, in the claimed direction, and its scale;
+    ``unit``: the inference unit; ``test``: the test at that unit; ``configs``: which shipped configs
+    can decide it (docs/findings.md, "What each shipped config can test"); ``check``: the measuring
+    function; ``equivalence``: a claim of no difference; ``per_dataset``: decided once per grounding
+    dataset of the config (``check`` then takes ``dataset``); ``figure``: the figure (or table) of the
+    run the claim is read from, relative to ``results/`` (``{ft_model}``: the reference base model;
+    empty where the paper gives the numbers in its text).  Adding a claim is one entry in the catalogue
+    plus its ``check``."""
+
+    id: str
+    study: str
+    claim: str
+    quote: str
+    source: str
+    effect: str
+    unit: str
+    test: str
+    configs: str
+    check: Callable[..., list[Comparison]]
+    equivalence: bool = False
+    per_dataset: bool = False
+    figure: str = ""
+
+    def figure_of(self, ft_models: tuple[str, ...]) -> str | None:
+        """``figure`` of a run whose reference base model is the first of ``ft_models``; None: no figure,
+        or one of the reference model that the run does not fine-tune."""
+        if "{ft_model}" not in self.figure:
+            return self.figure or None
+        return self.figure.format(ft_model=ft_models[0]) if ft_models else None
+
+
 # -------------------------------------------------------------------------------- the tests
 
 
@@ -431,7 +473,7 @@ _SPLIT_UNIT = {"doc": "document", "event": "event"}
 def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale: str, detail: str) -> Comparison:
     """Validation minus training documents of ``run``'s split (``values``: one per scored document),
     tested by re-drawing the split's own random assignment
-    (:func:`knowlab.fictionalqa.splits.split_assignments`,
+    (:func:`knowlab.fiction.splits.split_assignments`,
     :func:`knowlab.core.clustered.randomization_test`).  The Doc split holds out one document of
     each (event, style), so documents are the unit, and there are many possible draws.  The Event
     split assigns whole events, so events are the unit: 4 of 6 events give 15 assignments, and no

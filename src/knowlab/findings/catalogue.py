@@ -1,14 +1,13 @@
-"""The claims catalogue: one :class:`Claim` per headline claim of the three papers, from which the
-findings rule, ``docs/claims.md`` and the report's findings section are built."""
+"""The claims catalogue: one :class:`~knowlab.findings.base.Claim` per headline claim of the three papers,
+from which the findings rule, ``docs/claims.md`` and the report's findings section are built."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from knowlab.findings.base import FICTIONALQA, GROUNDING, SORT, Comparison, Results
+from knowlab.findings.base import FICTIONALQA, GROUNDING, SORT, Claim
 from knowlab.findings.fictionalqa import (
     event_generalises_least,
     exact_match_only_when_trained,
@@ -52,47 +51,6 @@ from knowlab.findings.sort import (
     sort_longer_segments_better,
     sort_rag_below_in_context,
 )
-
-Check = Callable[[Results], list[Comparison]]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One headline claim of a paper, as the findings decide it: the catalogue entry from which the
-    findings rule, ``docs/claims.md`` (:func:`claims_markdown`) and the report's lines are built.
-
-    ``id``: stable and unique (``study.short_name``), in ``findings.json`` as ``claim_id``;
-    ``claim``: the line's statement; ``quote``: the paper's own words, with ``source`` (paper,
-    section, figure or table); ``effect``: what is measured, in the claimed direction, and its scale;
-    ``unit``: the inference unit; ``test``: the test at that unit; ``configs``: which shipped configs
-    can decide it (docs/findings.md, "What each shipped config can test"); ``check``: the measuring
-    function; ``equivalence``: a claim of no difference; ``per_dataset``: decided once per grounding
-    dataset of the config (``check`` then takes ``dataset``); ``figure``: the figure (or table) of the
-    run the claim is read from, relative to ``results/`` (``{ft_model}``: the reference base model;
-    empty where the paper gives the numbers in its text).  Adding a claim is one entry here plus its
-    ``check``."""
-
-    id: str
-    study: str
-    claim: str
-    quote: str
-    source: str
-    effect: str
-    unit: str
-    test: str
-    configs: str
-    check: Callable[..., list[Comparison]]
-    equivalence: bool = False
-    per_dataset: bool = False
-    figure: str = ""
-
-    def figure_of(self, ft_models: tuple[str, ...]) -> str | None:
-        """``figure`` of a run whose reference base model is the first of ``ft_models``; None: no figure,
-        or one of the reference model that the run does not fine-tune."""
-        if "{ft_model}" not in self.figure:
-            return self.figure or None
-        return self.figure.format(ft_model=ft_models[0]) if ft_models else None
-
 
 #: the catalogue, in the order the findings print (:mod:`knowlab.findings`)
 CLAIMS: tuple[Claim, ...] = (

@@ -19,8 +19,8 @@ import pandas as pd
 
 from knowlab.core.stats import StatsSettings, bootstrap_ci, pair_tests
 from knowlab.core.probe import trained_items
-from knowlab.grounding.conditions import GOLD_CONDITIONS, NO_CONTEXT
 from knowlab.grounding.metrics import answer_accuracy, by_factor
+from knowlab.grounding.settings import GOLD_CONDITIONS, NO_CONTEXT
 
 METRICS = ("precision", "recall", "f1")
 #: columns naming how a row was scored (set by :func:`knowlab.grounding.steps.data.score`), carried
@@ -69,8 +69,8 @@ def method_labels(rows: pd.DataFrame, fallback: Mapping[str, str] | None = None)
     value (e.g. labels made from the config), else ``"not recorded"``.
 
     Values: ``"sentences (sentence-level, not atomic facts)"`` or ``"llm:<model>"``
-    (:func:`knowlab.grounding.methods.decomposer_label`), ``"<kind>:<model>@<threshold>"``
-    (:func:`knowlab.grounding.methods.evaluator_label`).
+    (:func:`knowlab.grounding.settings.decomposer_label`), ``"<kind>:<model>@<threshold>"``
+    (:func:`knowlab.grounding.settings.evaluator_label`).
     """
     out = {}
     for column in METHOD_COLUMNS:

@@ -15,66 +15,22 @@ Conditions (names used in every table, figure and row):
 - ``position_<p>``: Original gold contexts at position ``p`` among the distractors at the
   ``*_dist`` budget, for ``p`` in ``grounding.sweep.positions`` other than the ``*_dist``
   position (Sec. 4.2, "Impact of gold contexts position"; that position is ``original_dist``).
+
+The names, what each condition reads (:func:`~knowlab.grounding.settings.condition_spec`) and the
+conditions a config asks for (:func:`~knowlab.grounding.settings.condition_names`) are in
+:mod:`knowlab.grounding.settings`, whose records are built from them; this module samples the
+questions and builds each condition's contexts.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from knowlab.core.rng import keyed_rng
 from knowlab.grounding.distractors import document_text, pack_contexts
-
-if TYPE_CHECKING:  # the settings module imports this one
-    from knowlab.grounding.settings import GroundingConditionSettings, GroundingGenerateSettings
-
-GOLD_CONDITIONS = ("original_gold", "original_dist", "conflict_gold", "conflict_dist")
-NO_CONTEXT = "no_context"
-# across fine-tuning (issue: "the fiction-derived set with Gold and Conflict contexts")
-FINETUNE_CONDITIONS = ("original_gold", "conflict_gold")
-
-
-def condition_names(settings: GroundingConditionSettings) -> list[str]:
-    """Every condition the ``grounding`` config asks for (``settings``: ``grounding.distractors.budget``
-    and ``position``, ``grounding.sweep.budgets`` and ``positions``), in table order (see the module docstring)."""
-    budget, position = settings.budget, settings.position
-    names = [*GOLD_CONDITIONS, NO_CONTEXT]
-    names += [f"length_{n}" for n in sorted(settings.sweep_budgets) if n != budget]
-    names += [f"position_{p}" for p in settings.sweep_positions if p != position]
-    return names
-
-
-def condition_spec(condition: str, budget: int | None, position: str | None) -> dict[str, Any]:
-    """``{"version", "budget", "position"}`` of a condition; ``budget`` None means gold contexts only,
-    and ``version`` None the question alone.
-
-    ``budget`` and ``position`` are ``grounding.distractors.budget`` and ``position`` (the
-    ``*_dist`` contexts); None where the caller reads no distractor setting (the Gold conditions
-    of the fine-tuning checkpoints), which only the Gold and no-context conditions allow.
-
-    Raises:
-        ValueError: an unknown condition name, or a condition that needs ``budget`` or
-            ``position`` given None.
-    """
-    if condition == NO_CONTEXT:
-        return {"version": None, "budget": None, "position": None}
-    if condition in GOLD_CONDITIONS:
-        version, kind = condition.split("_")
-        spec = {"version": version, "budget": budget if kind == "dist" else None, "position": position}
-        needs = ("budget", "position") if kind == "dist" else ()
-    else:
-        kind, _, value = condition.partition("_")
-        if kind == "length" and value.isdigit():
-            spec, needs = {"version": "original", "budget": int(value), "position": position}, ("position",)
-        elif kind == "position" and value in ("start", "middle", "end", "random"):
-            spec, needs = {"version": "original", "budget": budget, "position": value}, ("budget",)
-        else:
-            raise ValueError(f"unknown grounding condition {condition!r}")
-    given = {"budget": budget, "position": position}
-    if missing := [key for key in needs if given[key] is None]:
-        raise ValueError(f"grounding condition {condition!r} needs grounding.distractors.{missing[0]}")
-    return spec
+from knowlab.grounding.settings import GroundingGenerateSettings, condition_spec
 
 
 def _rank(seed: int, item_id: str) -> str:

@@ -31,7 +31,7 @@ same with a local instruct model, or, as a model-free fallback, uses the sentenc
   same turns as chat messages (:func:`decompose_messages`, temperature 0) to an
   OpenAI-compatible server (:class:`~knowlab.core.llm.openai_backend.OpenAIChatBackend`,
   ``grounding.decomposer.openai``), which applies its own chat template.
-- :func:`knowlab.grounding.methods.decomposer_label`: the decomposer as every grounding table
+- :func:`knowlab.grounding.settings.decomposer_label`: the decomposer as every grounding table
   (column ``decomposer``) and figure footnote names it: ``"llm:<model>"``, or ``"sentences
   (sentence-level, not atomic facts)"`` (:data:`knowlab.grounding.methods.SENTENCE_LEVEL`), whose
   numbers are not comparable with the paper's.

@@ -3,7 +3,7 @@ rate Gold -> Dist), Figs. 15-16 (precision and recall), gold-context position, a
 across fine-tuning.  Inputs are the tables of :mod:`knowlab.grounding.analysis` (values x 100).
 Each figure has a title, labelled axes, one legend and a footnote under the panels, and is saved
 as PDF and PNG; style and layout: :mod:`knowlab.core.plotting`; FictionalQA run names:
-:func:`knowlab.fictionalqa.figures.run_name`."""
+:func:`knowlab.fiction.splits.run_name`."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from knowlab.core.plotting import (
     models_note,
     panel_figure,
 )
-from knowlab.core.probe import run_name
+from knowlab.fiction.splits import run_name
 from knowlab.grounding.analysis import SETTING_LABELS, method_labels, method_note
 
 F1 = "grounding F1 (x 100)"

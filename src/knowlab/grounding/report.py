@@ -18,7 +18,7 @@ import pandas as pd
 from knowlab.core.io import atomic_dir
 from knowlab.core.tables import write_table
 from knowlab.grounding import analysis
-from knowlab.grounding.conditions import GOLD_CONDITIONS
+from knowlab.grounding.settings import GOLD_CONDITIONS
 
 if TYPE_CHECKING:
     from knowlab.core.stats import StatsSettings

@@ -8,7 +8,7 @@ Lee et al. 2024, "How Well Do Large Language Models Truly Ground?".  One record 
   dataset ``kaist`` only, :meth:`GroundingItemsSettings.for_dataset`).
 - :class:`GroundingDistractorsSettings`: rule ``grounding_distractors`` (retriever, ``k``).
 - :class:`GroundingConditionSettings`: the conditions the config asks for
-  (:func:`knowlab.grounding.conditions.condition_names`; ``GROUNDING_CONDITIONS`` of rules/common.smk).
+  (:func:`condition_names`; ``GROUNDING_CONDITIONS`` of rules/common.smk).
 - :class:`GroundingGenerateSettings`: rule ``grounding_generate`` (conditions, question sample,
   packing of the distractor contexts, :class:`GroundingGenerationSettings`);
   :class:`GroundingCheckpointGenerateSettings`: rule ``grounding_checkpoint_generate``.
@@ -23,6 +23,13 @@ against ``grounding.kaist.sha256``), and ``api_key_env``, ``max_retries``, ``tim
 client reaches the server: :class:`knowlab.grounding.generate.ClientOptions`, which
 :func:`knowlab.grounding.steps.data.client_options` builds from the config).  A server block
 (``openai``) is in a record only under backend ``openai``, the only backend that reads it.
+
+What the records are built from, and the other grounding modules share with them, is here too, so that
+no import goes back up (:mod:`knowlab.grounding.conditions` imports this module, and this module the
+method names of :mod:`knowlab.grounding.methods`): the condition names (:data:`GOLD_CONDITIONS`,
+:data:`NO_CONTEXT`, :data:`FINETUNE_CONDITIONS`), what each condition reads (:func:`condition_spec`),
+the conditions a config asks for (:func:`condition_names`), and the labels that name a decomposer and
+an M_eval in every row, table and figure footnote (:func:`decomposer_label`, :func:`evaluator_label`).
 """
 
 from __future__ import annotations
@@ -33,16 +40,68 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from knowlab.core.settings import StepSettings, as_tuple, at_least
-from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
 from knowlab.grounding.distractors import POSITIONS
 from knowlab.grounding.methods import (
     DECOMPOSER_BACKENDS,
+    DEFAULTS,
     EVALUATOR_KEYS,
     GENERATION_BACKENDS,
+    SENTENCE_LEVEL,
     WINDOWS,
-    decomposer_label,
-    evaluator_label,
 )
+
+# ------------------------------------------------------------------------------ condition names
+
+GOLD_CONDITIONS = ("original_gold", "original_dist", "conflict_gold", "conflict_dist")
+NO_CONTEXT = "no_context"
+# across fine-tuning (issue: "the fiction-derived set with Gold and Conflict contexts")
+FINETUNE_CONDITIONS = ("original_gold", "conflict_gold")
+
+
+def condition_names(settings: GroundingConditionSettings) -> list[str]:
+    """Every condition the ``grounding`` config asks for (``settings``: ``grounding.distractors.budget``
+    and ``position``, ``grounding.sweep.budgets`` and ``positions``), in table order (the conditions are
+    defined in :mod:`knowlab.grounding.conditions`)."""
+    budget, position = settings.budget, settings.position
+    names = [*GOLD_CONDITIONS, NO_CONTEXT]
+    names += [f"length_{n}" for n in sorted(settings.sweep_budgets) if n != budget]
+    names += [f"position_{p}" for p in settings.sweep_positions if p != position]
+    return names
+
+
+def condition_spec(condition: str, budget: int | None, position: str | None) -> dict[str, Any]:
+    """``{"version", "budget", "position"}`` of a condition; ``budget`` None means gold contexts only,
+    and ``version`` None the question alone.
+
+    ``budget`` and ``position`` are ``grounding.distractors.budget`` and ``position`` (the
+    ``*_dist`` contexts); None where the caller reads no distractor setting (the Gold conditions
+    of the fine-tuning checkpoints), which only the Gold and no-context conditions allow.
+
+    Raises:
+        ValueError: an unknown condition name, or a condition that needs ``budget`` or
+            ``position`` given None.
+    """
+    if condition == NO_CONTEXT:
+        return {"version": None, "budget": None, "position": None}
+    if condition in GOLD_CONDITIONS:
+        version, kind = condition.split("_")
+        spec = {"version": version, "budget": budget if kind == "dist" else None, "position": position}
+        needs = ("budget", "position") if kind == "dist" else ()
+    else:
+        kind, _, value = condition.partition("_")
+        if kind == "length" and value.isdigit():
+            spec, needs = {"version": "original", "budget": int(value), "position": position}, ("position",)
+        elif kind == "position" and value in ("start", "middle", "end", "random"):
+            spec, needs = {"version": "original", "budget": budget, "position": value}, ("budget",)
+        else:
+            raise ValueError(f"unknown grounding condition {condition!r}")
+    given = {"budget": budget, "position": position}
+    if missing := [key for key in needs if given[key] is None]:
+        raise ValueError(f"grounding condition {condition!r} needs grounding.distractors.{missing[0]}")
+    return spec
+
+
+# ------------------------------------------------------------------------------ records
 
 
 @dataclass(frozen=True)
@@ -102,7 +161,7 @@ class GroundingDistractorsSettings(StepSettings):
 
 @dataclass(frozen=True)
 class GroundingConditionSettings(StepSettings):
-    """The conditions the config asks for (:func:`knowlab.grounding.conditions.condition_names`;
+    """The conditions the config asks for (:func:`condition_names`;
     Lee et al. 2024 Sec. 3.2, Figs. 4-5, Sec. 4.2): the ``*_dist`` budget and gold position and the sweeps."""
 
     budget: int = 1024
@@ -217,7 +276,7 @@ class GroundingGenerateSettings(StepSettings):
     MAX_ITEMS_KEY: ClassVar[str] = "grounding.max_items"
 
     conditions: tuple[str, ...] = ()
-    """The conditions answered, in table order: :func:`knowlab.grounding.conditions.condition_names`
+    """The conditions answered, in table order: :func:`condition_names`
     of ``grounding.distractors`` and ``grounding.sweep`` (:class:`GroundingConditionSettings`)."""
     max_items: int | None = None
     """``grounding.max_items``: questions per dataset, a seeded sample
@@ -266,7 +325,7 @@ class GroundingGenerateSettings(StepSettings):
 class GroundingCheckpointGenerateSettings(GroundingGenerateSettings):
     """Rule ``grounding_checkpoint_generate``: the fiction set at every fine-tuning checkpoint, in
     the Gold conditions of both versions only
-    (:data:`knowlab.grounding.conditions.FINETUNE_CONDITIONS`), so no distractor setting is read."""
+    (:data:`FINETUNE_CONDITIONS`), so no distractor setting is read."""
 
     MAX_ITEMS_KEY: ClassVar[str] = "grounding.finetune.max_items"
 
@@ -413,10 +472,10 @@ class GroundingTablesSettings(StepSettings):
     """``grounding.distractors.position``: the gold position of the ``*_dist`` conditions, the
     position table's column for it (Sec. 4.2, "Impact of gold contexts position")."""
     decomposer_label: str = "sentences (sentence-level, not atomic facts)"
-    """The label of ``grounding.decomposer`` (:func:`knowlab.grounding.methods.decomposer_label`),
+    """The label of ``grounding.decomposer`` (:func:`decomposer_label`),
     for rows scored before rows named their decomposer."""
     evaluator_label: str = "bi_encoder:packaged:all-MiniLM-L6-v2@0.4"
-    """The label of ``grounding.evaluator`` (:func:`knowlab.grounding.methods.evaluator_label`),
+    """The label of ``grounding.evaluator`` (:func:`evaluator_label`),
     for rows scored before rows named their evaluator."""
 
     def __post_init__(self) -> None:
@@ -430,3 +489,46 @@ class GroundingTablesSettings(StepSettings):
             decomposer_label=decomposer_label(GroundingDecomposerSettings.from_config(config)),
             evaluator_label=evaluator_label(GroundingEvaluatorSettings.from_config(config)),
         )
+
+
+# ------------------------------------------------------------------------------ method labels
+
+
+def decomposer_label(settings: GroundingDecomposerSettings, model: str | None = None) -> str:
+    """The decomposer as the grounding tables' ``decomposer`` column and the figures' footnotes name it.
+
+    ``"sentences (sentence-level, not atomic facts)"`` for ``kind == "sentences"`` (pysbd sentences
+    stand in for atomic facts, :data:`~knowlab.grounding.methods.SENTENCE_LEVEL`); for ``kind == "llm"``
+    ``"llm:<name>"``, ``name`` being ``settings.name``, else the served model name
+    (backend ``openai``: ``settings.openai_model``), else ``model`` (the local model's display
+    name, e.g. the base model's Hub id), else ``"unknown"``.  The few-shot prompt (paper Sec. 3.1,
+    footnote 4; App. A.3) is :data:`~knowlab.grounding.facts.DECOMPOSE_INSTRUCTION` +
+    :data:`~knowlab.grounding.facts.DECOMPOSE_DEMOS`, or FActScore's with the demonstrations of
+    ``grounding.decomposer.demos`` (:class:`~knowlab.grounding.facts.Demonstrations`).
+    """
+    if settings.kind == "sentences":
+        return f"sentences ({SENTENCE_LEVEL})"
+    served = settings.openai_model if settings.backend == "openai" else None
+    return f"llm:{settings.name or served or model or 'unknown'}"
+
+
+def evaluator_label(settings: GroundingEvaluatorSettings, judge_model: str | None = None) -> str:
+    """M_eval as the grounding tables' ``evaluator`` column and the figures' footnotes name it:
+    ``"<kind>:<model>@<threshold>"``, e.g. ``"bi_encoder:packaged:all-MiniLM-L6-v2@0.4"``
+    (cosine, supported when ``>=``) or ``"cross_encoder:cross-encoder/ms-marco-MiniLM-L-12-v2@6"``
+    (raw logit, ``>``; the paper's App. B.2 choice), followed by ``" (window: truncate)"``
+    when ``settings.window`` is ``truncate`` (the released scorer's first 512 tokens; nothing for
+    ``max``, the default, whose labels are those of earlier versions).
+
+    ``model`` and ``threshold`` of ``settings`` (``grounding.evaluator``) where set, else the
+    kind's constructor defaults (:data:`~knowlab.grounding.methods.DEFAULTS`, the paper's thresholds,
+    App. B.2); the LLM judge's model is ``settings.model``, else ``judge_model`` (the base model's display name),
+    else ``"unknown"``.  No model is loaded.
+    """
+    kind = settings.kind
+    default_model, default_threshold = DEFAULTS[kind]
+    model = settings.model or (judge_model if kind == "llm_judge" else default_model) or "unknown"
+    threshold = settings.threshold
+    threshold = default_threshold if threshold is None else threshold
+    window = settings.window or "max"
+    return f"{kind}:{model}@{float(threshold):g}" + ("" if window == "max" else f" (window: {window})")

@@ -14,7 +14,7 @@ model(s) and the intervals, and, where it shows accuracy, the answer rule
 items answered correctly; shaded bands are percentile-bootstrap intervals over items at
 ``stats.confidence``: each function draws the band table the stats rule wrote (``bands``,
 :mod:`knowlab.sort.bands`) and computes no interval.  Style and layout: :mod:`knowlab.core.plotting`;
-FictionalQA run names: :func:`knowlab.fictionalqa.figures.run_name`.
+FictionalQA run names: :func:`knowlab.fiction.splits.run_name`.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from knowlab.core.plotting import (
     models_note,
     panel_figure,
 )
-from knowlab.core.probe import run_name
 from knowlab.core.stats import StatsSettings
+from knowlab.fiction.splits import run_name
 from knowlab.sort.analysis import CHANCE, CONDITION_NAMES, LOG_CHANCE
 from knowlab.sort.answers import answer_note
 from knowlab.sort.bands import epoch_conditions, epoch_rows, fiction_rows, require

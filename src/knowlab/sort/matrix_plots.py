@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from knowlab.core.plotting import PVALUE_CMAP, finish, panel_figure, plot_pvalue_matrix, pvalue_cells
-from knowlab.core.probe import run_name
+from knowlab.fiction.splits import run_name
 
 
 def _fits_checkpoint_matrix(table: pd.DataFrame) -> bool:

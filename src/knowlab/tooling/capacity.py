@@ -14,7 +14,7 @@ both follow from the plan (``tests/tooling/test_capacity.py`` checks them;
 ``benchmarks/capacity.py`` prints the plan).
 The names the workflow expands the config with are the workflow's own, imported from where
 ``rules/common.smk`` takes them (:func:`knowlab.core.checkpoints.checkpoint_steps`,
-:data:`knowlab.sort.finetune.PARAMETRIC_RUNS`, :mod:`knowlab.grounding.conditions`,
+:data:`knowlab.sort.finetune.PARAMETRIC_RUNS`, the condition names of :mod:`knowlab.grounding.settings`,
 :mod:`knowlab.sort.prompts`, :data:`knowlab.sort.build.N_BINS`).
 Units: bytes, FLOPs, seconds in the functions; :class:`RuleCost` reports GiB (2**30 bytes)
 and hours.  Every number comes from one of three kinds of source, named where it is used:
@@ -48,8 +48,12 @@ from typing import Any
 from knowlab.config import model_config
 from knowlab.core.checkpoints import checkpoint_steps
 from knowlab.layout import Layout, finetune_models, training_seeds
-from knowlab.grounding.conditions import FINETUNE_CONDITIONS, condition_names, condition_spec
-from knowlab.grounding.settings import GroundingConditionSettings
+from knowlab.grounding.settings import (
+    FINETUNE_CONDITIONS,
+    GroundingConditionSettings,
+    condition_names,
+    condition_spec,
+)
 from knowlab.sort.build import N_BINS
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, RAG_CONDITIONS, RAG_READINGS
@@ -1089,7 +1093,7 @@ def sort_parametric_evaluate_cost(p: PlanInputs) -> list[RuleCost]:
 
 def _condition_tokens(condition: str, budget: int | None, position: str | None, corpus: Corpus) -> int:
     """Input tokens of a grounding prompt under ``condition``, as
-    :func:`knowlab.grounding.conditions.condition_spec` reads it with the ``*_dist`` ``budget`` and
+    :func:`knowlab.grounding.settings.condition_spec` reads it with the ``*_dist`` ``budget`` and
     ``position``: the question alone, with its gold contexts, or with gold contexts and distractors
     packed to the condition's budget."""
     spec = condition_spec(condition, budget, position)
@@ -1102,7 +1106,7 @@ def _condition_tokens(condition: str, budget: int | None, position: str | None, 
 
 def _grounding_inputs(cfg: Mapping[str, Any], corpus: Corpus) -> list[int]:
     """Input tokens of a grounding prompt under each condition the config asks for
-    (:func:`knowlab.grounding.conditions.condition_names` of
+    (:func:`knowlab.grounding.settings.condition_names` of
     :class:`knowlab.grounding.settings.GroundingConditionSettings`), capped at
     ``grounding.generation.max_input_tokens``."""
     settings = GroundingConditionSettings.from_config(cfg)
@@ -1236,7 +1240,7 @@ def _checkpoint_items(p: PlanInputs) -> int:
 def grounding_checkpoint_generate_cost(p: PlanInputs) -> list[RuleCost]:
     """Rule ``grounding_checkpoint_generate`` (rules/grounding.smk: scripts/grounding_generate.py), one job
     per checkpoint when ``grounding.finetune.enabled``: the base model's shape answering the fiction
-    questions under :data:`knowlab.grounding.conditions.FINETUNE_CONDITIONS` (gold contexts), as
+    questions under :data:`knowlab.grounding.settings.FINETUNE_CONDITIONS` (gold contexts), as
     :func:`grounding_generate_cost`."""
     if not p.counts.get("grounding_checkpoint_generate"):
         return []

@@ -11,7 +11,7 @@
   question ranked by a model, shard by shard (paper App. C.6, :mod:`knowlab.fictionalqa.corpus.mcq`);
 - :func:`mcq_items`: the n-choice MCQ items (:func:`knowlab.fictionalqa.corpus.mcq.build_mcq`);
 - :func:`real_qa_records`: the real-world Q&A (paper App. C.7, :mod:`knowlab.fictionalqa.corpus.real_qa`);
-- :func:`split`: one train/validation split as id lists (:mod:`knowlab.fictionalqa.splits`);
+- :func:`split`: one train/validation split as id lists (:mod:`knowlab.fiction.splits`);
 - :func:`checkpoint_rows`: the item rows of one checkpoint on every suite
   (:mod:`knowlab.fictionalqa.suites`);
 - :func:`task_name`, :func:`export_tasks`: the MCQ suites as lm-evaluation-harness tasks
@@ -34,21 +34,20 @@ import pandas as pd
 
 from knowlab.core.models import count_parameters, load_model
 from knowlab.core.shards import ShardStore
-from knowlab.fictionalqa.corpus.fiction import load_fiction
+from knowlab.fiction.corpus import FictionCorpusSettings, load_fiction
+from knowlab.fiction.schema import write_corpus
+from knowlab.fiction.splits import make_split
 from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, build_mcq, rank_candidates
 from knowlab.fictionalqa.corpus.mcq import ranking_shards as _ranking_shards
 from knowlab.fictionalqa.corpus.real_qa import load_real_qa
-from knowlab.fictionalqa.corpus.schema import write_corpus
 from knowlab.fictionalqa.lm_eval_export import export_mcq_suites
 from knowlab.fictionalqa.lm_eval_export import task_name as _task_name
-from knowlab.fictionalqa.splits import make_split
 from knowlab.fictionalqa.suites import evaluate_checkpoint
 from knowlab.fictionalqa.webtext import build_webtext
 
 if TYPE_CHECKING:
     from knowlab.fictionalqa.settings import (
         EvaluateSettings,
-        FictionCorpusSettings,
         McqSettings,
         RankerSettings,
         RealQASettings,
@@ -69,12 +68,12 @@ def webtext_paragraphs(settings: WebtextSettings, seed: int) -> tuple[list[dict[
 def fiction_tables(
     settings: FictionCorpusSettings, basedir: str | os.PathLike, inputs: Sequence[str | os.PathLike]
 ) -> dict[str, list[dict[str, Any]]]:
-    """The configured fiction corpus, validated (:func:`knowlab.fictionalqa.corpus.fiction.load_fiction`):
+    """The configured fiction corpus, validated (:func:`knowlab.fiction.corpus.load_fiction`):
     ``{table: records}``.  ``inputs``: the rule's input files (for ``fiction.source: generate``, the
     generated tables, read from their folder); relative paths are taken from ``basedir``.
 
     Raises:
-        as :func:`~knowlab.fictionalqa.corpus.fiction.load_fiction` (a shipped file that differs from
+        as :func:`~knowlab.fiction.corpus.load_fiction` (a shipped file that differs from
         its pin, a malformed record, a generated corpus that kept no question).
     """
     generated = Path(inputs[0]).parent if settings.source == "generate" else None
@@ -83,7 +82,7 @@ def fiction_tables(
 
 def write_fiction(folder: str | os.PathLike, tables: Mapping[str, list[dict[str, Any]]]) -> None:
     """Write the corpus tables of :func:`fiction_tables` into ``folder``
-    (:func:`knowlab.fictionalqa.corpus.schema.write_corpus`)."""
+    (:func:`knowlab.fiction.schema.write_corpus`)."""
     write_corpus(folder, tables)
 
 
@@ -150,7 +149,7 @@ def split(
     seed: int,
     settings: SplitSettings,
 ) -> dict[str, Any]:
-    """Split ``name`` of the fiction corpus as id lists (:func:`knowlab.fictionalqa.splits.make_split`)."""
+    """Split ``name`` of the fiction corpus as id lists (:func:`knowlab.fiction.splits.make_split`)."""
     return make_split(name, fictions, fict_qa, seed, settings.event_train_fraction)
 
 

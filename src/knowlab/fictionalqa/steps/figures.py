@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from knowlab.core.plotting import plot_pvalue_matrix
-from knowlab.core.probe import run_name
+from knowlab.fiction.splits import run_name
 from knowlab.fictionalqa.figures import (
     curves_across_models,
     curves_from_summary,

@@ -30,9 +30,9 @@ from knowlab.grounding.facts import Demonstrations, FactCache, decompose_respons
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.generate import ClientOptions, chat_backend, generate_responses, served_model
 from knowlab.grounding.kaist import load_kaist_release
-from knowlab.grounding.methods import decomposer_label, evaluator_label
 from knowlab.grounding.metrics import score_responses
 from knowlab.grounding.schema import check_items
+from knowlab.grounding.settings import decomposer_label, evaluator_label
 
 if TYPE_CHECKING:
     from knowlab.grounding.settings import (
@@ -198,9 +198,9 @@ def score(
     decompose again.
 
     Every row also names how it was scored: ``decomposer``
-    (:func:`knowlab.grounding.methods.decomposer_label`, e.g. ``"llm:<model>"`` or ``"sentences
+    (:func:`knowlab.grounding.settings.decomposer_label`, e.g. ``"llm:<model>"`` or ``"sentences
     (sentence-level, not atomic facts)"``) and ``evaluator``
-    (:func:`knowlab.grounding.methods.evaluator_label`, ``"<kind>:<model>@<threshold>"``, with
+    (:func:`knowlab.grounding.settings.evaluator_label`, ``"<kind>:<model>@<threshold>"``, with
     ``" (window: truncate)"`` under ``grounding.evaluator.window: truncate``);
     ``model_label`` is the base model's display name in both (local decomposer, LLM judge).
     ``settings.evaluator`` (``grounding.evaluator``: ``kind``, ``model``, ``threshold``,

@@ -39,7 +39,7 @@ def finetune_rows(
     """The fiction set's scored rows across fine-tuning: the checkpoints' ``scores`` after step 0 and
     the base model's rows ``base`` as step 0 of each fiction run in ``runs`` and of ``control``
     (None: no control), with each run's train/val side from ``splits`` (run -> split; events
-    from ``fictions``; :func:`knowlab.fictionalqa.splits.across_finetuning`) and the columns
+    from ``fictions``; :func:`knowlab.core.probe.across_finetuning`) and the columns
     ``follows_context`` / ``follows_training`` (:func:`knowlab.grounding.analysis.follow_rates`
     against the ``original_gold`` answers)."""
     rows = across_finetuning(scores, base, [*runs, *([control] if control else [])], splits, fictions)

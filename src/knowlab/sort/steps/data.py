@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from knowlab.core.io import read_text
-from knowlab.fictionalqa.splits import document_sample
+from knowlab.fiction.splits import document_sample
 from knowlab.sort.books import Book, book_from_text, gutenberg_title, load_shakespeare
 from knowlab.sort.build import build_items, check_items, items_from_documents
 from knowlab.sort.evaluate import choose_rag_reading, choose_template, evaluate_condition, evaluate_epoch

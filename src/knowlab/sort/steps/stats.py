@@ -93,12 +93,12 @@ def fiction_stats(
     Args:
         rows: the item rows of the runs' checkpoints after step 0.
         base: the base model's rows (step 0 of every run).
-        splits: each run's split, by run (:func:`knowlab.fictionalqa.splits.across_finetuning`).
+        splits: each run's split, by run (:func:`knowlab.core.probe.across_finetuning`).
         fictions: the fiction documents.
 
     Returns:
         The rows of every run and step with the train/val ``side`` of each run's split
-        (:func:`knowlab.fictionalqa.splits.across_finetuning`), the binomial tests against
+        (:func:`knowlab.core.probe.across_finetuning`), the binomial tests against
         chance per run, step and side (``all`` for rows without a side), and the figure's bands
         (:func:`knowlab.sort.bands.fiction_bands`).
     """

@@ -5,7 +5,7 @@ pipeline (github.com/jwkirchenbauer/fictionalqa, ``pipeline/``) and its Hub ETL
 (``etl_nbs_and_scripts/e2e_pipeline_hf_hub_etl.ipynb``), released as the Hugging Face
 dataset ``tomg-group-umd/fictionalqa``.
 
-Two inputs give the same four tables of :mod:`knowlab.fictionalqa.corpus.schema`:
+Two inputs give the same four tables of :mod:`knowlab.fiction.schema`:
 
 * :func:`load_batch_results` reads a pipeline output folder in OpenAI Batch API result
   format (``<folder>/batch_results/{seeds,fictsheets,fictions,fict_qa}.jsonl``);
@@ -13,8 +13,8 @@ Two inputs give the same four tables of :mod:`knowlab.fictionalqa.corpus.schema`
   (``<folder>/<config>/*.parquet``), or flat ``<config>.jsonl`` / ``<config>.parquet`` files.
 
 :func:`load_release` is the config switch between them (and :func:`download_release`).
-Every record is checked with :func:`~knowlab.fictionalqa.corpus.schema.validate_record` and the
-tables together with :func:`~knowlab.fictionalqa.corpus.schema.validate_corpus`.
+Every record is checked with :func:`~knowlab.fiction.schema.validate_record` and the
+tables together with :func:`~knowlab.fiction.schema.validate_corpus`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import yaml
 
 from knowlab.core.io import DataError, iter_jsonl_numbered
 from knowlab.core.models import hub_error, pinned_hub_id, split_revision
-from knowlab.fictionalqa.corpus.schema import (
+from knowlab.fiction.schema import (
     EVENT_RE,
     FICTION_RE,
     FICTSHEET_FIELDS,
@@ -331,7 +331,7 @@ def load_batch_results(folder: str | Path) -> dict[str, list[dict[str, Any]]]:
     Returns:
         ``{"seeds": [...], "fictsheets": [...], "fictions": [...], "fict_qa": [...]}``;
         seeds and fictsheets sorted by ``event_id``, fictions and questions in file (then
-        YAML) order; fields as in :mod:`knowlab.fictionalqa.corpus.schema`.
+        YAML) order; fields as in :mod:`knowlab.fiction.schema`.
 
     Raises:
         FileNotFoundError: ``batch_results/`` or one of the four files is missing.
@@ -570,7 +570,7 @@ def load_release(
       ``cache_dir`` is ``None``), then :func:`load_release_folder`.
 
     Returns:
-        The four tables of :mod:`knowlab.fictionalqa.corpus.schema`, validated.
+        The four tables of :mod:`knowlab.fiction.schema`, validated.
 
     Raises:
         ValueError: neither ``path`` nor ``hub_id`` is given.

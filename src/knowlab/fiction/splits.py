@@ -21,6 +21,9 @@ Output (JSON): ``{"split", "method", "seed", "documents", "train_documents",
 ``fictsheets``).  Questions are partitioned by the document they were generated
 from (for ``fictsheets``: by that document's event), so every metric can be
 reported on train-document and val-document questions.
+
+A run fine-tuned on a split is named after it; :func:`run_name` gives its display name in every
+study's figures.
 """
 
 from __future__ import annotations
@@ -33,12 +36,28 @@ from typing import Any
 
 import numpy as np
 
-from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN
+from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.rng import keyed_rng
-from knowlab.fictionalqa.corpus.schema import STYLES
+from knowlab.fiction.schema import STYLES
 
 SPLITS = ("doc", "event", *(f"style_{style}" for style in STYLES), "fictsheets")
 TEXT_FIELD = {"fictions": ("fiction_id", "fiction"), "fictsheets": ("event_id", "fictsheet")}
+
+# display names of the runs fine-tuned on a split in every study's figures (FictionalQA Sec. 3.2: the splits)
+SPLIT_RUN_NAMES = {
+    "doc": "Doc split",
+    "event": "Event split",
+    "fictsheets": "Fictsheets",
+    "style_news": "Style (news held out)",
+    "style_blog": "Style (blog held out)",
+    CONTROL_RUN: "Base webtext (control)",
+}
+
+
+def run_name(run: str) -> str:
+    """Display name of a FictionalQA run (``doc`` -> "Doc split", ``control`` -> "Base webtext (control)");
+    other names are returned unchanged."""
+    return SPLIT_RUN_NAMES.get(run, run)
 
 
 class SplitError(ValueError):
@@ -170,23 +189,6 @@ def split_assignments(
         styles = sorted({r["style"] for r in fictions})
         return [frozenset(style_split(fictions, style)[0]) for style in styles]
     raise SplitError(f"unknown split {name!r}; implemented: {', '.join(SPLITS)}")
-
-
-DOCUMENT_SUITES = ("fiction_doc", "fictsheet_doc")
-
-
-def document_suites(run: str, other_documents: bool) -> tuple[str, ...]:
-    """The document-loss suites a checkpoint of ``run`` scores (config ``evaluate.other_documents``).
-
-    With ``other_documents`` (the paper's evaluation) every checkpoint scores both
-    :data:`DOCUMENT_SUITES`.  Without it a fiction run scores only the documents of its own
-    split, the suite its figures and findings read: ``fictsheet_doc`` for the Fictsheets split,
-    ``fiction_doc`` for the document splits (Doc, Event, Style); the base model and the
-    webtext-only control, which every run is compared with, score both.
-    """
-    if other_documents or run in (BASE_RUN, CONTROL_RUN):
-        return DOCUMENT_SUITES
-    return ("fictsheet_doc",) if run == "fictsheets" else ("fiction_doc",)
 
 
 def document_sample(fictions: Sequence[dict[str, Any]], max_documents: int | None) -> list[dict[str, Any]]:
