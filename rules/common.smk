@@ -34,8 +34,8 @@ from knowlab.finetune_job import (
     PYTHON_ENV,
     SRC_ENV,
     TRACKING_ENV,
+    FinetuneJobSettings,
     job_spec,
-    recipe_settings,
 )
 from knowlab.layout import (
     GROUNDING_CHECKPOINT_SCORES,
@@ -419,17 +419,19 @@ def training_seed(training):
 
 
 def finetune_settings(wildcards):
-    """What the job's recipe reads from the config (knowlab.finetune_job.recipe_settings)."""
-    return recipe_settings(
+    """What the job's recipe reads from the config: the param of its settings record
+    (knowlab.finetune_job.FinetuneJobSettings.from_blocks, .param)."""
+    return FinetuneJobSettings.from_blocks(
         finetune_recipe(wildcards),
         training_config(wildcards.training)["finetune"],
         config["sort"]["parametric"],
         training_seed(wildcards.training),
-    )
+    ).param()
 
 
 def finetune_spec(wildcards, input, output):
-    """The job's JSON argument (knowlab.finetune_job.job_spec)."""
+    """The job's JSON argument (knowlab.finetune_job.job_spec: the paths and the settings param,
+    which the job reads back with FinetuneJobSettings.from_spec)."""
     spec = job_spec(
         finetune_recipe(wildcards),
         Path(wildcards.training).name,

@@ -12,6 +12,9 @@ from knowlab.core.io import read_json
 from knowlab.core.models import CheckpointError, load_model
 from knowlab.core.train import (
     CHECKPOINT_META,
+    SCHEDULE_KEYS,
+    DistributedSettings,
+    OptimizationSettings,
     TrainingDiverged,
     TrainSettings,
     accumulation_steps,
@@ -242,3 +245,36 @@ def test_train_settings_checks_name_the_key(finetune_cfg):
         TrainSettings.from_block(finetune_cfg | {"zero_stage": 2, "offload": {"optimizer": True, "parameters": True}})
     with pytest.raises(ValueError, match="finetune.lora.dropout must be in"):
         TrainSettings.from_block(finetune_cfg | {"lora": finetune_cfg["lora"] | {"dropout": 2.0}})
+
+
+def test_optimization_settings_are_the_train_settings_less_the_schedule(finetune_cfg):
+    """The SORT recipe's settings: the block less SCHEDULE_KEYS (which it refuses), to which
+    ``schedule`` adds a run's schedule, giving the TrainSettings of the whole block."""
+    schedule = {key: finetune_cfg[key] for key in SCHEDULE_KEYS}
+    rest = {key: value for key, value in finetune_cfg.items() if key not in SCHEDULE_KEYS}
+    settings = OptimizationSettings.from_block(rest)
+    assert type(settings) is OptimizationSettings and settings.lora.target_modules == ("q_proj", "v_proj")
+    assert settings.schedule(**schedule) == TrainSettings.from_block(finetune_cfg)
+    assert isinstance(TrainSettings.from_block(finetune_cfg), OptimizationSettings)
+    with pytest.raises(TypeError, match=r"finetune has no key\(s\) \['max_steps'\] that training reads"):
+        OptimizationSettings.from_block(rest | {"max_steps": 4})
+    with pytest.raises(ValueError, match=r"finetune.fiction_rate must be in \[0, 1\], got 2"):
+        settings.schedule(**schedule | {"fiction_rate": 2})
+    with pytest.raises(ValueError, match=r"finetune.lr must be above 0, got 0"):
+        OptimizationSettings.from_block(rest | {"lr": 0})
+
+
+def test_distributed_settings_check_the_launch():
+    """config ``finetune.distributed``: the schema's defaults, and the checks launch_command makes."""
+    assert DistributedSettings() == DistributedSettings.from_param({}) == DistributedSettings("torchrun", 1, 1)
+    srun = DistributedSettings.from_param({"launcher": "srun", "nodes": 2, "processes_per_node": 4})
+    assert srun.processes == 8 and srun.param() == {"launcher": "srun", "nodes": 2, "processes_per_node": 4}
+    assert DistributedSettings.from_config(load_config()) == DistributedSettings()
+    with pytest.raises(ValueError, match="finetune.distributed: torchrun starts the processes of one node"):
+        DistributedSettings("torchrun", 2, 1)
+    with pytest.raises(ValueError, match="finetune.distributed.launcher must be one of torchrun, srun, got 'mpirun'"):
+        DistributedSettings("mpirun")
+    with pytest.raises(ValueError, match="finetune.distributed.processes_per_node must be at least 1, got 0"):
+        DistributedSettings("srun", 1, 0)
+    with pytest.raises(TypeError, match=r"DistributedSettings has no field\(s\) \['gpus'\]"):
+        DistributedSettings.from_param({"gpus": 2})

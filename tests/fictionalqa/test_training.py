@@ -5,6 +5,7 @@ import json
 import pytest
 
 from knowlab.core.io import write_jsonl
+from knowlab.core.train import TrainSettings
 from knowlab.fiction.splits import make_split
 from knowlab.fictionalqa.training import finetune_run
 
@@ -20,12 +21,12 @@ def test_fiction_run_and_control(tmp_path, tiny_model_dir, corpus, split_name, f
         (tmp_path / "split.json").write_text(json.dumps(split))
         write_jsonl(tmp_path / "fictsheets.jsonl", corpus["fictsheets"])
         inputs |= {"split": str(tmp_path / "split.json"), "fictsheets": str(tmp_path / "fictsheets.jsonl")}
-    cfg = finetune_cfg | {"global_batch_size": 2}
+    settings = TrainSettings.from_block(finetune_cfg | {"global_batch_size": 2})
     run = split_name or "control"
     outputs = {"checkpoint": tmp_path / "step-2", "state": tmp_path / "state"}
-    first = finetune_run(run, "step-2", inputs, outputs, cfg, None, seed=0)
+    first = finetune_run(run, "step-2", inputs, outputs, settings, seed=0)
     log = finetune_run(
-        run, "step-4", inputs | {"state": tmp_path / "state"}, {"checkpoint": tmp_path / "step-4"}, cfg, None, 0
+        run, "step-4", inputs | {"state": tmp_path / "state"}, {"checkpoint": tmp_path / "step-4"}, settings, 0
     )
     assert list(first["step"]) == [1, 2] and list(log["step"]) == [3, 4]
     assert (tmp_path / "step-2" / "model.safetensors").is_file() and (

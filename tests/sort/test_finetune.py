@@ -5,20 +5,23 @@ import json
 import pytest
 from transformers import AutoModelForCausalLM
 
+from knowlab.finetune_job import FinetuneJobSettings
 from knowlab.sort.finetune import finetune_parametric_run
 
 pytestmark = pytest.mark.usefixtures("restore_environment")
 
 
 @pytest.fixture
-def cfg(finetune_cfg):
-    # max_steps and checkpoint_every are overridden by the recipe: epochs x steps per epoch
+def settings(finetune_cfg):
+    """The SORT job's settings: the schedule keys (max_steps, checkpoint_every, fiction_rate and its warmup)
+    are left out, the recipe sets them per epoch (epochs x steps per epoch)."""
     steps = {"max_steps": 99, "checkpoint_every": 99}
-    return finetune_cfg | steps | {"fiction_rate": 0.0, "fiction_warmup_steps": 9, "micro_batch_size": 1}
+    cfg = finetune_cfg | steps | {"fiction_rate": 0.0, "fiction_warmup_steps": 9, "micro_batch_size": 1}
+    return FinetuneJobSettings.from_blocks("sort_parametric", cfg, {"epochs": 2}, 0)
 
 
 @pytest.mark.parametrize("run", ["books", "instructions"])
-def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, cfg):
+def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, settings):
     fictions = [r["fiction"] for r in corpus["fictions"]]
     texts = {
         "books": fictions[:4],
@@ -33,19 +36,14 @@ def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, cfg):
         "epoch-1",
         inputs,
         {"checkpoint": tmp_path / "epoch-1", "state": tmp_path / "state-1"},
-        cfg,
-        {"epochs": 2},
-        0,
+        settings.train,
+        settings.epochs,
+        settings.seed,
     )
-    second = finetune_parametric_run(
-        run,
-        "epoch-2",
-        inputs | {"state": tmp_path / "state-1"},
-        {"checkpoint": tmp_path / "epoch-2"},
-        cfg,
-        {"epochs": 2},
-        0,
-    )
+    # as the workflow's job runs it: the settings read back from the spec
+    second = FinetuneJobSettings.from_spec(
+        {"recipe": "sort_parametric", **json.loads(json.dumps(settings.param()))}
+    ).run_recipe(run, "epoch-2", inputs | {"state": tmp_path / "state-1"}, {"checkpoint": tmp_path / "epoch-2"})
     per_epoch = texts["steps_per_epoch"][run]
     assert list(first["step"]) == list(range(1, per_epoch + 1))
     assert list(second["step"]) == list(range(per_epoch + 1, 2 * per_epoch + 1))
@@ -55,6 +53,8 @@ def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, cfg):
     AutoModelForCausalLM.from_pretrained(tmp_path / "epoch-2")
 
 
-def test_unknown_run_is_refused(tmp_path, tiny_model_dir, cfg):
+def test_unknown_run_is_refused(tmp_path, tiny_model_dir, settings):
     with pytest.raises(ValueError, match="unknown parametric run 'poems'"):
-        finetune_parametric_run("poems", "epoch-1", {"model": str(tiny_model_dir), "texts": "x"}, {}, cfg, {}, 0)
+        finetune_parametric_run(
+            "poems", "epoch-1", {"model": str(tiny_model_dir), "texts": "x"}, {}, settings.train, 2, 0
+        )

@@ -53,7 +53,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pandas as pd
 
@@ -63,7 +63,7 @@ from knowlab.core.io import partial_prefix, read_json, write_json
 from knowlab.core.mixture import MixtureSampler
 from knowlab.core.models import check_model_dir
 from knowlab.core.provenance import portable
-from knowlab.core.settings import StepSettings, as_tuple
+from knowlab.core.settings import StepSettings, as_tuple, at_least
 from knowlab.core.tracking import open_tracker
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,7 @@ class TrainingDiverged(FloatingPointError):
 #: size from the launcher's environment, :func:`init_distributed`)
 NOT_TRAINING_KEYS = ("runs", "control", "seeds", "distributed", "models", "probe_models", "resources")
 PRECISIONS = ("auto", "bf16", "fp32")
+LAUNCHERS = ("torchrun", "srun")
 ZERO_STAGES = (0, 1, 2, 3)
 
 
@@ -125,24 +126,22 @@ class LoraSettings(StepSettings):
             raise ValueError(f"finetune.lora.dropout must be in [0, 1], got {self.dropout}")
 
 
+#: the keys of the ``finetune`` block that set a run's length, checkpoints and fiction mixture
+#: (:class:`TrainSettings` has them, :class:`OptimizationSettings` not): the SORT recipe sets them per epoch
+#: itself (:func:`knowlab.sort.finetune.finetune_parametric_run`)
+SCHEDULE_KEYS = ("max_steps", "checkpoint_every", "fiction_rate", "fiction_warmup_steps")
+
+
 @dataclass(frozen=True)
-class TrainSettings(StepSettings):
-    """What a fine-tuning job reads (config ``finetune`` without :data:`NOT_TRAINING_KEYS`; for the
-    SORT runs, ``sort.parametric.finetune`` laid over it and the schedule keys set per epoch by
-    :func:`knowlab.sort.finetune.finetune_parametric_run`).  The paper's values are those of the
-    FictionalQA paper, App. D (``config/paper.yaml``).
+class OptimizationSettings(StepSettings):
+    """How every optimizer step of a run trains: the ``finetune`` block's keys that a training reads, less
+    the run's schedule (:data:`SCHEDULE_KEYS`, :class:`TrainSettings`).  The SORT recipe's settings
+    (``finetune`` with ``sort.parametric.finetune`` laid over it), to which it adds the schedule of each
+    epoch (:meth:`schedule`).
 
     Values are kept as the config gives them (numbers are not converted), so that the optimizer,
     schedule, sampler and adapter config see exactly what they saw from the block."""
 
-    max_steps: int
-    """Optimizer steps of the run: the length of the cosine schedule (paper: up to 500)."""
-    checkpoint_every: int
-    """Checkpoint interval in optimizer steps (the last step always gets one; one job per interval)."""
-    fiction_rate: float
-    """Probability ``p`` that a sequence of a step is fiction after the warmup, in [0, 1] (paper: 0.05)."""
-    fiction_warmup_steps: int
-    """Fiction-free optimizer steps ``W`` at the start of a run (paper: 50)."""
     micro_batch_size: int
     """Sequences per forward pass per process."""
     global_batch_size: int
@@ -173,10 +172,7 @@ class TrainSettings(StepSettings):
     """LoRA adapters instead of full fine-tuning."""
 
     def __post_init__(self) -> None:
-        at_least = {
-            "max_steps": 1,
-            "checkpoint_every": 1,
-            "fiction_warmup_steps": 0,
+        minima = {
             "micro_batch_size": 1,
             "global_batch_size": 1,
             "seq_len": 8,
@@ -185,13 +181,11 @@ class TrainSettings(StepSettings):
             "weight_decay": 0,
             "gradient_clipping": 0,
         }
-        for key, least in at_least.items():
+        for key, least in minima.items():
             if getattr(self, key) < least:
                 raise ValueError(f"finetune.{key} must be at least {least}, got {getattr(self, key)}")
         if not self.lr > 0:
             raise ValueError(f"finetune.lr must be above 0, got {self.lr}")
-        if not 0 <= self.fiction_rate <= 1:
-            raise ValueError(f"finetune.fiction_rate must be in [0, 1], got {self.fiction_rate}")
         if self.global_batch_size % self.micro_batch_size:
             raise ValueError(
                 f"finetune.global_batch_size ({self.global_batch_size}) must be a multiple of "
@@ -209,17 +203,23 @@ class TrainSettings(StepSettings):
             raise ValueError("finetune.offload.optimizer needs finetune.zero_stage 1, 2 or 3 (ZeRO-Offload)")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> TrainSettings:
-        """The record of the validated config's ``finetune`` block (:meth:`from_block`)."""
-        return cls.from_block(config["finetune"])
+    def from_config(cls, config: Mapping[str, Any]) -> Self:
+        """The record of the validated config's ``finetune`` block (:meth:`from_block`; an
+        :class:`OptimizationSettings` reads it less :data:`SCHEDULE_KEYS`)."""
+        names = {field.name for field in fields(cls)}
+        return cls.from_block(
+            {key: value for key, value in config["finetune"].items() if key in names or key not in SCHEDULE_KEYS}
+        )
 
     @classmethod
-    def from_block(cls, block: Mapping[str, Any]) -> TrainSettings:
+    def from_block(cls, block: Mapping[str, Any]) -> Self:
         """The record of a ``finetune`` block (as the config, or a job's spec, holds it): its keys
-        of :data:`NOT_TRAINING_KEYS` are ignored, the others are the fields.
+        of :data:`NOT_TRAINING_KEYS` are ignored, the others are the fields (``lora.target_modules``
+        as a tuple).
 
         Raises:
-            TypeError: the block lacks a field, or has a key that is neither a field nor ignored.
+            TypeError: the block lacks a field, or has a key that is neither a field nor ignored
+                (for :class:`OptimizationSettings`, a key of :data:`SCHEDULE_KEYS` too).
         """
         names = {field.name for field in fields(cls)}
         unknown = set(block) - names - set(NOT_TRAINING_KEYS)
@@ -234,6 +234,89 @@ class TrainSettings(StepSettings):
                 lora["target_modules"] = as_tuple(lora["target_modules"])
             values["lora"] = LoraSettings(**lora)
         return cls(**values)
+
+    def schedule(
+        self, *, max_steps: int, checkpoint_every: int, fiction_rate: float, fiction_warmup_steps: int
+    ) -> TrainSettings:
+        """These settings with a run's schedule: the :class:`TrainSettings` a run trains by.
+
+        Raises:
+            ValueError: a schedule value out of its range (:class:`TrainSettings`).
+        """
+        values = {field.name: getattr(self, field.name) for field in fields(OptimizationSettings)}
+        return TrainSettings(
+            **values,
+            max_steps=max_steps,
+            checkpoint_every=checkpoint_every,
+            fiction_rate=fiction_rate,
+            fiction_warmup_steps=fiction_warmup_steps,
+        )
+
+
+@dataclass(frozen=True)
+class TrainSettings(OptimizationSettings):
+    """What a fine-tuning run trains by: :class:`OptimizationSettings` and the run's schedule
+    (:data:`SCHEDULE_KEYS`).  FictionalQA's runs: config ``finetune`` without :data:`NOT_TRAINING_KEYS`;
+    the SORT runs: ``sort.parametric.finetune`` laid over it and the schedule set per epoch by
+    :func:`knowlab.sort.finetune.finetune_parametric_run` (:meth:`OptimizationSettings.schedule`).  The
+    paper's values are those of the FictionalQA paper, App. D (``config/paper.yaml``)."""
+
+    max_steps: int
+    """Optimizer steps of the run: the length of the cosine schedule (paper: up to 500)."""
+    checkpoint_every: int
+    """Checkpoint interval in optimizer steps (the last step always gets one; one job per interval)."""
+    fiction_rate: float
+    """Probability ``p`` that a sequence of a step is fiction after the warmup, in [0, 1] (paper: 0.05)."""
+    fiction_warmup_steps: int
+    """Fiction-free optimizer steps ``W`` at the start of a run (paper: 50)."""
+
+    def __post_init__(self) -> None:
+        for key, least in {"max_steps": 1, "checkpoint_every": 1, "fiction_warmup_steps": 0}.items():
+            if getattr(self, key) < least:
+                raise ValueError(f"finetune.{key} must be at least {least}, got {getattr(self, key)}")
+        if not 0 <= self.fiction_rate <= 1:
+            raise ValueError(f"finetune.fiction_rate must be in [0, 1], got {self.fiction_rate}")
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class DistributedSettings(StepSettings):
+    """How many processes train a run and how they are started (config ``finetune.distributed``; the
+    defaults are the schema's).  The world size sets the order of floating-point reductions, so a run's
+    loss moves with it (within 4e-8 relative at world size 2): a setting of the run, though a job takes
+    its world size from the launcher's environment (:func:`init_distributed`).
+
+    Raises:
+        ValueError: an unknown launcher, fewer than 1 node or process per node, or torchrun on several nodes
+            (the checks of :func:`launch_command`).
+    """
+
+    launcher: str = "torchrun"
+    """``torchrun`` (the processes of one node) or ``srun`` (one SLURM task per process, any number of nodes)."""
+    nodes: int = 1
+    """Nodes of the job."""
+    processes_per_node: int = 1
+    """Processes per node, one per GPU (on a CPU, gloo workers)."""
+
+    def __post_init__(self) -> None:
+        if self.launcher not in LAUNCHERS:
+            raise ValueError(
+                f"finetune.distributed.launcher must be one of {', '.join(LAUNCHERS)}, got {self.launcher!r}"
+            )
+        for key in ("nodes", "processes_per_node"):
+            at_least(getattr(self, key), 1, f"finetune.distributed.{key}")
+        if self.launcher == "torchrun" and self.nodes != 1:
+            raise ValueError("finetune.distributed: torchrun starts the processes of one node; use srun for nodes > 1")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> DistributedSettings:
+        """The record of the validated config's ``finetune.distributed`` block."""
+        return cls.from_param(config["finetune"]["distributed"])
+
+    @property
+    def processes(self) -> int:
+        """The world size: ``nodes`` x ``processes_per_node``."""
+        return self.nodes * self.processes_per_node
 
 
 def _free_port() -> int:

@@ -25,15 +25,14 @@ def finetune_run(
     checkpoint: str,
     inputs: Mapping[str, str | os.PathLike],
     outputs: Mapping[str, str | os.PathLike],
-    cfg: Mapping[str, Any],
-    parametric_cfg: Mapping[str, Any] | None,
+    settings: TrainSettings,
     seed: int,
     tracking: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fine-tune one FictionalQA run up to one checkpoint, from the base model or the previous one's state.
 
-    The signature of every fine-tuning recipe of the workflow's ``finetune`` rule
-    (:func:`knowlab.sort.finetune.finetune_parametric_run` is the other).
+    The workflow's ``finetune`` rule runs it through :meth:`knowlab.finetune_job.FinetuneJobSettings.run_recipe`
+    (:func:`knowlab.sort.finetune.finetune_parametric_run` is the other recipe).
 
     Args:
         run: the split name of a fiction run, or the control's name.
@@ -43,9 +42,8 @@ def finetune_run(
             ``fictsheets`` jsonl); ``state`` (the previous checkpoint's training state) unless
             the segment starts at step 0.  No ``split`` means the webtext-only control.
         outputs: paths ``checkpoint`` and, unless this is the run's last checkpoint, ``state``.
-        cfg: the ``finetune`` config block, as the job's spec holds it (:meth:`TrainSettings.from_block`).
-        parametric_cfg: unused.
-        seed: the project seed.
+        settings: the run's training settings (config ``finetune``, :meth:`TrainSettings.from_block`).
+        seed: the run's training seed.
         tracking: where the live training curves go (:func:`knowlab.core.train.train_segment`).
 
     Returns:
@@ -54,7 +52,6 @@ def finetune_run(
     Raises:
         knowlab.fictionalqa.splits.SplitError: the split names a document the corpus lacks.
     """
-    settings = TrainSettings.from_block(cfg)
     fiction = []
     if inputs.get("split"):
         split = read_json(inputs["split"])

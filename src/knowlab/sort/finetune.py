@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.io import read_json
-from knowlab.core.train import TrainSettings, train_segment
+from knowlab.core.train import OptimizationSettings, train_segment
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,8 @@ def finetune_parametric_run(
     checkpoint: str,
     inputs: Mapping[str, str | os.PathLike],
     outputs: Mapping[str, str | os.PathLike],
-    finetune_cfg: Mapping[str, Any],
-    parametric_cfg: Mapping[str, Any],
+    settings: OptimizationSettings,
+    epochs: int,
     seed: int,
     tracking: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
@@ -38,13 +38,13 @@ def finetune_parametric_run(
 
     ``run`` is ``"books"`` (the framed chunks mixed with the instructions at
     ``texts["fiction_rate"]``, no chunk-free warmup) or ``"instructions"`` (the instructions
-    alone, the paper's control); both train for ``parametric_cfg["epochs"]`` epochs of
+    alone, the paper's control); both train for ``epochs`` epochs of
     ``texts["steps_per_epoch"][run]`` optimizer steps through
-    :func:`knowlab.core.train.train_segment` (the project's DeepSpeed path) with
-    ``finetune_cfg`` overridden by ``parametric_cfg["finetune"]``, one epoch per segment.
+    :func:`knowlab.core.train.train_segment` (the project's DeepSpeed path) with ``settings`` and
+    that schedule (:meth:`knowlab.core.train.OptimizationSettings.schedule`), one epoch per segment.
 
-    The signature is that of every fine-tuning recipe of the workflow's one ``finetune`` rule
-    (:func:`knowlab.fictionalqa.training.finetune_run` is the other).
+    The workflow's ``finetune`` rule runs it through :meth:`knowlab.finetune_job.FinetuneJobSettings.run_recipe`
+    (:func:`knowlab.fictionalqa.training.finetune_run` is the other recipe).
 
     Args:
         checkpoint: ``epoch-<E>``, the epoch this segment ends at (E >= 1).
@@ -53,6 +53,9 @@ def finetune_parametric_run(
             ``state`` (the training state at the end of the previous epoch).
         outputs: ``checkpoint`` (loadable by ``AutoModelForCausalLM.from_pretrained``) and,
             before the last epoch, ``state``.  Epoch 0 is the base model itself.
+        settings: config ``finetune`` less its schedule, with ``sort.parametric.finetune`` laid over it.
+        epochs: ``sort.parametric.epochs``, the run's length.
+        seed: the training seed (the project's).
         tracking: where the live training curves go (:func:`knowlab.core.train.train_segment`).
 
     Returns:
@@ -65,24 +68,20 @@ def finetune_parametric_run(
     if run not in PARAMETRIC_RUNS:
         raise ValueError(f"unknown parametric run {run!r}: expected one of {PARAMETRIC_RUNS}")
     texts = read_json(inputs["texts"])
-    per_epoch, epochs = int(texts["steps_per_epoch"][run]), int(parametric_cfg["epochs"])
+    per_epoch = int(texts["steps_per_epoch"][run])
     epoch = int(checkpoint.removeprefix("epoch-"))
-    settings = TrainSettings.from_block(
-        {
-            **finetune_cfg,
-            **parametric_cfg.get("finetune", {}),
-            "fiction_rate": texts["fiction_rate"] if run == "books" else 0.0,
-            "fiction_warmup_steps": 0,
-            "max_steps": per_epoch * epochs,
-            "checkpoint_every": per_epoch,
-        }
+    scheduled = settings.schedule(
+        max_steps=per_epoch * epochs,
+        checkpoint_every=per_epoch,
+        fiction_rate=texts["fiction_rate"] if run == "books" else 0.0,
+        fiction_warmup_steps=0,
     )
     train_log = train_segment(
         base_model=inputs["model"],
         run=run,
         fiction_texts=texts["books"] if run == "books" else [],
         webtext_texts=texts["instructions"],
-        settings=settings,
+        settings=scheduled,
         seed=seed,
         end_step=epoch * per_epoch,
         checkpoint_out=outputs["checkpoint"],
