@@ -1,4 +1,5 @@
-# Paths, the names the rules expand over, wildcard constraints and input functions.
+# The names the rules expand over, wildcard constraints and input functions; every path comes
+# from knowlab.layout (`layout.X`).
 # Cross-field config checks are knowlab.config.check_config (called by the Snakefile).
 import json
 import os
@@ -6,14 +7,8 @@ import re
 
 from snakemake.settings.types import DeploymentMethod
 
-from knowlab.config import (
-    base_eval_model,
-    base_model_name,
-    model_config,
-    model_source,
-    settings_note,
-)
-from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, replicated_run, run_seed
+from knowlab.config import model_config, model_source, settings_note
+from knowlab.core.checkpoints import CONTROL_RUN, replicated_run, run_seed
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.stats import StatsSettings
@@ -29,6 +24,7 @@ from knowlab.fictionalqa.settings import (
 )
 from knowlab.fiction.corpus import FictionCorpusSettings
 from knowlab.fiction.schema import TABLES
+
 from knowlab.findings import FindingsSettings
 from knowlab.finetune_job import (
     PYTHON_ENV,
@@ -37,23 +33,12 @@ from knowlab.finetune_job import (
     FinetuneJobSettings,
     job_spec,
 )
+from knowlab import layout
 from knowlab.layout import (
-    GROUNDING_CHECKPOINT_SCORES,
-    GROUNDING_ROWS,
-    GROUNDING_SCORES,
-    ITEMS,
-    MODELS,
-    PAIRED_TESTS,
-    SORT_FICTION_ROWS,
-    SORT_PARAMETRIC_NLL,
-    SORT_PARAMETRIC_ROWS,
-    SORT_ROWS,
-    SPLIT,
-    SUMMARY,
-    TRAIN_LOG,
     Layout,
     fictionalqa_training,
     finetune_models,
+    parametric_training,
     training_model,
 )
 from knowlab.sort.settings import CONDITION_FIGURES, EPOCH_FIGURES
@@ -65,10 +50,13 @@ from knowlab.sort.prompts import RAG_CONDITIONS
 BASEDIR = str(Path(str(workflow.current_basedir)).parent)
 # the names this config expands over and the job lists built from them (knowlab.layout)
 LAYOUT = Layout(config)
-BASE_MODEL = "resources/base_model"
-# the model's name in item rows and figures, and the settings line under every figure
-MODEL_NAME = base_model_name(config)
+# the project's base model under its names (knowlab.layout.BaseModel): its folder (path), its
+# name in item rows and figures (name), its key of eval_models (evaluated_as; its SORT prompt
+# selection also serves the fiction and parametric SORT runs), the run label of step 0 (run)
+BASE = LAYOUT.base_model
+# the settings line under every figure
 FIGURE_NOTE = settings_note(config)
+
 # the param `compute` of the jobs that run a model (the compute keys that can change a result)
 COMPUTE = ComputeSettings.from_config(config).param()
 # the param `stats` of every rule that tests or draws an interval (knowlab.core.stats.StatsSettings)
@@ -91,7 +79,7 @@ ACROSS_MODELS_NOTE = settings_note(config, "")
 
 # each base model's folder: the project's (``base``), else its own under resources/base_models
 FT_DIRS = {
-    name: BASE_MODEL if spec == "base" else f"resources/base_models/{name}"
+    name: (BASE.path if spec == "base" else layout.FT_BASE_MODEL.format(ft_model=name))
     for name, spec in finetune_models(config).items()
 }
 
@@ -106,18 +94,9 @@ def ft_compute(wildcards):
     return FT_COMPUTE[wildcards.ft_model]
 
 
-# FictionalQA (Kirchenbauer et al. 2026): its results, figures, logs and benchmarks
-FICTIONALQA = "results/fictionalqa"
-FICTIONALQA_FIGURES = "results/figures/fictionalqa"
-FICTIONALQA_LOGS = "results/logs/fictionalqa"
-FICTIONALQA_BENCHMARKS = "results/benchmarks/fictionalqa"
-FICTION = f"{FICTIONALQA}/corpus/fiction"
-GENERATE = "results/generate"
-MCQ_DIR = f"{FICTIONALQA}/corpus/mcq"
-MCQ = [f"{MCQ_DIR}/mcq{n}.jsonl" for n in config["mcq"]["n_choices"]]
-RANKED = f"{MCQ_DIR}/ranked_candidates.parquet"
-REAL_QA = f"{FICTIONALQA}/corpus/real_qa.jsonl"
-LM_EVAL = f"{FICTIONALQA}/lm_eval"
+# FictionalQA (Kirchenbauer et al. 2026)
+# the MCQ suites' items, one file per number of choices
+MCQ_FILES = [layout.MCQ.path(n=n) for n in config["mcq"]["n_choices"]]
 FICTION_RUNS = LAYOUT.fiction_runs
 RUNS = LAYOUT.runs
 # the training seeds (finetune.seeds) and the other seeds' runs (doc.seed-7): trained and evaluated
@@ -135,27 +114,24 @@ STATS_SUITES = config["stats"]["suites"]
 TESTS = ("mcnemar", "ttest")
 # What every checkpoint evaluation reads besides the checkpoint (knowlab.fictionalqa.suites).
 SUITE_INPUTS = {
-    "fictions": f"{FICTION}/fictions.jsonl",
-    "fictsheets": f"{FICTION}/fictsheets.jsonl",
-    "fict_qa": f"{FICTION}/fict_qa.jsonl",
-    "real_qa": REAL_QA,
-    "webtext": "resources/webtext/heldout.jsonl",
-    "mcq": MCQ,
+    **{
+        table: layout.CORPUS.path(table=table)
+        for table in ("fictions", "fictsheets", "fict_qa")
+    },
+    "real_qa": layout.REAL_QA.path(),
+    "webtext": layout.WEBTEXT_HELDOUT,
+    "mcq": MCQ_FILES,
 }
 
 # models evaluated as they are (SORT prompt selection and conditions, grounding)
 EVAL_MODELS = LAYOUT.eval_models
-# the base model's name among eval_models: its SORT prompt selection also serves the
-# fiction and parametric SORT runs
-BASE_EVAL = base_eval_model(config)
+
 
 # SORT (Pink et al. 2024)
-SORT = "results/sort"
 SORT_CONDITIONS = LAYOUT.sort_conditions
 SORT_EPOCHS = LAYOUT.sort_epochs  # 0 when sort.parametric is off
 
 # Grounding (Lee et al. 2024)
-GROUNDING = "results/grounding"
 GROUNDING_DATASETS = LAYOUT.grounding_datasets
 GROUNDING_FINETUNE = LAYOUT.grounding_finetune
 
@@ -207,12 +183,17 @@ def checkpoint_input(wildcards):
     run's checkpoint folder of that step."""
     if "prun" in wildcards.keys():
         if _step(wildcards) == 0:
-            return BASE_MODEL
-        return f"{SORT}/parametric/{wildcards.prun}/checkpoints/epoch-{wildcards.epoch}"
+            return BASE.path
+        training = parametric_training(wildcards.prun)
+        return layout.CHECKPOINT.path(
+            training=training, checkpoint=f"epoch-{wildcards.epoch}"
+        )
     if _step(wildcards) == 0:
         return ft_model_dir(wildcards.ft_model)
     training = fictionalqa_training(wildcards.ft_model, wildcards.run)
-    return f"results/{training}/checkpoints/step-{wildcards.step}"
+    return layout.CHECKPOINT.path(
+        training=training, checkpoint=f"step-{wildcards.step}"
+    )
 
 
 def checkpoint_path(wildcards, input):
@@ -228,7 +209,7 @@ def checkpoint_path(wildcards, input):
 # name their checkpoints the same way.
 
 # the run wildcard of a per-checkpoint job
-PROBE_RUNS = "|".join([BASE_RUN, *RUNS])
+PROBE_RUNS = "|".join([BASE.run, *RUNS])
 # the params of a per-checkpoint job: its checkpoint (with `model=checkpoint_input` as its input)
 PROBE_PARAMS = {
     "checkpoint": checkpoint_path,
@@ -244,17 +225,17 @@ def probe_inputs(table):
     fictions (each item's side, knowlab.core.probe).
     """
     return {
-        "base": expand(table, run=BASE_RUN, step=0, allow_missing=True)[0],
+        "base": expand(table, run=BASE.run, step=0, allow_missing=True)[0],
         "rows": expand(table, run=RUNS, step=STEPS[1:], allow_missing=True),
-        "splits": expand(SPLIT.smk, split=FICTION_RUNS),
-        "fictions": f"{FICTION}/fictions.jsonl",
+        "splits": expand(layout.SPLIT.smk, split=FICTION_RUNS),
+        "fictions": layout.CORPUS.path(table="fictions"),
     }
 
 
 def train_logs(*trainings):
     """The per-checkpoint training logs of runs, in training order."""
     return [
-        f"results/{training}/train_log/{ckpt}.parquet"
+        layout.CHECKPOINT_TRAIN_LOG.path(training=training, checkpoint=ckpt)
         for training in trainings
         for ckpt in TRAININGS[training]
     ]
@@ -286,7 +267,7 @@ def fiction_files(wildcards):
         folder = Path(BASEDIR) / config["fiction"]["shipped"]["dir"]
         return [str(folder / f"{table}.jsonl") for table in TABLES]
     if source == "generate":
-        return [f"{GENERATE}/{table}.jsonl" for table in TABLES]
+        return [layout.GENERATED.path(stage=table) for table in TABLES]
     return []
 
 
@@ -295,22 +276,22 @@ def generation_inputs(wildcards):
     cfg = config["fiction"]["generate"]
     inputs = {"prompts": str(Path(BASEDIR) / cfg["prompts"])}
     if cfg["backend"] == "transformers" and not cfg["transformers"]["path"]:
-        inputs["model"] = BASE_MODEL
+        inputs["model"] = BASE.path
     return inputs
 
 
 def ranker_inputs(wildcards):
     """The ranker model: the project's base model unless the config names another."""
-    inputs = {"fict_qa": f"{FICTION}/fict_qa.jsonl"}
+    inputs = {"fict_qa": layout.CORPUS.path(table="fict_qa")}
     if config["mcq"]["ranker"]["model"] == "base_model":
-        inputs["model"] = BASE_MODEL
+        inputs["model"] = BASE.path
     return inputs
 
 
 def mcq_inputs(wildcards):
-    inputs = {"fict_qa": f"{FICTION}/fict_qa.jsonl"}
+    inputs = {"fict_qa": layout.CORPUS.path(table="fict_qa")}
     if config["mcq"]["distractors"] == "model_ranked":
-        inputs["ranking"] = RANKED
+        inputs["ranking"] = layout.RANKED_CANDIDATES.path()
     return inputs
 
 
@@ -321,8 +302,8 @@ def base_model_inputs(wildcards):
     if view["model"]["source"] != "tiny_random":
         return {}
     return {
-        "fictions": f"{FICTION}/fictions.jsonl",
-        "webtext": "resources/webtext/train.jsonl",
+        "fictions": layout.CORPUS.path(table="fictions"),
+        "webtext": layout.WEBTEXT_TRAIN,
     }
 
 
@@ -337,20 +318,22 @@ def finetune_recipe(wildcards):
 def finetune_inputs(wildcards):
     """The base model, the recipe's data and, after the first checkpoint, the previous one's state."""
     ft_model = training_model(wildcards.training)
-    inputs = {"model": ft_model_dir(ft_model) if ft_model else BASE_MODEL}
+    inputs = {"model": ft_model_dir(ft_model) if ft_model else BASE.path}
     checkpoints = TRAININGS[wildcards.training]
     at = checkpoints.index(wildcards.checkpoint)
     if at:
-        inputs["state"] = f"results/{wildcards.training}/state/{checkpoints[at - 1]}"
+        inputs["state"] = layout.TRAINING_STATE.path(
+            training=wildcards.training, checkpoint=checkpoints[at - 1]
+        )
     if finetune_recipe(wildcards) == "sort_parametric":
-        inputs["texts"] = f"{SORT}/parametric/texts.json"
+        inputs["texts"] = layout.SORT_PARAMETRIC_TEXTS.path()
         return inputs
     run = replicated_run(Path(wildcards.training).name)
-    inputs["webtext"] = "resources/webtext/train.jsonl"
+    inputs["webtext"] = layout.WEBTEXT_TRAIN
     if run != CONTROL_RUN:
-        inputs["split"] = SPLIT.path(split=run)
-        inputs["fictions"] = f"{FICTION}/fictions.jsonl"
-        inputs["fictsheets"] = f"{FICTION}/fictsheets.jsonl"
+        inputs["split"] = layout.SPLIT.path(split=run)
+        inputs["fictions"] = layout.CORPUS.path(table="fictions")
+        inputs["fictsheets"] = layout.CORPUS.path(table="fictsheets")
     return inputs
 
 
@@ -449,23 +432,23 @@ def finetune_spec(wildcards, input, output):
 def eval_model_dir(name):
     """``eval_models``: ``base`` is the base model, anything else is fetched to resources/models."""
     spec = config["eval_models"][name]
-    return BASE_MODEL if spec == "base" else f"resources/models/{name}"
+    return BASE.path if spec == "base" else layout.EVAL_MODEL.format(model=name)
 
 
 def eval_model_label(name):
     """The model's name in item rows and figures: the base model's own name, else the eval_models key."""
-    return MODEL_NAME if config["eval_models"][name] == "base" else name
+    return BASE.name if config["eval_models"][name] == "base" else name
 
 
 def sort_condition_inputs(wildcards):
     """A SORT evaluation's items and selected template, plus passages and RAG reading for the RAG conditions."""
     inputs = {
-        "sort_items": f"{SORT}/items.jsonl",
-        "selection": f"{SORT}/prompt/{wildcards.model}/selection.json",
+        "sort_items": layout.SORT_ITEMS.path(),
+        "selection": layout.SORT_SELECTION.path(model=wildcards.model),
     }
     if wildcards.condition in RAG_CONDITIONS:
-        inputs["retrieval"] = f"{SORT}/retrieval.parquet"
-        inputs["rag_selection"] = f"{SORT}/prompt/{wildcards.model}/rag_selection.json"
+        inputs["retrieval"] = layout.SORT_RETRIEVAL.path()
+        inputs["rag_selection"] = layout.SORT_RAG_SELECTION.path(model=wildcards.model)
     return inputs
 
 
@@ -473,13 +456,13 @@ def sort_figure_inputs(wildcards):
     """Every evaluated model's SORT rows, plus retrieval recall when RAG is scored."""
     inputs = {
         "rows": expand(
-            SORT_ROWS.smk,
+            layout.SORT_ROWS.smk,
             model=EVAL_MODELS,
             condition=SORT_CONDITIONS,
         )
     }
     if set(SORT_CONDITIONS) & set(RAG_CONDITIONS):
-        inputs["retrieval"] = f"{SORT}/retrieval.parquet"
+        inputs["retrieval"] = layout.SORT_RETRIEVAL.path()
     return inputs
 
 
@@ -487,7 +470,7 @@ def grounding_item_inputs(wildcards):
     """The fiction set is derived from the validated corpus; the KAIST release is read by the rule."""
     if wildcards.dataset == "fiction":
         return {
-            "fictions": f"{FICTION}/fictions.jsonl",
-            "fict_qa": f"{FICTION}/fict_qa.jsonl",
+            table: layout.CORPUS.path(table=table) for table in ("fictions", "fict_qa")
         }
+
     return {}

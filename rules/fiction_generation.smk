@@ -27,12 +27,12 @@ rule generate_seeds:
     input:
         unpack(generation_inputs),
     output:
-        table=f"{GENERATE}/seeds.jsonl",
-        manifest=f"{GENERATE}/seeds.manifest.json",
+        table=layout.GENERATED.path(stage="seeds"),
+        manifest=layout.GENERATE_SEEDS_STEP.manifest,
     log:
-        "results/logs/generate/seeds.log",
+        layout.GENERATE_SEEDS_STEP.log,
     benchmark:
-        "results/benchmarks/generate/seeds.tsv"
+        layout.GENERATE_SEEDS_STEP.benchmark
     conda:
         "../envs/generate.yaml"
     threads: config["threads"]
@@ -49,14 +49,14 @@ rule generate_seeds:
 use rule generate_seeds as generate_fictsheets with:
     input:
         unpack(generation_inputs),
-        seeds=f"{GENERATE}/seeds.jsonl",
+        seeds=layout.GENERATED.path(stage="seeds"),
     output:
-        table=f"{GENERATE}/fictsheets.jsonl",
-        manifest=f"{GENERATE}/fictsheets.manifest.json",
+        table=layout.GENERATED.path(stage="fictsheets"),
+        manifest=layout.GENERATE_FICTSHEETS_STEP.manifest,
     log:
-        "results/logs/generate/fictsheets.log",
+        layout.GENERATE_FICTSHEETS_STEP.log,
     benchmark:
-        "results/benchmarks/generate/fictsheets.tsv"
+        layout.GENERATE_FICTSHEETS_STEP.benchmark
     params:
         compute=COMPUTE,
         stage="fictsheets",
@@ -68,15 +68,15 @@ use rule generate_seeds as generate_fictsheets with:
 use rule generate_seeds as generate_fictions with:
     input:
         unpack(generation_inputs),
-        seeds=f"{GENERATE}/seeds.jsonl",
-        fictsheets=f"{GENERATE}/fictsheets.jsonl",
+        seeds=layout.GENERATED.path(stage="seeds"),
+        fictsheets=layout.GENERATED.path(stage="fictsheets"),
     output:
-        table=f"{GENERATE}/fictions.jsonl",
-        manifest=f"{GENERATE}/fictions.manifest.json",
+        table=layout.GENERATED.path(stage="fictions"),
+        manifest=layout.GENERATE_FICTIONS_STEP.manifest,
     log:
-        "results/logs/generate/fictions.log",
+        layout.GENERATE_FICTIONS_STEP.log,
     benchmark:
-        "results/benchmarks/generate/fictions.tsv"
+        layout.GENERATE_FICTIONS_STEP.benchmark
     params:
         compute=COMPUTE,
         stage="fictions",
@@ -88,16 +88,16 @@ use rule generate_seeds as generate_fictions with:
 use rule generate_seeds as generate_fict_qa with:
     input:
         unpack(generation_inputs),
-        seeds=f"{GENERATE}/seeds.jsonl",
-        fictsheets=f"{GENERATE}/fictsheets.jsonl",
-        fictions=f"{GENERATE}/fictions.jsonl",
+        seeds=layout.GENERATED.path(stage="seeds"),
+        fictsheets=layout.GENERATED.path(stage="fictsheets"),
+        fictions=layout.GENERATED.path(stage="fictions"),
     output:
-        table=f"{GENERATE}/fict_qa_raw.jsonl",
-        manifest=f"{GENERATE}/fict_qa_raw.manifest.json",
+        table=layout.GENERATED.path(stage="fict_qa_raw"),
+        manifest=layout.GENERATE_FICT_QA_STEP.manifest,
     log:
-        "results/logs/generate/fict_qa.log",
+        layout.GENERATE_FICT_QA_STEP.log,
     benchmark:
-        "results/benchmarks/generate/fict_qa.tsv"
+        layout.GENERATE_FICT_QA_STEP.benchmark
     params:
         compute=COMPUTE,
         stage="fict_qa",
@@ -109,15 +109,15 @@ use rule generate_seeds as generate_fict_qa with:
 use rule generate_seeds as generate_attempts with:
     input:
         unpack(generation_inputs),
-        fictions=f"{GENERATE}/fictions.jsonl",
-        fict_qa_raw=f"{GENERATE}/fict_qa_raw.jsonl",
+        fictions=layout.GENERATED.path(stage="fictions"),
+        fict_qa_raw=layout.GENERATED.path(stage="fict_qa_raw"),
     output:
-        table=f"{GENERATE}/attempts_{{kind}}.jsonl",
-        manifest=f"{GENERATE}/attempts_{{kind}}.manifest.json",
+        table=layout.GENERATED.fix(stage="attempts_{kind}").smk,
+        manifest=layout.GENERATE_ATTEMPTS_STEP.manifest,
     log:
-        "results/logs/generate/attempts_{kind}.log",
+        layout.GENERATE_ATTEMPTS_STEP.log,
     benchmark:
-        "results/benchmarks/generate/attempts_{kind}.tsv"
+        layout.GENERATE_ATTEMPTS_STEP.benchmark
     params:
         compute=COMPUTE,
         stage="attempts",
@@ -129,16 +129,16 @@ use rule generate_seeds as generate_attempts with:
 use rule generate_seeds as generate_grades with:
     input:
         unpack(generation_inputs),
-        fictions=f"{GENERATE}/fictions.jsonl",
-        fict_qa_raw=f"{GENERATE}/fict_qa_raw.jsonl",
-        attempts=f"{GENERATE}/attempts_{{kind}}.jsonl",
+        fictions=layout.GENERATED.path(stage="fictions"),
+        fict_qa_raw=layout.GENERATED.path(stage="fict_qa_raw"),
+        attempts=layout.GENERATED.fix(stage="attempts_{kind}").smk,
     output:
-        table=f"{GENERATE}/grades_{{kind}}.jsonl",
-        manifest=f"{GENERATE}/grades_{{kind}}.manifest.json",
+        table=layout.GENERATED.fix(stage="grades_{kind}").smk,
+        manifest=layout.GENERATE_GRADES_STEP.manifest,
     log:
-        "results/logs/generate/grades_{kind}.log",
+        layout.GENERATE_GRADES_STEP.log,
     benchmark:
-        "results/benchmarks/generate/grades_{kind}.tsv"
+        layout.GENERATE_GRADES_STEP.benchmark
     params:
         compute=COMPUTE,
         stage="grades",
@@ -149,26 +149,24 @@ use rule generate_seeds as generate_grades with:
 
 rule generate_annotate:
     input:
-        fict_qa_raw=f"{GENERATE}/fict_qa_raw.jsonl",
-        grades=expand(f"{GENERATE}/grades_{{kind}}.jsonl", kind=ATTEMPT_KINDS),
+        fict_qa_raw=layout.GENERATED.path(stage="fict_qa_raw"),
+        grades=[layout.GENERATED.path(stage=f"grades_{kind}") for kind in ATTEMPT_KINDS],
         # counted in the summary table only
-        stages=expand(
-            f"{GENERATE}/{{stage}}.jsonl", stage=("seeds", "fictsheets", "fictions")
-        ),
+        stages=expand(layout.GENERATED.smk, stage=("seeds", "fictsheets", "fictions")),
     output:
-        annotated=f"{GENERATE}/fict_qa_annotated.jsonl",
-        fict_qa=f"{GENERATE}/fict_qa.jsonl",
+        annotated=layout.GENERATED.path(stage="fict_qa_annotated"),
+        fict_qa=layout.GENERATED.path(stage="fict_qa"),
         summary=report(
-            f"{GENERATE}/summary.csv",
+            layout.GENERATION_SUMMARY.smk,
             caption="../workflow/report/generation_summary.rst",
             category="Fiction generation",
             labels={"table": "summary.csv: items per stage and questions per filter"},
         ),
-        manifest=f"{GENERATE}/fict_qa.manifest.json",
+        manifest=layout.GENERATE_ANNOTATE_STEP.manifest,
     log:
-        "results/logs/generate/annotate.log",
+        layout.GENERATE_ANNOTATE_STEP.log,
     benchmark:
-        "results/benchmarks/generate/annotate.tsv"
+        layout.GENERATE_ANNOTATE_STEP.benchmark
     conda:
         "../envs/generate.yaml"
     threads: config["threads"]

@@ -1,8 +1,8 @@
 # FictionalQA (Kirchenbauer et al. 2026): webtext and the fiction corpus -> MCQ items -> splits ->
 # (fine-tuning, rules/models.smk) -> checkpoint evaluation -> paired tests -> summary
 # -> the paper's figures.  Step 0 of every run is the base model, evaluated once as run
-# `base_model` (knowlab.core.checkpoints).  Results under results/fictionalqa/ (FICTIONALQA),
-# figures under results/figures/fictionalqa/; each script calls knowlab.fictionalqa.steps.
+# `base_model` (knowlab.core.checkpoints).  Results under results/fictionalqa/, figures under
+# results/figures/fictionalqa/ (every path: knowlab.layout); each script calls knowlab.fictionalqa.steps.
 
 # the paper's figure families drawn by the workflow (knowlab.fictionalqa.figures.FAMILIES
 # also holds fig9 and fig10, which paper_figures draws from the paper's own numbers)
@@ -14,13 +14,13 @@ ACROSS_MODEL_FAMILIES = ("fig4", "fig7", "fig9", "fig10", "fig10_11")
 
 rule fictionalqa_webtext:
     output:
-        train="resources/webtext/train.jsonl",
-        heldout="resources/webtext/heldout.jsonl",
-        manifest="resources/webtext/manifest.json",
+        train=layout.WEBTEXT_TRAIN,
+        heldout=layout.WEBTEXT_HELDOUT,
+        manifest=layout.WEBTEXT_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/webtext.log",
+        layout.WEBTEXT_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/webtext.tsv"
+        layout.WEBTEXT_STEP.benchmark
     localrule: True
     conda:
         "../envs/data.yaml"
@@ -35,15 +35,12 @@ rule fictionalqa_corpus:
     input:
         fiction_files,
     output:
-        seeds=f"{FICTION}/seeds.jsonl",
-        fictsheets=f"{FICTION}/fictsheets.jsonl",
-        fictions=f"{FICTION}/fictions.jsonl",
-        fict_qa=f"{FICTION}/fict_qa.jsonl",
-        manifest=f"{FICTION}/manifest.json",
+        **{table: layout.CORPUS.path(table=table) for table in TABLES},
+        manifest=layout.CORPUS_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/corpus.log",
+        layout.CORPUS_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/corpus.tsv"
+        layout.CORPUS_STEP.benchmark
     localrule: True
     conda:
         "../envs/data.yaml"
@@ -59,12 +56,12 @@ rule fictionalqa_rank_distractors:
     input:
         unpack(ranker_inputs),
     output:
-        ranking=RANKED,
-        manifest=f"{MCQ_DIR}/ranked_candidates.manifest.json",
+        ranking=layout.RANKED_CANDIDATES.smk,
+        manifest=layout.RANK_DISTRACTORS_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/mcq/rank_distractors.log",
+        layout.RANK_DISTRACTORS_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/mcq/rank_distractors.tsv"
+        layout.RANK_DISTRACTORS_STEP.benchmark
     priority: 20
     conda:
         "../envs/eval.yaml"
@@ -77,7 +74,7 @@ rule fictionalqa_rank_distractors:
         # script (not a result key): changing either re-ranks nothing
         settings=RankerSettings.from_config(config).param(),
         seed=config["seed"],
-        shards=f"{MCQ_DIR}/ranking_shards",  # kept by a killed job, read by its re-run
+        shards=layout.RANKING_SHARDS.smk,  # kept by a killed job, read by its re-run
     script:
         "../scripts/fictionalqa_rank_distractors.py"
 
@@ -86,12 +83,12 @@ rule fictionalqa_mcq:
     input:
         unpack(mcq_inputs),
     output:
-        mcq=f"{MCQ_DIR}/mcq{{n}}.jsonl",
-        manifest=f"{MCQ_DIR}/mcq{{n}}.manifest.json",
+        mcq=layout.MCQ.smk,
+        manifest=layout.MCQ_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/mcq/mcq{{n}}.log",
+        layout.MCQ_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/mcq/mcq{{n}}.tsv"
+        layout.MCQ_STEP.benchmark
     conda:
         "../envs/data.yaml"
     params:
@@ -105,14 +102,14 @@ rule fictionalqa_mcq:
 # names no absolute path: `lm_eval --include_path <the folder>` runs them from any directory
 rule fictionalqa_lm_eval_tasks:
     input:
-        mcq=MCQ,
+        mcq=MCQ_FILES,
     output:
-        tasks=directory(LM_EVAL),
-        manifest=f"{LM_EVAL}.manifest.json",
+        tasks=directory(layout.LM_EVAL_TASKS.smk),
+        manifest=layout.LM_EVAL_TASKS_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/lm_eval_tasks.log",
+        layout.LM_EVAL_TASKS_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/lm_eval_tasks.tsv"
+        layout.LM_EVAL_TASKS_STEP.benchmark
     localrule: True
     conda:
         "../envs/eval.yaml"
@@ -132,12 +129,12 @@ rule fictionalqa_real_qa:
             else []
         ),
     output:
-        real_qa=REAL_QA,
-        manifest=f"{FICTIONALQA}/corpus/real_qa.manifest.json",
+        real_qa=layout.REAL_QA.smk,
+        manifest=layout.REAL_QA_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/real_qa.log",
+        layout.REAL_QA_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/real_qa.tsv"
+        layout.REAL_QA_STEP.benchmark
     conda:
         "../envs/data.yaml"
     params:
@@ -150,15 +147,15 @@ rule fictionalqa_real_qa:
 
 rule fictionalqa_split:
     input:
-        fictions=f"{FICTION}/fictions.jsonl",
-        fict_qa=f"{FICTION}/fict_qa.jsonl",
+        fictions=layout.CORPUS.path(table="fictions"),
+        fict_qa=layout.CORPUS.path(table="fict_qa"),
     output:
-        split=SPLIT.smk,
-        manifest=f"{FICTIONALQA}/splits/{{split}}.manifest.json",
+        split=layout.SPLIT.smk,
+        manifest=layout.SPLIT_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/splits/{{split}}.log",
+        layout.SPLIT_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/splits/{{split}}.tsv"
+        layout.SPLIT_STEP.benchmark
     localrule: True
     conda:
         "../envs/data.yaml"
@@ -174,14 +171,14 @@ rule fictionalqa_evaluate:
         **SUITE_INPUTS,
         model=checkpoint_input,
     output:
-        table=ITEMS.smk,
-        manifest=f"{FICTIONALQA}/{{ft_model}}/evaluate/{{run}}/step-{{step}}.manifest.json",
+        table=layout.ITEMS.smk,
+        manifest=layout.ITEMS_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/{{ft_model}}/evaluate/{{run}}/step-{{step}}.log",
+        layout.ITEMS_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/evaluate/{{run}}/step-{{step}}.tsv"
+        layout.ITEMS_STEP.benchmark
     wildcard_constraints:
-        run="|".join(re.escape(run) for run in [BASE_RUN, *RUNS, *REPLICATE_RUNS]),
+        run="|".join(re.escape(run) for run in [BASE.run, *RUNS, *REPLICATE_RUNS]),
     priority: 5
     conda:
         "../envs/eval.yaml"
@@ -206,13 +203,13 @@ rule fictionalqa_paired_tests:
     input:
         item_tables=compared_items,
     output:
-        mcnemar=PAIRED_TESTS.fix(test="mcnemar").smk,
-        ttest=PAIRED_TESTS.fix(test="ttest").smk,
-        manifest=f"{FICTIONALQA}/{{ft_model}}/stats/{{run}}/{{suite}}.manifest.json",
+        mcnemar=layout.PAIRED_TESTS.fix(test="mcnemar").smk,
+        ttest=layout.PAIRED_TESTS.fix(test="ttest").smk,
+        manifest=layout.PAIRED_TESTS_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/{{ft_model}}/stats/{{run}}/{{suite}}.log",
+        layout.PAIRED_TESTS_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/stats/{{run}}/{{suite}}.tsv"
+        layout.PAIRED_TESTS_STEP.benchmark
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -227,13 +224,13 @@ rule fictionalqa_paired_tests:
 rule fictionalqa_summary:
     input:
         item_tables=lambda wildcards: run_items(wildcards.ft_model, *RUNS),
-        splits=expand(SPLIT.smk, split=FICTION_RUNS),
+        splits=expand(layout.SPLIT.smk, split=FICTION_RUNS),
         train_logs=lambda wildcards: expand(
-            TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS[wildcards.ft_model]
+            layout.TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS[wildcards.ft_model]
         ),
     output:
         summary=report(
-            SUMMARY.smk,
+            layout.SUMMARY.smk,
             caption="../workflow/report/fictionalqa_summary.rst",
             category="FictionalQA",
             subcategory="Summary table",
@@ -242,11 +239,11 @@ rule fictionalqa_summary:
                 "base model": "{ft_model}",
             },
         ),
-        manifest=f"{FICTIONALQA}/{{ft_model}}/summary.manifest.json",
+        manifest=layout.SUMMARY_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/{{ft_model}}/summary.log",
+        layout.SUMMARY_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/{{ft_model}}/summary.tsv"
+        layout.SUMMARY_STEP.benchmark
     conda:
         "../envs/stats.yaml"
     params:
@@ -263,14 +260,15 @@ for family in FIGURE_FAMILIES:
         name:
             f"fictionalqa_figure_{family}"
         input:
-            summary=SUMMARY.smk,
+            summary=layout.SUMMARY.smk,
             train_logs=lambda wildcards: expand(
-                TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS[wildcards.ft_model]
+                layout.TRAIN_LOG.smk,
+                training=FICTIONALQA_TRAININGS[wildcards.ft_model],
             ),
         output:
-            pdf=f"{FICTIONALQA_FIGURES}/{{ft_model}}/{family}.pdf",
+            pdf=layout.FQA_FIGURE.fix(family=family, ext="pdf").smk,
             png=report(
-                f"{FICTIONALQA_FIGURES}/{{ft_model}}/{family}.png",
+                layout.FQA_FIGURE.fix(family=family, ext="png").smk,
                 caption=f"../workflow/report/fictionalqa_{family}.rst",
                 category="FictionalQA",
                 subcategory="Paper figures",
@@ -288,11 +286,11 @@ for family in FIGURE_FAMILIES:
                     "base model": "{ft_model}",
                 },
             ),
-            manifest=f"{FICTIONALQA_FIGURES}/{{ft_model}}/{family}.manifest.json",
+            manifest=layout.FQA_FIGURE_STEP.fix(family=family).manifest,
         log:
-            f"{FICTIONALQA_LOGS}/figures/{{ft_model}}/{family}.log",
+            layout.FQA_FIGURE_STEP.fix(family=family).log,
         benchmark:
-            f"{FICTIONALQA_BENCHMARKS}/figures/{{ft_model}}/{family}.tsv"
+            layout.FQA_FIGURE_STEP.fix(family=family).benchmark
         localrule: True
         conda:
             "../envs/plot.yaml"
@@ -306,11 +304,11 @@ for family in FIGURE_FAMILIES:
 
 rule fictionalqa_figure_pvalues:
     input:
-        table=PAIRED_TESTS.smk,
+        table=layout.PAIRED_TESTS.smk,
     output:
-        pdf=f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.pdf",
+        pdf=layout.FQA_PVALUES_FIGURE.fix(ext="pdf").smk,
         png=report(
-            f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.png",
+            layout.FQA_PVALUES_FIGURE.fix(ext="png").smk,
             caption="../workflow/report/fictionalqa_pvalues.rst",
             category="FictionalQA",
             subcategory="Paired tests",
@@ -321,11 +319,11 @@ rule fictionalqa_figure_pvalues:
                 "test": "{test}",
             },
         ),
-        manifest=f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.manifest.json",
+        manifest=layout.FQA_PVALUES_FIGURE_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/figures/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.log",
+        layout.FQA_PVALUES_FIGURE_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/figures/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.tsv"
+        layout.FQA_PVALUES_FIGURE_STEP.benchmark
     localrule: True
     conda:
         "../envs/plot.yaml"
@@ -340,12 +338,12 @@ rule fictionalqa_models:
     input:
         models=[ft_model_dir(ft_model) for ft_model in FT_MODELS],
     output:
-        table=MODELS.smk,
-        manifest=f"{FICTIONALQA}/models.manifest.json",
+        table=layout.MODELS.smk,
+        manifest=layout.MODELS_STEP.manifest,
     log:
-        f"{FICTIONALQA_LOGS}/models.log",
+        layout.MODELS_STEP.log,
     benchmark:
-        f"{FICTIONALQA_BENCHMARKS}/models.tsv"
+        layout.MODELS_STEP.benchmark
     localrule: True
     conda:
         "../envs/eval.yaml"
@@ -362,21 +360,21 @@ for family in ACROSS_MODEL_FAMILIES:
         name:
             f"fictionalqa_across_models_{family}"
         input:
-            summaries=expand(SUMMARY.smk, ft_model=FT_MODELS),
+            summaries=expand(layout.SUMMARY.smk, ft_model=FT_MODELS),
         output:
-            pdf=f"{FICTIONALQA_FIGURES}/across_models/{family}.pdf",
+            pdf=layout.ACROSS_MODELS_FIGURE.path(family=family, ext="pdf"),
             png=report(
-                f"{FICTIONALQA_FIGURES}/across_models/{family}.png",
+                layout.ACROSS_MODELS_FIGURE.path(family=family, ext="png"),
                 caption=f"../workflow/report/fictionalqa_across_models_{family}.rst",
                 category="FictionalQA",
                 subcategory="Across base models",
                 labels={"figure": f"{family} across base models"},
             ),
-            manifest=f"{FICTIONALQA_FIGURES}/across_models/{family}.manifest.json",
+            manifest=layout.ACROSS_MODELS_FIGURE_STEP.fix(family=family).manifest,
         log:
-            f"{FICTIONALQA_LOGS}/figures/across_models/{family}.log",
+            layout.ACROSS_MODELS_FIGURE_STEP.fix(family=family).log,
         benchmark:
-            f"{FICTIONALQA_BENCHMARKS}/figures/across_models/{family}.tsv"
+            layout.ACROSS_MODELS_FIGURE_STEP.fix(family=family).benchmark
         localrule: True
         conda:
             "../envs/plot.yaml"
@@ -388,22 +386,22 @@ for family in ACROSS_MODEL_FAMILIES:
             "../scripts/fictionalqa_across_models.py"
 
 
-FICTIONALQA_OUTPUTS = expand(SPLIT.smk, split=SPLITS)
-FICTIONALQA_OUTPUTS += [LM_EVAL]
+FICTIONALQA_OUTPUTS = expand(layout.SPLIT.smk, split=SPLITS)
+FICTIONALQA_OUTPUTS += [layout.LM_EVAL_TASKS.smk]
 if FICTION_RUNS:
     FICTIONALQA_OUTPUTS += expand(
-        f"{FICTIONALQA_FIGURES}/{{ft_model}}/{{family}}.{{ext}}",
+        layout.FQA_FIGURE.smk,
         ft_model=FT_MODELS,
         family=FIGURE_FAMILIES,
         ext=("pdf", "png"),
     )
     FICTIONALQA_OUTPUTS += expand(
-        f"{FICTIONALQA_FIGURES}/across_models/{{family}}.{{ext}}",
+        layout.ACROSS_MODELS_FIGURE.smk,
         family=ACROSS_MODEL_FAMILIES,
         ext=("pdf", "png"),
     )
     FICTIONALQA_OUTPUTS += expand(
-        f"{FICTIONALQA_FIGURES}/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.{{ext}}",
+        layout.FQA_PVALUES_FIGURE.smk,
         ft_model=FT_MODELS,
         run=FICTION_RUNS,
         suite=STATS_SUITES,

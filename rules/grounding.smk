@@ -23,6 +23,9 @@ GROUNDING_DISTRACTORS = GroundingDistractorsSettings.from_config(config).param()
 GROUNDING_GENERATE = GroundingGenerateSettings.from_config(config)
 GROUNDING_CHECKPOINT_GENERATE = GroundingCheckpointGenerateSettings.from_config(config)
 GROUNDING_SCORE = GroundingScoreSettings.from_config(config).param()
+# the request cache of the decomposer's OpenAI-compatible backend
+DECOMPOSER_REQUESTS = layout.GROUNDING_REQUESTS.path(served="decomposer")
+
 GROUNDING_TABLES = GroundingTablesSettings.from_config(config).param()
 
 
@@ -30,13 +33,13 @@ rule grounding_items:
     input:
         unpack(grounding_item_inputs),
     output:
-        grounding_items=f"{GROUNDING}/{{dataset}}/items.jsonl",
-        pool=f"{GROUNDING}/{{dataset}}/pool.jsonl",
-        manifest=f"{GROUNDING}/{{dataset}}/items.manifest.json",
+        grounding_items=layout.GROUNDING_ITEMS.smk,
+        pool=layout.GROUNDING_POOL.smk,
+        manifest=layout.GROUNDING_ITEMS_STEP.manifest,
     log:
-        "results/logs/grounding/{dataset}/items.log",
+        layout.GROUNDING_ITEMS_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/{dataset}/items.tsv"
+        layout.GROUNDING_ITEMS_STEP.benchmark
     localrule: True
     conda:
         "../envs/data.yaml"
@@ -54,15 +57,15 @@ rule grounding_items:
 
 rule grounding_distractors:
     input:
-        grounding_items=f"{GROUNDING}/{{dataset}}/items.jsonl",
-        pool=f"{GROUNDING}/{{dataset}}/pool.jsonl",
+        grounding_items=layout.GROUNDING_ITEMS.smk,
+        pool=layout.GROUNDING_POOL.smk,
     output:
-        table=f"{GROUNDING}/{{dataset}}/distractors.parquet",
-        manifest=f"{GROUNDING}/{{dataset}}/distractors.manifest.json",
+        table=layout.GROUNDING_DISTRACTORS.smk,
+        manifest=layout.GROUNDING_DISTRACTORS_STEP.manifest,
     log:
-        "results/logs/grounding/{dataset}/distractors.log",
+        layout.GROUNDING_DISTRACTORS_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/{dataset}/distractors.tsv"
+        layout.GROUNDING_DISTRACTORS_STEP.benchmark
     conda:
         "../envs/grounding.yaml"
     threads: config["threads"]
@@ -75,17 +78,17 @@ rule grounding_distractors:
 
 rule grounding_generate:
     input:
-        grounding_items=f"{GROUNDING}/{{dataset}}/items.jsonl",
-        pool=f"{GROUNDING}/{{dataset}}/pool.jsonl",
-        distractors=f"{GROUNDING}/{{dataset}}/distractors.parquet",
+        grounding_items=layout.GROUNDING_ITEMS.smk,
+        pool=layout.GROUNDING_POOL.smk,
+        distractors=layout.GROUNDING_DISTRACTORS.smk,
         model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
-        responses=f"{GROUNDING}/{{dataset}}/responses/{{model}}.jsonl",
-        manifest=f"{GROUNDING}/{{dataset}}/responses/{{model}}.manifest.json",
+        responses=layout.GROUNDING_RESPONSES.smk,
+        manifest=layout.GROUNDING_RESPONSES_STEP.manifest,
     log:
-        "results/logs/grounding/{dataset}/responses/{model}.log",
+        layout.GROUNDING_RESPONSES_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/{dataset}/responses/{model}.tsv"
+        layout.GROUNDING_RESPONSES_STEP.benchmark
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -99,27 +102,29 @@ rule grounding_generate:
         ).param(),
         seed=config["seed"],
         model=lambda wildcards: eval_model_label(wildcards.model),
-        run=BASE_RUN,
+        run=BASE.run,
         step=0,
         # backend openai: the key of grounding.generation.openai.models, and the request cache
         served_key=lambda wildcards: wildcards.model,
-        request_cache=lambda wildcards: f"{GROUNDING}/cache/requests/{wildcards.dataset}/{wildcards.model}",
+        request_cache=lambda wildcards: layout.GROUNDING_REQUESTS.path(
+            served=f"{wildcards.dataset}/{wildcards.model}"
+        ),
     script:
         "../scripts/grounding_generate.py"
 
 
 rule grounding_score:
     input:
-        responses=f"{GROUNDING}/{{dataset}}/responses/{{model}}.jsonl",
-        decomposer=BASE_MODEL,
+        responses=layout.GROUNDING_RESPONSES.smk,
+        decomposer=BASE.path,
     output:
-        table=GROUNDING_SCORES.smk,
-        facts=f"{GROUNDING}/{{dataset}}/scores/{{model}}_facts.json",
-        manifest=f"{GROUNDING}/{{dataset}}/scores/{{model}}.manifest.json",
+        table=layout.GROUNDING_SCORES.smk,
+        facts=layout.GROUNDING_FACTS.smk,
+        manifest=layout.GROUNDING_SCORES_STEP.manifest,
     log:
-        "results/logs/grounding/{dataset}/scores/{model}.log",
+        layout.GROUNDING_SCORES_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/{dataset}/scores/{model}.tsv"
+        layout.GROUNDING_SCORES_STEP.benchmark
     conda:
         "../envs/grounding.yaml"
     threads: config["threads"]
@@ -128,9 +133,11 @@ rule grounding_score:
     params:
         compute=COMPUTE,
         settings=GROUNDING_SCORE,
-        cache=lambda wildcards: f"{GROUNDING}/cache/facts/{wildcards.dataset}/{wildcards.model}.json",
-        request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
-        model_label=MODEL_NAME,  # the base model in the rows' decomposer / evaluator columns
+        cache=lambda wildcards: layout.GROUNDING_FACTS_CACHE.path(
+            scored=f"{wildcards.dataset}/{wildcards.model}"
+        ),
+        request_cache=DECOMPOSER_REQUESTS,  # decomposer backend openai
+        model_label=BASE.name,  # the base model in the rows' decomposer / evaluator columns
     script:
         "../scripts/grounding_score.py"
 
@@ -138,25 +145,25 @@ rule grounding_score:
 rule grounding_tables:
     input:
         scores=expand(
-            GROUNDING_SCORES.smk,
+            layout.GROUNDING_SCORES.smk,
             dataset=GROUNDING_DATASETS,
             model=EVAL_MODELS,
         ),
     output:
-        rows=GROUNDING_ROWS.smk,
+        rows=layout.GROUNDING_ROWS.smk,
         tables=report(
-            directory(f"{GROUNDING}/tables"),
+            directory(layout.GROUNDING_TABLES.smk),
             patterns=["{table}.csv"],
             caption="../workflow/report/grounding_tables.rst",
             category="Grounding",
             subcategory="Tables",
             labels={"table": "{table}"},
         ),
-        manifest=f"{GROUNDING}/tables.manifest.json",
+        manifest=layout.GROUNDING_TABLES_STEP.manifest,
     log:
-        "results/logs/grounding/tables.log",
+        layout.GROUNDING_TABLES_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/tables.tsv"
+        layout.GROUNDING_TABLES_STEP.benchmark
     conda:
         "../envs/stats.yaml"
     params:
@@ -170,12 +177,12 @@ rule grounding_tables:
 
 rule grounding_figures:
     input:
-        tables=f"{GROUNDING}/tables",
+        tables=layout.GROUNDING_TABLES.smk,
     output:
         **{
             f"{name}_{ext}": (
                 report(
-                    f"results/figures/grounding/{name}.{ext}",
+                    layout.GROUNDING_FIGURE.path(name=name, ext=ext),
                     caption=f"../workflow/report/grounding_{name}.rst",
                     category="Grounding",
                     subcategory="Paper figures",
@@ -190,16 +197,16 @@ rule grounding_figures:
                     },
                 )
                 if ext == "png"
-                else f"results/figures/grounding/{name}.{ext}"
+                else layout.GROUNDING_FIGURE.path(name=name, ext=ext)
             )
             for name in GROUNDING_FIGURES
             for ext in ("pdf", "png")
         },
-        manifest="results/figures/grounding/manifest.json",
+        manifest=layout.GROUNDING_FIGURES_STEP.manifest,
     log:
-        "results/logs/grounding/figures.log",
+        layout.GROUNDING_FIGURES_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/figures.tsv"
+        layout.GROUNDING_FIGURES_STEP.benchmark
     localrule: True
     conda:
         "../envs/plot.yaml"
@@ -212,17 +219,17 @@ rule grounding_figures:
 
 rule grounding_checkpoint_generate:
     input:
-        grounding_items=f"{GROUNDING}/fiction/items.jsonl",
-        pool=f"{GROUNDING}/fiction/pool.jsonl",
-        distractors=f"{GROUNDING}/fiction/distractors.parquet",
+        grounding_items=layout.GROUNDING_ITEMS.path(dataset="fiction"),
+        pool=layout.GROUNDING_POOL.path(dataset="fiction"),
+        distractors=layout.GROUNDING_DISTRACTORS.path(dataset="fiction"),
         model=checkpoint_input,
     output:
-        responses=f"{GROUNDING}/finetune/{{ft_model}}/responses/{{run}}/step-{{step}}.jsonl",
-        manifest=f"{GROUNDING}/finetune/{{ft_model}}/responses/{{run}}/step-{{step}}.manifest.json",
+        responses=layout.GROUNDING_CHECKPOINT_RESPONSES.smk,
+        manifest=layout.GROUNDING_CHECKPOINT_RESPONSES_STEP.manifest,
     log:
-        "results/logs/grounding/finetune/{ft_model}/responses/{run}/step-{step}.log",
+        layout.GROUNDING_CHECKPOINT_RESPONSES_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/finetune/{ft_model}/responses/{run}/step-{step}.tsv"
+        layout.GROUNDING_CHECKPOINT_RESPONSES_STEP.benchmark
     wildcard_constraints:
         run=PROBE_RUNS,
     conda:
@@ -239,23 +246,25 @@ rule grounding_checkpoint_generate:
         seed=config["seed"],
         model=lambda wildcards: wildcards.ft_model,
         served_key=lambda wildcards: f"{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}",
-        request_cache=lambda wildcards: f"{GROUNDING}/cache/requests/finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}",
+        request_cache=lambda wildcards: layout.GROUNDING_REQUESTS.path(
+            served=f"finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}"
+        ),
     script:
         "../scripts/grounding_generate.py"
 
 
 rule grounding_checkpoint_score:
     input:
-        responses=f"{GROUNDING}/finetune/{{ft_model}}/responses/{{run}}/step-{{step}}.jsonl",
-        decomposer=BASE_MODEL,
+        responses=layout.GROUNDING_CHECKPOINT_RESPONSES.smk,
+        decomposer=BASE.path,
     output:
-        table=GROUNDING_CHECKPOINT_SCORES.smk,
-        facts=f"{GROUNDING}/finetune/{{ft_model}}/scores/{{run}}/step-{{step}}_facts.json",
-        manifest=f"{GROUNDING}/finetune/{{ft_model}}/scores/{{run}}/step-{{step}}.manifest.json",
+        table=layout.GROUNDING_CHECKPOINT_SCORES.smk,
+        facts=layout.GROUNDING_CHECKPOINT_FACTS.smk,
+        manifest=layout.GROUNDING_CHECKPOINT_SCORES_STEP.manifest,
     log:
-        "results/logs/grounding/finetune/{ft_model}/scores/{run}/step-{step}.log",
+        layout.GROUNDING_CHECKPOINT_SCORES_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/finetune/{ft_model}/scores/{run}/step-{step}.tsv"
+        layout.GROUNDING_CHECKPOINT_SCORES_STEP.benchmark
     wildcard_constraints:
         run=PROBE_RUNS,
     conda:
@@ -266,20 +275,22 @@ rule grounding_checkpoint_score:
     params:
         compute=COMPUTE,
         settings=GROUNDING_SCORE,
-        cache=lambda wildcards: f"{GROUNDING}/cache/facts/finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}.json",
-        request_cache=f"{GROUNDING}/cache/requests/decomposer",  # decomposer backend openai
-        model_label=MODEL_NAME,  # the base model in the rows' decomposer / evaluator columns
+        cache=lambda wildcards: layout.GROUNDING_FACTS_CACHE.path(
+            scored=f"finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}"
+        ),
+        request_cache=DECOMPOSER_REQUESTS,  # decomposer backend openai
+        model_label=BASE.name,  # the base model in the rows' decomposer / evaluator columns
     script:
         "../scripts/grounding_score.py"
 
 
 rule grounding_finetune_stats:
     input:
-        **probe_inputs(GROUNDING_CHECKPOINT_SCORES.smk),
+        **probe_inputs(layout.GROUNDING_CHECKPOINT_SCORES.smk),
     output:
-        rows=f"{GROUNDING}/finetune/{{ft_model}}/rows.parquet",
+        rows=layout.GROUNDING_FINETUNE_ROWS.smk,
         rates=report(
-            f"{GROUNDING}/finetune/{{ft_model}}/rates.csv",
+            layout.GROUNDING_FINETUNE_RATES.smk,
             caption="../workflow/report/grounding_finetune_rates.rst",
             category="Grounding",
             subcategory="Across fine-tuning",
@@ -288,12 +299,12 @@ rule grounding_finetune_stats:
                 "base model": "{ft_model}",
             },
         ),
-        mcnemar=f"{GROUNDING}/finetune/{{ft_model}}/mcnemar.parquet",
-        manifest=f"{GROUNDING}/finetune/{{ft_model}}/manifest.json",
+        mcnemar=layout.GROUNDING_FINETUNE_MCNEMAR.smk,
+        manifest=layout.GROUNDING_FINETUNE_STATS_STEP.manifest,
     log:
-        "results/logs/grounding/finetune/{ft_model}/stats.log",
+        layout.GROUNDING_FINETUNE_STATS_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/finetune/{ft_model}/stats.tsv"
+        layout.GROUNDING_FINETUNE_STATS_STEP.benchmark
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -309,11 +320,11 @@ rule grounding_finetune_stats:
 
 rule grounding_finetune_figures:
     input:
-        rates=f"{GROUNDING}/finetune/{{ft_model}}/rates.csv",
+        rates=layout.GROUNDING_FINETUNE_RATES.smk,
     output:
-        pdf="results/figures/grounding/finetune/{ft_model}.pdf",
+        pdf=layout.GROUNDING_FINETUNE_FIGURE.fix(ext="pdf").smk,
         png=report(
-            "results/figures/grounding/finetune/{ft_model}.png",
+            layout.GROUNDING_FINETUNE_FIGURE.fix(ext="png").smk,
             caption="../workflow/report/grounding_finetune.rst",
             category="Grounding",
             subcategory="Across fine-tuning",
@@ -322,11 +333,11 @@ rule grounding_finetune_figures:
                 "base model": "{ft_model}",
             },
         ),
-        manifest="results/figures/grounding/finetune/{ft_model}.manifest.json",
+        manifest=layout.GROUNDING_FINETUNE_FIGURES_STEP.manifest,
     log:
-        "results/logs/grounding/finetune/{ft_model}/figures.log",
+        layout.GROUNDING_FINETUNE_FIGURES_STEP.log,
     benchmark:
-        "results/benchmarks/grounding/finetune/{ft_model}/figures.tsv"
+        layout.GROUNDING_FINETUNE_FIGURES_STEP.benchmark
     localrule: True
     conda:
         "../envs/plot.yaml"
@@ -343,16 +354,14 @@ rule grounding_finetune_figures:
 
 # the stats rules' manifests and the figures (as SORT_OUTPUTS): the files rule all asked for
 # when one rule wrote both
-GROUNDING_OUTPUTS = [f"{GROUNDING}/tables.manifest.json"]
+GROUNDING_OUTPUTS = [layout.GROUNDING_TABLES_STEP.manifest]
 GROUNDING_OUTPUTS += expand(
-    "results/figures/grounding/{name}.{ext}", name=GROUNDING_FIGURES, ext=("pdf", "png")
+    layout.GROUNDING_FIGURE.smk, name=GROUNDING_FIGURES, ext=("pdf", "png")
 )
 if GROUNDING_FINETUNE:
     GROUNDING_OUTPUTS += expand(
-        f"{GROUNDING}/finetune/{{ft_model}}/manifest.json", ft_model=PROBE_MODELS
+        layout.GROUNDING_FINETUNE_STATS_STEP.manifest, ft_model=PROBE_MODELS
     )
     GROUNDING_OUTPUTS += expand(
-        "results/figures/grounding/finetune/{ft_model}.{ext}",
-        ft_model=PROBE_MODELS,
-        ext=("pdf", "png"),
+        layout.GROUNDING_FINETUNE_FIGURE.smk, ft_model=PROBE_MODELS, ext=("pdf", "png")
     )

@@ -8,12 +8,12 @@ rule base_model:
     input:
         unpack(base_model_inputs),
     output:
-        model=directory(BASE_MODEL),
-        manifest="resources/base_model.manifest.json",
+        model=directory(BASE.path),
+        manifest=layout.BASE_MODEL_STEP.manifest,
     log:
-        "results/logs/base_model.log",
+        layout.BASE_MODEL_STEP.log,
     benchmark:
-        "results/benchmarks/base_model.tsv"
+        layout.BASE_MODEL_STEP.benchmark
     # every model job waits on it: start it first
     priority: 30
     conda:
@@ -27,12 +27,12 @@ rule base_model:
 
 use rule base_model as finetune_base_model with:
     output:
-        model=directory("resources/base_models/{ft_model}"),
-        manifest="resources/base_models/{ft_model}.manifest.json",
+        model=directory(layout.FT_BASE_MODEL),
+        manifest=layout.FT_BASE_MODEL_STEP.manifest,
     log:
-        "results/logs/base_models/{ft_model}.log",
+        layout.FT_BASE_MODEL_STEP.log,
     benchmark:
-        "results/benchmarks/base_models/{ft_model}.tsv"
+        layout.FT_BASE_MODEL_STEP.benchmark
     params:
         settings=lambda wildcards: BaseModelSettings.from_config(
             FT_CONFIGS[wildcards.ft_model]
@@ -43,12 +43,12 @@ use rule base_model as finetune_base_model with:
 rule eval_model:
     """A model evaluated as it is (eval_models): a Hub id or a local folder, saved as safetensors."""
     output:
-        model=directory("resources/models/{model}"),
-        manifest="resources/models/{model}.manifest.json",
+        model=directory(layout.EVAL_MODEL),
+        manifest=layout.EVAL_MODEL_STEP.manifest,
     log:
-        "results/logs/models/{model}.log",
+        layout.EVAL_MODEL_STEP.log,
     benchmark:
-        "results/benchmarks/models/{model}.tsv"
+        layout.EVAL_MODEL_STEP.benchmark
     conda:
         "../envs/train.yaml"
     params:
@@ -65,14 +65,14 @@ rule finetune:
     input:
         unpack(finetune_inputs),
     output:
-        checkpoint=directory("results/{training}/checkpoints/{checkpoint}"),
-        state=temp(directory("results/{training}/state/{checkpoint}")),
-        train_log="results/{training}/train_log/{checkpoint}.parquet",
-        manifest="results/{training}/checkpoints/{checkpoint}.manifest.json",
+        checkpoint=directory(layout.CHECKPOINT.smk),
+        state=temp(directory(layout.TRAINING_STATE.smk)),
+        train_log=layout.CHECKPOINT_TRAIN_LOG.smk,
+        manifest=layout.FINETUNE_STEP.manifest,
     log:
-        "results/logs/{training}/{checkpoint}.log",
+        layout.FINETUNE_STEP.log,
     benchmark:
-        "results/benchmarks/{training}/{checkpoint}.tsv"
+        layout.FINETUNE_STEP.benchmark
     wildcard_constraints:
         training="|".join(TRAININGS),
         checkpoint=INNER_CHECKPOINTS,
@@ -99,9 +99,9 @@ rule finetune:
 
 use rule finetune as finetune_last with:
     output:
-        checkpoint=directory("results/{training}/checkpoints/{checkpoint}"),
-        train_log="results/{training}/train_log/{checkpoint}.parquet",
-        manifest="results/{training}/checkpoints/{checkpoint}.manifest.json",
+        checkpoint=directory(layout.CHECKPOINT.smk),
+        train_log=layout.CHECKPOINT_TRAIN_LOG.smk,
+        manifest=layout.FINETUNE_STEP.manifest,
     wildcard_constraints:
         training="|".join(TRAININGS),
         checkpoint=LAST_CHECKPOINTS,
@@ -112,12 +112,12 @@ rule train_log:
     input:
         logs=lambda wildcards: train_logs(wildcards.training),
     output:
-        train_log=TRAIN_LOG.smk,
-        manifest="results/{training}/train_log.manifest.json",
+        train_log=layout.TRAIN_LOG.smk,
+        manifest=layout.TRAIN_LOG_STEP.manifest,
     log:
-        "results/logs/{training}/train_log.log",
+        layout.TRAIN_LOG_STEP.log,
     benchmark:
-        "results/benchmarks/{training}/train_log.tsv"
+        layout.TRAIN_LOG_STEP.benchmark
     wildcard_constraints:
         training="|".join(TRAININGS),
     localrule: True

@@ -3,7 +3,7 @@
 # Workflow Run RO-Crate (Provenance Run Crate profile, knowlab.tooling.crate), both read from the
 # jobs' manifests. Re-made only when a result changes.
 
-PROVENANCE_OUTPUTS = ["results/provenance", "results/ro-crate"]
+PROVENANCE_OUTPUTS = [layout.PROVENANCE_PAGES.smk, layout.RO_CRATE.smk]
 
 
 rule provenance:
@@ -14,18 +14,18 @@ rule provenance:
         FINDINGS_OUTPUTS,
     output:
         pages=report(
-            directory("results/provenance"),
+            directory(layout.PROVENANCE_PAGES.smk),
             patterns=["{page}.html"],
             caption="../workflow/report/provenance.rst",
             category="Provenance",
             labels={"output": "{page}"},
         ),
-        crate=directory("results/ro-crate"),
-        manifest="results/provenance.manifest.json",
+        crate=directory(layout.RO_CRATE.smk),
+        manifest=layout.PROVENANCE_STEP.manifest,
     log:
-        "results/logs/provenance.log",
+        layout.PROVENANCE_STEP.log,
     benchmark:
-        "results/benchmarks/provenance.tsv"
+        layout.PROVENANCE_STEP.benchmark
     localrule: True
     conda:
         "../envs/stats.yaml"

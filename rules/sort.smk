@@ -26,24 +26,25 @@ SORT_EVALUATE_SETTINGS = SortEvaluateSettings.from_config(config).param()
 SORT_FICTION_ITEMS_SETTINGS = SortFictionItemsSettings.from_config(config).param()
 SORT_PARAMETRIC_TEXTS_SETTINGS = SortParametricTextsSettings.from_config(config).param()
 
+# the texts' folder under resources/ and its manifest: the config's source
+SORT_SOURCES = layout.SORT_SOURCES_STEP.fix(source=config["sort"]["source"])
+
 # figures of the base model (knowlab.sort.condition_plots, matrix_plots), the keys of rule sort_figures' outputs
 SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
 # figures across parametric fine-tuning, the keys of rule sort_parametric_figures' outputs
 SORT_PARAMETRIC_FIGURES = ("fig12", "fig13", "fig14", "fig15", "fig16")
 # the segments' nll of every parametric epoch, the base model's at epoch 0 (Fig. 12's points)
-PARAMETRIC_NLL = expand(
-    SORT_PARAMETRIC_NLL.smk, prun=PARAMETRIC_RUNS, epoch=range(1, SORT_EPOCHS + 1)
-) + [SORT_PARAMETRIC_NLL.path(prun=BASE_RUN, epoch=0)]
+PARAMETRIC_NLL = LAYOUT.parametric_nll()
 
 
 rule sort_sources:
     output:
-        texts=directory(f"resources/sort/{config['sort']['source']}"),
-        manifest=f"resources/sort/{config['sort']['source']}.manifest.json",
+        texts=directory(layout.SORT_SOURCE.format(source=config["sort"]["source"])),
+        manifest=SORT_SOURCES.manifest,
     log:
-        "results/logs/sort/sources.log",
+        SORT_SOURCES.log,
     benchmark:
-        "results/benchmarks/sort/sources.tsv"
+        SORT_SOURCES.benchmark
     localrule: True
     conda:
         "../envs/data.yaml"
@@ -57,13 +58,13 @@ rule sort_items:
     input:
         texts=rules.sort_sources.output.texts,
     output:
-        books=f"{SORT}/books.jsonl",
-        sort_items=f"{SORT}/items.jsonl",
-        manifest=f"{SORT}/items.manifest.json",
+        books=layout.SORT_BOOKS.smk,
+        sort_items=layout.SORT_ITEMS.smk,
+        manifest=layout.SORT_ITEMS_STEP.manifest,
     log:
-        "results/logs/sort/items.log",
+        layout.SORT_ITEMS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/items.tsv"
+        layout.SORT_ITEMS_STEP.benchmark
     localrule: True
     conda:
         "../envs/data.yaml"
@@ -76,15 +77,15 @@ rule sort_items:
 
 rule sort_retrieval:
     input:
-        books=f"{SORT}/books.jsonl",
-        sort_items=f"{SORT}/items.jsonl",
+        books=layout.SORT_BOOKS.smk,
+        sort_items=layout.SORT_ITEMS.smk,
     output:
-        table=f"{SORT}/retrieval.parquet",
-        manifest=f"{SORT}/retrieval.manifest.json",
+        table=layout.SORT_RETRIEVAL.smk,
+        manifest=layout.SORT_RETRIEVAL_STEP.manifest,
     log:
-        "results/logs/sort/retrieval.log",
+        layout.SORT_RETRIEVAL_STEP.log,
     benchmark:
-        "results/benchmarks/sort/retrieval.tsv"
+        layout.SORT_RETRIEVAL_STEP.benchmark
     conda:
         "../envs/sort.yaml"
     threads: config["threads"]
@@ -97,16 +98,16 @@ rule sort_retrieval:
 
 rule sort_prompt:
     input:
-        sort_items=f"{SORT}/items.jsonl",
+        sort_items=layout.SORT_ITEMS.smk,
         model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
-        selection=f"{SORT}/prompt/{{model}}/selection.json",
-        rows=f"{SORT}/prompt/{{model}}/validation.parquet",
-        manifest=f"{SORT}/prompt/{{model}}/manifest.json",
+        selection=layout.SORT_SELECTION.smk,
+        rows=layout.SORT_VALIDATION.smk,
+        manifest=layout.SORT_PROMPT_STEP.manifest,
     log:
-        "results/logs/sort/prompt/{model}.log",
+        layout.SORT_PROMPT_STEP.log,
     benchmark:
-        "results/benchmarks/sort/prompt/{model}.tsv"
+        layout.SORT_PROMPT_STEP.benchmark
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -121,18 +122,18 @@ rule sort_prompt:
 
 rule sort_rag_prompt:
     input:
-        sort_items=f"{SORT}/items.jsonl",
-        retrieval=f"{SORT}/retrieval.parquet",
-        selection=f"{SORT}/prompt/{{model}}/selection.json",
+        sort_items=layout.SORT_ITEMS.smk,
+        retrieval=layout.SORT_RETRIEVAL.smk,
+        selection=layout.SORT_SELECTION.smk,
         model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
-        selection=f"{SORT}/prompt/{{model}}/rag_selection.json",
-        rows=f"{SORT}/prompt/{{model}}/rag_validation.parquet",
-        manifest=f"{SORT}/prompt/{{model}}/rag_manifest.json",
+        selection=layout.SORT_RAG_SELECTION.smk,
+        rows=layout.SORT_RAG_VALIDATION.smk,
+        manifest=layout.SORT_RAG_PROMPT_STEP.manifest,
     log:
-        "results/logs/sort/prompt/{model}_rag.log",
+        layout.SORT_RAG_PROMPT_STEP.log,
     benchmark:
-        "results/benchmarks/sort/prompt/{model}_rag.tsv"
+        layout.SORT_RAG_PROMPT_STEP.benchmark
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -150,12 +151,12 @@ rule sort_evaluate_base:
         unpack(sort_condition_inputs),
         model=lambda wildcards: eval_model_dir(wildcards.model),
     output:
-        table=SORT_ROWS.smk,
-        manifest=f"{SORT}/evaluate/{{model}}/{{condition}}.manifest.json",
+        table=layout.SORT_ROWS.smk,
+        manifest=layout.SORT_ROWS_STEP.manifest,
     log:
-        "results/logs/sort/evaluate/{model}/{condition}.log",
+        layout.SORT_ROWS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/evaluate/{model}/{condition}.tsv"
+        layout.SORT_ROWS_STEP.benchmark
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -170,7 +171,7 @@ rule sort_evaluate_base:
         checkpoint=lambda wildcards, input: input.model,
         condition=lambda wildcards: wildcards.condition,
         model=lambda wildcards: eval_model_label(wildcards.model),
-        run=BASE_RUN,
+        run=BASE.run,
         step=0,
     script:
         "../scripts/sort_evaluate.py"
@@ -179,32 +180,28 @@ rule sort_evaluate_base:
 rule sort_stats:
     input:
         rows=expand(
-            SORT_ROWS.smk,
+            layout.SORT_ROWS.smk,
             model=EVAL_MODELS,
             condition=SORT_CONDITIONS,
         ),
     output:
         tables=report(
-            directory(f"{SORT}/tables"),
+            directory(layout.SORT_TABLES.smk),
             patterns=["{table}.csv"],
             caption="../workflow/report/sort_tables.rst",
             category="SORT",
             subcategory="Tables",
             labels={"table": "{table}"},
         ),
-        binomial=f"{SORT}/stats/binomial.parquet",
-        mcnemar=expand(
-            f"{SORT}/stats/{{model}}/mcnemar_conditions.parquet", model=EVAL_MODELS
-        ),
-        ttest=expand(
-            f"{SORT}/stats/{{model}}/ttest_conditions.parquet", model=EVAL_MODELS
-        ),
-        bands=expand(f"{SORT}/stats/bands/{{name}}.parquet", name=CONDITION_FIGURES),
-        manifest=f"{SORT}/stats/manifest.json",
+        binomial=layout.SORT_BINOMIAL.smk,
+        mcnemar=expand(layout.SORT_MCNEMAR.smk, model=EVAL_MODELS),
+        ttest=expand(layout.SORT_TTEST.smk, model=EVAL_MODELS),
+        bands=expand(layout.SORT_BANDS.smk, name=CONDITION_FIGURES),
+        manifest=layout.SORT_STATS_STEP.manifest,
     log:
-        "results/logs/sort/stats.log",
+        layout.SORT_STATS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/stats.tsv"
+        layout.SORT_STATS_STEP.benchmark
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -219,15 +216,15 @@ rule sort_stats:
 rule sort_figures:
     input:
         unpack(sort_figure_inputs),
-        binomial=f"{SORT}/stats/binomial.parquet",
-        mcnemar=f"{SORT}/stats/{BASE_EVAL}/mcnemar_conditions.parquet",
-        ttest=f"{SORT}/stats/{BASE_EVAL}/ttest_conditions.parquet",
-        bands=expand(f"{SORT}/stats/bands/{{name}}.parquet", name=CONDITION_FIGURES),
+        binomial=layout.SORT_BINOMIAL.smk,
+        mcnemar=layout.SORT_MCNEMAR.path(model=BASE.evaluated_as),
+        ttest=layout.SORT_TTEST.path(model=BASE.evaluated_as),
+        bands=expand(layout.SORT_BANDS.smk, name=CONDITION_FIGURES),
     output:
         **{
             f"{name}_{ext}": (
                 report(
-                    f"results/figures/sort/{name}.{ext}",
+                    layout.SORT_FIGURE.path(name=name, ext=ext),
                     caption=f"../workflow/report/sort_{name}.rst",
                     category="SORT",
                     subcategory="Memory conditions (base model)",
@@ -243,21 +240,21 @@ rule sort_figures:
                     },
                 )
                 if ext == "png"
-                else f"results/figures/sort/{name}.{ext}"
+                else layout.SORT_FIGURE.path(name=name, ext=ext)
             )
             for name in SORT_FIGURES
             for ext in ("pdf", "png")
         },
-        manifest="results/figures/sort/manifest.json",
+        manifest=layout.SORT_FIGURES_STEP.manifest,
     log:
-        "results/logs/sort/figures.log",
+        layout.SORT_FIGURES_STEP.log,
     benchmark:
-        "results/benchmarks/sort/figures.tsv"
+        layout.SORT_FIGURES_STEP.benchmark
     localrule: True
     conda:
         "../envs/plot.yaml"
     params:
-        model=MODEL_NAME,
+        model=BASE.name,
         # the bands' level and resamples, which the footnotes name
         stats=STATS,
     script:
@@ -266,14 +263,14 @@ rule sort_figures:
 
 rule sort_fiction_items:
     input:
-        fictions=f"{FICTION}/fictions.jsonl",
+        fictions=layout.CORPUS.path(table="fictions"),
     output:
-        sort_items=f"{SORT}/fiction/items.jsonl",
-        manifest=f"{SORT}/fiction/items.manifest.json",
+        sort_items=layout.SORT_FICTION_ITEMS.smk,
+        manifest=layout.SORT_FICTION_ITEMS_STEP.manifest,
     log:
-        "results/logs/sort/fiction/items.log",
+        layout.SORT_FICTION_ITEMS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/fiction/items.tsv"
+        layout.SORT_FICTION_ITEMS_STEP.benchmark
     localrule: True
     conda:
         "../envs/data.yaml"
@@ -286,16 +283,16 @@ rule sort_fiction_items:
 
 rule sort_fiction_evaluate:
     input:
-        sort_items=f"{SORT}/fiction/items.jsonl",
-        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
+        sort_items=layout.SORT_FICTION_ITEMS.smk,
+        selection=layout.SORT_SELECTION.path(model=BASE.evaluated_as),
         model=checkpoint_input,
     output:
-        table=SORT_FICTION_ROWS.smk,
-        manifest=f"{SORT}/fiction/{{ft_model}}/evaluate/{{run}}/step-{{step}}.manifest.json",
+        table=layout.SORT_FICTION_ROWS.smk,
+        manifest=layout.SORT_FICTION_ROWS_STEP.manifest,
     log:
-        "results/logs/sort/fiction/{ft_model}/evaluate/{run}/step-{step}.log",
+        layout.SORT_FICTION_ROWS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/fiction/{ft_model}/evaluate/{run}/step-{step}.tsv"
+        layout.SORT_FICTION_ROWS_STEP.benchmark
     wildcard_constraints:
         run=PROBE_RUNS,
     conda:
@@ -315,17 +312,17 @@ rule sort_fiction_evaluate:
 
 rule sort_fiction_stats:
     input:
-        **probe_inputs(SORT_FICTION_ROWS.smk),
+        **probe_inputs(layout.SORT_FICTION_ROWS.smk),
     output:
-        rows=f"{SORT}/fiction/{{ft_model}}/rows.parquet",
-        binomial=f"{SORT}/fiction/{{ft_model}}/stats/binomial.parquet",
-        tests=directory(f"{SORT}/fiction/{{ft_model}}/stats/tests"),
-        bands=f"{SORT}/fiction/{{ft_model}}/stats/bands.parquet",
-        manifest=f"{SORT}/fiction/{{ft_model}}/stats/manifest.json",
+        rows=layout.SORT_FICTION_ALL_ROWS.smk,
+        binomial=layout.SORT_FICTION_BINOMIAL.smk,
+        tests=directory(layout.SORT_FICTION_TESTS.smk),
+        bands=layout.SORT_FICTION_BANDS.smk,
+        manifest=layout.SORT_FICTION_STATS_STEP.manifest,
     log:
-        "results/logs/sort/fiction/{ft_model}/stats.log",
+        layout.SORT_FICTION_STATS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/fiction/{ft_model}/stats.tsv"
+        layout.SORT_FICTION_STATS_STEP.benchmark
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -340,12 +337,12 @@ rule sort_fiction_stats:
 
 rule sort_fiction_figures:
     input:
-        rows=f"{SORT}/fiction/{{ft_model}}/rows.parquet",
-        bands=f"{SORT}/fiction/{{ft_model}}/stats/bands.parquet",
+        rows=layout.SORT_FICTION_ALL_ROWS.smk,
+        bands=layout.SORT_FICTION_BANDS.smk,
     output:
-        pdf="results/figures/sort/fiction/{ft_model}/fiction_sort.pdf",
+        pdf=layout.SORT_FICTION_FIGURE.fix(ext="pdf").smk,
         png=report(
-            "results/figures/sort/fiction/{ft_model}/fiction_sort.png",
+            layout.SORT_FICTION_FIGURE.fix(ext="png").smk,
             caption="../workflow/report/sort_fiction_sort.rst",
             category="SORT",
             subcategory="FictionalQA documents across fine-tuning",
@@ -354,11 +351,11 @@ rule sort_fiction_figures:
                 "base model": "{ft_model}",
             },
         ),
-        manifest="results/figures/sort/fiction/{ft_model}/fiction_sort.manifest.json",
+        manifest=layout.SORT_FICTION_FIGURES_STEP.manifest,
     log:
-        "results/logs/sort/fiction/{ft_model}/figures.log",
+        layout.SORT_FICTION_FIGURES_STEP.log,
     benchmark:
-        "results/benchmarks/sort/fiction/{ft_model}/figures.tsv"
+        layout.SORT_FICTION_FIGURES_STEP.benchmark
     localrule: True
     conda:
         "../envs/plot.yaml"
@@ -376,17 +373,17 @@ rule sort_fiction_figures:
 
 rule sort_parametric_texts:
     input:
-        books=f"{SORT}/books.jsonl",
-        sort_items=f"{SORT}/items.jsonl",
-        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
-        model=BASE_MODEL,
+        books=layout.SORT_BOOKS.smk,
+        sort_items=layout.SORT_ITEMS.smk,
+        selection=layout.SORT_SELECTION.path(model=BASE.evaluated_as),
+        model=BASE.path,
     output:
-        texts=f"{SORT}/parametric/texts.json",
-        manifest=f"{SORT}/parametric/texts.manifest.json",
+        texts=layout.SORT_PARAMETRIC_TEXTS.smk,
+        manifest=layout.SORT_PARAMETRIC_TEXTS_STEP.manifest,
     log:
-        "results/logs/sort/parametric/texts.log",
+        layout.SORT_PARAMETRIC_TEXTS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/parametric/texts.tsv"
+        layout.SORT_PARAMETRIC_TEXTS_STEP.benchmark
     conda:
         "../envs/train.yaml"
     params:
@@ -398,20 +395,20 @@ rule sort_parametric_texts:
 
 rule sort_parametric_evaluate:
     input:
-        sort_items=f"{SORT}/items.jsonl",
-        selection=f"{SORT}/prompt/{BASE_EVAL}/selection.json",
-        texts=f"{SORT}/parametric/texts.json",
+        sort_items=layout.SORT_ITEMS.smk,
+        selection=layout.SORT_SELECTION.path(model=BASE.evaluated_as),
+        texts=layout.SORT_PARAMETRIC_TEXTS.smk,
         model=checkpoint_input,
     output:
-        rows=SORT_PARAMETRIC_ROWS.smk,
-        nll=SORT_PARAMETRIC_NLL.smk,
-        manifest=f"{SORT}/parametric/{{prun}}/evaluate/epoch-{{epoch}}.manifest.json",
+        rows=layout.SORT_PARAMETRIC_ROWS.smk,
+        nll=layout.SORT_PARAMETRIC_NLL.smk,
+        manifest=layout.SORT_PARAMETRIC_EVALUATE_STEP.manifest,
     log:
-        "results/logs/sort/parametric/{prun}/evaluate/epoch-{epoch}.log",
+        layout.SORT_PARAMETRIC_EVALUATE_STEP.log,
     benchmark:
-        "results/benchmarks/sort/parametric/{prun}/evaluate/epoch-{epoch}.tsv"
+        layout.SORT_PARAMETRIC_EVALUATE_STEP.benchmark
     wildcard_constraints:
-        prun="|".join([BASE_RUN, *PARAMETRIC_RUNS]),
+        prun="|".join([BASE.run, *PARAMETRIC_RUNS]),
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
@@ -429,7 +426,7 @@ rule sort_parametric_evaluate:
             else ["baseline"]
             + (["in_context"] if int(wildcards.epoch) == SORT_EPOCHS else [])
         ),
-        model=MODEL_NAME,
+        model=BASE.name,
         run=lambda wildcards: wildcards.prun,
         epoch=lambda wildcards: int(wildcards.epoch),
     script:
@@ -439,27 +436,26 @@ rule sort_parametric_evaluate:
 rule sort_parametric_stats:
     input:
         base=expand(
-            f"{SORT}/evaluate/{BASE_EVAL}/{{condition}}.parquet",
+            layout.SORT_ROWS.smk,
+            model=BASE.evaluated_as,
             condition=["baseline", "in_context"],
         ),
         rows=expand(
-            SORT_PARAMETRIC_ROWS.smk,
+            layout.SORT_PARAMETRIC_ROWS.smk,
             prun=PARAMETRIC_RUNS,
             epoch=range(1, SORT_EPOCHS + 1),
         ),
         nll=PARAMETRIC_NLL,
     output:
-        rows=f"{SORT}/parametric/rows.parquet",
-        mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
-        ttest=f"{SORT}/parametric/stats/ttest.parquet",
-        bands=expand(
-            f"{SORT}/parametric/stats/bands/{{name}}.parquet", name=EPOCH_FIGURES
-        ),
-        manifest=f"{SORT}/parametric/stats/manifest.json",
+        rows=layout.SORT_PARAMETRIC_ALL_ROWS.smk,
+        mcnemar=layout.SORT_PARAMETRIC_MCNEMAR.smk,
+        ttest=layout.SORT_PARAMETRIC_TTEST.smk,
+        bands=expand(layout.SORT_PARAMETRIC_BANDS.smk, name=EPOCH_FIGURES),
+        manifest=layout.SORT_PARAMETRIC_STATS_STEP.manifest,
     log:
-        "results/logs/sort/parametric/stats.log",
+        layout.SORT_PARAMETRIC_STATS_STEP.log,
     benchmark:
-        "results/benchmarks/sort/parametric/stats.tsv"
+        layout.SORT_PARAMETRIC_STATS_STEP.benchmark
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -471,18 +467,16 @@ rule sort_parametric_stats:
 
 rule sort_parametric_figures:
     input:
-        rows=f"{SORT}/parametric/rows.parquet",
-        mcnemar=f"{SORT}/parametric/stats/mcnemar.parquet",
-        ttest=f"{SORT}/parametric/stats/ttest.parquet",
-        bands=expand(
-            f"{SORT}/parametric/stats/bands/{{name}}.parquet", name=EPOCH_FIGURES
-        ),
+        rows=layout.SORT_PARAMETRIC_ALL_ROWS.smk,
+        mcnemar=layout.SORT_PARAMETRIC_MCNEMAR.smk,
+        ttest=layout.SORT_PARAMETRIC_TTEST.smk,
+        bands=expand(layout.SORT_PARAMETRIC_BANDS.smk, name=EPOCH_FIGURES),
         nll=PARAMETRIC_NLL,
     output:
         **{
             f"{name}_{ext}": (
                 report(
-                    f"results/figures/sort/{name}.{ext}",
+                    layout.SORT_FIGURE.path(name=name, ext=ext),
                     caption=f"../workflow/report/sort_{name}.rst",
                     category="SORT",
                     subcategory="Parametric memory (fine-tuning)",
@@ -497,46 +491,41 @@ rule sort_parametric_figures:
                     },
                 )
                 if ext == "png"
-                else f"results/figures/sort/{name}.{ext}"
+                else layout.SORT_FIGURE.path(name=name, ext=ext)
             )
             for name in SORT_PARAMETRIC_FIGURES
             for ext in ("pdf", "png")
         },
-        manifest="results/figures/sort/parametric.manifest.json",
+        manifest=layout.SORT_PARAMETRIC_FIGURES_STEP.manifest,
     log:
-        "results/logs/sort/parametric/figures.log",
+        layout.SORT_PARAMETRIC_FIGURES_STEP.log,
     benchmark:
-        "results/benchmarks/sort/parametric/figures.tsv"
+        layout.SORT_PARAMETRIC_FIGURES_STEP.benchmark
     localrule: True
     conda:
         "../envs/plot.yaml"
     params:
-        model=MODEL_NAME,
+        model=BASE.name,
         stats=STATS,
     script:
         "../scripts/sort_parametric_figures.py"
 
 
-SORT_OUTPUTS = [f"{SORT}/tables", f"{SORT}/stats/manifest.json"]
-SORT_OUTPUTS += expand(
-    "results/figures/sort/{name}.{ext}", name=SORT_FIGURES, ext=("pdf", "png")
-)
+SORT_OUTPUTS = [layout.SORT_TABLES.smk, layout.SORT_STATS_STEP.manifest]
+SORT_OUTPUTS += expand(layout.SORT_FIGURE.smk, name=SORT_FIGURES, ext=("pdf", "png"))
 if FICTION_RUNS:
     SORT_OUTPUTS += expand(
-        f"{SORT}/fiction/{{ft_model}}/stats/manifest.json", ft_model=PROBE_MODELS
+        layout.SORT_FICTION_STATS_STEP.manifest, ft_model=PROBE_MODELS
     )
     SORT_OUTPUTS += expand(
-        "results/figures/sort/fiction/{ft_model}/fiction_sort.{ext}",
-        ft_model=PROBE_MODELS,
-        ext=("pdf", "png"),
+        layout.SORT_FICTION_FIGURE.smk, ft_model=PROBE_MODELS, ext=("pdf", "png")
     )
 if config["sort"]["parametric"]["enabled"]:
-    SORT_OUTPUTS += [f"{SORT}/parametric/stats/manifest.json"]
+    SORT_OUTPUTS += [layout.SORT_PARAMETRIC_STATS_STEP.manifest]
     SORT_OUTPUTS += expand(
-        "results/figures/sort/{name}.{ext}",
-        name=SORT_PARAMETRIC_FIGURES,
-        ext=("pdf", "png"),
+        layout.SORT_FIGURE.smk, name=SORT_PARAMETRIC_FIGURES, ext=("pdf", "png")
     )
-    SORT_OUTPUTS += expand(
-        f"{SORT}/parametric/{{prun}}/train_log.parquet", prun=PARAMETRIC_RUNS
-    )
+    SORT_OUTPUTS += [
+        layout.TRAIN_LOG.path(training=layout.parametric_training(prun))
+        for prun in PARAMETRIC_RUNS
+    ]

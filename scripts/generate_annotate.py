@@ -3,7 +3,7 @@
 import torch
 
 from knowlab.core.provenance import rule_step
-from knowlab.fiction_generation.pipeline import run_annotation
+from knowlab.fiction_generation.steps.data import run_annotation
 from knowlab.fiction_generation.settings import FictionGenerationAnnotateSettings
 
 torch.set_num_threads(snakemake.threads)

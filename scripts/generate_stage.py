@@ -1,9 +1,9 @@
-"""One stage of the fiction generation pipeline (knowlab.fiction_generation.pipeline.run_stage)."""
+"""One stage of the fiction generation pipeline (knowlab.fiction_generation.steps.data.run_stage)."""
 
 import torch
 
 from knowlab.core.provenance import rule_step
-from knowlab.fiction_generation.pipeline import ClientOptions, make_generator, run_stage
+from knowlab.fiction_generation.steps.data import ClientOptions, make_generator, run_stage
 from knowlab.fiction_generation.settings import STAGE_SETTINGS
 
 torch.set_num_threads(snakemake.threads)

@@ -7,15 +7,13 @@ import pytest
 import yaml
 
 from knowlab.config import (
-    base_eval_model,
-    base_model_name,
     check_config,
     load_config,
     model_config,
     model_source,
     settings_note,
 )
-from knowlab.layout import Layout, finetune_models, model_slug
+from knowlab.layout import BaseModel, Layout, finetune_models, model_slug
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,11 +73,23 @@ def test_generation_rules():
         check_config(cfg)
 
 
-def test_derived_names():
+def test_the_base_models_names():
     cfg = load_config()
-    assert base_eval_model(cfg) == "base_model"
-    assert base_model_name(cfg) == "SmolLM2-135M-Instruct.Q4_1"
-    assert base_model_name(load_config({"model": {"source": "tiny_random"}})) == "tiny random Llama (test)"
+    assert Layout(cfg).base_model == BaseModel(
+        slug="SmolLM2-135M-Instruct.Q4_1",
+        name="SmolLM2-135M-Instruct.Q4_1",
+        evaluated_as="base_model",
+        path="resources/base_model",
+        run="base_model",
+    )
+    tiny = BaseModel.from_config(load_config({"model": {"source": "tiny_random"}}))
+    assert (tiny.slug, tiny.name) == ("tiny-random", "tiny random Llama (test)")
+    hub = BaseModel.from_config(load_config({"model": {"source": "hub", "hub": {"id": "org/M-1B"}}}))
+    assert (hub.slug, hub.name) == ("M-1B", "org/M-1B")
+    cfg["eval_models"] = {"other": "org/other"}
+    assert BaseModel.from_config(cfg).evaluated_as is None
+    with pytest.raises(ValueError, match="eval_models must name the base model"):
+        check_config(cfg)
     note = settings_note(cfg)
     assert (
         note.startswith("SmolLM2-135M-Instruct.Q4_1; seed ")

@@ -54,17 +54,36 @@ def test_the_test_configs_expansions():
     ]
     assert training_model("fictionalqa/tiny-wide/finetune/doc") == "tiny-wide"
     assert training_model("sort/parametric/books") is None
-    inputs = plan.findings_inputs("base_model")
-    assert {"results/fictionalqa/models.csv", "results/fictionalqa/tiny/evaluate/doc/step-6.parquet"} <= set(inputs)
-    assert "results/sort/parametric/books/evaluate/epoch-2_segment_nll.parquet" in inputs
-    assert "results/grounding/rows.parquet" in inputs and "results/fictionalqa/splits/event.json" in inputs
+    named = plan.findings_inputs("base_model")
+    assert list(named) == ["sort_rows", "item_tables", "models", "splits", "corpus", "parametric", "grounding_rows"]
+    assert named["models"] == ["results/fictionalqa/models.csv"] and named["grounding_rows"] == [
+        "results/grounding/rows.parquet"
+    ]
+    assert "results/fictionalqa/tiny/evaluate/doc/step-6.parquet" in named["item_tables"]
+    assert named["parametric"][:2] == [
+        "results/sort/parametric/books/evaluate/epoch-2.parquet",
+        "results/sort/parametric/books/evaluate/epoch-2_segment_nll.parquet",
+    ]
+    assert named["splits"] == [f"results/fictionalqa/splits/{run}.json" for run in ("doc", "event", "fictsheets")]
+    card = plan.dataset_card_inputs("base_model")
+    assert list(card) == [
+        "sort_rows", "item_tables", "sort_fiction_rows", "sort_parametric_rows", "sort_parametric_nll",
+        "grounding_scores", "grounding_checkpoint_scores",
+    ]  # fmt: skip
+    assert card["sort_fiction_rows"][:3] == [
+        "results/sort/fiction/tiny/evaluate/base_model/step-0.parquet",
+        "results/sort/fiction/tiny/evaluate/doc/step-6.parquet",
+        "results/sort/fiction/tiny/evaluate/event/step-6.parquet",
+    ]
+    assert card["sort_parametric_nll"][-1] == "results/sort/parametric/base_model/evaluate/epoch-0_segment_nll.parquet"
     off = Layout(load_config(CONFIG / "test.yaml", {"sort": {"parametric": {"enabled": False}}}))
     assert not off.parametric_runs and all("parametric" not in t for t in off.trainings)
 
 
 def test_findings_read_only_their_rules_inputs(tmp_path):
     settings = findings.FindingsSettings.from_config(load_config(CONFIG / "test.yaml"))
-    declared = Layout(load_config(CONFIG / "test.yaml")).findings_inputs("base_model")
+    named = Layout(load_config(CONFIG / "test.yaml")).findings_inputs("base_model")
+    declared = [path for paths in named.values() for path in paths]
     # every table but the rows the grounding claims read; the others are absent: their claims are not tested
     undeclared = [tmp_path / path for path in declared if "grounding" not in path]
     with pytest.raises(ValueError, match="results/grounding/rows.parquet is not an input of rule findings"):
@@ -86,7 +105,10 @@ def test_training_seeds_multiply_every_run_and_leave_the_first_seeds_names():
     }
     # every seed's checkpoints are evaluated; the probes (probe_models: tiny) read the first seed's
     assert plan.checkpoints == 2 * (1 + 8) and plan.probe_checkpoints == one.probe_checkpoints == 5
-    assert "results/fictionalqa/tiny-wide/evaluate/control.seed-7/step-6.parquet" in plan.findings_inputs("base_model")
+    assert (
+        "results/fictionalqa/tiny-wide/evaluate/control.seed-7/step-6.parquet"
+        in plan.findings_inputs("base_model")["item_tables"]
+    )
     assert replicate_run("doc", 5, [5, 7]) == "doc" and replicate_run("doc", 7, [5, 7]) == "doc.seed-7"
     assert replicated_run("style_news.seed-7") == "style_news" and run_seed("doc.seed-7", [5, 7]) == 7
     assert run_seed("doc", [5, 7]) == 5
@@ -94,3 +116,47 @@ def test_training_seeds_multiply_every_run_and_leave_the_first_seeds_names():
         replicate_run("doc", 6, [5, 7])
     with pytest.raises(ValueError, match="finetune.seeds lists a seed twice"):
         training_seeds({"seed": 1, "finetune": {"seeds": [3, 3]}})
+
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW_FILES = [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk")), *sorted((ROOT / "scripts").glob("*.py"))]
+
+
+def path_literals(text: str) -> list[str]:
+    """The lines of ``text`` that write a path under results/ or resources/ as a string literal
+    (a plain, f- or raw string), rather than taking it from :mod:`knowlab.layout`."""
+    return [line.strip() for line in text.splitlines() if re.search(r"""[frb]?["'](results|resources)/""", line)]
+
+
+def test_path_literals_are_found():
+    assert path_literals('    log:\n        "results/logs/sort/items.log",\n') == ['"results/logs/sort/items.log",']
+    assert path_literals("x = f'resources/models/{name}'") == ["x = f'resources/models/{name}'"]
+    assert path_literals("tables=layout.SORT_TABLES.smk  # under results/") == []
+
+
+def test_no_rule_or_script_names_a_result_path_itself():
+    """Every output, log, benchmark and manifest path comes from knowlab.layout (issue 46, item 1)."""
+    found = {f"{path.relative_to(ROOT)}: {line}" for path in WORKFLOW_FILES for line in path_literals(path.read_text())}
+    assert not found, "paths named outside knowlab.layout:\n" + "\n".join(sorted(found))
+
+
+def test_a_steps_log_benchmark_and_manifest():
+    step = layout.ITEMS_STEP
+    assert step.log == "results/logs/fictionalqa/{ft_model}/evaluate/{run}/step-{step}.log"
+    assert step.benchmark == "results/benchmarks/fictionalqa/{ft_model}/evaluate/{run}/step-{step}.tsv"
+    assert step.manifest == "results/fictionalqa/{ft_model}/evaluate/{run}/step-{step}.manifest.json"
+    figure = layout.FQA_FIGURE_STEP.fix(family="fig2")
+    assert figure.log == "results/logs/fictionalqa/figures/{ft_model}/fig2.log"
+    assert figure.manifest == "results/figures/fictionalqa/{ft_model}/fig2.manifest.json"
+    assert layout.BASE_MODEL_STEP.manifest == "resources/base_model.manifest.json"
+
+
+def test_every_rule_has_its_step():
+    """One Step per rule of the workflow (a rule made in a loop by its name template), and no Step
+    of a rule that does not exist."""
+    from knowlab.tooling.envs import workflow_rules
+
+    steps = {value.rule for value in vars(layout).values() if isinstance(value, layout.Step)}
+    # finetune_last: the run's last checkpoint interval, finetune's files without the training state
+    rules = set(workflow_rules(ROOT)) - {"all", "finetune_last"}
+    assert steps == rules

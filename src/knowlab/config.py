@@ -19,7 +19,7 @@ from typing import Any
 
 from knowlab.core.train import launch_command
 from knowlab.fictionalqa.settings import check_candidate_budget
-from knowlab.layout import finetune_models
+from knowlab.layout import BaseModel, finetune_models, model_name
 from knowlab.sort.prompts import RAG_CONDITIONS, get_rag_reading, get_template, rag_readings, templates
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: config/, rules/, scripts/
@@ -48,34 +48,6 @@ def load_config(*overlays: Mapping[str, Any] | str | os.PathLike, root: str | os
         update_config(config, copy.deepcopy(dict(overlay)))
     validate(config, str(root / "config" / "schema.yaml"), set_default=True)
     return config
-
-
-def base_eval_model(config: Mapping[str, Any]) -> str:
-    """The key of ``eval_models`` whose value is ``base`` (the project's base model).
-
-    The fiction and parametric SORT runs use that model's prompt selection.
-
-    Raises:
-        ValueError: no ``eval_models`` entry is the base model.
-    """
-    name = next((n for n, spec in config["eval_models"].items() if spec == "base"), None)
-    if name is None:
-        raise ValueError(
-            "eval_models must name the base model (a key with the value `base`, e.g. "
-            "base_model: base): the fiction and parametric SORT runs use its prompt selection"
-        )
-    return name
-
-
-def base_model_name(config: Mapping[str, Any]) -> str:
-    """The base model's display name in item rows and figures (the GGUF file's stem, the Hub id,
-    or "tiny random Llama (test)")."""
-    model = config["model"]
-    return {
-        "gguf_package": Path(model["gguf_package"]["file"]).stem,
-        "hub": str(model["hub"]["id"]),
-        "tiny_random": "tiny random Llama (test)",
-    }[model["source"]]
 
 
 # the keys of an entry of finetune.models merged over the top-level blocks of the same name
@@ -215,7 +187,11 @@ def check_config(config: Mapping[str, Any]) -> None:
     Raises:
         ValueError: the first rule broken, with a message naming the config keys.
     """
-    base_eval_model(config)
+    if BaseModel.from_config(config).evaluated_as is None:
+        raise ValueError(
+            "eval_models must name the base model (a key with the value `base`, e.g. "
+            "base_model: base): the fiction and parametric SORT runs use its prompt selection"
+        )
     _check_generation(config)
     models = finetune_models(config)
     for name in models:
@@ -240,7 +216,7 @@ def settings_note(config: Mapping[str, Any], model: str | None = None) -> str:
     distractors."""
     finetune = config["finetune"]
     sequences = finetune["global_batch_size"]
-    name = base_model_name(config)
+    name = model_name(config["model"])
     if model is not None:
         name = model if model in ("", name) else f"{model} ({name})"
     return (

@@ -723,7 +723,7 @@ def build_card(
         folder: the results folder; ``data_files`` are relative to it.
         tables: Parquet paths, each matching one family of :data:`FAMILIES`; duplicates are kept once.
         model, seed, settings: the base model's display name, the config's seed and its settings line
-            (:func:`knowlab.config.base_model_name`, :func:`knowlab.config.settings_note`).
+            (:attr:`knowlab.layout.BaseModel.name`, :func:`knowlab.config.settings_note`).
         eval_models: display names of the models evaluated as they are.
         ft_models: the base models FictionalQA fine-tunes (``finetune.models``).
         label: the folder's name in the card's loading examples (default: ``folder``'s own name).

@@ -33,6 +33,10 @@ from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps, re
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 
 RESULTS = "results"
+LOGS = f"{RESULTS}/logs"
+BENCHMARKS = f"{RESULTS}/benchmarks"
+# the models and data the workflow fetches or builds (no results of a study)
+RESOURCES = "resources"
 # wildcards whose values are integers (their regex is \d+)
 NUMERIC = ("step", "epoch", "n")
 
@@ -49,6 +53,38 @@ def model_slug(model: Mapping[str, Any]) -> str:
     else:
         name = "tiny-random"
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "model"
+
+
+def model_name(model: Mapping[str, Any]) -> str:
+    """A ``model`` block's display name in item rows and figures: the GGUF file's stem, the Hub id,
+    or "tiny random Llama (test)"."""
+    return {
+        "gguf_package": lambda: Path(model["gguf_package"]["file"]).stem,
+        "hub": lambda: str(model["hub"]["id"]),
+        "tiny_random": lambda: "tiny random Llama (test)",
+    }[model["source"]]()
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    """The project's base model (the config's ``model`` block) under every name the workflow gives it."""
+
+    #: its name among the base models FictionalQA fine-tunes when ``finetune.models`` is null (:func:`model_slug`)
+    slug: str
+    #: its display name in item rows and figures (:func:`model_name`)
+    name: str
+    #: its key of ``eval_models`` (the value ``base``; None when no key is, which the config check refuses):
+    #: its SORT prompt selection also serves the fiction and parametric SORT runs
+    evaluated_as: str | None
+    #: its folder (the rule ``base_model`` writes it)
+    path: str = f"{RESOURCES}/base_model"
+    #: the run label of its rows: step 0 of every run, evaluated once (:mod:`knowlab.core.checkpoints`)
+    run: str = BASE_RUN
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> BaseModel:
+        evaluated_as = next((key for key, spec in config["eval_models"].items() if spec == "base"), None)
+        return cls(model_slug(config["model"]), model_name(config["model"]), evaluated_as)
 
 
 def finetune_models(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,36 +148,263 @@ class Table:
         return Table(re.sub(r"\{(\w+)\}", lambda m: str(wildcards.get(m[1], m[0])), self.template), self.rule)
 
 
-# FictionalQA (Kirchenbauer et al. 2026)
-SPLIT = Table("fictionalqa/splits/{split}.json", "fictionalqa_split")
-ITEMS = Table("fictionalqa/{ft_model}/evaluate/{run}/step-{step}.parquet", "fictionalqa_evaluate")
-PAIRED_TESTS = Table("fictionalqa/{ft_model}/stats/{run}/{suite}_{test}.parquet", "fictionalqa_paired_tests")
-SUMMARY = Table("fictionalqa/{ft_model}/summary.csv", "fictionalqa_summary")
+@dataclass(frozen=True)
+class Step:
+    """The files every job of a rule writes besides its results, named from one ``key`` under
+    ``results/`` (wildcards in braces, the rule's): its log ``results/logs/<key>.log``, its
+    benchmark ``results/benchmarks/<key>.tsv`` and its provenance manifest, by default
+    ``results/<key>.manifest.json`` (``manifest``: another path from the working directory)."""
+
+    rule: str
+    key: str
+    manifest_path: str | None = None
+
+    @property
+    def log(self) -> str:
+        return f"{LOGS}/{self.key}.log"
+
+    @property
+    def benchmark(self) -> str:
+        return f"{BENCHMARKS}/{self.key}.tsv"
+
+    @property
+    def manifest(self) -> str:
+        return self.manifest_path or f"{RESULTS}/{self.key}.manifest.json"
+
+    def fix(self, **wildcards: Any) -> Step:
+        """The step with some wildcards set (a rule made in a loop: ``FQA_FIGURE_STEP.fix(family=family)``)."""
+
+        def fill(template: str) -> str:
+            return re.sub(r"\{(\w+)\}", lambda m: str(wildcards.get(m[1], m[0])), template)
+
+        return Step(self.rule, fill(self.key), self.manifest_path and fill(self.manifest_path))
+
+
+# Models (rules/models.smk): the base model, the other base models FictionalQA fine-tunes, the
+# models evaluated as they are, and every fine-tuning run's checkpoints under {training}
+# (Layout.trainings)
+BASE_MODEL_STEP = Step("base_model", "base_model", f"{BaseModel.path}.manifest.json")
+FT_BASE_MODEL = f"{RESOURCES}/base_models/{{ft_model}}"
+FT_BASE_MODEL_STEP = Step("finetune_base_model", "base_models/{ft_model}", f"{FT_BASE_MODEL}.manifest.json")
+EVAL_MODEL = f"{RESOURCES}/models/{{model}}"
+EVAL_MODEL_STEP = Step("eval_model", "models/{model}", f"{EVAL_MODEL}.manifest.json")
+CHECKPOINT = Table("{training}/checkpoints/{checkpoint}", "finetune")
+# the training state the next checkpoint interval resumes from (temporary)
+TRAINING_STATE = Table("{training}/state/{checkpoint}", "finetune")
+CHECKPOINT_TRAIN_LOG = Table("{training}/train_log/{checkpoint}.parquet", "finetune")
+FINETUNE_STEP = Step(
+    "finetune", "{training}/{checkpoint}", f"{RESULTS}/{{training}}/checkpoints/{{checkpoint}}.manifest.json"
+)
+# a run's training log, one row per optimizer step
+TRAIN_LOG = Table("{training}/train_log.parquet", "train_log")
+TRAIN_LOG_STEP = Step("train_log", "{training}/train_log")
+
+# Fiction generation (Kirchenbauer et al. 2026, Sec. 3; rules/fiction_generation.smk): {stage} is
+# seeds, fictsheets, fictions, fict_qa_raw, attempts_<kind>, grades_<kind>, fict_qa_annotated, fict_qa
+GENERATED = Table("generate/{stage}.jsonl", "generate_*")
+GENERATE_SEEDS_STEP = Step("generate_seeds", "generate/seeds")
+GENERATE_FICTSHEETS_STEP = Step("generate_fictsheets", "generate/fictsheets")
+GENERATE_FICTIONS_STEP = Step("generate_fictions", "generate/fictions")
+GENERATE_FICT_QA_STEP = Step("generate_fict_qa", "generate/fict_qa", f"{RESULTS}/generate/fict_qa_raw.manifest.json")
+GENERATE_ATTEMPTS_STEP = Step("generate_attempts", "generate/attempts_{kind}")
+GENERATE_GRADES_STEP = Step("generate_grades", "generate/grades_{kind}")
+GENERATION_SUMMARY = Table("generate/summary.csv", "generate_annotate")
+GENERATE_ANNOTATE_STEP = Step("generate_annotate", "generate/annotate", f"{RESULTS}/generate/fict_qa.manifest.json")
+
+# FictionalQA (Kirchenbauer et al. 2026; rules/fictionalqa.smk)
+WEBTEXT_TRAIN = f"{RESOURCES}/webtext/train.jsonl"
+WEBTEXT_HELDOUT = f"{RESOURCES}/webtext/heldout.jsonl"
+WEBTEXT_STEP = Step("fictionalqa_webtext", "fictionalqa/webtext", f"{RESOURCES}/webtext/manifest.json")
 # the fiction corpus's tables ({table}: fictions, fict_qa, ...): documents, their events and styles, questions
 CORPUS = Table("fictionalqa/corpus/fiction/{table}.jsonl", "fictionalqa_corpus")
+CORPUS_STEP = Step("fictionalqa_corpus", "fictionalqa/corpus", f"{RESULTS}/fictionalqa/corpus/fiction/manifest.json")
+RANKED_CANDIDATES = Table("fictionalqa/corpus/mcq/ranked_candidates.parquet", "fictionalqa_rank_distractors")
+# the ranking's shards: kept by a killed job, read by its re-run (no output of the rule)
+RANKING_SHARDS = Table("fictionalqa/corpus/mcq/ranking_shards", "fictionalqa_rank_distractors")
+RANK_DISTRACTORS_STEP = Step(
+    "fictionalqa_rank_distractors",
+    "fictionalqa/mcq/rank_distractors",
+    f"{RESULTS}/fictionalqa/corpus/mcq/ranked_candidates.manifest.json",
+)
+MCQ = Table("fictionalqa/corpus/mcq/mcq{n}.jsonl", "fictionalqa_mcq")
+MCQ_STEP = Step("fictionalqa_mcq", "fictionalqa/mcq/mcq{n}", f"{RESULTS}/fictionalqa/corpus/mcq/mcq{{n}}.manifest.json")
+# the MCQ suites as lm-evaluation-harness tasks (a folder)
+LM_EVAL_TASKS = Table("fictionalqa/lm_eval", "fictionalqa_lm_eval_tasks")
+LM_EVAL_TASKS_STEP = Step(
+    "fictionalqa_lm_eval_tasks", "fictionalqa/lm_eval_tasks", f"{RESULTS}/fictionalqa/lm_eval.manifest.json"
+)
+REAL_QA = Table("fictionalqa/corpus/real_qa.jsonl", "fictionalqa_real_qa")
+REAL_QA_STEP = Step("fictionalqa_real_qa", "fictionalqa/real_qa", f"{RESULTS}/fictionalqa/corpus/real_qa.manifest.json")
+SPLIT = Table("fictionalqa/splits/{split}.json", "fictionalqa_split")
+SPLIT_STEP = Step("fictionalqa_split", "fictionalqa/splits/{split}")
+ITEMS = Table("fictionalqa/{ft_model}/evaluate/{run}/step-{step}.parquet", "fictionalqa_evaluate")
+ITEMS_STEP = Step("fictionalqa_evaluate", "fictionalqa/{ft_model}/evaluate/{run}/step-{step}")
+PAIRED_TESTS = Table("fictionalqa/{ft_model}/stats/{run}/{suite}_{test}.parquet", "fictionalqa_paired_tests")
+PAIRED_TESTS_STEP = Step("fictionalqa_paired_tests", "fictionalqa/{ft_model}/stats/{run}/{suite}")
+SUMMARY = Table("fictionalqa/{ft_model}/summary.csv", "fictionalqa_summary")
+SUMMARY_STEP = Step("fictionalqa_summary", "fictionalqa/{ft_model}/summary")
+# the paper's figures of one base model ({family}: fig2, ...; {ext}: pdf, png), a rule per family
+FQA_FIGURE = Table("figures/fictionalqa/{ft_model}/{family}.{ext}", "fictionalqa_figure_{family}")
+FQA_FIGURE_STEP = Step(
+    "fictionalqa_figure_{family}",
+    "fictionalqa/figures/{ft_model}/{family}",
+    f"{RESULTS}/figures/fictionalqa/{{ft_model}}/{{family}}.manifest.json",
+)
+FQA_PVALUES_FIGURE = Table(
+    "figures/fictionalqa/{ft_model}/stats/{run}/{suite}_{test}.{ext}", "fictionalqa_figure_pvalues"
+)
+FQA_PVALUES_FIGURE_STEP = Step(
+    "fictionalqa_figure_pvalues",
+    "fictionalqa/figures/{ft_model}/stats/{run}/{suite}_{test}",
+    f"{RESULTS}/figures/fictionalqa/{{ft_model}}/stats/{{run}}/{{suite}}_{{test}}.manifest.json",
+)
 # every base model: its name, source, parameter count (knowlab.fictionalqa.models)
 MODELS = Table("fictionalqa/models.csv", "fictionalqa_models")
-# a fine-tuning run's training log; {training}: its folder (Layout.trainings)
-TRAIN_LOG = Table("{training}/train_log.parquet", "train_log")
-# SORT (Pink et al. 2024)
+MODELS_STEP = Step("fictionalqa_models", "fictionalqa/models")
+ACROSS_MODELS_FIGURE = Table("figures/fictionalqa/across_models/{family}.{ext}", "fictionalqa_across_models_{family}")
+ACROSS_MODELS_FIGURE_STEP = Step(
+    "fictionalqa_across_models_{family}",
+    "fictionalqa/figures/across_models/{family}",
+    f"{RESULTS}/figures/fictionalqa/across_models/{{family}}.manifest.json",
+)
+
+# SORT (Pink et al. 2024; rules/sort.smk)
+SORT_SOURCE = f"{RESOURCES}/sort/{{source}}"
+SORT_SOURCES_STEP = Step("sort_sources", "sort/sources", f"{SORT_SOURCE}.manifest.json")
+SORT_BOOKS = Table("sort/books.jsonl", "sort_items")
+SORT_ITEMS = Table("sort/items.jsonl", "sort_items")
+SORT_ITEMS_STEP = Step("sort_items", "sort/items")
+SORT_RETRIEVAL = Table("sort/retrieval.parquet", "sort_retrieval")
+SORT_RETRIEVAL_STEP = Step("sort_retrieval", "sort/retrieval")
+SORT_SELECTION = Table("sort/prompt/{model}/selection.json", "sort_prompt")
+SORT_VALIDATION = Table("sort/prompt/{model}/validation.parquet", "sort_prompt")
+SORT_PROMPT_STEP = Step("sort_prompt", "sort/prompt/{model}", f"{RESULTS}/sort/prompt/{{model}}/manifest.json")
+SORT_RAG_SELECTION = Table("sort/prompt/{model}/rag_selection.json", "sort_rag_prompt")
+SORT_RAG_VALIDATION = Table("sort/prompt/{model}/rag_validation.parquet", "sort_rag_prompt")
+SORT_RAG_PROMPT_STEP = Step(
+    "sort_rag_prompt", "sort/prompt/{model}_rag", f"{RESULTS}/sort/prompt/{{model}}/rag_manifest.json"
+)
 SORT_ROWS = Table("sort/evaluate/{model}/{condition}.parquet", "sort_evaluate_base")
+SORT_ROWS_STEP = Step("sort_evaluate_base", "sort/evaluate/{model}/{condition}")
+SORT_TABLES = Table("sort/tables", "sort_stats")
+SORT_BINOMIAL = Table("sort/stats/binomial.parquet", "sort_stats")
+SORT_MCNEMAR = Table("sort/stats/{model}/mcnemar_conditions.parquet", "sort_stats")
+SORT_TTEST = Table("sort/stats/{model}/ttest_conditions.parquet", "sort_stats")
+SORT_BANDS = Table("sort/stats/bands/{name}.parquet", "sort_stats")
+SORT_STATS_STEP = Step("sort_stats", "sort/stats", f"{RESULTS}/sort/stats/manifest.json")
+# SORT's figures of the base model and across parametric fine-tuning ({name}: fig3a, ..., fig16)
+SORT_FIGURE = Table("figures/sort/{name}.{ext}", "sort_figures")
+SORT_FIGURES_STEP = Step("sort_figures", "sort/figures", f"{RESULTS}/figures/sort/manifest.json")
+SORT_FICTION_ITEMS = Table("sort/fiction/items.jsonl", "sort_fiction_items")
+SORT_FICTION_ITEMS_STEP = Step("sort_fiction_items", "sort/fiction/items")
 SORT_FICTION_ROWS = Table("sort/fiction/{ft_model}/evaluate/{run}/step-{step}.parquet", "sort_fiction_evaluate")
+SORT_FICTION_ROWS_STEP = Step("sort_fiction_evaluate", "sort/fiction/{ft_model}/evaluate/{run}/step-{step}")
+SORT_FICTION_ALL_ROWS = Table("sort/fiction/{ft_model}/rows.parquet", "sort_fiction_stats")
+SORT_FICTION_BINOMIAL = Table("sort/fiction/{ft_model}/stats/binomial.parquet", "sort_fiction_stats")
+SORT_FICTION_TESTS = Table("sort/fiction/{ft_model}/stats/tests", "sort_fiction_stats")
+SORT_FICTION_BANDS = Table("sort/fiction/{ft_model}/stats/bands.parquet", "sort_fiction_stats")
+SORT_FICTION_STATS_STEP = Step(
+    "sort_fiction_stats", "sort/fiction/{ft_model}/stats", f"{RESULTS}/sort/fiction/{{ft_model}}/stats/manifest.json"
+)
+SORT_FICTION_FIGURE = Table("figures/sort/fiction/{ft_model}/fiction_sort.{ext}", "sort_fiction_figures")
+SORT_FICTION_FIGURES_STEP = Step(
+    "sort_fiction_figures",
+    "sort/fiction/{ft_model}/figures",
+    f"{RESULTS}/figures/sort/fiction/{{ft_model}}/fiction_sort.manifest.json",
+)
+SORT_PARAMETRIC_TEXTS = Table("sort/parametric/texts.json", "sort_parametric_texts")
+SORT_PARAMETRIC_TEXTS_STEP = Step("sort_parametric_texts", "sort/parametric/texts")
 SORT_PARAMETRIC_ROWS = Table("sort/parametric/{prun}/evaluate/epoch-{epoch}.parquet", "sort_parametric_evaluate")
 SORT_PARAMETRIC_NLL = Table(
     "sort/parametric/{prun}/evaluate/epoch-{epoch}_segment_nll.parquet", "sort_parametric_evaluate"
 )
-# Grounding (Lee et al. 2024)
+SORT_PARAMETRIC_EVALUATE_STEP = Step("sort_parametric_evaluate", "sort/parametric/{prun}/evaluate/epoch-{epoch}")
+SORT_PARAMETRIC_ALL_ROWS = Table("sort/parametric/rows.parquet", "sort_parametric_stats")
+SORT_PARAMETRIC_MCNEMAR = Table("sort/parametric/stats/mcnemar.parquet", "sort_parametric_stats")
+SORT_PARAMETRIC_TTEST = Table("sort/parametric/stats/ttest.parquet", "sort_parametric_stats")
+SORT_PARAMETRIC_BANDS = Table("sort/parametric/stats/bands/{name}.parquet", "sort_parametric_stats")
+SORT_PARAMETRIC_STATS_STEP = Step(
+    "sort_parametric_stats", "sort/parametric/stats", f"{RESULTS}/sort/parametric/stats/manifest.json"
+)
+SORT_PARAMETRIC_FIGURES_STEP = Step(
+    "sort_parametric_figures", "sort/parametric/figures", f"{RESULTS}/figures/sort/parametric.manifest.json"
+)
+
+# Grounding (Lee et al. 2024; rules/grounding.smk)
+GROUNDING_ITEMS = Table("grounding/{dataset}/items.jsonl", "grounding_items")
+GROUNDING_POOL = Table("grounding/{dataset}/pool.jsonl", "grounding_items")
+GROUNDING_ITEMS_STEP = Step("grounding_items", "grounding/{dataset}/items")
+GROUNDING_DISTRACTORS = Table("grounding/{dataset}/distractors.parquet", "grounding_distractors")
+GROUNDING_DISTRACTORS_STEP = Step("grounding_distractors", "grounding/{dataset}/distractors")
+GROUNDING_RESPONSES = Table("grounding/{dataset}/responses/{model}.jsonl", "grounding_generate")
+GROUNDING_RESPONSES_STEP = Step("grounding_generate", "grounding/{dataset}/responses/{model}")
+# the request caches of the OpenAI-compatible backends ({served}: the dataset and model, a checkpoint,
+# or the decomposer) and the atomic facts' cache of a scoring job: no rule's outputs
+GROUNDING_REQUESTS = Table("grounding/cache/requests/{served}", "grounding_generate")
+GROUNDING_FACTS_CACHE = Table("grounding/cache/facts/{scored}.json", "grounding_score")
 GROUNDING_SCORES = Table("grounding/{dataset}/scores/{model}.parquet", "grounding_score")
+GROUNDING_FACTS = Table("grounding/{dataset}/scores/{model}_facts.json", "grounding_score")
+GROUNDING_SCORES_STEP = Step("grounding_score", "grounding/{dataset}/scores/{model}")
+GROUNDING_ROWS = Table("grounding/rows.parquet", "grounding_tables")
+GROUNDING_TABLES = Table("grounding/tables", "grounding_tables")
+GROUNDING_TABLES_STEP = Step("grounding_tables", "grounding/tables")
+GROUNDING_FIGURE = Table("figures/grounding/{name}.{ext}", "grounding_figures")
+GROUNDING_FIGURES_STEP = Step("grounding_figures", "grounding/figures", f"{RESULTS}/figures/grounding/manifest.json")
+GROUNDING_CHECKPOINT_RESPONSES = Table(
+    "grounding/finetune/{ft_model}/responses/{run}/step-{step}.jsonl", "grounding_checkpoint_generate"
+)
+GROUNDING_CHECKPOINT_RESPONSES_STEP = Step(
+    "grounding_checkpoint_generate", "grounding/finetune/{ft_model}/responses/{run}/step-{step}"
+)
 GROUNDING_CHECKPOINT_SCORES = Table(
     "grounding/finetune/{ft_model}/scores/{run}/step-{step}.parquet", "grounding_checkpoint_score"
 )
-GROUNDING_ROWS = Table("grounding/rows.parquet", "grounding_tables")
+GROUNDING_CHECKPOINT_FACTS = Table(
+    "grounding/finetune/{ft_model}/scores/{run}/step-{step}_facts.json", "grounding_checkpoint_score"
+)
+GROUNDING_CHECKPOINT_SCORES_STEP = Step(
+    "grounding_checkpoint_score", "grounding/finetune/{ft_model}/scores/{run}/step-{step}"
+)
+GROUNDING_FINETUNE_ROWS = Table("grounding/finetune/{ft_model}/rows.parquet", "grounding_finetune_stats")
+GROUNDING_FINETUNE_RATES = Table("grounding/finetune/{ft_model}/rates.csv", "grounding_finetune_stats")
+GROUNDING_FINETUNE_MCNEMAR = Table("grounding/finetune/{ft_model}/mcnemar.parquet", "grounding_finetune_stats")
+GROUNDING_FINETUNE_STATS_STEP = Step(
+    "grounding_finetune_stats",
+    "grounding/finetune/{ft_model}/stats",
+    f"{RESULTS}/grounding/finetune/{{ft_model}}/manifest.json",
+)
+GROUNDING_FINETUNE_FIGURE = Table("figures/grounding/finetune/{ft_model}.{ext}", "grounding_finetune_figures")
+GROUNDING_FINETUNE_FIGURES_STEP = Step(
+    "grounding_finetune_figures",
+    "grounding/finetune/{ft_model}/figures",
+    f"{RESULTS}/figures/grounding/finetune/{{ft_model}}.manifest.json",
+)
+
+# The findings, the dataset card and provenance (rules/findings.smk, rules/provenance.smk)
+FINDINGS_TEXT = Table("findings.txt", "findings")
+FINDINGS_JSON = Table("findings.json", "findings")
+FINDINGS_TABLE = Table("findings.csv", "findings")
+FINDINGS_DESIGN = Table("findings_design.csv", "findings")
+FINDINGS_STEP = Step("findings", "findings")
+DATASET_CARD = Table("README.md", "dataset_card")
+DATASET_CARD_STEP = Step("dataset_card", "dataset_card", f"{RESULTS}/README.manifest.json")
+PROVENANCE_PAGES = Table("provenance", "provenance")
+RO_CRATE = Table("ro-crate", "provenance")
+PROVENANCE_STEP = Step("provenance", "provenance")
+# the report (snakemake --report), which no rule writes
+REPORT = f"{RESULTS}/report.html"
 
 
 def fictionalqa_training(ft_model: str, run: str) -> str:
     """The folder under ``results/`` of FictionalQA run ``run`` of base model ``ft_model`` (a key of
     :attr:`Layout.trainings`)."""
     return f"fictionalqa/{ft_model}/finetune/{run}"
+
+
+def parametric_training(prun: str) -> str:
+    """The folder under ``results/`` of SORT's parametric-memory run ``prun`` (a key of
+    :attr:`Layout.trainings`)."""
+    return f"sort/parametric/{prun}"
 
 
 def training_model(training: str) -> str | None:
@@ -156,6 +419,8 @@ class Layout:
 
     def __init__(self, config: Mapping[str, Any]):
         finetune, sort, grounding = config["finetune"], config["sort"], config["grounding"]
+        #: the project's base model and its names
+        self.base_model = BaseModel.from_config(config)
         #: the base models FictionalQA fine-tunes, in config order (``finetune.models``)
         self.ft_models: list[str] = list(finetune_models(config))
         #: the base models whose checkpoints SORT and grounding probe (``finetune.probe_models``; null: all)
@@ -197,7 +462,7 @@ class Layout:
                 for run in self.runs + self.replicate_runs
             },
             **{
-                f"sort/parametric/{prun}": [f"epoch-{e}" for e in range(1, self.sort_epochs + 1)]
+                parametric_training(prun): [f"epoch-{e}" for e in range(1, self.sort_epochs + 1)]
                 for prun in self.parametric_runs
             },
         }
@@ -230,24 +495,84 @@ class Layout:
             )
         )
 
-    def findings_inputs(self, base_eval: str) -> list[str]:
-        """The tables :func:`knowlab.findings.collect` reads: every checkpoint of every run (every
+    def findings_inputs(self, base_eval: str) -> dict[str, list[str]]:
+        """The tables :func:`knowlab.findings.collect` reads, by name (the findings rule's named
+        inputs; a name whose study or run is off is left out): ``sort_rows``, the base model's
+        (``base_eval``) SORT items in each condition; ``item_tables``, every checkpoint of every run (every
         training seed's) of every base model (Event's claim takes the minimum validation loss over
-        them; the model-size claim compares
-        the base models), the base models' table, the splits, the corpus's documents and questions
-        (their events: the unit of FictionalQA's claims); the base model's
-        (``base_eval``) SORT items in each condition and, when on, the parametric runs' last-epoch
-        items and segment nll; the grounding rows."""
-        inputs = [SORT_ROWS.path(model=base_eval, condition=c) for c in self.sort_conditions]
+        them; the model-size claim compares the base models); ``models``, the base models' table;
+        ``splits``; ``corpus``, the documents and questions (their events: the unit of FictionalQA's
+        claims); ``parametric``, when on, each parametric run's last-epoch items and segment nll;
+        ``grounding_rows``."""
+        inputs = {"sort_rows": [SORT_ROWS.path(model=base_eval, condition=c) for c in self.sort_conditions]}
         if self.fiction_runs:
-            for ft_model in self.ft_models:
-                inputs += self.run_items(ft_model, *self.runs, *self.replicate_runs)
-            inputs += [MODELS.path()]
-            inputs += [SPLIT.path(split=run) for run in self.fiction_runs]
-            inputs += [CORPUS.path(table=table) for table in ("fictions", "fict_qa")]
-        for prun in self.parametric_runs:
-            inputs += [SORT_PARAMETRIC_ROWS.path(prun=prun, epoch=self.sort_epochs)]
-            inputs += [SORT_PARAMETRIC_NLL.path(prun=prun, epoch=self.sort_epochs)]
+            inputs["item_tables"] = [
+                path
+                for ft_model in self.ft_models
+                for path in self.run_items(ft_model, *self.runs, *self.replicate_runs)
+            ]
+            inputs["models"] = [MODELS.path()]
+            inputs["splits"] = [SPLIT.path(split=run) for run in self.fiction_runs]
+            inputs["corpus"] = [CORPUS.path(table=table) for table in ("fictions", "fict_qa")]
+        if self.parametric_runs:
+            inputs["parametric"] = [
+                table.path(prun=prun, epoch=self.sort_epochs)
+                for prun in self.parametric_runs
+                for table in (SORT_PARAMETRIC_ROWS, SORT_PARAMETRIC_NLL)
+            ]
         if self.grounding_datasets:
-            inputs += [GROUNDING_ROWS.path()]
+            inputs["grounding_rows"] = [GROUNDING_ROWS.path()]
         return inputs
+
+    def probe_tables(self, table: Table) -> dict[str, list[str]]:
+        """A checkpoint probe's per-checkpoint tables (``table``: SORT on the fiction documents, or
+        grounding across fine-tuning) of every base model of :attr:`probe_models`: ``base``, the base
+        model's (step 0), and ``rows``, every run's later checkpoints."""
+        return {
+            "base": [table.path(ft_model=m, run=BASE_RUN, step=0) for m in self.probe_models],
+            "rows": [
+                table.path(ft_model=m, run=run, step=step)
+                for run in self.runs
+                for step in self.steps[1:]
+                for m in self.probe_models
+            ],
+        }
+
+    def dataset_card_inputs(self, base_eval: str) -> dict[str, list[str]]:
+        """The item-level tables the dataset card shares (:mod:`knowlab.dataset_card`), by name: every
+        evaluated model's SORT items per condition; every FictionalQA checkpoint's items (the first
+        seed's runs), SORT's on the fiction documents; the parametric runs' items and segment nll
+        (the base model's, ``base_eval``, at epoch 0); the grounding scores, of the evaluated models
+        and across fine-tuning."""
+        inputs = {
+            "sort_rows": [SORT_ROWS.path(model=m, condition=c) for m in self.eval_models for c in self.sort_conditions]
+        }
+        if self.fiction_runs:
+            inputs["item_tables"] = [
+                path for ft_model in self.ft_models for path in self.run_items(ft_model, *self.runs)
+            ]
+            probes = self.probe_tables(SORT_FICTION_ROWS)
+            inputs["sort_fiction_rows"] = probes["base"] + probes["rows"]
+        if self.parametric_runs:
+            epochs = range(1, self.sort_epochs + 1)
+            inputs["sort_parametric_rows"] = [
+                SORT_PARAMETRIC_ROWS.path(prun=prun, epoch=e) for prun in self.parametric_runs for e in epochs
+            ]
+            inputs["sort_parametric_nll"] = self.parametric_nll()
+        if self.grounding_datasets:
+            inputs["grounding_scores"] = [
+                GROUNDING_SCORES.path(dataset=d, model=m) for d in self.grounding_datasets for m in self.eval_models
+            ]
+        if self.grounding_finetune:
+            probes = self.probe_tables(GROUNDING_CHECKPOINT_SCORES)
+            inputs["grounding_checkpoint_scores"] = probes["base"] + probes["rows"]
+        return inputs
+
+    def parametric_nll(self) -> list[str]:
+        """The segments' nll of every parametric run's epochs, then the base model's at epoch 0 (Fig. 12's
+        points)."""
+        return [
+            SORT_PARAMETRIC_NLL.path(prun=prun, epoch=e)
+            for prun in self.parametric_runs
+            for e in range(1, self.sort_epochs + 1)
+        ] + [SORT_PARAMETRIC_NLL.path(prun=BASE_RUN, epoch=0)]

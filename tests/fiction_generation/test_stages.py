@@ -16,7 +16,7 @@ from knowlab.core.llm.requests import BackendError, Completion
 from knowlab.fiction.schema import validate_record
 from knowlab.fiction_generation import stages
 from knowlab.fiction_generation.parse import parse_grade
-from knowlab.fiction_generation.pipeline import load_prompts, make_generator, run_annotation, run_chain, run_stage
+from knowlab.fiction_generation.steps.data import load_prompts, make_generator, run_annotation, run_chain, run_stage
 from knowlab.fiction_generation.settings import stage_settings
 
 ROOT = Path(__file__).resolve().parents[2]

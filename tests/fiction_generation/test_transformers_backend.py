@@ -11,7 +11,7 @@ from knowlab.config import load_config
 from knowlab.core.io import read_jsonl
 from knowlab.fiction.schema import validate_corpus, validate_record
 from knowlab.fiction_generation import stages
-from knowlab.fiction_generation.pipeline import make_generator, run_annotation, run_chain
+from knowlab.fiction_generation.steps.data import make_generator, run_annotation, run_chain
 from knowlab.fiction_generation.settings import stage_settings
 
 ROOT = Path(__file__).resolve().parents[2]

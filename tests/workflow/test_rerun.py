@@ -27,7 +27,7 @@ TEST_CONFIG = Path(__file__).resolve().parents[2] / "config" / "test.yaml"
 # tests take those of config/test.yaml's rule graph
 MODEL_RULES = frozenset(name for name, rule in workflow_rules().items() if "compute" in rule.params)
 # The fine-tuning rules serve FictionalQA's runs and SORT's parametric runs: a key of one recipe
-# retrains only its runs (knowlab.finetune_job.recipe_settings), and the other study's evaluations
+# retrains only its runs (knowlab.finetune_job.FinetuneJobSettings), and the other study's evaluations
 # stay.
 SORT_PARAMETRIC = {"sort_parametric_evaluate", "sort_parametric_stats", "sort_parametric_figures"}
 # SORT's and grounding's probes of the FictionalQA checkpoints of a base model (finetune.probe_models)

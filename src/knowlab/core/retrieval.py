@@ -8,7 +8,7 @@ searched exactly by faiss), used by
 - SORT RAG (:mod:`knowlab.sort.rag`: Book-SORT passages, queries, recall@k, oracle passages);
 - grounding (:mod:`knowlab.grounding.distractors`: distractor contexts ranked by similarity to
   the question; :mod:`knowlab.grounding.evaluator`: the bi-encoder fact checker);
-- fiction generation (:mod:`knowlab.fiction_generation.pipeline`: near-duplicate questions).
+- fiction generation (:mod:`knowlab.fiction_generation.steps.data`: near-duplicate questions).
 
 Pieces:
 

@@ -20,7 +20,7 @@ are in no record (config/README.md, "What re-runs when a key changes"): ``fictio
 (where the request cache lives: it is content-addressed, a request is answered the same from
 any folder) and the client keys of ``fiction.generate.openai`` (``api_key_env``,
 ``max_retries``, ``timeout_s``, ``concurrency``, ``poll_interval_s``:
-:class:`knowlab.fiction_generation.pipeline.ClientOptions`); the scripts read them from the
+:class:`knowlab.fiction_generation.steps.data.ClientOptions`); the scripts read them from the
 config.  A backend's own keys are in a record only under that backend (``openai.base_url``:
 ``openai`` and ``openai_batch``; ``transformers.path`` and ``batch_size``: ``transformers``;
 ``replay.path``: ``replay``).
@@ -51,7 +51,7 @@ class FictionGenerationStageSettings(StepSettings):
     ``fiction.generate.temperature`` and ``max_tokens``: a stage's requests carry them, and its
     items' sampling seeds (:func:`knowlab.fiction_generation.stages.item_seed`), in their cache keys."""
 
-    #: the stage (:data:`knowlab.fiction_generation.pipeline.STAGE_INPUTS`), the request's ``stage``
+    #: the stage (:data:`knowlab.fiction_generation.steps.data.STAGE_INPUTS`), the request's ``stage``
     STAGE: ClassVar[str] = ""
 
     backend: str
@@ -223,14 +223,14 @@ STAGE_SETTINGS: dict[str, type[FictionGenerationStageSettings]] = {
 
 def stage_settings(config: Mapping[str, Any]) -> dict[str, FictionGenerationStageSettings]:
     """Every stage's settings of the validated workflow config (the whole chain,
-    :func:`knowlab.fiction_generation.pipeline.run_chain`)."""
+    :func:`knowlab.fiction_generation.steps.data.run_chain`)."""
     return {stage: cls.from_config(config) for stage, cls in STAGE_SETTINGS.items()}
 
 
 @dataclass(frozen=True, kw_only=True)
 class FictionGenerationAnnotateSettings(StepSettings):
     """Rule ``generate_annotate``: near-duplicate questions (an annotation; the kept questions are
-    those not exact duplicates and wrong when blind; :func:`knowlab.fiction_generation.pipeline.run_annotation`)."""
+    those not exact duplicates and wrong when blind; :func:`knowlab.fiction_generation.steps.data.run_annotation`)."""
 
     embedder: str
     """``fiction.generate.near_duplicates.embedder``: the sentence embedder of the questions

@@ -50,7 +50,7 @@ def finetune_run(
         The segment's training log, one row per optimizer step (:func:`knowlab.core.train.train_segment`).
 
     Raises:
-        knowlab.fictionalqa.splits.SplitError: the split names a document the corpus lacks.
+        knowlab.fiction.splits.SplitError: the split names a document the corpus lacks.
     """
     fiction = []
     if inputs.get("split"):

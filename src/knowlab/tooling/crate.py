@@ -77,6 +77,7 @@ from urllib.parse import quote, unquote
 
 from rocrate.rocrate import ROCrate
 
+from knowlab.layout import RO_CRATE
 from knowlab.tooling.trace import FINDINGS, build_index, load_manifests, norm, pins, recorded_files
 
 PROFILES = {
@@ -323,7 +324,7 @@ def _package_id(name: str, version: str) -> str:
 
 def build_crate(
     base: str | os.PathLike = ".",
-    out: str | os.PathLike = "results/ro-crate",
+    out: str | os.PathLike = RO_CRATE.path(),
     *,
     workflow: str | os.PathLike | None = None,
     date_published: str | None = None,
@@ -865,7 +866,7 @@ def validate_crate(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default=".", help="the workflow's working directory (default: .)")
-    parser.add_argument("--out", default="results/ro-crate", help="the crate folder, relative to --base")
+    parser.add_argument("--out", default=RO_CRATE.path(), help="the crate folder, relative to --base")
     parser.add_argument(
         "--workflow", default=None, help="the folder of the Snakefile (default: --base, else this checkout)"
     )

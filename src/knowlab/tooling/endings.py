@@ -16,11 +16,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from knowlab.layout import RESULTS
+from knowlab.layout import FINDINGS_TEXT as _FINDINGS_TEXT
+from knowlab.layout import REPORT, RESULTS
 
 #: where the findings of a run are (rule findings)
-FINDINGS_TEXT = f"{RESULTS}/findings.txt"
-REPORT = f"{RESULTS}/report.html"
+FINDINGS_TEXT = _FINDINGS_TEXT.path()
 
 _ERROR = re.compile(r"^Error in rule (\S+):$")
 _LOG = re.compile(r"^\s+log: (.+?)(?: \(check log file\(s\) for error details\))?$")

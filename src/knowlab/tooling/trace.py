@@ -67,14 +67,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knowlab import layout
 from knowlab.core.io import read_json, sha256_file
 
 #: path prefixes (relative to the working directory) of the files the workflow writes: one of
 #: them with no manifest is a broken link, never a raw input
-DERIVED = ("results/", "resources/")
+DERIVED = (f"{layout.RESULTS}/", f"{layout.RESOURCES}/")
 #: the findings table and the prefix of a claim id -> the study folder its numbers come from
-FINDINGS = "results/findings.json"
-STUDY_FOLDERS = {"fqa": "results/fictionalqa/", "sort": "results/sort/", "grounding": "results/grounding/"}
+FINDINGS = layout.FINDINGS_JSON.path()
+STUDY_FOLDERS = {
+    prefix: f"{layout.RESULTS}/{study}/"
+    for prefix, study in [("fqa", "fictionalqa"), ("sort", "sort"), ("grounding", "grounding")]
+}
 #: the facts of a finding record shown for a claim's root, in this order
 FINDING_FACTS = ("study", "claim", "status", "effect", "ci_low", "ci_high", "p", "n", "test", "source", "figure")
 

@@ -1,4 +1,4 @@
-"""File-level steps of the generation pipeline, one per Snakemake rule (``rules/generate.smk``).
+"""File-level steps of the generation pipeline, one per Snakemake rule (``rules/fiction_generation.smk``).
 
 Each step reads the JSONL outputs of the steps before it, runs one stage of
 :mod:`knowlab.fiction_generation.stages` and writes its table atomically, so a failed stage leaves
