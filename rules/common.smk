@@ -22,7 +22,7 @@ from knowlab.fictionalqa.settings import (
     SplitSettings,
     WebtextSettings,
 )
-from knowlab.fiction.corpus import FictionCorpusSettings
+from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.fiction.schema import TABLES
 
 from knowlab.findings import FindingsSettings

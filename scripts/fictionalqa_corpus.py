@@ -1,7 +1,7 @@
 """Load the fiction corpus (shipped, released or generated), validate it, write it out."""
 
 from knowlab.core.provenance import rule_step
-from knowlab.fiction.corpus import FictionCorpusSettings
+from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.fictionalqa.steps import data
 
 with rule_step(snakemake) as log:

@@ -11,7 +11,7 @@ from knowlab.config import load_config
 from knowlab.core.device import BATCH_KEYS, ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.settings import StepSettings
-from knowlab.fiction.corpus import FictionCorpusSettings
+from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.fictionalqa import settings as fictionalqa
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"

@@ -219,7 +219,8 @@ def test_draws_extend_when_more_seeds_are_asked_for():
 
 
 def test_a_generated_corpus_without_questions_stops_the_corpus_rule(tmp_path):
-    from knowlab.fiction.corpus import FictionCorpusSettings, load_fiction
+    from knowlab.fiction.corpus import load_fiction
+    from knowlab.fiction.settings import FictionCorpusSettings
     from knowlab.fiction.schema import read_corpus, write_corpus
 
     generate = FictionCorpusSettings(source="generate")

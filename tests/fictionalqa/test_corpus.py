@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from knowlab.core.io import DataError, HashMismatchError
-from knowlab.fiction.corpus import FictionCorpusSettings, load_fiction
+from knowlab.fiction.corpus import load_fiction
+from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.fiction.schema import STYLES, TABLES, read_corpus
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -34,7 +34,8 @@ import pandas as pd
 
 from knowlab.core.models import count_parameters, load_model
 from knowlab.core.shards import ShardStore
-from knowlab.fiction.corpus import FictionCorpusSettings, load_fiction
+from knowlab.fiction.corpus import load_fiction
+from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.fiction.schema import write_corpus
 from knowlab.fiction.splits import make_split
 from knowlab.fictionalqa.corpus.mcq import RANKER_TEMPLATE, build_mcq, rank_candidates

@@ -1,0 +1,37 @@
+"""The settings of the fiction corpus's rule (config ``fiction``): a module of its own, importing only
+:mod:`knowlab.core.settings`, so that building the DAG (Snakemake's own env: no pyarrow, no torch)
+imports none of the corpus's readers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from knowlab.core.settings import StepSettings
+
+
+@dataclass(frozen=True)
+class FictionCorpusSettings(StepSettings):
+    """Rule ``fictionalqa_corpus``: where the fiction corpus comes from (config ``fiction``, the source's block
+    only)."""
+
+    source: str
+    """``shipped`` (files in the repository, pinned), ``release`` (the authors' dataset) or ``generate``."""
+    shipped: dict[str, Any] | None = None
+    """``shipped`` only: ``{"dir": <folder>, "sha256": {table: pin}}``."""
+    release: dict[str, Any] | None = None
+    """``release`` only: ``{"path", "hub_id", "revision"}``."""
+
+    def __post_init__(self) -> None:
+        if self.source not in ("shipped", "release", "generate"):
+            raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {self.source!r}")
+        if self.source in ("shipped", "release") and getattr(self, self.source) is None:
+            raise ValueError(f"fiction.source is {self.source!r} but fiction.{self.source} is not set")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> FictionCorpusSettings:
+        block = config["fiction"]
+        source = block["source"]
+        chosen = {source: dict(block[source])} if source in ("shipped", "release") else {}
+        return cls(source=source, **chosen)
