@@ -103,11 +103,25 @@ RUNS = LAYOUT.runs
 # at every checkpoint for the findings; figures, tables and probes read the first seed's RUNS
 SEEDS = LAYOUT.seeds
 REPLICATE_RUNS = LAYOUT.replicate_runs
-# the fine-tuning folders of every base model's RUNS under results/ (knowlab.layout.fictionalqa_training)
+# each base model's runs: all of RUNS unless its finetune.models entry names fewer (knowlab.layout.model_runs)
+MODEL_RUNS = LAYOUT.model_runs
+# the fine-tuning folders of every base model's runs under results/ (knowlab.layout.fictionalqa_training)
 FICTIONALQA_TRAININGS = {
-    ft_model: [fictionalqa_training(ft_model, run) for run in RUNS]
+    ft_model: [fictionalqa_training(ft_model, run) for run in MODEL_RUNS[ft_model]]
     for ft_model in FT_MODELS
 }
+
+
+def fiction_runs_of(wildcards):
+    """Base model {ft_model}'s fiction runs (a param of its tables and figures across runs)."""
+    return [run for run in MODEL_RUNS[wildcards.ft_model] if run != CONTROL_RUN]
+
+
+def control_of(wildcards):
+    """The control run when base model {ft_model} trains it, else None."""
+    return CONTROL_RUN if CONTROL_RUN in MODEL_RUNS[wildcards.ft_model] else None
+
+
 STEPS = LAYOUT.steps
 SPLITS = sorted(set(config["splits"]["names"]) | set(FICTION_RUNS))
 STATS_SUITES = config["stats"]["suites"]
@@ -226,7 +240,12 @@ def probe_inputs(table):
     """
     return {
         "base": expand(table, run=BASE.run, step=0, allow_missing=True)[0],
-        "rows": expand(table, run=RUNS, step=STEPS[1:], allow_missing=True),
+        "rows": lambda wildcards: expand(
+            table,
+            ft_model=wildcards.ft_model,
+            run=MODEL_RUNS[wildcards.ft_model],
+            step=STEPS[1:],
+        ),
         "splits": expand(layout.SPLIT.smk, split=FICTION_RUNS),
         "fictions": layout.CORPUS.path(table="fictions"),
     }
@@ -245,9 +264,10 @@ run_items = LAYOUT.run_items
 
 
 def compared_runs(wildcards):
-    """A fiction run is compared with the control (when there is one)."""
-    if config["finetune"]["control"] and wildcards.run != CONTROL_RUN:
+    """A fiction run is compared with the control (when base model {ft_model} trains one)."""
+    if control_of(wildcards) and wildcards.run != CONTROL_RUN:
         return [wildcards.run, CONTROL_RUN]
+
     return [wildcards.run]
 
 

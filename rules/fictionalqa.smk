@@ -223,7 +223,9 @@ rule fictionalqa_paired_tests:
 
 rule fictionalqa_summary:
     input:
-        item_tables=lambda wildcards: run_items(wildcards.ft_model, *RUNS),
+        item_tables=lambda wildcards: run_items(
+            wildcards.ft_model, *MODEL_RUNS[wildcards.ft_model]
+        ),
         splits=expand(layout.SPLIT.smk, split=FICTION_RUNS),
         train_logs=lambda wildcards: expand(
             layout.TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS[wildcards.ft_model]
@@ -248,7 +250,7 @@ rule fictionalqa_summary:
         "../envs/stats.yaml"
     params:
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],
-        runs=RUNS,
+        runs=lambda wildcards: MODEL_RUNS[wildcards.ft_model],
         stats=STATS,
     script:
         "../scripts/fictionalqa_summary.py"
@@ -400,11 +402,15 @@ if FICTION_RUNS:
         family=ACROSS_MODEL_FAMILIES,
         ext=("pdf", "png"),
     )
-    FICTIONALQA_OUTPUTS += expand(
-        layout.FQA_PVALUES_FIGURE.smk,
-        ft_model=FT_MODELS,
-        run=FICTION_RUNS,
-        suite=STATS_SUITES,
-        test=TESTS,
-        ext=("pdf", "png"),
-    )
+    FICTIONALQA_OUTPUTS += [
+        path
+        for ft_model in FT_MODELS
+        for path in expand(
+            layout.FQA_PVALUES_FIGURE.smk,
+            ft_model=ft_model,
+            run=[run for run in MODEL_RUNS[ft_model] if run != CONTROL_RUN],
+            suite=STATS_SUITES,
+            test=TESTS,
+            ext=("pdf", "png"),
+        )
+    ]

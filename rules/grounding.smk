@@ -309,8 +309,8 @@ rule grounding_finetune_stats:
     conda:
         "../envs/stats.yaml"
     params:
-        runs=FICTION_RUNS,
-        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        runs=fiction_runs_of,
+        control=control_of,
         steps=STEPS,
         stats=STATS,
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],  # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
@@ -342,11 +342,11 @@ rule grounding_finetune_figures:
     conda:
         "../envs/plot.yaml"
     params:
-        runs=FICTION_RUNS,
+        runs=fiction_runs_of,
         model=lambda wildcards: wildcards.ft_model,
         # read by the report's caption (workflow/report/grounding_finetune.rst)
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],
-        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        control=control_of,
         steps=STEPS,
     script:
         "../scripts/grounding_finetune_figures.py"

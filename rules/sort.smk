@@ -327,8 +327,8 @@ rule sort_fiction_stats:
     conda:
         "../envs/stats.yaml"
     params:
-        runs=FICTION_RUNS,
-        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        runs=fiction_runs_of,
+        control=control_of,
         steps=STEPS,
         stats=STATS,
     script:
@@ -363,8 +363,8 @@ rule sort_fiction_figures:
         model=lambda wildcards: wildcards.ft_model,
         # read by the report's caption (workflow/report/sort_fiction_sort.rst)
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],
-        runs=FICTION_RUNS,
-        control=CONTROL_RUN if config["finetune"]["control"] else None,
+        runs=fiction_runs_of,
+        control=control_of,
         steps=STEPS,
         stats=STATS,
     script:

@@ -624,6 +624,15 @@ def test_model_size_is_a_trend_over_sizes_on_both_splits(results):
     assert "needs at least three" in line.detail
 
 
+def test_model_size_reads_only_the_splits_every_model_trains(results):
+    """A base model that trains no Event run (its finetune.models entry names fewer runs,
+    knowlab.layout.model_runs): the size trend is decided on the Doc split alone, the Event line is gone."""
+    shutil.rmtree(results / "fictionalqa" / "mid" / "evaluate" / "event")
+    found = _by_claim(findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL))
+    assert CLAIMS[9] in found and CLAIMS[10] not in found
+    assert found[CLAIMS[9]].effect == pytest.approx(1.0) and "Holm" not in found[CLAIMS[9]].test
+
+
 # ------------------------------------------------------------------------------ training seeds
 
 SEEDS = (1, 2, 3)

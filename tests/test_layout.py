@@ -37,16 +37,21 @@ def test_the_test_configs_expansions():
     plan = Layout(load_config(CONFIG / "test.yaml"))
     assert plan.runs == ["doc", "event", "fictsheets", "control"] and plan.steps == [0, 6]
     assert plan.ft_models == ["tiny", "tiny-wide"]
+    # tiny-wide trains no control (finetune.models.tiny-wide.finetune.control: false)
+    assert plan.model_runs == {
+        "tiny": ["doc", "event", "fictsheets", "control"],
+        "tiny-wide": ["doc", "event", "fictsheets"],
+    }
     assert plan.trainings == {
         **{
             f"fictionalqa/{model}/finetune/{run}": ["step-6"]
             for model in ("tiny", "tiny-wide")
-            for run in ("doc", "event", "fictsheets", "control")
+            for run in plan.model_runs[model]
         },
         "sort/parametric/books": ["epoch-1", "epoch-2"],
         "sort/parametric/instructions": ["epoch-1", "epoch-2"],
     }
-    assert plan.checkpoints == 2 * 5 and plan.grounding_finetune
+    assert plan.checkpoints == 5 + 4 and plan.probe_checkpoints == 5 and plan.grounding_finetune
     assert plan.run_items("tiny-wide", "doc", "control") == [
         "results/fictionalqa/tiny-wide/evaluate/base_model/step-0.parquet",
         "results/fictionalqa/tiny-wide/evaluate/doc/step-6.parquet",
@@ -99,14 +104,12 @@ def test_training_seeds_multiply_every_run_and_leave_the_first_seeds_names():
     assert plan.seeds == [5, 7] and plan.runs == one.runs
     assert plan.replicate_runs == ["doc.seed-7", "event.seed-7", "fictsheets.seed-7", "control.seed-7"]
     assert set(plan.trainings) == set(one.trainings) | {
-        f"fictionalqa/{model}/finetune/{run}.seed-7"
-        for model in ("tiny", "tiny-wide")
-        for run in ("doc", "event", "fictsheets", "control")
+        f"fictionalqa/{model}/finetune/{run}.seed-7" for model in ("tiny", "tiny-wide") for run in one.model_runs[model]
     }
     # every seed's checkpoints are evaluated; the probes (probe_models: tiny) read the first seed's
-    assert plan.checkpoints == 2 * (1 + 8) and plan.probe_checkpoints == one.probe_checkpoints == 5
+    assert plan.checkpoints == (1 + 8) + (1 + 6) and plan.probe_checkpoints == one.probe_checkpoints == 5
     assert (
-        "results/fictionalqa/tiny-wide/evaluate/control.seed-7/step-6.parquet"
+        "results/fictionalqa/tiny-wide/evaluate/doc.seed-7/step-6.parquet"
         in plan.findings_inputs("base_model")["item_tables"]
     )
     assert replicate_run("doc", 5, [5, 7]) == "doc" and replicate_run("doc", 7, [5, 7]) == "doc.seed-7"
@@ -160,3 +163,31 @@ def test_every_rule_has_its_step():
     # finetune_last: the run's last checkpoint interval, finetune's files without the training state
     rules = set(workflow_rules(ROOT)) - {"all", "finetune_last"}
     assert steps == rules
+
+
+def test_a_base_model_trains_the_runs_its_entry_names():
+    """finetune.models.<name>.finetune.runs / control (knowlab.layout.model_runs): a subset of finetune.runs, in
+    its order, and the control only where finetune.control is on; never the first model's."""
+    entry = {"source": "tiny_random", "finetune": {"runs": ["event", "doc"], "control": False}}
+    cfg = load_config(CONFIG / "test.yaml", {"finetune": {"models": {"tiny-wide": entry}}})
+    plan = Layout(cfg)
+    assert plan.model_runs["tiny-wide"] == ["doc", "event"] and plan.model_runs["tiny"] == plan.runs
+    assert plan.run_items("tiny-wide", *plan.model_runs["tiny-wide"])[1:] == [
+        "results/fictionalqa/tiny-wide/evaluate/doc/step-6.parquet",
+        "results/fictionalqa/tiny-wide/evaluate/event/step-6.parquet",
+    ]
+    assert plan.checkpoints == 5 + 3
+    for bad, message in (
+        (
+            {"tiny-wide": {"finetune": {"runs": ["style_news"]}}},
+            r"tiny-wide.finetune.runs: \['style_news'\] are not runs",
+        ),
+        ({"tiny": {"source": "tiny_random", "finetune": {"control": False}}}, r"the first base model trains every run"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            Layout(load_config(CONFIG / "test.yaml", {"finetune": {"models": bad}}))
+    off = load_config(
+        CONFIG / "test.yaml", {"finetune": {"control": False, "models": {"tiny-wide": {"finetune": {"control": True}}}}}
+    )
+    with pytest.raises(ValueError, match="tiny-wide.finetune.control is on but finetune.control is off"):
+        Layout(off)

@@ -19,7 +19,7 @@ from typing import Any
 
 from knowlab.core.train import launch_command
 from knowlab.fictionalqa.settings import check_candidate_budget
-from knowlab.layout import BaseModel, finetune_models, model_name
+from knowlab.layout import BaseModel, finetune_models, model_name, model_runs
 from knowlab.sort.prompts import RAG_CONDITIONS, get_rag_reading, get_template, rag_readings, templates
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: config/, rules/, scripts/
@@ -182,7 +182,8 @@ def check_config(config: Mapping[str, Any]) -> None:
     (``finetune`` and ``sort.parametric.finetune``) divides into micro-batches over the
     ``finetune.distributed`` processes; torchrun runs on one node; offload needs ZeRO
     (parameters: stage 3); each base model of ``finetune.models`` with its own settings merged
-    (:func:`model_config`); ``finetune.probe_models`` names base models of ``finetune.models``.
+    (:func:`model_config`), and its runs a subset of ``finetune.runs`` (:func:`knowlab.layout.model_runs`);
+    ``finetune.probe_models`` names base models of ``finetune.models``.
 
     Raises:
         ValueError: the first rule broken, with a message naming the config keys.
@@ -196,6 +197,7 @@ def check_config(config: Mapping[str, Any]) -> None:
     models = finetune_models(config)
     for name in models:
         try:
+            model_runs(config, name)
             _check_finetune(model_config(config, name))
         except ValueError as err:
             raise ValueError(

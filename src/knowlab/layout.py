@@ -95,6 +95,35 @@ def finetune_models(config: Mapping[str, Any]) -> dict[str, Any]:
     return dict(models) if models else {model_slug(config["model"]): "base"}
 
 
+def model_runs(config: Mapping[str, Any], name: str) -> list[str]:
+    """The FictionalQA runs base model ``name`` (a key of :func:`finetune_models`) trains, in
+    ``finetune.runs`` order, then the control: its entry's ``finetune.runs`` (default: all of
+    ``finetune.runs``) and ``finetune.control`` (default: ``finetune.control``).  The paper trains the
+    control on one model only (Kirchenbauer et al. 2026, Figs. 9 and 11: "Base Webtext" is
+    Llama-3.2-1B's), and its other models on the splits their figures show.
+
+    Raises:
+        ValueError: the entry names a run outside ``finetune.runs``, turns the control on where
+            ``finetune.control`` is off, or is the first model's (the reference of the single-model
+            claims trains every run).
+    """
+    finetune = config["finetune"]
+    spec = finetune_models(config)[name]
+    own = dict((spec.get("finetune") or {}) if isinstance(spec, Mapping) else {})
+    if {"runs", "control"} & set(own) and name == next(iter(finetune_models(config))):
+        raise ValueError(
+            f"finetune.models.{name}.finetune: the first base model trains every run of finetune.runs (the "
+            "reference model of the single-model claims); set runs or control on another model"
+        )
+    runs = list(own.get("runs", finetune["runs"]))
+    if unknown := [run for run in runs if run not in finetune["runs"]]:
+        raise ValueError(f"finetune.models.{name}.finetune.runs: {unknown} are not runs of finetune.runs")
+    control = bool(own.get("control", finetune["control"]))
+    if control and not finetune["control"]:
+        raise ValueError(f"finetune.models.{name}.finetune.control is on but finetune.control is off")
+    return [run for run in finetune["runs"] if run in runs] + ([CONTROL_RUN] if control else [])
+
+
 def training_seeds(config: Mapping[str, Any]) -> list[int]:
     """The training seeds every FictionalQA run is trained with (``finetune.seeds``; null: the
     project's ``seed`` alone).  The first seed's run keeps the run's name; every other seed's is a
@@ -431,13 +460,13 @@ class Layout:
         self.fiction_runs: list[str] = list(finetune["runs"])
         #: every FictionalQA run: the fiction runs and the webtext-only control when it is on
         self.runs: list[str] = self.fiction_runs + ([CONTROL_RUN] if finetune["control"] else [])
+        #: each base model's runs (:func:`model_runs`): all of :attr:`runs` unless its entry names fewer
+        self.model_runs: dict[str, list[str]] = {name: model_runs(config, name) for name in self.ft_models}
         #: the training seeds of every run (``finetune.seeds``), the first the runs' own
         self.seeds: list[int] = training_seeds(config)
         #: the runs of the other seeds, run by run (``doc.seed-7``): trained and evaluated at every
         #: checkpoint for the findings; the figures, tables and probes read the first seed's runs
-        self.replicate_runs: list[str] = [
-            replicate_run(run, seed, self.seeds) for run in self.runs for seed in self.seeds[1:]
-        ]
+        self.replicate_runs: list[str] = self.replicates(self.runs)
         #: checkpoint steps, 0 (the base model, evaluated once as run ``base_model``) first
         self.steps: list[int] = checkpoint_steps(finetune["max_steps"], finetune["checkpoint_every"])
         #: models evaluated as they are (``eval_models``)
@@ -452,6 +481,14 @@ class Layout:
             bool(grounding["finetune"]["enabled"]) and bool(self.fiction_runs) and "fiction" in self.grounding_datasets
         )
 
+    def replicates(self, runs: list[str]) -> list[str]:
+        """The other training seeds' runs of ``runs``, run by run (``doc.seed-7``)."""
+        return [replicate_run(run, seed, self.seeds) for run in runs for seed in self.seeds[1:]]
+
+    def model_trainings(self, ft_model: str) -> list[str]:
+        """Base model ``ft_model``'s runs (:attr:`model_runs`), then their other seeds' runs."""
+        return self.model_runs[ft_model] + self.replicates(self.model_runs[ft_model])
+
     @property
     def trainings(self) -> dict[str, list[str]]:
         """Every fine-tuning run's folder under results/ -> its checkpoints after 0, in training order."""
@@ -459,7 +496,7 @@ class Layout:
             **{
                 fictionalqa_training(ft_model, run): [f"step-{s}" for s in self.steps[1:]]
                 for ft_model in self.ft_models
-                for run in self.runs + self.replicate_runs
+                for run in self.model_trainings(ft_model)
             },
             **{
                 parametric_training(prun): [f"epoch-{e}" for e in range(1, self.sort_epochs + 1)]
@@ -471,18 +508,13 @@ class Layout:
     def checkpoints(self) -> int:
         """Checkpoint evaluations of FictionalQA: per base model, the base model once, then every run's
         checkpoints, every training seed's."""
-        return len(self.ft_models) * (self._checkpoints_per_model + len(self.replicate_runs) * (len(self.steps) - 1))
+        return sum(1 + len(self.model_trainings(m)) * (len(self.steps) - 1) for m in self.ft_models)
 
     @property
     def probe_checkpoints(self) -> int:
         """The checkpoints SORT and grounding probe: those of the first training seed's runs of the
         base models of :attr:`probe_models`."""
-        return len(self.probe_models) * self._checkpoints_per_model
-
-    @property
-    def _checkpoints_per_model(self) -> int:
-        """The base model once, then every run's checkpoints after 0."""
-        return 1 + len(self.runs) * (len(self.steps) - 1)
+        return sum(1 + len(self.model_runs[m]) * (len(self.steps) - 1) for m in self.probe_models)
 
     def run_items(self, ft_model: str, *runs: str) -> list[str]:
         """Item tables of every checkpoint of base model ``ft_model``'s ``runs``: step 0 is the base
@@ -509,7 +541,7 @@ class Layout:
             inputs["item_tables"] = [
                 path
                 for ft_model in self.ft_models
-                for path in self.run_items(ft_model, *self.runs, *self.replicate_runs)
+                for path in self.run_items(ft_model, *self.model_trainings(ft_model))
             ]
             inputs["models"] = [MODELS.path()]
             inputs["splits"] = [SPLIT.path(split=run) for run in self.fiction_runs]
@@ -535,6 +567,7 @@ class Layout:
                 for run in self.runs
                 for step in self.steps[1:]
                 for m in self.probe_models
+                if run in self.model_runs[m]
             ],
         }
 
@@ -549,7 +582,7 @@ class Layout:
         }
         if self.fiction_runs:
             inputs["item_tables"] = [
-                path for ft_model in self.ft_models for path in self.run_items(ft_model, *self.runs)
+                path for ft_model in self.ft_models for path in self.run_items(ft_model, *self.model_runs[ft_model])
             ]
             probes = self.probe_tables(SORT_FICTION_ROWS)
             inputs["sort_fiction_rows"] = probes["base"] + probes["rows"]

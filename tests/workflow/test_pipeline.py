@@ -94,11 +94,12 @@ FIGURES |= {
         ("fig10_11", 11, 2),
     )
 }
-# every FictionalQA figure of the first model, drawn for the second too; SORT and grounding probe the
-# first model's checkpoints only (finetune.probe_models in config/test.yaml)
+# every FictionalQA figure of the first model, drawn for the second too, without the control, which
+# config/test.yaml trains on the first model only (finetune.models.tiny-wide.finetune.control: false);
+# SORT and grounding probe the first model's checkpoints only (finetune.probe_models)
 FIGURES |= {
-    name.replace("/tiny/", "/tiny-wide/"): shown
-    for name, shown in FIGURES.items()
+    name.replace("/tiny/", "/tiny-wide/"): (title, n_panels, legend - {CONTROL})
+    for name, (title, n_panels, legend) in FIGURES.items()
     if name.startswith("fictionalqa/tiny/")
 }
 PROBES = ("sort/fiction/{model}", "grounding/finetune/{model}")
@@ -132,6 +133,18 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
                 ]
                 assert [p["images"] for p in shown["panels"]] == [1, 1]
                 assert (path.with_suffix(".pdf")).read_bytes().startswith(b"%PDF")
+
+
+def test_a_base_model_trains_only_its_own_runs(workdir):
+    """finetune.models.tiny-wide.finetune.control: false (knowlab.layout.model_runs): tiny-wide trains and
+    evaluates the three splits and no control, and its summary has no control rows (the figures across
+    models show both models: test_every_figure_shows_its_panels_axes_and_series)."""
+    results = workdir / "results" / "fictionalqa"
+    assert sorted(p.name for p in (results / "tiny-wide" / "finetune").iterdir()) == sorted(RUNS)
+    assert sorted(p.name for p in (results / "tiny" / "finetune").iterdir()) == sorted([*RUNS, "control"])
+    assert not (results / "tiny-wide" / "evaluate" / "control").exists()
+    assert set(pd.read_csv(results / "tiny-wide" / "summary.csv")["run"]) == set(RUNS)
+    assert set(pd.read_csv(results / "tiny" / "summary.csv")["run"]) == {*RUNS, "control"}
 
 
 def test_only_the_probed_models_checkpoints_are_probed(workdir):

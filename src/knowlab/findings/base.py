@@ -274,6 +274,13 @@ class Results:
             self._cache[relative] = readers.get(path.suffix, pd.read_parquet)(path)
         return self._cache[relative]
 
+    def trains(self, ft_model: str, run: str) -> bool:
+        """Whether base model ``ft_model`` trains ``run`` in this config (a base model's entry of
+        ``finetune.models`` may name fewer runs, :func:`knowlab.layout.model_runs`): its last
+        checkpoint's item table is an input of rule findings or, without inputs, is on disk."""
+        path = self.root / layout.ITEMS.relative(ft_model=ft_model, run=run, step=self.last)
+        return path in self.inputs if self.inputs is not None else path.is_file()
+
     def for_seed(self, seed: int) -> Results:
         """The same tables, whose :meth:`items` are training seed ``seed``'s runs (the cache is shared)."""
         view = copy.copy(self)

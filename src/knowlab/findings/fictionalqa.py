@@ -386,9 +386,9 @@ def _size_trend(r: Results, measure: Callable[[str, str], pd.Series], what: str)
     of its values under each model, in size order; Page's L (:func:`page_trend`), two-sided, Holm
     over the splits.  Effect: the mean over events of Spearman's rho between size rank and value."""
     order, sizes = _models_by_size(r)
-    runs = [run for run in MODEL_SIZE_RUNS if run in r.runs]
+    runs = [run for run in MODEL_SIZE_RUNS if run in r.runs and all(r.trains(m, run) for m in order)]
     if not runs:
-        raise Skip("no Doc or Event split run in the config (finetune.runs)")
+        raise Skip("no Doc or Event split run that every base model trains (finetune.runs, finetune.models)")
     events = r.events
     out = []
     for run in runs:
