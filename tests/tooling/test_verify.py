@@ -16,7 +16,12 @@ SNAKEFILE = """
 rule all:
     input: "results/figures/x.txt"
 
+rule sort_stats:
+    output: "results/sort/stats.txt"
+    shell: "echo tested > {output}"
+
 rule fictionalqa_figure_x:
+    input: "results/sort/stats.txt"
     output: "results/figures/x.txt"
     log: "results/logs/fictionalqa_figure_x.log"
     shell: "sleep 4; echo drawn > {output}; date > {log}"
@@ -83,12 +88,15 @@ def test_a_job_killed_with_sigkill_is_rerun_to_the_same_output(tmp_path):
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     command = [sys.executable, "-m", "snakemake", "--cores", "1", "--rerun-incomplete", "--nolock"]
     log = tmp_path / "verify.log"
-    assert verify.run_and_kill(tmp_path, command, "figures", 1.0, log) == "fictionalqa_figure_x"
-    assert not (tmp_path / "results/figures/x.txt").exists()  # killed during its sleep
+    # armed by the first job of any kind asked, whatever the list's order: the statistics; one second
+    # later the figure, which starts after it, is in its sleep
+    hit = verify.run_and_kill(tmp_path, command, ["figures", "statistics"], 1.0, log)
+    assert hit == ("statistics", "sort_stats")
+    assert (tmp_path / "results/sort/stats.txt").exists() and not (tmp_path / "results/figures/x.txt").exists()
     verify.run_to_end(tmp_path, command, log)
     assert (tmp_path / "results/figures/x.txt").read_text() == "drawn\n"
     # nothing left of that kind to kill: the run ends on its own
-    assert verify.run_and_kill(tmp_path, command, "figures", 0.0, log) is None
+    assert verify.run_and_kill(tmp_path, command, ["figures"], 0.0, log) is None
 
 
 @pytest.mark.slow

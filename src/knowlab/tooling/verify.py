@@ -9,8 +9,10 @@ citing a number from it.  On a config (default ``config/test.yaml``, minutes on 
    logs, the per-job benchmark files and the report) must be byte-identical between the two.
 2. *Faults*: a third copy runs the workflow and is killed with SIGKILL (the whole process
    group: Snakemake and its jobs) shortly after a job of each kind in :data:`KILL_KINDS` starts
-   (fine-tuning, evaluation, distractor ranking, SORT, grounding, statistics, figures; a kind
-   whose jobs had all finished is skipped), re-run after each kill
+   (fine-tuning, evaluation, distractor ranking, SORT, grounding, statistics, figures: each run is
+   killed in the first job of a kind not killed yet that the scheduler starts, so the kinds are
+   taken in the order the run reaches them; a kind whose jobs had all finished is skipped), re-run
+   after each kill
    (``--rerun-incomplete``), and finally run to the end; its outputs must equal the
    uninterrupted run's.
 
@@ -37,7 +39,7 @@ from pathlib import Path
 
 from knowlab.core.io import sha256_file
 
-#: kinds of job to kill in, in the order the workflow reaches them: name -> rule-name pattern
+#: kinds of job to kill in: name -> rule-name pattern
 KILL_KINDS = {
     "ranking": r"fictionalqa_rank_distractors",
     "fine-tuning": r"finetune(_last)?",
@@ -116,14 +118,17 @@ def run_to_end(folder: Path, command: Sequence[str], log_file: Path) -> None:
         raise RuntimeError(f"the workflow failed in {folder} (exit {code}); see {log_file}")
 
 
-def run_and_kill(folder: Path, command: Sequence[str], kind: str, delay: float, log_file: Path) -> str | None:
+def run_and_kill(
+    folder: Path, command: Sequence[str], kinds: Sequence[str], delay: float, log_file: Path
+) -> tuple[str, str] | None:
     """Run ``command`` in ``folder`` and SIGKILL its process group ``delay`` seconds after the first
-    job of ``kind`` (:data:`KILL_KINDS`) starts; the killed rule, or None if the run ended first.
+    job of any of ``kinds`` (keys of :data:`KILL_KINDS`) starts; ``(kind, rule)`` of that job, or None
+    if the run ended first.
 
     Raises:
         RuntimeError: the workflow failed on its own.
     """
-    pattern = re.compile(KILL_KINDS[kind])
+    patterns = {kind: re.compile(KILL_KINDS[kind]) for kind in kinds}
     proc = subprocess.Popen(
         command,
         cwd=folder,
@@ -133,7 +138,7 @@ def run_and_kill(folder: Path, command: Sequence[str], kind: str, delay: float, 
         start_new_session=True,
         env=own_code(folder),
     )
-    chosen: list[str] = []  # the rule whose start armed the kill
+    chosen: list[tuple[str, str]] = []  # the kind and rule whose start armed the kill
     killed = threading.Event()
 
     def kill_later() -> None:
@@ -146,8 +151,9 @@ def run_and_kill(folder: Path, command: Sequence[str], kind: str, delay: float, 
         for line in proc.stdout:
             out.write(line)
             started = _JOB_START.match(line)
-            if started and not chosen and pattern.fullmatch(started.group(1)):
-                chosen.append(started.group(1))
+            kind = started and next((k for k, p in patterns.items() if p.fullmatch(started.group(1))), None)
+            if kind and not chosen:
+                chosen.append((kind, started.group(1)))
                 threading.Thread(target=kill_later, daemon=True).start()
     code = proc.wait()
     if killed.is_set():
@@ -187,16 +193,21 @@ def main(argv: list[str] | None = None) -> int:
 
     folder = copy_repository(root, args.work / "killed")
     command = snakemake_command(args.config, 1, 2)
-    kills = []
-    for kind in KILL_KINDS:
+    # each run is killed in the first job of a kind not killed yet, whichever the scheduler starts
+    # first: the kinds are killed in the order the run reaches them, and a kind is missed only when
+    # all its jobs finished while another kind's job was the one armed
+    kills, remaining = [], list(KILL_KINDS)
+    while remaining:
         delay = rng.uniform(0, args.max_delay)
-        rule = run_and_kill(folder, command, kind, delay, folder / "verify.log")
-        print(
-            f"kill during {kind}: " + (f"SIGKILL {delay:.1f} s into {rule}" if rule else "none left to kill"),
-            flush=True,
-        )
-        if rule:
-            kills.append(rule)
+        hit = run_and_kill(folder, command, remaining, delay, folder / "verify.log")
+        if hit is None:
+            break
+        kind, rule = hit
+        print(f"kill during {kind}: SIGKILL {delay:.1f} s into {rule}", flush=True)
+        kills.append(rule)
+        remaining.remove(kind)
+    for kind in remaining:
+        print(f"kill during {kind}: none left to kill", flush=True)
     run_to_end(folder, command, folder / "verify.log")
     recovered = differing(hashes[1], output_files(folder))
     for name in recovered:
