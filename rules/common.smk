@@ -22,9 +22,8 @@ from knowlab.fictionalqa.settings import (
     SplitSettings,
     WebtextSettings,
 )
-from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.fiction.schema import TABLES
-
+from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.findings import FindingsSettings
 from knowlab.finetune_job import (
     PYTHON_ENV,
