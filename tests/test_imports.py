@@ -1,31 +1,53 @@
-"""The library's house rules, checked on its source: no import cycle, imports at module top.
+"""The library's house rules, checked on its source: its layers, no import cycle, imports at module top.
 
-A cycle is searched in the graph of every ``knowlab`` import, at module top or inside a
-function (an import inside a function that closes a cycle is still a cycle: it only hides
-it from the interpreter).  Imports under ``if TYPE_CHECKING:`` are left out of that graph:
-they never run, and name a type only (a study's ``settings`` module imports the library's
-constants; the library names the settings records in its signatures).  Imports inside functions are allowed only for heavy optional
-dependencies deferred on purpose, each function saying why with a ``# deferred:`` comment;
-never for ``knowlab`` modules.
+The layers (issue 46, item 4), from the bottom up: :mod:`knowlab.core` (shared mechanisms),
+:mod:`knowlab.fiction` (the fiction corpus: schema, loaders, splits), the studies
+(:mod:`knowlab.fictionalqa`, :mod:`knowlab.sort`, :mod:`knowlab.grounding`,
+:mod:`knowlab.fiction_generation`), then the modules above them (the layout, the config checks, the
+findings, the fine-tuning job, the dataset card, the tooling), which may import any study.  A study
+imports only the core, the fiction corpus and itself; the fiction corpus only the core and itself;
+the core only itself.  And no module imports, directly or through others, one that imports it back.
+
+For the layers and the cycles every import statement counts, wherever it is: at module top, inside
+a function (an import inside a function that closes a cycle is still a cycle: it only hides it from
+the interpreter), and under ``if TYPE_CHECKING:`` (a type named in a signature is a dependency too).
+The checks that leave ``TYPE_CHECKING`` imports out say so.  Imports inside functions are allowed
+only for heavy optional dependencies deferred on purpose, each function saying why with a
+``# deferred:`` comment; never for ``knowlab`` modules.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-PACKAGE = SRC / "knowlab"
+
+CORE = "knowlab.core"
+FICTION = "knowlab.fiction"
+STUDIES = ("knowlab.fictionalqa", "knowlab.sort", "knowlab.grounding", "knowlab.fiction_generation")
+#: what each layer may import besides itself; a module in none of these layers is above the studies
+#: and may import anything
+MAY_IMPORT = {CORE: (), FICTION: (CORE,), **{study: (CORE, FICTION) for study in STUDIES}}
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(SRC).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
 
 
-MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+def modules(src: Path) -> dict[str, Path]:
+    """Module name -> file of every module under ``src/knowlab`` (a package is its ``__init__.py``)."""
+    found = {}
+    for path in sorted((src / "knowlab").rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = modules(SRC)
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -64,15 +86,20 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index, low, stack, on_stack, out = {}, {}, [], set(), []
+def _cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module, each sorted (Tarjan)."""
+    edges = {v: sorted(set(graph.get(v, ())) & set(graph)) for v in graph}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
 
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in sorted(graph[v]):
+        for w in edges[v]:
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -87,12 +114,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if w == v:
                     break
             if len(component) > 1:
-                out.append(sorted(component))
+                components.append(sorted(component))
 
-    for v in sorted(graph):
+    for v in sorted(edges):
         if v not in index:
             visit(v)
-    return out
+    return components
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -126,27 +153,15 @@ def test_imports_at_module_top(name):
     assert not problems, "\n".join(problems)
 
 
-# What each package may import besides itself and the core: every study reads the fiction corpus
-# (knowlab.fiction), and no study another (tests/test_layers.py also counts TYPE_CHECKING imports).
-ALLOWED = {
-    "knowlab.core": set(),
-    "knowlab.fiction": set(),
-    "knowlab.fictionalqa": {"knowlab.fiction"},
-    "knowlab.sort": {"knowlab.fiction"},
-    "knowlab.grounding": {"knowlab.fiction"},
-    "knowlab.fiction_generation": {"knowlab.fiction"},
-}
-
-
 def test_dependencies_go_one_way():
     """The core imports no study; the fiction corpus imports the core and itself; a study imports the core,
     the fiction corpus and itself."""
     problems = []
     for module, targets in _graph().items():
-        package = next((p for p in ALLOWED if module == p or module.startswith(p + ".")), None)
+        package = layer_of(module)
         if package is None:
             continue
-        allowed = {package, "knowlab.core", *ALLOWED[package]}
+        allowed = {package, *MAY_IMPORT[package]}
         for target in sorted(targets):
             if not any(target == a or target.startswith(a + ".") for a in allowed):
                 problems.append(f"{module} imports {target}")
@@ -155,7 +170,6 @@ def test_dependencies_go_one_way():
 
 # The core holds what the studies use; the workflow's tooling (knowlab.tooling: capacity plan, env
 # checks, verification, comparison, audit) imports the core and the studies, and nothing imports it.
-CORE = "knowlab.core"
 TOOLING = "knowlab.tooling"
 # What no module of the core may import, at module top or inside a function: the tooling, the
 # studies, and the workflow-level modules built on them.
@@ -173,10 +187,6 @@ CORE_MUST_NOT_IMPORT = (
 )
 # Known exceptions, as (core module, imported module), each with a comment saying why: none.
 CORE_IMPORT_ALLOWLIST: frozenset[tuple[str, str]] = frozenset()
-
-
-def _within(name: str, package: str) -> bool:
-    return name == package or name.startswith(package + ".")
 
 
 def _all_imports(name: str, path: Path) -> set[str]:
@@ -245,3 +255,196 @@ def test_nothing_outside_the_tooling_imports_it():
         if _within(target, TOOLING)
     ]
     assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------------------------ the layers
+
+
+def _resolve(name: str, known: Mapping[str, Path]) -> str | None:
+    """The module ``name`` loads: itself, else its closest enclosing package that is a module here."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(name: str, path: Path, known: Mapping[str, Path]) -> list[tuple[int, str]]:
+    """``(line, module)`` of every ``knowlab`` module that module ``name`` imports, anywhere in its file.
+
+    ``import a.b`` loads ``a.b``; ``from a import b`` loads ``a.b`` where that is a module, else ``a``
+    (a name defined in ``a``); relative imports are resolved against ``name``'s package.
+    """
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parent, *([base] if base else [])])
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if _within(target, "knowlab") and (module := _resolve(target, known)) and module != name:
+                found.append((node.lineno, module))
+    return sorted(set(found))
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of ``module`` (a key of :data:`MAY_IMPORT`); None above the studies."""
+    return next((layer for layer in MAY_IMPORT if _within(module, layer)), None)
+
+
+def layer_violations(src: Path) -> list[str]:
+    """``"<file>:<line>: <module> imports <module> (...)"`` for every import that goes sideways (a study
+    importing another study) or upward (the core or the fiction corpus importing a study or a module
+    above the studies, a study importing a module above the studies)."""
+    known = modules(src)
+    problems = []
+    for name, path in known.items():
+        layer = layer_of(name)
+        if layer is None:
+            continue
+        allowed = (layer, *MAY_IMPORT[layer])
+        for line, target in imports(name, path, known):
+            if not any(_within(target, a) for a in allowed):
+                where = path.relative_to(src.parent)
+                problems.append(
+                    f"{where}:{line}: {name} imports {target} ({layer} may import only {', '.join(allowed)})"
+                )
+    return problems
+
+
+def import_graph(src: Path) -> dict[str, set[str]]:
+    """Module -> the ``knowlab`` modules it imports (every import statement, see :func:`imports`)."""
+    known = modules(src)
+    return {name: {target for _, target in imports(name, path, known)} for name, path in known.items()}
+
+
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """One cycle ``[a, b, ..., a]`` in each strongly connected component of more than one module
+    (:func:`_cycles`), the shortest through the component's first module in name order."""
+    edges = {v: sorted(set(graph.get(v, ())) & set(graph)) for v in graph}
+    found = []
+    for component in sorted(_cycles(graph)):
+        members, start = set(component), component[0]
+        parent: dict[str, str] = {}
+        frontier = [start]
+        while start not in parent:  # breadth first, back to start: the shortest cycle through it
+            following = []
+            for v in frontier:
+                for w in edges[v]:
+                    if w in members and w not in parent:
+                        parent[w] = v
+                        following.append(w)
+            frontier = following
+        path = [start]
+        while (v := parent[path[-1]]) != start:
+            path.append(v)
+        found.append([start, *reversed(path[1:]), start])
+    return found
+
+
+# ------------------------------------------------------------------------------ the library
+
+
+def test_no_study_imports_another_and_no_layer_imports_upward():
+    assert {CORE, FICTION, *STUDIES} <= set(modules(SRC)), "a layer package is missing"
+    problems = layer_violations(SRC)
+    assert not problems, "imports across or up the layers:\n" + "\n".join(problems)
+
+
+def test_no_import_cycle():
+    found = cycles(import_graph(SRC))
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in found)
+
+
+# ------------------------------------------------------------------------------ the checks can fail
+
+
+def _package(root: Path, files: Mapping[str, str]) -> Path:
+    """A fabricated ``src`` folder: ``files`` maps a path under ``src/knowlab`` to its source."""
+    src = root / "src"
+    for relative, source in files.items():
+        path = src / "knowlab" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    for folder in [p for p in (src / "knowlab").rglob("*") if p.is_dir()] + [src / "knowlab"]:
+        (folder / "__init__.py").touch()
+    return src
+
+
+def test_a_study_importing_another_is_reported_with_its_file_and_the_imported_module(tmp_path):
+    src = _package(
+        tmp_path,
+        {
+            "core/io.py": "",
+            "fiction/splits.py": "from knowlab.core.io import x\n",
+            "fictionalqa/settings.py": "",
+            "sort/steps/data.py": (
+                "from knowlab.fiction.splits import s\n"  # allowed
+                "def f():\n"
+                "    from knowlab.fictionalqa.settings import y\n"  # sideways, inside a function
+            ),
+            "grounding/conditions.py": "from ..fictionalqa import settings\n",  # sideways, relative
+            "layout.py": "from knowlab.sort.steps import data\n",  # above the studies: allowed
+        },
+    )
+    problems = layer_violations(src)
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("src/knowlab/grounding/conditions.py:1: knowlab.grounding.conditions imports ")
+    assert "imports knowlab.fictionalqa.settings (knowlab.grounding may import only" in problems[0]
+    assert problems[1].startswith(
+        "src/knowlab/sort/steps/data.py:3: knowlab.sort.steps.data imports knowlab.fictionalqa.settings"
+    )
+
+
+def test_the_core_or_the_fiction_corpus_importing_upward_is_reported(tmp_path):
+    src = _package(
+        tmp_path,
+        {
+            "core/probe.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from knowlab.fiction import splits\n",
+            "core/io.py": "import knowlab.layout\n",
+            "fiction/splits.py": "from knowlab.fictionalqa.figures import run_name\n",
+            "fictionalqa/figures.py": "",
+            "layout.py": "",
+        },
+    )
+    problems = layer_violations(src)
+    assert [p.split(" (")[0] for p in problems] == [
+        "src/knowlab/core/io.py:1: knowlab.core.io imports knowlab.layout",
+        "src/knowlab/core/probe.py:3: knowlab.core.probe imports knowlab.fiction.splits",
+        "src/knowlab/fiction/splits.py:1: knowlab.fiction.splits imports knowlab.fictionalqa.figures",
+    ]
+    assert problems[0].endswith("(knowlab.core may import only knowlab.core)")
+
+
+def test_a_cycle_is_reported_as_its_path():
+    graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set(), "e": {"e", "a"}, "x": {"y"}, "y": {"x"}}
+    assert cycles(graph) == [["a", "b", "c", "a"], ["x", "y", "x"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_a_cycle_through_function_level_and_type_checking_imports_is_found(tmp_path):
+    src = _package(
+        tmp_path,
+        {
+            "grounding/settings.py": "from knowlab.grounding.conditions import names\n",
+            "grounding/conditions.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from knowlab.grounding.methods import label\n"
+            ),
+            "grounding/methods.py": "def label():\n    from knowlab.grounding import settings\n",
+        },
+    )
+    assert cycles(import_graph(src)) == [
+        [
+            "knowlab.grounding.conditions",
+            "knowlab.grounding.methods",
+            "knowlab.grounding.settings",
+            "knowlab.grounding.conditions",
+        ]
+    ]

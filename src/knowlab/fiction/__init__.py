@@ -5,6 +5,6 @@ train/validation splits with the display names of the runs fine-tuned on them (:
 
 FictionalQA, SORT on the FictionalQA documents, grounding's fiction-derived set and the generation
 pipeline all read this corpus, so it imports only :mod:`knowlab.core` and no study imports another
-(``tests/test_layers.py``).  FictionalQA's own corpus parts (MCQ distractors, real-world questions)
+(``tests/test_imports.py``).  FictionalQA's own corpus parts (MCQ distractors, real-world questions)
 are :mod:`knowlab.fictionalqa.corpus`.
 """

@@ -51,7 +51,7 @@ from typing import Any
 
 import yaml
 
-from knowlab.tooling.slurm import LocalRules
+from knowlab.tooling.slurm import LocalRules, job_stats_table
 from knowlab.tooling.trace import load_manifests
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -117,21 +117,10 @@ def job_counts(stdout: str) -> dict[str, int]:
     Raises:
         MeasuredError: no such table, or its ``total`` is not the sum of its rows.
     """
-    lines = stdout.splitlines()
     try:
-        start = lines.index("Job stats:")
+        counts, total = job_stats_table(stdout)
     except ValueError:
         raise MeasuredError("no 'Job stats:' table in the Snakemake printout") from None
-    counts: dict[str, int] = {}
-    total = None
-    for line in lines[start + 3 :]:
-        parts = line.split()
-        if len(parts) != 2 or not parts[1].isdigit():
-            break
-        if parts[0] == "total":
-            total = int(parts[1])
-            break
-        counts[parts[0]] = int(parts[1])
     if total is None or total != sum(counts.values()):
         raise MeasuredError(f"the Job stats table's total {total} is not the sum of its rows ({sum(counts.values())})")
     return counts

@@ -291,9 +291,9 @@ class LocalRules:
         return any(pattern.fullmatch(rule) for pattern in self.patterns)
 
 
-def job_stats(log: str) -> dict[str, int]:
-    """Jobs per rule from the first ``Job stats:`` table of a Snakemake log (``all`` and ``total``
-    left out).
+def job_stats_table(log: str) -> tuple[dict[str, int], int | None]:
+    """The first ``Job stats:`` table of a Snakemake log or printout: jobs per rule (``all``
+    included) and its ``total`` row (None when the table has none).
 
     Raises:
         ValueError: the log has no such table.
@@ -303,14 +303,26 @@ def job_stats(log: str) -> dict[str, int]:
         start = lines.index("Job stats:")
     except ValueError:
         raise ValueError("no 'Job stats:' table in the Snakemake log") from None
-    counts = {}
+    counts: dict[str, int] = {}
     for line in lines[start + 3 :]:
         parts = line.split()
         if len(parts) != 2 or not parts[1].isdigit():
             break
-        if parts[0] not in ("all", "total"):
-            counts[parts[0]] = int(parts[1])
-    return counts
+        if parts[0] == "total":
+            return counts, int(parts[1])
+        counts[parts[0]] = int(parts[1])
+    return counts, None
+
+
+def job_stats(log: str) -> dict[str, int]:
+    """Jobs per rule from the first ``Job stats:`` table of a Snakemake log (``all`` and ``total``
+    left out; :func:`job_stats_table`).
+
+    Raises:
+        ValueError: the log has no such table.
+    """
+    counts, _ = job_stats_table(log)
+    return {rule: n for rule, n in counts.items() if rule != "all"}
 
 
 _JOB_START = re.compile(r"^\s*(local)?rule (\w+):\s*$")
