@@ -32,6 +32,7 @@ check_config(config)
 
 
 include: "rules/common.smk"
+include: "rules/probe.smk"
 include: "rules/models.smk"
 include: "rules/fiction_generation.smk"
 include: "rules/fictionalqa.smk"

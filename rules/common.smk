@@ -4,6 +4,7 @@
 import json
 import os
 import re
+from typing import NamedTuple
 
 from snakemake.settings.types import DeploymentMethod
 
@@ -35,6 +36,7 @@ from knowlab.finetune_job import (
 from knowlab import layout
 from knowlab.layout import (
     Layout,
+    Step,
     fictionalqa_training,
     finetune_models,
     parametric_training,
@@ -215,20 +217,27 @@ def checkpoint_path(wildcards, input):
 
 
 # ----------------------------------------------------------------- a probe at every checkpoint
-# SORT on the fiction documents and grounding across fine-tuning probe every FictionalQA
-# checkpoint of every base model of PROBE_MODELS with their own items (knowlab.core.probe): a job per
-# checkpoint (the base model once, as run base_model at step 0), then one job across them all, per
-# base model ({ft_model}). Their rules are built from these pieces, so the two probes expand, constrain and
-# name their checkpoints the same way.
+# SORT on the fiction documents and grounding across fine-tuning: the pieces of their rule
+# template, checkpoint_probe (rules/probe.smk)
+
+
+class ProbeRule(NamedTuple):
+    """What the template of rules/probe.smk does not write itself, for each of a probe's rules.
+
+    ``step`` gives its name, log, benchmark and manifest (knowlab.layout.Step); ``input``,
+    ``output`` and ``params`` are the named inputs, outputs and params besides the template's;
+    ``script`` is its path relative to rules/.
+    """
+
+    step: Step
+    script: str
+    input: dict = {}
+    output: dict = {}
+    params: dict = {}
+
 
 # the run wildcard of a per-checkpoint job
 PROBE_RUNS = "|".join([BASE.run, *RUNS])
-# the params of a per-checkpoint job: its checkpoint (with `model=checkpoint_input` as its input)
-PROBE_PARAMS = {
-    "checkpoint": checkpoint_path,
-    "run": lambda wildcards: wildcards.run,
-    "step": lambda wildcards: int(wildcards.step),
-}
 
 
 def probe_inputs(table):
@@ -247,6 +256,29 @@ def probe_inputs(table):
         ),
         "splits": expand(layout.SPLIT.smk, split=FICTION_RUNS),
         "fictions": layout.CORPUS.path(table="fictions"),
+    }
+
+
+def checkpoint_key(wildcards):
+    """A checkpoint's key, {ft_model}/{run}/step-{step}: the served model of its grounding
+    responses, and their request and atomic-fact caches under finetune/."""
+    return f"{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}"
+
+
+def rule_sources(wildcards):
+    """The file that defines each of the workflow's rules and their conda env files, relative to
+    the checkout, as Snakemake defines them (knowlab.tooling.crate.rule_sources)."""
+    rel = lambda path: os.path.relpath(path, BASEDIR)
+    return {
+        each.name: {
+            "file": rel(each.snakefile),
+            "conda": (
+                rel(os.path.join(each.basedir, each.conda_env))
+                if isinstance(each.conda_env, str)
+                else None
+            ),
+        }
+        for each in workflow.rules
     }
 
 

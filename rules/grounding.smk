@@ -217,40 +217,70 @@ rule grounding_figures:
         "../scripts/grounding_figures.py"
 
 
-rule grounding_checkpoint_generate:
-    input:
-        grounding_items=layout.GROUNDING_ITEMS.path(dataset="fiction"),
-        pool=layout.GROUNDING_POOL.path(dataset="fiction"),
-        distractors=layout.GROUNDING_DISTRACTORS.path(dataset="fiction"),
-        model=checkpoint_input,
-    output:
-        responses=layout.GROUNDING_CHECKPOINT_RESPONSES.smk,
-        manifest=layout.GROUNDING_CHECKPOINT_RESPONSES_STEP.manifest,
-    log:
-        layout.GROUNDING_CHECKPOINT_RESPONSES_STEP.log,
-    benchmark:
-        layout.GROUNDING_CHECKPOINT_RESPONSES_STEP.benchmark
-    wildcard_constraints:
-        run=PROBE_RUNS,
-    conda:
-        "../envs/eval.yaml"
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    params:
-        **PROBE_PARAMS,
-        compute=ft_compute,
-        settings=lambda wildcards: GROUNDING_CHECKPOINT_GENERATE.for_served(
-            f"{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}"
-        ).param(),
-        seed=config["seed"],
-        model=lambda wildcards: wildcards.ft_model,
-        served_key=lambda wildcards: f"{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}",
-        request_cache=lambda wildcards: layout.GROUNDING_REQUESTS.path(
-            served=f"finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}"
-        ),
-    script:
-        "../scripts/grounding_generate.py"
+# grounding on the fiction set at every checkpoint (rules/probe.smk): grounding_checkpoint_generate,
+# then grounding_checkpoint_score (below) per checkpoint, grounding_finetune_stats on its scores and
+# grounding_finetune_figures
+checkpoint_probe(
+    evaluate=ProbeRule(
+        layout.GROUNDING_CHECKPOINT_RESPONSES_STEP,
+        "../scripts/grounding_generate.py",
+        input={
+            "grounding_items": layout.GROUNDING_ITEMS.path(dataset="fiction"),
+            "pool": layout.GROUNDING_POOL.path(dataset="fiction"),
+            "distractors": layout.GROUNDING_DISTRACTORS.path(dataset="fiction"),
+        },
+        output={"responses": layout.GROUNDING_CHECKPOINT_RESPONSES.smk},
+        params={
+            "settings": lambda wildcards: GROUNDING_CHECKPOINT_GENERATE.for_served(
+                checkpoint_key(wildcards)
+            ).param(),
+            "seed": config["seed"],
+            "served_key": checkpoint_key,
+            "request_cache": lambda wildcards: layout.GROUNDING_REQUESTS.path(
+                served=f"finetune/{checkpoint_key(wildcards)}"
+            ),
+        },
+    ),
+    table=layout.GROUNDING_CHECKPOINT_SCORES.smk,
+    stats=ProbeRule(
+        layout.GROUNDING_FINETUNE_STATS_STEP,
+        "../scripts/grounding_finetune_stats.py",
+        output={
+            "rows": layout.GROUNDING_FINETUNE_ROWS.smk,
+            "rates": report(
+                layout.GROUNDING_FINETUNE_RATES.smk,
+                caption="../workflow/report/grounding_finetune_rates.rst",
+                category="Grounding",
+                subcategory="Across fine-tuning",
+                labels={
+                    "item": "rates.csv: F1 and follow rates per checkpoint",
+                    "base model": "{ft_model}",
+                },
+            ),
+            "mcnemar": layout.GROUNDING_FINETUNE_MCNEMAR.smk,
+        },
+        # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
+        params={"note": lambda wildcards: FT_NOTES[wildcards.ft_model]},
+    ),
+    figures=ProbeRule(
+        layout.GROUNDING_FINETUNE_FIGURES_STEP,
+        "../scripts/grounding_finetune_figures.py",
+        input={"rates": layout.GROUNDING_FINETUNE_RATES.smk},
+        output={
+            "pdf": layout.GROUNDING_FINETUNE_FIGURE.fix(ext="pdf").smk,
+            "png": report(
+                layout.GROUNDING_FINETUNE_FIGURE.fix(ext="png").smk,
+                caption="../workflow/report/grounding_finetune.rst",
+                category="Grounding",
+                subcategory="Across fine-tuning",
+                labels={
+                    "item": "figure: F1 and follow rates per checkpoint",
+                    "base model": "{ft_model}",
+                },
+            ),
+        },
+    ),
+)
 
 
 rule grounding_checkpoint_score:
@@ -276,80 +306,12 @@ rule grounding_checkpoint_score:
         compute=COMPUTE,
         settings=GROUNDING_SCORE,
         cache=lambda wildcards: layout.GROUNDING_FACTS_CACHE.path(
-            scored=f"finetune/{wildcards.ft_model}/{wildcards.run}/step-{wildcards.step}"
+            scored=f"finetune/{checkpoint_key(wildcards)}"
         ),
         request_cache=DECOMPOSER_REQUESTS,  # decomposer backend openai
         model_label=BASE.name,  # the base model in the rows' decomposer / evaluator columns
     script:
         "../scripts/grounding_score.py"
-
-
-rule grounding_finetune_stats:
-    input:
-        **probe_inputs(layout.GROUNDING_CHECKPOINT_SCORES.smk),
-    output:
-        rows=layout.GROUNDING_FINETUNE_ROWS.smk,
-        rates=report(
-            layout.GROUNDING_FINETUNE_RATES.smk,
-            caption="../workflow/report/grounding_finetune_rates.rst",
-            category="Grounding",
-            subcategory="Across fine-tuning",
-            labels={
-                "item": "rates.csv: F1 and follow rates per checkpoint",
-                "base model": "{ft_model}",
-            },
-        ),
-        mcnemar=layout.GROUNDING_FINETUNE_MCNEMAR.smk,
-        manifest=layout.GROUNDING_FINETUNE_STATS_STEP.manifest,
-    log:
-        layout.GROUNDING_FINETUNE_STATS_STEP.log,
-    benchmark:
-        layout.GROUNDING_FINETUNE_STATS_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/stats.yaml"
-    params:
-        runs=fiction_runs_of,
-        control=control_of,
-        steps=STEPS,
-        stats=STATS,
-        note=lambda wildcards: FT_NOTES[wildcards.ft_model],  # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
-    script:
-        "../scripts/grounding_finetune_stats.py"
-
-
-rule grounding_finetune_figures:
-    input:
-        rates=layout.GROUNDING_FINETUNE_RATES.smk,
-    output:
-        pdf=layout.GROUNDING_FINETUNE_FIGURE.fix(ext="pdf").smk,
-        png=report(
-            layout.GROUNDING_FINETUNE_FIGURE.fix(ext="png").smk,
-            caption="../workflow/report/grounding_finetune.rst",
-            category="Grounding",
-            subcategory="Across fine-tuning",
-            labels={
-                "item": "figure: F1 and follow rates per checkpoint",
-                "base model": "{ft_model}",
-            },
-        ),
-        manifest=layout.GROUNDING_FINETUNE_FIGURES_STEP.manifest,
-    log:
-        layout.GROUNDING_FINETUNE_FIGURES_STEP.log,
-    benchmark:
-        layout.GROUNDING_FINETUNE_FIGURES_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    params:
-        runs=fiction_runs_of,
-        model=lambda wildcards: wildcards.ft_model,
-        # read by the report's caption (workflow/report/grounding_finetune.rst)
-        note=lambda wildcards: FT_NOTES[wildcards.ft_model],
-        control=control_of,
-        steps=STEPS,
-    script:
-        "../scripts/grounding_finetune_figures.py"
 
 
 # the stats rules' manifests and the figures (as SORT_OUTPUTS): the files rule all asked for

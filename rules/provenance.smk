@@ -29,5 +29,8 @@ rule provenance:
     localrule: True
     conda:
         "../envs/stats.yaml"
+    params:
+        # where each rule is defined and its env: the crate's tools (knowlab.tooling.crate)
+        rules=rule_sources,
     script:
         "../scripts/provenance.py"

@@ -281,94 +281,54 @@ rule sort_fiction_items:
         "../scripts/sort_fiction_items.py"
 
 
-rule sort_fiction_evaluate:
-    input:
-        sort_items=layout.SORT_FICTION_ITEMS.smk,
-        selection=layout.SORT_SELECTION.path(model=BASE.evaluated_as),
-        model=checkpoint_input,
-    output:
-        table=layout.SORT_FICTION_ROWS.smk,
-        manifest=layout.SORT_FICTION_ROWS_STEP.manifest,
-    log:
-        layout.SORT_FICTION_ROWS_STEP.log,
-    benchmark:
-        layout.SORT_FICTION_ROWS_STEP.benchmark
-    wildcard_constraints:
-        run=PROBE_RUNS,
-    conda:
-        "../envs/eval.yaml"
-    threads: config["threads"]
-    resources:
-        gpu=1,
-    params:
-        **PROBE_PARAMS,
-        compute=ft_compute,
-        settings=SORT_EVALUATE_SETTINGS,
-        condition="baseline",
-        model=lambda wildcards: wildcards.ft_model,
-    script:
-        "../scripts/sort_evaluate.py"
-
-
-rule sort_fiction_stats:
-    input:
-        **probe_inputs(layout.SORT_FICTION_ROWS.smk),
-    output:
-        rows=layout.SORT_FICTION_ALL_ROWS.smk,
-        binomial=layout.SORT_FICTION_BINOMIAL.smk,
-        tests=directory(layout.SORT_FICTION_TESTS.smk),
-        bands=layout.SORT_FICTION_BANDS.smk,
-        manifest=layout.SORT_FICTION_STATS_STEP.manifest,
-    log:
-        layout.SORT_FICTION_STATS_STEP.log,
-    benchmark:
-        layout.SORT_FICTION_STATS_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/stats.yaml"
-    params:
-        runs=fiction_runs_of,
-        control=control_of,
-        steps=STEPS,
-        stats=STATS,
-    script:
-        "../scripts/sort_fiction_stats.py"
-
-
-rule sort_fiction_figures:
-    input:
-        rows=layout.SORT_FICTION_ALL_ROWS.smk,
-        bands=layout.SORT_FICTION_BANDS.smk,
-    output:
-        pdf=layout.SORT_FICTION_FIGURE.fix(ext="pdf").smk,
-        png=report(
-            layout.SORT_FICTION_FIGURE.fix(ext="png").smk,
-            caption="../workflow/report/sort_fiction_sort.rst",
-            category="SORT",
-            subcategory="FictionalQA documents across fine-tuning",
-            labels={
-                "figure": "SORT on the FictionalQA documents per checkpoint",
-                "base model": "{ft_model}",
-            },
-        ),
-        manifest=layout.SORT_FICTION_FIGURES_STEP.manifest,
-    log:
-        layout.SORT_FICTION_FIGURES_STEP.log,
-    benchmark:
-        layout.SORT_FICTION_FIGURES_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    params:
-        model=lambda wildcards: wildcards.ft_model,
-        # read by the report's caption (workflow/report/sort_fiction_sort.rst)
-        note=lambda wildcards: FT_NOTES[wildcards.ft_model],
-        runs=fiction_runs_of,
-        control=control_of,
-        steps=STEPS,
-        stats=STATS,
-    script:
-        "../scripts/sort_fiction_figures.py"
+# SORT on the FictionalQA documents at every checkpoint (rules/probe.smk): sort_fiction_evaluate
+# (the baseline condition, no context), sort_fiction_stats and sort_fiction_figures
+checkpoint_probe(
+    evaluate=ProbeRule(
+        layout.SORT_FICTION_ROWS_STEP,
+        "../scripts/sort_evaluate.py",
+        input={
+            "sort_items": layout.SORT_FICTION_ITEMS.smk,
+            "selection": layout.SORT_SELECTION.path(model=BASE.evaluated_as),
+        },
+        output={"table": layout.SORT_FICTION_ROWS.smk},
+        params={"settings": SORT_EVALUATE_SETTINGS, "condition": "baseline"},
+    ),
+    table=layout.SORT_FICTION_ROWS.smk,
+    stats=ProbeRule(
+        layout.SORT_FICTION_STATS_STEP,
+        "../scripts/sort_fiction_stats.py",
+        output={
+            "rows": layout.SORT_FICTION_ALL_ROWS.smk,
+            "binomial": layout.SORT_FICTION_BINOMIAL.smk,
+            "tests": directory(layout.SORT_FICTION_TESTS.smk),
+            "bands": layout.SORT_FICTION_BANDS.smk,
+        },
+    ),
+    figures=ProbeRule(
+        layout.SORT_FICTION_FIGURES_STEP,
+        "../scripts/sort_fiction_figures.py",
+        input={
+            "rows": layout.SORT_FICTION_ALL_ROWS.smk,
+            "bands": layout.SORT_FICTION_BANDS.smk,
+        },
+        output={
+            "pdf": layout.SORT_FICTION_FIGURE.fix(ext="pdf").smk,
+            "png": report(
+                layout.SORT_FICTION_FIGURE.fix(ext="png").smk,
+                caption="../workflow/report/sort_fiction_sort.rst",
+                category="SORT",
+                subcategory="FictionalQA documents across fine-tuning",
+                labels={
+                    "figure": "SORT on the FictionalQA documents per checkpoint",
+                    "base model": "{ft_model}",
+                },
+            ),
+        },
+        # the bands' level and resamples, which the footnotes name
+        params={"stats": STATS},
+    ),
+)
 
 
 rule sort_parametric_texts:

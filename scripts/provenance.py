@@ -8,5 +8,6 @@ from knowlab.tooling import crate, trace
 with rule_step(snakemake) as log:
     pages = trace.write_pages(".", snakemake.output.pages)
     log.info("%d trace pages in %s", len(pages), snakemake.output.pages)
-    metadata = crate.build_crate(".", snakemake.output.crate, workflow=Path(snakemake.scriptdir).parent)
+    workflow = Path(snakemake.scriptdir).parent
+    metadata = crate.build_crate(".", snakemake.output.crate, workflow=workflow, rules=snakemake.params.rules)
     log.info("Workflow Run RO-Crate: %s", metadata)

@@ -206,7 +206,7 @@ class Step:
         def fill(template: str) -> str:
             return re.sub(r"\{(\w+)\}", lambda m: str(wildcards.get(m[1], m[0])), template)
 
-        return Step(self.rule, fill(self.key), self.manifest_path and fill(self.manifest_path))
+        return Step(fill(self.rule), fill(self.key), self.manifest_path and fill(self.manifest_path))
 
 
 # Models (rules/models.smk): the base model, the other base models FictionalQA fine-tunes, the

@@ -52,15 +52,14 @@ def test_env_parses_and_pins_agree(env):
         assert pinned == version, f"{env.name}: {name}=={version} but requirements/venv have {pinned}"
 
 
-def test_every_rule_names_an_existing_env_and_a_log():
-    text = "\n".join(p.read_text() for p in (ROOT / "rules").glob("*.smk"))
-    rules = re.findall(r"^rule (\w+):", text, flags=re.M)
-    blocks = re.split(r"^rule \w+:", text, flags=re.M)[1:]
-    for name, block in zip(rules, blocks):
-        env = re.search(r'conda:\s*\n\s*"\.\./(envs/\w+\.yaml)"', block)
-        assert env, f"rule {name} has no conda env"
-        assert (ROOT / env.group(1)).is_file(), f"rule {name}: {env.group(1)} missing"
-        assert re.search(r"^\s+log:", block, flags=re.M), f"rule {name} has no log"
+def test_every_rule_names_an_existing_env_and_a_log(rules):
+    """Every rule but ``all``, those a loop or the probe template makes included."""
+    for name, rule in rules.items():
+        if name == "all":
+            continue
+        assert rule.env is not None, f"rule {name} has no conda env"
+        assert rule.env.is_file() and rule.env.parent == ROOT / "envs", f"rule {name}: {rule.env} missing"
+        assert rule.log, f"rule {name} has no log"
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +68,43 @@ def rules():
 
 
 def test_the_workflow_is_read_whole(rules):
-    assert {"base_model", "finetune", "finetune_last", "fictionalqa_figure_{family}", "generate_grades"} <= set(rules)
+    assert {"base_model", "finetune", "finetune_last", "fictionalqa_figure_fig2", "generate_grades"} <= set(rules)
     assert rules["finetune"].module == rules["finetune_last"].module == "knowlab.finetune_job"
     assert rules["generate_grades"].script == ROOT / "scripts" / "generate_stage.py"  # use rule ... with:
     assert rules["base_model"].env == ROOT / "envs" / "train.yaml"
     assert {rule.env for rule in rules.values() if rule.env} == set(ENVS)
+
+
+def test_the_two_checkpoint_probes_come_from_one_template(rules):
+    """rules/probe.smk writes SORT's and grounding's rules of each kind with the same env, locality
+    and shared params, each probe with its own script (a function's closures, not a loop's)."""
+    kinds = {
+        "eval": (
+            ("sort_fiction_evaluate", "grounding_checkpoint_generate"),
+            {"checkpoint", "run", "step", "compute", "model"},
+        ),
+        "stats": (("sort_fiction_stats", "grounding_finetune_stats"), {"runs", "control", "steps", "stats"}),
+        "plot": (("sort_fiction_figures", "grounding_finetune_figures"), {"model", "note", "runs", "control", "steps"}),
+    }
+    scripts = {
+        "sort_fiction_evaluate": "sort_evaluate.py",
+        "grounding_checkpoint_generate": "grounding_generate.py",
+        "sort_fiction_stats": "sort_fiction_stats.py",
+        "grounding_finetune_stats": "grounding_finetune_stats.py",
+        "sort_fiction_figures": "sort_fiction_figures.py",
+        "grounding_finetune_figures": "grounding_finetune_figures.py",
+    }
+    for env, (names, shared) in kinds.items():
+        for name in names:
+            rule = rules[name]
+            assert rule.snakefile == ROOT / "rules" / "probe.smk", name
+            assert rule.env == ROOT / "envs" / f"{env}.yaml" and rule.local == (env != "eval"), name
+            assert shared <= rule.params and rule.script == ROOT / "scripts" / scripts[name], name
+    assert rules["grounding_checkpoint_generate"].params - rules["sort_fiction_evaluate"].params == {
+        "seed",
+        "served_key",
+        "request_cache",
+    }
 
 
 @pytest.mark.slow
@@ -173,7 +204,7 @@ def test_the_analysis_follows_calls_not_just_modules(tmp_path):
     tops = {name: {found.top for found in envs.rule_imports(rule, tmp_path)} for name, rule in rules.items()}
     reached = {"knowlab", "pandas", "pyarrow", "scipy", "some_data_pkg", "numpy", "faiss"}
     assert tops["a"] == reached | {"torchvision"}  # rule_step sets the device: a has a compute param
-    assert tops["b"] == reached  # b's params replace a's: no compute
+    assert tops["b"] == tops["a"]  # a with: block's params add to a's (Snakemake merges them): compute too
     assert tops["c"] == {"knowlab", "pandas", "pyarrow"}  # importing runs module-level code only
 
 

@@ -67,10 +67,10 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -179,33 +179,18 @@ def _value(value: Any, kind: str) -> Any:
 
 def rule_sources(workflow: Path) -> dict[str, dict[str, str | None]]:
     """Where each rule is defined: ``{rule: {"file": path relative to workflow, "conda": env file
-    relative to workflow or None}}``, read from the ``Snakefile`` and ``rules/*.smk`` (``rule NAME:``,
-    ``checkpoint NAME:``, ``use rule BASE as NAME``; ``conda:`` followed by a quoted path in the rule's
-    block, relative to the file; a ``use rule`` keeps its base rule's env unless it names one)."""
-    files = [workflow / "Snakefile", *sorted((workflow / "rules").glob("*.smk"))]
-    found: dict[str, dict[str, str | None]] = {}
-    aliases: dict[str, str] = {}
-    head = re.compile(r"^(?:rule|checkpoint)\s+(\w+)\s*:|^use rule (\w+) as (\w+)", re.M)
-    conda = re.compile(r"^\s+conda:\s*\n\s+[\"']([^\"']+)[\"']", re.M)
-    for file in files:
-        if not file.is_file():
-            continue
-        text = file.read_text(encoding="utf-8")
-        heads = list(head.finditer(text))
-        for i, match in enumerate(heads):
-            block = text[match.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
-            block = re.split(r"\n(?=\S)", block, maxsplit=1)[0]  # up to the next top-level line
-            env = conda.search(block)
-            name = match.group(1) or match.group(3)
-            where = file.relative_to(workflow).as_posix()
-            env_path = norm(os.path.join(os.path.dirname(where), env.group(1))) if env else None
-            found[name] = {"file": where, "conda": env_path}
-            if match.group(2):
-                aliases[name] = match.group(2)
-    for name, base in aliases.items():
-        if found[name]["conda"] is None and base in found:
-            found[name]["conda"] = found[base]["conda"]
-    return found
+    relative to workflow or None}}``, as Snakemake defines the rules of ``workflow``
+    (:func:`knowlab.tooling.envs.workflow_rules`, which needs Snakemake: the dev venv).  The
+    workflow's own run passes the same map from its rule ``provenance`` (``rules/common.smk``)."""
+    from knowlab.tooling.envs import workflow_rules  # deferred: Snakemake is not in the rules' envs
+
+    def rel(path: Path) -> str:
+        return os.path.relpath(path, workflow)
+
+    return {
+        name: {"file": rel(rule.snakefile), "conda": rel(rule.env) if rule.env else None}
+        for name, rule in workflow_rules(workflow).items()
+    }
 
 
 def _commit_date(workflow: Path | None, commit: str | None) -> str | None:
@@ -328,6 +313,7 @@ def build_crate(
     *,
     workflow: str | os.PathLike | None = None,
     date_published: str | None = None,
+    rules: Mapping[str, Mapping[str, str | None]] | None = None,
 ) -> Path:
     """Write the Provenance Run Crate of the run in ``base`` to ``out/ro-crate-metadata.json``.
 
@@ -335,7 +321,8 @@ def build_crate(
     manifests); ``out``: the crate folder (relative to ``base`` unless absolute; created);
     ``workflow``: the folder of the ``Snakefile``, ``rules/``, ``envs/`` and ``config/`` (default:
     ``base`` when it has a Snakefile, else the checkout this module belongs to); ``date_published``:
-    an ISO 8601 date for the root's ``datePublished`` (default: see the module docstring).
+    an ISO 8601 date for the root's ``datePublished`` (default: see the module docstring); ``rules``:
+    where each rule is defined, as :func:`rule_sources` returns it (default: read from ``workflow``).
     Returns the path of the metadata file.  Raises :class:`CrateError` when ``base`` holds no
     manifest or no Snakefile is found.
     """
@@ -386,7 +373,7 @@ def build_crate(
         newest = max(path.stat().st_mtime for path in code if path.is_file())
         date = dt.datetime.fromtimestamp(int(newest), dt.timezone.utc).isoformat()
 
-    sources = rule_sources(workflow_path)
+    sources = rules if rules is not None else rule_sources(workflow_path)
     snakefile = b.ident(str(workflow_path / "Snakefile"))
     workflow_files = sorted(
         {

@@ -4,11 +4,11 @@ Every rule names a conda env file (``envs/<name>.yaml``, its ``conda:`` directiv
 script (``script:``) or, for a ``shell:`` rule, a module (``-m knowlab.finetune_job``).  Under
 ``snakemake --use-conda`` that code runs with only the env's packages, so each env's pip list
 must provide every module its rules' code imports.  This module finds those modules
-statically: the workflow is read by Snakemake's own parser, the code by :mod:`ast`; nothing
-analysed is imported or run.
+statically: the rules are read from Snakemake (the Snakefile loaded, no job run), the code by
+:mod:`ast`; no code analysed is imported or run.
 
-- :func:`workflow_rules`: every rule of the Snakefile and ``rules/*.smk`` with its env file,
-  its script or module and its param names (``use rule X as Y`` inherits X's).
+- :func:`workflow_rules`: every rule of the workflow with its env file, its script or module and
+  its param names, as Snakemake defines them.
 - :func:`rule_imports`: the imports a rule's code reaches.  From the script, names are
   followed into ``knowlab`` (a call graph by name): importing a module runs its module-level
   code (and its imports); a function or class runs only if reached code names it (a method:
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib.metadata
 import json
 import os
@@ -41,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,8 +84,8 @@ class Rule:
     """A rule of the workflow: its env file and the code it runs (paths absolute).
 
     ``script``: the ``script:`` file; ``module``: the ``knowlab`` module a ``shell:`` rule runs
-    with ``-m``; ``params``: the names of its params; ``local``: ``localrule: True`` (under a
-    cluster executor its jobs run on the submit host).
+    with ``-m``; ``params``: the names of its params; ``local``: a local rule (``localrule: True``;
+    under a cluster executor its jobs run on the submit host); ``log``: it names a log.
     """
 
     name: str
@@ -94,6 +95,7 @@ class Rule:
     module: str | None = None
     params: frozenset[str] = frozenset()
     local: bool = False
+    log: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,119 +116,82 @@ class Import:
 # -- the workflow -------------------------------------------------------------------------
 
 
-class _ParserSource:
-    """What Snakemake's parser asks of a source file, and of the workflow (its source cache)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.sourcecache = self
-
-    def get_path_or_uri(self, secret_free: bool = True) -> str:
-        return str(self.path)
-
-    def open(self, source: _ParserSource):
-        return open(source.path, encoding="utf-8")
-
-
-def _literal(node: ast.expr | None) -> str | None:
-    """A string argument of a compiled directive: a literal, or an f-string shown with its fields."""
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(
-            part.value if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
-            for part in node.values
-        )
-    return None
-
-
-def _directives(function: ast.FunctionDef) -> dict[str, ast.Call]:
-    return {
-        dec.func.attr: dec
-        for dec in function.decorator_list
-        if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
-    }
-
-
-def _first_arg(calls: Mapping[str, ast.Call], directive: str) -> ast.expr | None:
-    call = calls.get(directive)
-    return call.args[0] if call is not None and call.args else None
-
-
 def _shell_module(command: str | None) -> str | None:
     match = re.search(r"-m\s+(knowlab(?:\.\w+)*)", command or "")
     return match.group(1) if match else None
 
 
-def workflow_rules(root: str | os.PathLike = ROOT) -> dict[str, Rule]:
-    """Every rule of ``root``'s Snakefile and ``rules/*.smk``, by name, read without running them.
+# local: Workflow.is_local without the executor (_localrules: the rules with localrule: True).
+# Run in a child process, so that loading the Snakefile (its sys.path, environment and Snakemake's
+# logging) leaves this one as it was
+_READ_RULES = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
-    Each file is compiled by Snakemake's parser to Python and its rule functions' directives
-    read with :mod:`ast`.  Paths are resolved against the file that defines the rule.  A rule
-    defined in a loop is named by its ``name:`` f-string (``fictionalqa_figure_{family}``).  ``use rule X
-    as Y [with: ...]`` copies X, with the env, script, shell command or params its ``with:``
-    block sets.
+root = Path(sys.argv[1])
+with SnakemakeApi(OutputSettings()) as api:
+    workflow = api.workflow(
+        resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(),
+        storage_settings=StorageSettings(), snakefile=root / "Snakefile",
+    )._workflow
+    rules = [
+        {"name": rule.name, "snakefile": str(rule.snakefile), "basedir": str(rule.basedir),
+         "env": rule.conda_env if isinstance(rule.conda_env, str) else None,
+         "script": rule.script, "shellcmd": rule.shellcmd, "params": list(rule.params.keys()),
+         "local": rule.name in workflow._localrules or rule.norun, "log": bool(rule.log)}
+        for rule in workflow.rules
+    ]
+print(json.dumps(rules))
+"""
+
+
+def workflow_rules(root: str | os.PathLike = ROOT) -> dict[str, Rule]:
+    """Every rule of ``root``'s workflow under its default config, by name, as Snakemake defines
+    them: the Snakefile is loaded (in a child process, with this Python), no job is run.
+
+    Snakemake's own definitions cover every way a rule is written: ``rule NAME:``, a rule made in a
+    loop or by a function with ``name:`` (``fictionalqa_figure_fig2``, the checkpoint probes of
+    rules/probe.smk), and ``use rule X as Y`` with what its ``with:`` block changes.  Paths are
+    resolved against the folder of the file that defines the rule.
 
     Returns:
         ``{name: Rule}``; ``Rule.env`` is None for a rule without ``conda:`` (``all``).
 
     Raises:
-        EnvError: ``use rule`` of a rule not defined, or from a module.
+        EnvError: the workflow does not load (Snakemake's message).
     """
-    # deferred: Snakemake is in the dev venv (where this runs), not in the rules' envs
-    from snakemake import parser
-
-    root = Path(root)
-    rules: dict[str, Rule] = {}
-    uses: list[tuple[Path, ast.Call, dict[str, ast.Call]]] = []
-    for path in [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]:
-        code, _ = parser.parse(_ParserSource(path), _ParserSource(path), {})
-        for node in ast.walk(ast.parse(code, filename=str(path))):
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            calls = _directives(node)
-            if "userule" in calls:
-                uses.append((path, calls["userule"], calls))
-            elif "rule" in calls:
-                keywords = {k.arg: k.value for k in calls["rule"].keywords}
-                name = _literal(keywords.get("name")) or _literal(_first_arg(calls, "name"))
-                rules[name] = _rule(name, path, calls)
-    for path, userule, calls in uses:
-        keywords = {k.arg: ast.literal_eval(k.value) for k in userule.keywords if k.arg != "lineno"}
-        if keywords.get("from_module"):
-            raise EnvError(f"{path}: use rule from module {keywords['from_module']!r} is not analysed")
-        for parent in keywords["rules"]:
-            if parent not in rules:
-                raise EnvError(f"{path}: use rule {parent} before rule {parent} is defined")
-            modifier = keywords.get("name_modifier") or parent
-            name = modifier.replace("*", parent) if "*" in modifier else modifier
-            base, new = rules[parent], _rule(name, path, calls)
-            rules[name] = Rule(
-                name,
-                path,
-                new.env or base.env,
-                new.script or (None if new.module else base.script),
-                new.module or (None if new.script else base.module),
-                new.params if "params" in calls else base.params,
-                new.local if "localrule" in calls else base.local,
-            )
-    return rules
+    return dict(_workflow_rules(str(Path(root).resolve())))
 
 
-def _rule(name: str, path: Path, calls: Mapping[str, ast.Call]) -> Rule:
-    env, script = _literal(_first_arg(calls, "conda")), _literal(_first_arg(calls, "script"))
-    params, local = calls.get("params"), _first_arg(calls, "localrule")
-    return Rule(
-        name=name,
-        snakefile=path,
-        env=(path.parent / env).resolve() if env else None,
-        script=(path.parent / script).resolve() if script else None,
-        module=_shell_module(_literal(_first_arg(calls, "shellcmd"))),
-        params=frozenset(k.arg for k in params.keywords if k.arg) if params is not None else frozenset(),
-        local=local is not None and ast.literal_eval(local) is True,
+@functools.lru_cache(maxsize=None)
+def _workflow_rules(root: str) -> tuple[tuple[str, Rule], ...]:
+    # from the workflow's folder, as Snakemake runs it (a relative configfile: is read from there)
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_RULES, root], capture_output=True, text=True, cwd=root, check=False
     )
+    if done.returncode:
+        raise EnvError(f"{root}/Snakefile does not load:\n{done.stderr.strip()}")
+    rules = []
+    for rule in json.loads(done.stdout.strip().splitlines()[-1]):
+        base = Path(rule["basedir"])
+        rules.append(
+            (
+                rule["name"],
+                Rule(
+                    name=rule["name"],
+                    snakefile=Path(rule["snakefile"]),
+                    env=(base / rule["env"]).resolve() if rule["env"] else None,
+                    script=(base / rule["script"]).resolve() if rule["script"] else None,
+                    module=_shell_module(rule["shellcmd"]),
+                    params=frozenset(rule["params"]),
+                    local=rule["local"],
+                    log=rule["log"],
+                ),
+            )
+        )
+    return tuple(rules)
 
 
 # -- what a rule's code imports -----------------------------------------------------------

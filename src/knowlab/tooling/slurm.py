@@ -278,17 +278,13 @@ def load_user_profile(root: Path = ROOT) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- reading the runs back
 
 
-class LocalRules:
+class LocalRules(frozenset):
     """The workflow's local rules (``localrule: True``, read by
     :func:`knowlab.tooling.envs.workflow_rules`): ``name in LocalRules(root)`` for a rule name of a
-    run's log, a rule made in a loop matching its ``name:`` template (``fictionalqa_figure_{family}``)."""
+    run's log."""
 
-    def __init__(self, root: Path = ROOT):
-        names = [name for name, rule in workflow_rules(root).items() if rule.local]
-        self.patterns = [re.compile(re.sub(r"\\\{\w+\\\}", r"\\w+", re.escape(name))) for name in names]
-
-    def __contains__(self, rule: str) -> bool:
-        return any(pattern.fullmatch(rule) for pattern in self.patterns)
+    def __new__(cls, root: Path = ROOT):
+        return super().__new__(cls, (name for name, rule in workflow_rules(root).items() if rule.local))
 
 
 def job_stats_table(log: str) -> tuple[dict[str, int], int | None]:
