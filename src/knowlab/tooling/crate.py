@@ -78,6 +78,7 @@ from urllib.parse import quote, unquote
 from rocrate.rocrate import ROCrate
 
 from knowlab.layout import RO_CRATE
+from knowlab.tooling.envs import workflow_rules
 from knowlab.tooling.trace import FINDINGS, build_index, load_manifests, norm, pins, recorded_files
 
 PROFILES = {
@@ -180,10 +181,8 @@ def _value(value: Any, kind: str) -> Any:
 def rule_sources(workflow: Path) -> dict[str, dict[str, str | None]]:
     """Where each rule is defined: ``{rule: {"file": path relative to workflow, "conda": env file
     relative to workflow or None}}``, as Snakemake defines the rules of ``workflow``
-    (:func:`knowlab.tooling.envs.workflow_rules`, which needs Snakemake: the dev venv).  The
+    (:func:`knowlab.tooling.envs.workflow_rules`, which runs Snakemake: the dev venv).  The
     workflow's own run passes the same map from its rule ``provenance`` (``rules/common.smk``)."""
-    from knowlab.tooling.envs import workflow_rules  # deferred: Snakemake is not in the rules' envs
-
     def rel(path: Path) -> str:
         return os.path.relpath(path, workflow)
 
