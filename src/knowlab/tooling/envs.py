@@ -131,7 +131,7 @@ from snakemake.api import SnakemakeApi
 from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
 root = Path(sys.argv[1])
-with SnakemakeApi(OutputSettings()) as api:
+with SnakemakeApi(OutputSettings(enable_file_logging=False)) as api:
     workflow = api.workflow(
         resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(),
         storage_settings=StorageSettings(), snakefile=root / "Snakefile",
