@@ -1,4 +1,4 @@
-"""The shipped fiction corpus and its schema (MCQ construction: test_mcq.py)."""
+"""The shipped fiction corpus and its schema (knowlab.fiction; MCQ construction: tests/fictionalqa/test_mcq.py)."""
 
 import hashlib
 import json
