@@ -11,9 +11,9 @@ the core only itself.  And no module imports, directly or through others, one th
 For the layers and the cycles every import statement counts, wherever it is: at module top, inside
 a function (an import inside a function that closes a cycle is still a cycle: it only hides it from
 the interpreter), and under ``if TYPE_CHECKING:`` (a type named in a signature is a dependency too).
-The checks that leave ``TYPE_CHECKING`` imports out say so.  Imports inside functions are allowed
-only for heavy optional dependencies deferred on purpose, each function saying why with a
-``# deferred:`` comment; never for ``knowlab`` modules.
+Imports inside functions are allowed only for heavy optional dependencies deferred on purpose, each
+function saying why with a ``# deferred:`` comment; never for ``knowlab`` modules.  One parser,
+:func:`imports`, reads the import statements for every check.
 """
 
 from __future__ import annotations
@@ -48,42 +48,6 @@ def modules(src: Path) -> dict[str, Path]:
 
 
 MODULES = modules(SRC)
-
-
-def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
-    """The knowlab modules an import statement loads (``from pkg import mod`` loads ``pkg.mod``)."""
-    if isinstance(node, ast.Import):
-        names = [alias.name for alias in node.names]
-    else:
-        base = node.module or ""
-        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
-    return [n for n in names if n.split(".")[0] == "knowlab"]
-
-
-def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
-    """The import statements under ``if TYPE_CHECKING:`` (never run)."""
-    return {
-        node
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and getattr(block.test, "id", getattr(block.test, "attr", None)) == "TYPE_CHECKING"
-        for statement in block.body
-        for node in ast.walk(statement)
-    }
-
-
-def _graph() -> dict[str, set[str]]:
-    graph = {}
-    for name, path in MODULES.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
-        targets = set()
-        typing_only = _type_checking_only(tree)
-        for node in ast.walk(tree):
-            if node in typing_only:
-                continue
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                targets.update(t for t in _imported(node) if t in MODULES and t != name)
-        graph[name] = targets
-    return graph
 
 
 def _cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -127,10 +91,6 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycle_inside_the_library():
-    assert _cycles(_graph()) == []
-
-
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_imports_at_module_top(name):
     """In-function imports: never a knowlab module; a heavy dependency only under a ``# deferred:`` comment."""
@@ -138,6 +98,7 @@ def test_imports_at_module_top(name):
     source = path.read_text()
     lines = source.splitlines()
     problems = []
+    knowlab_lines = {line for line, _ in imports(name, path, MODULES)}
     for function in ast.walk(ast.parse(source)):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -146,25 +107,10 @@ def test_imports_at_module_top(name):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             where = f"{path.relative_to(SRC)}:{node.lineno} in {function.name}()"
-            if _imported(node) or (isinstance(node, ast.ImportFrom) and node.level):
+            if node.lineno in knowlab_lines or (isinstance(node, ast.ImportFrom) and node.level):
                 problems.append(f"{where}: imports a knowlab module inside a function")
             elif "# deferred:" not in body:
                 problems.append(f"{where}: import inside a function without a '# deferred: <why>' comment")
-    assert not problems, "\n".join(problems)
-
-
-def test_dependencies_go_one_way():
-    """The core imports no study; the fiction corpus imports the core and itself; a study imports the core,
-    the fiction corpus and itself."""
-    problems = []
-    for module, targets in _graph().items():
-        package = layer_of(module)
-        if package is None:
-            continue
-        allowed = {package, *MAY_IMPORT[package]}
-        for target in sorted(targets):
-            if not any(target == a or target.startswith(a + ".") for a in allowed):
-                problems.append(f"{module} imports {target}")
     assert not problems, "\n".join(problems)
 
 
@@ -190,22 +136,8 @@ CORE_IMPORT_ALLOWLIST: frozenset[tuple[str, str]] = frozenset()
 
 
 def _all_imports(name: str, path: Path) -> set[str]:
-    """Every module an import statement of module ``name`` (file ``path``) names, anywhere in it
-    (module top, functions, ``if TYPE_CHECKING:``): ``import a.b`` gives ``a.b``; ``from a import b``
-    gives ``a`` and ``a.b``; relative imports are resolved against ``name``'s package."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*parent, *([base] if base else [])])
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    return found
+    """Every ``knowlab`` module module ``name`` (file ``path``) imports, anywhere in it (:func:`imports`)."""
+    return {module for _, module in imports(name, path, MODULES)}
 
 
 def test_all_imports_sees_every_kind_of_import(tmp_path):
