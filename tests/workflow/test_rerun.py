@@ -7,6 +7,7 @@ whole config block would re-run every job of that block's study.  The readers ar
 by hand from the rules; the descendants come from the workflow's own rule graph.
 """
 
+import functools
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,12 +21,15 @@ from knowlab.tooling.envs import workflow_rules
 pytestmark = pytest.mark.pipeline
 TEST_CONFIG = Path(__file__).resolve().parents[2] / "config" / "test.yaml"
 
-# (key, new value, the rules that read it, the rules downstream of them in the rule graph that still
-# re-run nothing, because none of their jobs reads a re-run job's output).  Values are valid for
-# config/test.yaml.
-# every rule that runs a model: its param ``compute`` (read from the rules, knowlab.tooling.envs); the
-# tests take those of config/test.yaml's rule graph
-MODEL_RULES = frozenset(name for name, rule in workflow_rules().items() if "compute" in rule.params)
+
+@functools.cache
+def model_rules() -> frozenset[str]:
+    """Every rule that runs a model: its param ``compute`` (read from the rules, knowlab.tooling.envs); the
+    tests take those of config/test.yaml's rule graph.  Read when a test runs, not when the module is
+    collected: it loads the workflow (a child process, about 1.7 s)."""
+    return frozenset(name for name, rule in workflow_rules().items() if "compute" in rule.params)
+
+
 # The fine-tuning rules serve FictionalQA's runs and SORT's parametric runs: a key of one recipe
 # retrains only its runs (knowlab.finetune_job.FinetuneJobSettings), and the other study's evaluations
 # stay.
@@ -66,6 +70,9 @@ STATS_READERS = {
     "grounding_finetune_stats",
     "findings",
 }
+# (key, new value, the rules that read it (or a function giving them, called when the test runs), the
+# rules downstream of them in the rule graph that still re-run nothing, because none of their jobs
+# reads a re-run job's output).  Values are valid for config/test.yaml.
 KEYS = [
     ("splits.event_train_fraction", 0.5, {"fictionalqa_split"}, SORT_PARAMETRIC),
     ("evaluate.em_tokens", [10, 25], {"fictionalqa_evaluate"}, set()),
@@ -77,7 +84,7 @@ KEYS = [
     # SORT's runs set lr in sort.parametric.finetune; test.yaml's FictionalQA runs are one interval
     # long, so their jobs are all finetune_last
     ("finetune.lr", 2.0e-3, {"finetune_last"}, SORT_PARAMETRIC),
-    ("compute.dtype", "bfloat16", MODEL_RULES, set()),
+    ("compute.dtype", "bfloat16", model_rules, set()),
     (
         "sort.parametric.epochs",
         3,
@@ -188,7 +195,7 @@ def test_the_keys_exist_and_their_values_are_valid():
 @pytest.mark.parametrize("key,value,readers,untouched", KEYS, ids=[k for k, *_ in KEYS])
 def test_a_key_reruns_its_readers_and_their_descendants(dry_runs, rule_graph, key, value, readers, untouched):
     jobs, reasons = dry_runs[key]
-    readers = readers & rule_graph.keys()  # the readers config/test.yaml runs
+    readers = (readers() if callable(readers) else readers) & rule_graph.keys()  # those config/test.yaml runs
     downstream = _downstream(rule_graph, readers)
     assert untouched <= downstream  # a rule named here is a descendant in the rule graph
     expected = downstream - untouched
