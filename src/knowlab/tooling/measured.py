@@ -126,11 +126,6 @@ def job_counts(stdout: str) -> dict[str, int]:
     return counts
 
 
-def local_rules(root: Path = ROOT) -> LocalRules:
-    """The workflow's local rules (:class:`knowlab.tooling.slurm.LocalRules`: ``rule in local_rules()``)."""
-    return LocalRules(root)
-
-
 def split_local(counts: Mapping[str, int], local: Any) -> tuple[int, int]:
     """``(jobs of local rules, jobs of the other rules)`` of ``counts`` (``local``: a container of rule names)."""
     here = sum(n for rule, n in counts.items() if rule in local)
@@ -753,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_dry_runs:
         short, dirty = git_state(root)
         commit = f"`{short}`" + (" with uncommitted changes" if dirty else "") if short else None
-        local = local_rules(root)
+        local = LocalRules(root)
         dry = {}
         for label, overlay in SHIPPED_CONFIGS.items():
             if overlay and not (root / overlay).exists():
