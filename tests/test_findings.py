@@ -367,9 +367,11 @@ AS_BUILT = {
     CLAIMS[20]: CONTRADICTED,
     CLAIMS[23]: NOT_SIGNIFICANT,
     CLAIMS[24]: INCONCLUSIVE,
-    CLAIMS[33]: INCONCLUSIVE,
-    CLAIMS[34]: INCONCLUSIVE,
-    CLAIMS[40]: INCONCLUSIVE,
+    # all tied: every event's gain the same under each model (no ranking of the models to permute), every
+    # excerpt's distance rho 0 (no sign to flip); the smallest p the test can give is 1 (issue 57)
+    CLAIMS[33]: NOT_TESTED,
+    CLAIMS[34]: NOT_TESTED,
+    CLAIMS[40]: NOT_TESTED,
     **dict.fromkeys([CLAIMS[41], CLAIMS[42], *CLAIMS[51:54]], NOT_TESTED),
 }
 
@@ -489,7 +491,7 @@ def test_the_claims_go_against_the_data_built_against_them(results):
     statuses = {claim: found[claim].status for claim in CLAIMS}
     assert statuses[CLAIMS[0]] == CONTRADICTED
     assert statuses[CLAIMS[2]] == statuses[CLAIMS[3]] == CONTRADICTED
-    assert statuses[CLAIMS[36]] == INCONCLUSIVE  # a tie
+    assert statuses[CLAIMS[36]] == NOT_TESTED  # a tie on every excerpt: no sign flip moves the statistic
     assert statuses[CLAIMS[38]] == CONTRADICTED  # a significant difference where none is claimed
     assert statuses[CLAIMS[45]] == CONTRADICTED
     # with distractors helping, the distractors' drop (negative) is below the conflict's
@@ -498,14 +500,18 @@ def test_the_claims_go_against_the_data_built_against_them(results):
 
 
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
-    rag = _sort_rows(SORT_RIGHT["in_context"])
-    rag.loc[[3, 7], "correct"] = False  # RAG misses one item in 2 of the 20 excerpts: p = 2 / 2^2
+    rag, in_context = _sort_rows(SORT_RIGHT["in_context"]), _sort_rows(SORT_RIGHT["in_context"])
+    rag.loc[[3, 7, 11, 15, 19], "correct"] = False  # RAG misses one item in excerpts 0-4
+    in_context.loc[[23, 27, 31], "correct"] = False  # in context misses one in excerpts 5-7
     _write(results, "sort/evaluate/base_model/rag.parquet", rag)
+    _write(results, "sort/evaluate/base_model/in_context.parquet", in_context)
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     f = _by_claim(found)[CLAIMS[36]]
-    # 2^20 sign patterns: Monte Carlo over 999 of them, p within a few standard errors of 0.5
-    assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.5, abs=0.05) and f.effect == pytest.approx(2 / 80)
-    per_excerpt = np.r_[np.full(2, 0.25), np.zeros(18)]
+    # 8 excerpts differ (5 of them for in context), 12 tie: exactly, p = 1 - C(8, 4) / 2^8 = 0.727 and
+    # the smallest p is 2 / 2^8; 2^20 sign patterns: Monte Carlo over 999 of them
+    assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.727, abs=0.05) and f.effect == pytest.approx(2 / 80)
+    assert f.min_p == pytest.approx(2 / 2**8)
+    per_excerpt = np.r_[np.full(5, 0.25), np.full(3, -0.25), np.zeros(12)]
     se = stats.bootstrap_difference(per_excerpt, seed=0, n_resamples=500, confidence=0.95)["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
     line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[36] in line)
@@ -536,7 +542,7 @@ def test_a_design_that_cannot_reach_alpha_is_not_tested(results):
     f = found[CLAIMS[5]]
     assert f.status == NOT_TESTED and "not testable with 2 fictsheets" in f.detail and "0.5" in f.detail
     f = found[CLAIMS[38]]
-    assert f.status == NOT_TESTED and "24 effective pairs" in f.detail and "full agreement" in f.detail
+    assert f.status == NOT_TESTED and "6 excerpts and 24 pairs" in f.detail and "full agreement" in f.detail
     # results/findings_design.csv: what the design can show, before the data
     design = findings.design_table(list(found.values())).set_index("claim")
     assert sorted(design.reset_index().columns) == sorted(findings.DESIGN_COLUMNS)
@@ -767,8 +773,10 @@ def test_the_validation_dip_needs_a_checkpoint_inside_the_training(results):
     assert "at step 2" in on_time[CLAIMS[15]].detail and on_time[CLAIMS[15]].unit == "event"
 
 
-def test_a_comparison_without_spread_prints_no_minimum_detectable_effect(results):
-    """Every question the same in both conditions: the bootstrap's standard error is 0, which is no power."""
+def test_a_comparison_whose_units_all_tie_is_not_tested(results):
+    """Every question the same in both conditions: no unit's difference can move the sign flips' statistic,
+    so the smallest p the test can give with these values is 1 (issue 57: the attainable p reads the data),
+    and the line says so instead of ``inconclusive``."""
     _rewrite(
         results,
         "grounding/rows.parquet",
@@ -776,7 +784,7 @@ def test_a_comparison_without_spread_prints_no_minimum_detectable_effect(results
     )
     found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
     line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[47] in line)
-    assert line.startswith("[inconclusive]") and "no MDE (no spread between the units)" in line and "MDE 0" not in line
+    assert line.startswith("[not tested]") and "can give is 1, not below alpha 0.05" in line
 
 
 # --------------------------------------------------------------- the claims added by issue 45

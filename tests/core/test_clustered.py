@@ -54,7 +54,9 @@ def test_sign_flip_test_is_exact_over_every_sign():
     p, min_p = sign_flip_test(d, 9999, 0)
     assert p == pytest.approx(by_hand) and min_p == 2 / 32
     assert sign_flip_test(np.abs(d), 9999, 0) == (pytest.approx(2 / 32), 2 / 32)  # every unit one way
-    assert sign_flip_test(np.zeros(4), 9999, 0) == (1.0, 2 / 16)
+    assert sign_flip_test(np.zeros(4), 9999, 0) == (1.0, 1.0)  # no unit can move the statistic
+    # zero differences cannot be flipped: the smallest p is 2 / 2^k for the k non-zero ones (issue 57)
+    assert sign_flip_test(np.r_[np.abs(d[:3]), 0.0, 0.0], 9999, 0) == (pytest.approx(2 / 8), 2 / 8)
     assert sign_flip_test(np.ones(20), 999, 0)[1] == 2 / 1000  # Monte Carlo: no p below 2 / (R + 1)
 
 
@@ -76,6 +78,13 @@ def test_randomization_test_lists_or_draws_the_designs_assignments():
     assert min_p == 1 / 1000 and abs(p - 1 / 15) < 0.03
     with pytest.raises(ValueError, match="no scored unit on one side"):
         randomization_test(values, frozenset(docs), assignments, 99, 0)
+    # 3 of 6 events: an assignment and its complement give the same absolute statistic, so the
+    # smallest p is 2 of the 20 choices, not 1 (issue 57)
+    halves = [frozenset(d for d in docs if docs[d] in chosen) for chosen in itertools.combinations(events, 3)]
+    top = pd.Series({doc: float(docs[doc] in ("e3", "e4", "e5")) for doc in docs})
+    assert randomization_test(top, halves[0], halves, 999, 0) == (pytest.approx(2 / 20), pytest.approx(2 / 20))
+    # tied values: every event the same, nothing can move the statistic
+    assert randomization_test(pd.Series(1.0, index=list(docs)), treated, assignments, 999, 0) == (1.0, 1.0)
 
 
 def _score_interval_by_hand(b, c, n, confidence):
@@ -315,7 +324,10 @@ def test_two_sample_test_lists_every_relabelling_or_draws_them():
     by_hand = 2 * min(np.mean(diffs >= observed - 1e-12), np.mean(diffs <= observed + 1e-12))
     assert two_sample_test(a, b, 999, 0) == (pytest.approx(by_hand), pytest.approx(2 / 35))
     assert by_hand == pytest.approx(2 / 35)  # a above every b: the most extreme relabelling
-    assert two_sample_test(np.ones(3), np.ones(2), 999, 0)[0] == 1.0
+    assert two_sample_test(np.ones(3), np.ones(2), 999, 0) == (1.0, 1.0)
+    # ties: three 1s and three 0s, groups of 2 and 4: 3 of the 15 relabellings put two 1s in the
+    # first group and 3 put two 0s there, so the smallest p is 2 x 3 / 15, not 2 / 15 (issue 57)
+    assert two_sample_test(np.ones(2), np.r_[1.0, 0.0, 0.0, 0.0], 999, 0) == (pytest.approx(0.4), pytest.approx(0.4))
     assert two_sample_test(np.arange(10.0), np.arange(10.0) + 5, 99, 0)[1] == 2 / 100  # Monte Carlo
     with pytest.raises(ValueError, match="at least one unit in each group"):
         two_sample_test([], [1.0], 99, 0)

@@ -29,9 +29,11 @@ seeds and units together (Owen's pigeonhole bootstrap) contains both.
 Equivalence of two paired proportions (a claim of no difference in accuracy):
 :func:`tango_interval`, the score interval of Tango (1998) for the difference of paired
 proportions.  With clustered pairs, the counts are first divided by the design effect
-(:func:`paired_design_effect`; Rao & Scott 1992).  :func:`paired_equivalence` takes the
+(:func:`paired_design_effect`; Rao & Scott 1992), and the score statistic is compared with
+Student's t on K - 1 degrees of freedom for K clusters.  :func:`paired_equivalence` takes the
 interval form of the two one-sided tests (Schuirmann 1987): equivalence at level alpha when the
-``1 - 2 alpha`` interval lies inside ``(-margin, margin)``.
+``1 - 2 alpha`` interval lies inside ``(-margin, margin)``; whether the design can show it at all
+is decided from the design (pairs, clusters, margin), not from the estimated design effect.
 """
 
 from __future__ import annotations
@@ -75,9 +77,12 @@ def sign_flip_test(d: Sequence[float] | np.ndarray, n_resamples: int, seed: int)
     Under the null hypothesis, each unit's two conditions are exchangeable.
 
     Returns:
-        ``(p, min_p)``: the two-sided p-value, and the smallest p-value the test can give at this
-        n: ``2 / 2**n`` when exact, at least ``2 / (n_resamples + 1)`` when Monte Carlo (scipy's
-        p counts the observed statistic).  If every difference is 0, p is 1.
+        ``(p, min_p)``: the two-sided p-value, and the smallest p-value the test can give with these
+        differences (:func:`attainable_p`): only the units whose difference is not 0 can move the
+        statistic, so it is ``2 / 2**k`` for ``k`` non-zero differences (each zero unit doubles
+        the sign patterns that reach the largest mean), and at least ``2 / (n_resamples + 1)``
+        when Monte Carlo (scipy's p counts the observed statistic).  If every difference is 0, p
+        and ``min_p`` are 1.
 
     Raises:
         ValueError: no unit.
@@ -87,13 +92,44 @@ def sign_flip_test(d: Sequence[float] | np.ndarray, n_resamples: int, seed: int)
     d = np.asarray(d, dtype=float)
     if not d.size:
         raise ValueError("sign_flip_test needs at least one unit")
-    min_p = min(1.0, 2.0 / 2.0**d.size)
+    min_p = min(1.0, 2.0 / 2.0 ** np.count_nonzero(d))
     if not d.any():
         return 1.0, min_p
     result = permutation_test(
         (d,), _mean, permutation_type="samples", vectorized=True, n_resamples=n_resamples, random_state=seed
     )
     return float(result.pvalue), min_p if 2**d.size <= n_resamples else max(min_p, 2.0 / (n_resamples + 1))
+
+
+def attainable_p(null: np.ndarray, doubled: bool = False) -> float:
+    """The smallest two-sided p a permutation test can give with these values, from its listed null
+    statistics (every permutation, equally likely).  It reads the data, not the design: tied values,
+    units that cannot move the statistic, and an assignment whose complement gives the same
+    absolute statistic (3 of 6 events: 2 of the 20 choices, 0.10, not 1/20) all raise it.  Under the
+    null hypothesis the listed statistics are the same whichever permutation was observed, so a rule
+    on it keeps the test's level.
+
+    Args:
+        null: the statistic of every permutation.
+        doubled: the test's two-sided p is twice its smaller one-sided p (``scipy.stats.permutation_test``):
+            the smallest is twice the share at the more extreme end, at most 1.  Else (the default)
+            the p is the share of statistics at least as large in absolute value, and so is the
+            smallest.
+
+    Raises:
+        ValueError: no finite statistic.
+    """
+    stats = np.asarray(null, dtype=float)
+    stats = stats[np.isfinite(stats)]
+    if not stats.size:
+        raise ValueError("attainable_p needs at least one finite statistic")
+
+    def share_at_or_beyond(top: float, values: np.ndarray) -> float:
+        return float(np.mean(values >= top - 1e-12 * max(1.0, abs(top))))
+
+    if doubled:
+        return min(1.0, 2 * min(share_at_or_beyond(stats.max(), stats), share_at_or_beyond(-stats.min(), -stats)))
+    return share_at_or_beyond(np.abs(stats).max(), np.abs(stats))
 
 
 def two_sample_test(
@@ -108,9 +144,11 @@ def two_sample_test(
     exchangeable between the groups.
 
     Returns:
-        ``(p, min_p)``: the two-sided p-value, and the smallest p the test can give at these sizes:
-        ``2 / C(n_a + n_b, n_a)`` when exact, at least ``2 / (n_resamples + 1)`` when Monte Carlo.
-        If every value is the same, p is 1.
+        ``(p, min_p)``: the two-sided p-value, and the smallest p the test can give with these
+        values: when exact, twice the share of relabellings at the more extreme end of their
+        statistics (:func:`attainable_p`: ``2 / C(n_a + n_b, n_a)`` for distinct values, more with
+        ties); at least ``2 / (n_resamples + 1)`` when Monte Carlo.  If every value is
+        the same, p and ``min_p`` are 1.
 
     Raises:
         ValueError: a group without a unit.
@@ -120,10 +158,9 @@ def two_sample_test(
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if not a.size or not b.size:
         raise ValueError("two_sample_test needs at least one unit in each group")
-    splits = math.comb(a.size + b.size, a.size)
-    min_p = min(1.0, 2.0 / splits if splits <= n_resamples else 2.0 / (n_resamples + 1))
+    exact = math.comb(a.size + b.size, a.size) <= n_resamples
     if np.ptp(np.concatenate([a, b])) == 0:
-        return 1.0, min_p
+        return 1.0, 1.0
     result = permutation_test(
         (a, b),
         lambda x, y, axis=-1: x.mean(axis=axis) - y.mean(axis=axis),
@@ -132,6 +169,7 @@ def two_sample_test(
         n_resamples=n_resamples,
         random_state=seed,
     )
+    min_p = attainable_p(result.null_distribution, doubled=True) if exact else min(1.0, 2.0 / (n_resamples + 1))
     return float(min(1.0, result.pvalue)), min_p
 
 
@@ -162,9 +200,10 @@ def randomization_test(
             n_resamples); Phipson & Smyth 2010).
 
     Returns:
-        ``(p, min_p)``.  Listed assignments: ``min_p`` is the smallest share of assignments that
-        put the scored units on the same sides.  Drawn assignments: ``min_p`` is
-        ``1 / (n_resamples + 1)``.
+        ``(p, min_p)``.  Listed assignments: ``min_p`` is the smallest p any of them would give
+        with these values (:func:`attainable_p`): assignments that put the scored units on the
+        same sides, and an assignment whose complement gives the same absolute statistic (a
+        balanced split), count together.  Drawn assignments: ``min_p`` is ``1 / (n_resamples + 1)``.
 
     Raises:
         ValueError: the actual assignment leaves a side of ``values`` empty.
@@ -209,8 +248,7 @@ def randomization_test(
         stats = statistics(masks)
     valid = ~np.isnan(stats)
     p = float(np.sum(np.abs(stats[valid]) >= abs(observed) - 1e-12) / valid.sum())
-    _, counts = np.unique(masks[valid], axis=0, return_counts=True)
-    return p, float(counts.min() / valid.sum())
+    return p, attainable_p(stats[valid])
 
 
 def paired_design_effect(d: Sequence[float] | np.ndarray, clusters: Sequence[str] | np.ndarray) -> float:
@@ -251,13 +289,24 @@ def _tango_z(delta: float, b: float, c: float, n: float) -> float:
     return float((b - c - n * delta) / np.sqrt(variance))
 
 
-def tango_interval(b: float, c: float, n: float, confidence: float) -> tuple[float, float]:
+def _reference(df: float | None):
+    """The score statistic's reference distribution: standard normal, or Student's t with ``df``
+    degrees of freedom (a small-sample reference for clustered pairs)."""
+    from scipy.stats import norm, t  # deferred: scipy loads where a test runs
+
+    return norm if df is None else t(df)
+
+
+def tango_interval(b: float, c: float, n: float, confidence: float, df: float | None = None) -> tuple[float, float]:
     """Score interval of the difference of two paired proportions (Tango 1998, Stat. Med. 17:891).
 
     Args:
         b: pairs correct under A only; c: pairs correct under B only; n: all pairs.  The counts may
             be fractional, for example when divided by a design effect.
         confidence: the interval's level. For equivalence at alpha, use ``1 - 2 alpha``.
+        df: compare the score statistic with Student's t on ``df`` degrees of freedom instead of the
+            standard normal (None): with pairs in K clusters whose design effect is estimated,
+            ``K - 1`` (:func:`paired_equivalence`).
 
     Returns:
         ``(low, high)`` of ``p_A - p_B``. The interval contains every difference that the score test
@@ -268,11 +317,10 @@ def tango_interval(b: float, c: float, n: float, confidence: float) -> tuple[flo
         ValueError: no pair, or counts that do not fit ``n``.
     """
     from scipy.optimize import brentq  # deferred: scipy loads where a test runs
-    from scipy.stats import norm  # deferred: as above
 
     if n <= 0 or b < 0 or c < 0 or b + c > n + 1e-9:
         raise ValueError(f"tango_interval needs 0 <= b + c <= n and n > 0, got b={b}, c={c}, n={n}")
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = float(_reference(df).ppf(0.5 + confidence / 2))
     edge = 1 - 1e-12
 
     def bound(target: float, side: float) -> float:
@@ -294,8 +342,16 @@ def paired_equivalence(
     alpha: float,
 ) -> dict[str, float]:
     """Equivalence of two paired accuracies within ``(-margin, margin)``.  This is the interval form
-    of the two one-sided tests: Tango's ``1 - 2 alpha`` score interval, on counts divided by the
-    design effect of the clusters.
+    of the two one-sided tests (Schuirmann 1987): Tango's ``1 - 2 alpha`` score interval, on
+    counts divided by the design effect of the clusters (Rao & Scott 1992), with Student's t on
+    ``K - 1`` degrees of freedom as the reference for K clusters (the design effect is estimated
+    from K clusters, so the score statistic is studentized by a variance with K - 1 degrees of
+    freedom; Donner & Klar 2000, ch. 6, for cluster-level inference).  With every item its own
+    cluster, K - 1 is large and the reference is the normal.
+
+    Whether the claim can be tested at all is a property of the design, not of the data: ``min_p``
+    is the equivalence p with every pair agreeing, at design effect 1 (its smallest) and the same
+    reference.  It depends on the number of pairs, of clusters, the margin and alpha only.
 
     Args:
         a, b: 0/1 correctness of the same items under conditions A and B.
@@ -308,36 +364,41 @@ def paired_equivalence(
         - ``p``: the equivalence p-value, the larger of the two one-sided score tests' p-values at
           ``-margin`` and ``margin``.  It is below alpha exactly when the interval lies inside
           the margin.
-        - ``min_p``: the equivalence p-value if every pair agreed (``b = c = 0``) at the same
-          effective n.  It is not below alpha when the design cannot show equivalence.
-        - ``deff``: the design effect.
-        - ``n_effective``: the number of pairs divided by ``deff``.
+        - ``min_p``: the equivalence p-value if every pair agreed at design effect 1; not below
+          alpha when the design cannot show equivalence.
+        - ``deff``: the design effect; ``n_effective``: the number of pairs divided by it.
+        - ``df``: the reference's degrees of freedom (``K - 1``).
 
     Raises:
-        ValueError: no pair, a value other than 0/1, or sides of different lengths.
+        ValueError: no pair, fewer than two clusters, a value other than 0/1, or sides of different
+            lengths.
     """
-    from scipy.stats import norm  # deferred: scipy loads where a test runs
-
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or not x.size:
         raise ValueError(f"paired_equivalence needs two equal, non-empty sides, got {x.size} and {y.size}")
     if not np.isin(np.concatenate([x, y]), (0.0, 1.0)).all():
         raise ValueError("paired_equivalence takes 0/1 correctness")
+    k = pd.unique(np.asarray(clusters)).size
+    if k < 2:
+        raise ValueError(f"paired_equivalence needs pairs in at least two clusters, got {k}")
+    df = float(k - 1)
+    reference = _reference(df)
     deff = paired_design_effect(x - y, clusters)
     n = x.size / deff
     only_a, only_b = float(((x == 1) & (y == 0)).sum()) / deff, float(((x == 0) & (y == 1)).sum()) / deff
-    low, high = tango_interval(only_a, only_b, n, 1 - 2 * alpha)
+    low, high = tango_interval(only_a, only_b, n, 1 - 2 * alpha, df=df)
 
-    def p_at(b_: float, c_: float) -> float:
-        return float(max(norm.sf(_tango_z(-margin, b_, c_, n)), norm.cdf(_tango_z(margin, b_, c_, n))))
+    def p_at(b_: float, c_: float, n_: float) -> float:
+        return float(max(reference.sf(_tango_z(-margin, b_, c_, n_)), reference.cdf(_tango_z(margin, b_, c_, n_))))
 
     return {
         "low": low,
         "high": high,
-        "p": p_at(only_a, only_b),
-        "min_p": p_at(0.0, 0.0),
+        "p": p_at(only_a, only_b, n),
+        "min_p": p_at(0.0, 0.0, float(x.size)),
         "deff": deff,
         "n_effective": n,
+        "df": df,
     }
 
 

@@ -80,7 +80,8 @@ the first base model of ``finetune.models`` (the reference model), but the model
 compare the base models.  SORT's and grounding's claims are decided on the base model (the
 ``eval_models`` key whose value is ``base``), grounding's once per dataset of the config.  Claims of
 no harm or no gain in loss (webtext, real-world questions, the Fictsheets' Q&A) are non-inferiority
-tests within ``knowlab.findings.fictionalqa.LOSS_MARGIN`` (5%) of the reference loss.
+tests within ``knowlab.findings.fictionalqa.LOSS_MARGIN`` (5%) of the reference loss, on the log
+scale (the log of the loss ratio, whose skew does not move the test's level).
 
 The previous "oracle RAG nearer in-context memory than RAG" is not a claim of the paper: Sec. 5.5
 compares models within the oracle condition only ("Even when passages containing both segments

@@ -159,7 +159,8 @@ class Finding:
     fictsheet, question); ``n_clusters``: how many of them the test counts (paired units, or both
     sets together); ``n``: the measured values they hold (questions, documents, segments, items);
     ``mde``: minimum detectable effect at this number of units (80% power); ``p``: the decisive p
-    (Holm-corrected in a family; the equivalence test's for a claim of no difference);
+    (Holm-corrected in a family; for a claim of no difference the equivalence test's, or the
+    difference test's when that contradicts it);
     ``margin``: the equivalence margin of a no-difference claim; ``seeds``: the training seeds
     behind a claim about trained models (1: the result is conditional on that seed; None: no
     training; more than 1: the seeds are the claim's replicates); ``min_p``: the smallest p the test
@@ -441,13 +442,15 @@ def by_cluster(
 
 def signed_rank(label: str, a: pd.Series, b: pd.Series, unit: str, scale: str, detail: str) -> Comparison:
     """Wilcoxon signed-rank test of the paired differences ``a - b``, two-sided (p = 1 when all
-    are 0), for units that are themselves the design's (the fictsheets)."""
+    are 0), for units that are themselves the design's (the fictsheets).  Zero differences are
+    dropped (``zero_method="wilcox"``), so the smallest p it can give is ``2 / 2**k`` for the
+    ``k`` non-zero ones."""
     from scipy.stats import wilcoxon  # deferred: as in knowlab.core.stats
 
     joined = _aligned(a, b)
     x, y = joined["a"].to_numpy(), joined["b"].to_numpy()
     p = 1.0 if (x == y).all() else float(wilcoxon(x, y, zero_method="wilcox").pvalue)
-    min_p = min(1.0, 2 * 0.5 ** len(x))
+    min_p = min(1.0, 2 * 0.5 ** np.count_nonzero(x != y))
     return Comparison(label, x, y, True, p, min_p, "Wilcoxon signed-rank", unit, scale, len(x), detail, True)
 
 
@@ -570,19 +573,23 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             test += (
                 f"; equivalence: Tango score interval {100 * (1 - 2 * s.alpha):g}% [{_signed(eq['low'])}, "
                 f"{_signed(eq['high'])}] on the items, design effect {eq['deff']:.2g} of their {c.unit}s, "
-                f"within +/-{s.margin:g}"
+                f"t reference on {eq['df']:g} df, within +/-{s.margin:g}"
             )
-            if eq["min_p"] >= s.alpha:
+            status = decide_equivalence(est["ci_low"], est["ci_high"], float(p), eq["p"], s.alpha, s.margin)
+            # a significant difference contradicts the claim whether or not equivalence could be shown
+            if status != CONTRADICTED and eq["min_p"] >= s.alpha:
                 reason = (
-                    f"not testable: with {eq['n_effective']:.3g} effective pairs even full agreement gives an "
-                    f"equivalence p of {eq['min_p']:.3g}, not below alpha {s.alpha:g}; {detail}"
+                    f"not testable: with {len(c.a) if c.paired else c.n_clusters} {c.unit}s and {c.n} pairs even "
+                    f"full agreement gives an equivalence p of {eq['min_p']:.3g}, not below alpha {s.alpha:g}; "
+                    f"{detail}"
                 )
                 out.append(
                     Finding(**{**common, "detail": reason}, status=NOT_TESTED, test=test, p=eq["p"], margin=s.margin)
                 )
                 continue
-            status = decide_equivalence(est["ci_low"], est["ci_high"], float(p), eq["p"], s.alpha, s.margin)
-            out.append(Finding(**common, status=status, test=test, p=float(eq["p"]), margin=s.margin))
+            # the decisive p: the difference test's when it contradicts the claim, else the equivalence test's
+            decisive = float(p) if status == CONTRADICTED else float(eq["p"])
+            out.append(Finding(**common, status=status, test=test, p=decisive, margin=s.margin))
             continue
         if c.min_p * m >= s.alpha:
             reason = (

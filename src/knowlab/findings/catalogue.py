@@ -79,7 +79,7 @@ CLAIMS: tuple[Claim, ...] = (
         "per document-split run",
         "event",
         "sign-flip permutation over events",
-        "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
+        "paper (the shipped configs read 6 events, fiction.events: they cannot reach alpha after Holm)",
         mcq_above_control,
         figure="figures/fictionalqa/{ft_model}/fig7.png",
     ),
@@ -178,7 +178,7 @@ CLAIMS: tuple[Claim, ...] = (
         "per document-split run",
         "event",
         "sign-flip permutation over events",
-        "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
+        "paper (the shipped configs read 6 events, fiction.events: they cannot reach alpha after Holm)",
         qa_nll_below_control,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
     ),
@@ -238,7 +238,7 @@ CLAIMS: tuple[Claim, ...] = (
         "per document-split run",
         "event",
         "sign-flip permutation over events",
-        "paper (the shipped corpus's 6 events cannot reach alpha after Holm)",
+        "paper (the shipped configs read 6 events, fiction.events: they cannot reach alpha after Holm)",
         held_out_questions_improve,
         figure="figures/fictionalqa/{ft_model}/fig8.png",
     ),
@@ -263,8 +263,8 @@ CLAIMS: tuple[Claim, ...] = (
         "the ability to faithfully model normal webtext is not destroyed by finetuning on the fictional data at this "
         "5% relative rate",
         f"{FICTIONALQA} Sec. 5, Fig. 5",
-        "non-inferiority: 1.05 x the control's minus the run's webtext loss at the last checkpoint (nats/token), "
-        "per fiction run",
+        "non-inferiority on the log scale: log(1.05 x the control's / the run's webtext loss) at the last "
+        "checkpoint (log loss ratio), per fiction run",
         "webtext document",
         "sign-flip permutation over webtext documents",
         "default, test, cpu-full, paper",
@@ -278,8 +278,8 @@ CLAIMS: tuple[Claim, ...] = (
         "we also measure the same question conditional answer loss but for real TriviaQA questions and see that the "
         "models don\u2019t improve at all in terms of answer likelihood on real factual question answering data",
         f"{FICTIONALQA} Sec. 5, Figs. 6 and 9, App. C.7",
-        "the run's nll(answer | question) at the last checkpoint minus 0.95 x the base model's, on the real-world "
-        "questions (TriviaQA, or the shipped set) (nats/token), per fiction run",
+        "log(the run's nll(answer | question) at the last checkpoint / 0.95 x the base model's), on the real-world "
+        "questions (TriviaQA, or the shipped set) (log loss ratio), per fiction run",
         "real-world question",
         "sign-flip permutation over questions",
         "default, test, cpu-full, paper",
@@ -292,11 +292,11 @@ CLAIMS: tuple[Claim, ...] = (
         "Fictsheets: nll(answer | question) not 5% below the webtext-only control",
         "training on the Fictsheets split does not consistently improve Q&A loss",
         f"{FICTIONALQA} Sec. 5, Fig. 6",
-        "the Fictsheets run's nll(answer | question) minus 0.95 x the control's on the questions of its training "
-        "events, at the last checkpoint (nats/token)",
+        "log(the Fictsheets run's nll(answer | question) / 0.95 x the control's) on the questions of its training "
+        "events, at the last checkpoint (log loss ratio)",
         "event",
         "sign-flip permutation over events",
-        "paper (the shipped corpus's 4 training fictsheets give no p below 0.125)",
+        "paper (the shipped configs' 6 events give 4 training fictsheets: no p below 0.125)",
         fictsheets_qa_no_gain,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
     ),
@@ -312,7 +312,7 @@ CLAIMS: tuple[Claim, ...] = (
         "last checkpoint (nats/token)",
         "event",
         "sign-flip permutation over events",
-        "paper (2 validation events in the shipped corpus: no p below 0.5)",
+        "paper (2 validation events of the shipped configs' 6: no p below 0.5)",
         event_transfers_less_qa,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
     ),

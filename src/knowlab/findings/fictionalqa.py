@@ -313,14 +313,18 @@ MODEL_SIZE_RUNS = ("doc", "event")
 def page_trend(blocks: np.ndarray) -> tuple[float, float]:
     """Two-sided Page's L test of a monotone trend across the columns of ``blocks`` (one row per
     block, columns in the predicted order; Page 1963, ``scipy.stats.page_trend_test``): twice the
-    smaller of the two one-sided p-values, and the smallest p it can give, ``2 / (k!)^n`` for n
-    blocks of k columns."""
+    smaller of the two one-sided p-values, and the smallest p it can give with these values:
+    ``2 / R`` where R, the rankings the blocks can take, is the product over blocks of
+    ``k! / (t_1! t_2! ...)`` for the block's ties (``(k!)^n`` for n blocks of k distinct values)."""
     from scipy.stats import page_trend_test  # deferred: as in knowlab.core.stats
 
-    n, k = blocks.shape
     rising = page_trend_test(blocks).pvalue
     falling = page_trend_test(blocks[:, ::-1]).pvalue
-    return min(1.0, 2 * min(rising, falling)), min(1.0, 2 / math.factorial(k) ** n)
+    rankings = 1
+    for row in blocks:
+        ties = np.unique(row, return_counts=True)[1]
+        rankings *= math.factorial(row.size) // math.prod(math.factorial(t) for t in ties)
+    return min(1.0, 2 * min(rising, falling)), min(1.0, 2 / rankings)
 
 
 def larger_models_fit_faster(r: Results) -> list[Comparison]:
@@ -430,6 +434,29 @@ def larger_models_transfer_more(r: Results) -> list[Comparison]:
 #: on the same text (a relative margin, so that it means the same for every model and suite), fixed
 #: before any run was looked at
 LOSS_MARGIN = 0.05
+#: the scale of the non-inferiority tests: the natural log of a loss ratio
+LOG_RATIO = "log loss ratio"
+
+
+def _log_losses(losses: pd.Series, what: str) -> pd.Series:
+    """``log(losses)``: the non-inferiority tests compare losses as ratios, on the log scale.
+
+    A margin that is a share of the reference loss is a ratio; the per-unit ratio of two losses is
+    skewed (a ratio cannot fall below 0 and has no upper bound), and a sign-flip test of the
+    difference ``1.05 x reference - run`` assumes that difference is symmetric at the margin's edge.
+    On the log scale the margin is a shift, ``log 1.05``, and a log ratio is near symmetric: with
+    log-normal per-unit ratios exactly at the margin the test keeps its level at every spread
+    (tests/test_findings_calibration.py), where the difference on the loss scale was declared
+    non-inferior 8-9% of the time at log-scale SD 0.5-0.8 (issue 57).  Changed on 2026-11-29, after
+    default results of these claims had been seen (the margin, 5%, is unchanged).
+
+    Raises:
+        ValueError: a loss that is not positive (``what`` names the table).
+    """
+    losses = losses.dropna()
+    if (losses <= 0).any():
+        raise ValueError(f"{what}: a loss of {losses.min():g} at {losses.idxmin()!r}; a ratio needs positive losses")
+    return np.log(losses)
 
 
 def validation_loss_rises_after(r: Results) -> list[Comparison]:
@@ -460,11 +487,11 @@ def webtext_not_destroyed(r: Results) -> list[Comparison]:
     Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 5): "the loss on the base webtext distribution for
     all models is visualized in Figure 5 to show that the ability to faithfully model normal webtext is
     not destroyed by finetuning on the fictional data at this 5% relative rate".  Operational
-    definition, fixed before any run: a non-inferiority test.  Per held-out webtext document, the
-    control's loss at the last checkpoint times ``1 + LOSS_MARGIN`` minus the run's; positive when
-    the run is less than 5% worse.  The control is the comparison because it trains on the same
-    webtext without the fiction.  Unit: the webtext document (sampled independently), sign flips
-    over documents.
+    definition, fixed before any run: a non-inferiority test.  Per held-out webtext document,
+    ``log((1 + LOSS_MARGIN) x control's loss / run's loss)`` at the last checkpoint (the log scale
+    since 2026-11-29, :func:`_log_losses`); positive when the run is less than 5% worse.  The
+    control is the comparison because it trains on the same webtext without the fiction.  Unit: the
+    webtext document (sampled independently), sign flips over documents.
     """
     if not r.control:
         raise Skip("no webtext-only control run in the config (finetune.control)")
@@ -476,8 +503,9 @@ def webtext_not_destroyed(r: Results) -> list[Comparison]:
             f"webtext loss at step {r.last}: {run} {own.mean():.3f} vs control {control.mean():.3f} "
             f"(margin {LOSS_MARGIN:.0%} of the control's)"
         )
-        ceiling = (1 + LOSS_MARGIN) * control
-        out.append(by_cluster(run, ceiling, own, identity(own), r, "webtext document", "nats/token", detail, True))
+        ceiling = _log_losses((1 + LOSS_MARGIN) * control, "control webtext loss")
+        own = _log_losses(own, f"{run} webtext loss")
+        out.append(by_cluster(run, ceiling, own, identity(own), r, "webtext document", LOG_RATIO, detail, True))
     return out
 
 
@@ -488,9 +516,10 @@ def real_qa_no_improvement(r: Results) -> list[Comparison]:
     conditional answer loss but for real TriviaQA questions and see that the models don't improve at
     all in terms of answer likelihood on real factual question answering data" (App. C.7, Fig. 9).
     Operational definition, fixed before any run: per real-world question (``real_qa_nll``: TriviaQA
-    where the config has it, else the shipped set), the run's nll at the last checkpoint minus
-    ``1 - LOSS_MARGIN`` times the base model's (step 0); positive when the loss fell by less than 5%.
-    Unit: the question (sampled independently), sign flips over questions.
+    where the config has it, else the shipped set), ``log(run's nll at the last checkpoint / (1 -
+    LOSS_MARGIN) x the base model's (step 0))`` (the log scale since 2026-11-29,
+    :func:`_log_losses`); positive when the loss fell by less than 5%.  Unit: the question (sampled
+    independently), sign flips over questions.
     """
     out = []
     for run in r.fiction_runs():
@@ -499,8 +528,9 @@ def real_qa_no_improvement(r: Results) -> list[Comparison]:
             f"real-world nll(answer | question): step 0 {before.mean():.3f} -> {run} {after.mean():.3f} at step "
             f"{r.last} (margin {LOSS_MARGIN:.0%} of step 0's)"
         )
-        floor = (1 - LOSS_MARGIN) * before
-        out.append(by_cluster(run, after, floor, identity(after), r, "real-world question", "nats/token", detail, True))
+        floor = _log_losses((1 - LOSS_MARGIN) * before, "base model real-world nll")
+        after = _log_losses(after, f"{run} real-world nll")
+        out.append(by_cluster(run, after, floor, identity(after), r, "real-world question", LOG_RATIO, detail, True))
     return out
 
 
@@ -509,9 +539,10 @@ def fictsheets_qa_no_gain(r: Results) -> list[Comparison]:
 
     Source: Kirchenbauer et al. (2026), Sec. 5 (Fig. 6): "training on the Fictsheets split does not
     consistently improve Q&A loss".  Operational definition, fixed before any run: on the questions
-    of the Fictsheets split's training events, the Fictsheets run's nll(answer | question) at the
-    last checkpoint minus ``1 - LOSS_MARGIN`` times the control's; positive when it is less than 5%
-    below the control.  Unit: the event, paired, sign flips over events (:func:`by_cluster`).
+    of the Fictsheets split's training events, ``log(Fictsheets run's nll(answer | question) / (1 -
+    LOSS_MARGIN) x the control's)`` at the last checkpoint (the log scale since 2026-11-29,
+    :func:`_log_losses`); positive when it is less than 5% below the control.  Unit: the event,
+    paired (each side the mean of its questions' log nll), sign flips over events (:func:`by_cluster`).
     """
     r.need_fictsheets()
     if not r.control:
@@ -523,8 +554,9 @@ def fictsheets_qa_no_gain(r: Results) -> list[Comparison]:
         f"nll(answer | question) at step {r.last}: {FICTSHEETS} {own.mean():.3f} vs control {control.mean():.3f} "
         f"(margin {LOSS_MARGIN:.0%} of the control's)"
     )
-    floor = (1 - LOSS_MARGIN) * control
-    return [by_cluster("", own, floor, r.events, r, "event", "nats/token", detail, True)]
+    floor = _log_losses((1 - LOSS_MARGIN) * control, "control nll(answer | question)")
+    own = _log_losses(own, f"{FICTSHEETS} nll(answer | question)")
+    return [by_cluster("", own, floor, r.events, r, "event", LOG_RATIO, detail, True)]
 
 
 def event_transfers_less_qa(r: Results) -> list[Comparison]:

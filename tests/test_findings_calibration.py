@@ -1,0 +1,270 @@
+"""Calibration of the findings end to end: simulated null data pushed through a claim's whole decision
+(its check, the test at the unit, Holm, the interval and :func:`knowlab.findings.base._judge`) to the
+status word, at the shipped margins and the designs' sizes, with between-unit variance that is never
+re-centred (issue 57).
+
+Bounds: a directional or non-inferiority claim is ``supported`` under the null at most alpha/2 + 2
+Monte Carlo standard errors of the time (a two-sided test at alpha rejects in the claimed direction
+alpha/2 of the time), an equivalence claim at most alpha + 2 SE (the two one-sided tests at alpha).
+Each row prints its rate and the power at a stated effect beside it; ``pytest -s`` shows them.
+
+Rows (and what they replace):
+
+- Equivalence at the margin's edge (SORT's books vs instructions accuracy, margin 0.05): the true
+  difference is the margin on average over excerpts, each excerpt's own difference spread around it.
+  Tango's interval with the Rao-Scott design effect and a normal reference declared equivalence
+  0.056-0.060 of the time at 6 excerpts (issue 57); with Student's t on K - 1 df it keeps alpha.
+- Non-inferiority at the margin's edge (webtext loss within 5% of the control's, 16 documents):
+  per-document log loss ratios whose mean is log 1.05, symmetric (normal) and skewed.  On the loss
+  scale (``1.05 x control - run``) the sign flips declared non-inferiority 0.08-0.09 of the time at
+  log-scale SD 0.5-0.8; on the log scale they keep alpha/2.
+- Directional claims at 6, 12 and 24 events (MCQ-4 above the control: sign flips over event means)
+  and at 6 + 6 excerpts (two samples).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from knowlab import layout
+from knowlab.core.checkpoints import CONTROL_RUN
+from knowlab.core.stats import StatsSettings
+from knowlab.findings import CLAIMS, CONTRADICTED, NOT_TESTED, SUPPORTED, FindingsSettings, Results, _check
+from knowlab.findings.base import _judge, by_cluster, two_samples
+
+pytestmark = pytest.mark.slow
+
+ALPHA = 0.05
+MARGIN = 0.05  # config/config.yaml findings.equivalence_margin
+LAST = 32
+ENTRY = {claim.id: claim for claim in CLAIMS}
+
+
+def _bound(level: float, replicates: int) -> float:
+    return level + 2 * np.sqrt(level * (1 - level) / replicates)
+
+
+def _settings(parametric_epochs: int = 1) -> FindingsSettings:
+    return FindingsSettings(
+        alpha=ALPHA,
+        power=0.8,
+        margin=MARGIN,
+        stats=StatsSettings(
+            confidence=0.95,
+            bootstrap_resamples=499,
+            permutation_resamples=999,
+            mcnemar_exact_below=25,
+            ttest_alternative="greater",
+            seed=1,
+        ),
+        runs=("doc",),
+        ft_models=("m",),
+        control=True,
+        seeds=(1,),
+        steps=(0, LAST),
+        warmup=2,
+        base_eval="base_model",
+        sort_conditions=("baseline",),
+        parametric_epochs=parametric_epochs,
+        grounding_datasets=(),
+    )
+
+
+def _results(tables: dict[str, pd.DataFrame]) -> Results:
+    """A results folder held in memory: ``tables`` by their path under ``results/``."""
+    r = Results("/nonexistent", _settings())
+    r._cache.update(tables)
+    return r
+
+
+def _status_rate(decide_once, replicates: int, seed: int) -> tuple[float, float]:
+    """Shares of ``supported`` and ``not tested`` over ``replicates`` draws of ``decide_once(rng)``."""
+    rng = np.random.default_rng(seed)
+    statuses = [decide_once(rng) for _ in range(replicates)]
+    return float(np.mean([s == SUPPORTED for s in statuses])), float(np.mean([s == NOT_TESTED for s in statuses]))
+
+
+# ------------------------------------------------------------------------------ equivalence
+
+
+def _sort_accuracy(rng, excerpts: int, items: int, difference: float, spread: float):
+    """0/1 correctness of the books and the instructions-only runs on ``items`` SORT items in each
+    of ``excerpts`` excerpts: each excerpt's own books-minus-instructions difference is ``difference``
+    plus a normal spread (SD ``spread``, not re-centred), made of discordant pairs on top of 8% each
+    way."""
+    own = difference + spread * rng.standard_normal(excerpts)
+    books_only, instructions_only = 0.08 + np.maximum(own, 0), 0.08 + np.maximum(-own, 0)
+    u = rng.random((excerpts, items))
+    books = (u < books_only[:, None]) | (u >= 1 - 0.4)  # both right on 40% of the items
+    instructions = ((u >= books_only[:, None]) & (u < (books_only + instructions_only)[:, None])) | (u >= 1 - 0.4)
+    ids = [f"book|E250|S20|x{k:03d}|b{j}" for k in range(excerpts) for j in range(items)]
+    return (
+        pd.DataFrame({"item_id": ids, "correct": books.ravel().astype(float)}),
+        pd.DataFrame({"item_id": ids, "correct": instructions.ravel().astype(float)}),
+    )
+
+
+def _equivalence_status(excerpts: int, items: int, difference: float, spread: float):
+    entry = ENTRY["sort.books_no_accuracy_gain"]
+
+    def once(rng) -> str:
+        books, instructions = _sort_accuracy(rng, excerpts, items, difference, spread)
+        tables = {
+            layout.SORT_PARAMETRIC_ROWS.relative(prun="books", epoch=1): books,
+            layout.SORT_PARAMETRIC_ROWS.relative(prun="instructions", epoch=1): instructions,
+        }
+        return _check(entry, entry.study, entry.check, _results(tables))[0].status
+
+    return once
+
+
+EQUIVALENCE_REPLICATES = 1000
+POWER_REPLICATES = 100
+
+
+@pytest.mark.parametrize("excerpts, items, spread", [(6, 24, 0.05), (12, 24, 0.05)])
+def test_equivalence_at_the_margins_edge_keeps_alpha(excerpts, items, spread):
+    supported, _ = _status_rate(
+        _equivalence_status(excerpts, items, MARGIN, spread), EQUIVALENCE_REPLICATES, seed=excerpts + int(100 * spread)
+    )
+    power, _ = _status_rate(_equivalence_status(excerpts, items, 0.0, spread), POWER_REPLICATES, seed=7)
+    print(
+        f"equivalence at the edge, {excerpts} excerpts x {items} items, between-excerpt SD {spread}: "
+        f"supported {supported:.3f} (bound {_bound(ALPHA, EQUIVALENCE_REPLICATES):.3f}); power at difference 0: {power:.3f}"
+    )
+    assert supported <= _bound(ALPHA, EQUIVALENCE_REPLICATES)
+
+
+def test_a_significant_difference_contradicts_an_untestable_equivalence():
+    """At the default's SORT size (24 items in 6 excerpts) equivalence within 0.05 cannot be shown,
+    but books 100% against instructions 0% is a difference the sign flips find (p 0.031): the claim is
+    ``contradicted``, not ``not tested`` (issue 57, the first fix)."""
+    entry = ENTRY["sort.books_no_accuracy_gain"]
+    ids = [f"book|E250|S20|x{k:03d}|b{j}" for k in range(6) for j in range(4)]
+    tables = {
+        layout.SORT_PARAMETRIC_ROWS.relative(prun="books", epoch=1): pd.DataFrame({"item_id": ids, "correct": 1.0}),
+        layout.SORT_PARAMETRIC_ROWS.relative(prun="instructions", epoch=1): pd.DataFrame(
+            {"item_id": ids, "correct": 0.0}
+        ),
+    }
+    (finding,) = _check(entry, entry.study, entry.check, _results(tables))
+    assert finding.status == CONTRADICTED and finding.p == pytest.approx(2 / 64)
+    same = {key: table.assign(correct=1.0) for key, table in tables.items()}
+    assert _check(entry, entry.study, entry.check, _results(same))[0].status == NOT_TESTED
+
+
+# ------------------------------------------------------------------------------ non-inferiority
+
+
+def _webtext_status(documents: int, log_ratio):
+    """Webtext losses of the control and a fiction run, whose per-document ``log(run / control)`` is
+    ``log_ratio(rng, documents)``."""
+    entry = ENTRY["fqa.webtext_not_destroyed"]
+
+    def once(rng) -> str:
+        ids = [f"web-{j:02d}" for j in range(documents)]
+        control = 3.0 * np.exp(0.2 * rng.standard_normal(documents))
+        run = control * np.exp(log_ratio(rng, documents))
+        tables = {
+            layout.ITEMS.relative(ft_model="m", run=run_name, step=LAST): pd.DataFrame(
+                {"suite": "webtext", "item_id": ids, "loss": loss}
+            )
+            for run_name, loss in ((CONTROL_RUN, control), ("doc", run))
+        }
+        return _check(entry, entry.study, entry.check, _results(tables))[0].status
+
+    return once
+
+
+EDGE = np.log(1 + MARGIN)
+NON_INFERIORITY_REPLICATES = 1000
+# Log-normal ratios: on the log scale the sign flips see the same normal differences at every SD
+# (the test is scale-free), so one SD stands for all; on the loss scale the SD matters (issue 57:
+# 0.033, 0.087 and 0.083 at SD 0.3, 0.5 and 0.8).
+LOG_NORMAL = {sd: (lambda rng, n, sd=sd: EDGE + sd * rng.standard_normal(n)) for sd in (0.3, 0.5, 0.8)}
+
+
+@pytest.mark.parametrize("sd", [0.5])
+def test_non_inferiority_at_the_margins_edge_keeps_alpha(sd):
+    supported, _ = _status_rate(_webtext_status(16, LOG_NORMAL[sd]), NON_INFERIORITY_REPLICATES, seed=11)
+    power, _ = _status_rate(_webtext_status(16, lambda rng, n: 0.1 * rng.standard_normal(n)), POWER_REPLICATES, seed=12)
+    bound = _bound(ALPHA / 2, NON_INFERIORITY_REPLICATES)
+    print(
+        f"non-inferiority at the edge, 16 documents, log-normal ratio SD {sd}: supported {supported:.3f} "
+        f"(bound {bound:.3f}); power at ratio 1 (SD 0.1): {power:.3f}"
+    )
+    assert supported <= bound
+
+
+def test_non_inferiority_needs_a_symmetric_log_ratio():
+    """The sign flips assume each document's log ratio is symmetric about the margin under the null
+    hypothesis.  A log ratio skewed on the log scale too (a centred exponential, SD 0.5, long tail
+    where the run is worse) breaks it: 0.086 of 1,000 replicates here, stated in docs/findings.md;
+    the mirror image (long tail where the run is better) is conservative (0.006)."""
+    skewed_worse = lambda rng, n: EDGE + 0.5 * (rng.exponential(1.0, n) - 1)  # noqa: E731
+    worse, _ = _status_rate(_webtext_status(16, skewed_worse), NON_INFERIORITY_REPLICATES, seed=11)
+    print(f"non-inferiority at the edge, 16 documents, log ratio skewed (tail where the run is worse): {worse:.3f}")
+    assert 0.05 < worse < 0.12
+
+
+# ------------------------------------------------------------------------------ directional claims
+
+DIRECTIONAL_REPLICATES = 400
+
+
+def _events_status(events: int, effect: float, icc: float = 0.3):
+    """MCQ-4 accuracy of a run and the control on 20 questions an event: each event favours one of
+    them by an amount its questions share (null: neither on average).  Sign flips over event means,
+    Holm over the claim's two comparisons (doc and event), as ``fqa.mcq_above_control`` decides."""
+    entry = ENTRY["fqa.mcq_above_control"]
+    r = _results({})
+
+    def once(rng) -> str:
+        comparisons = []
+        for label in ("doc", "event"):
+            clusters = pd.Series(np.repeat([f"e{k:02d}" for k in range(events)], 20))
+            difficulty = rng.normal(0, 1, clusters.size)
+            shift = effect + np.repeat(rng.normal(0, np.sqrt(icc), events), 20)
+            run = pd.Series((difficulty + shift / 2 + rng.logistic(0, 0.3, clusters.size) > 0).astype(float))
+            control = pd.Series((difficulty - shift / 2 + rng.logistic(0, 0.3, clusters.size) > 0).astype(float))
+            comparisons.append(by_cluster(label, run, control, clusters, r, "event", "accuracy", "", True))
+        return _judge(entry, entry.study, comparisons, r.settings)[0].status
+
+    return once
+
+
+@pytest.mark.parametrize("events", [6, 12, 24])
+def test_sign_flips_over_events_keep_alpha_through_the_decision(events):
+    supported, untested = _status_rate(_events_status(events, 0.0), DIRECTIONAL_REPLICATES, seed=events)
+    power, _ = _status_rate(_events_status(events, 1.0), POWER_REPLICATES, seed=100 + events)
+    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
+    print(
+        f"sign flips over {events} events (Holm over 2): supported {supported:.3f} (bound {bound:.3f}), "
+        f"not tested {untested:.3f}; power at a shift of 1 SD: {power:.3f}"
+    )
+    assert supported <= bound
+
+
+def test_two_samples_of_excerpts_keep_alpha_through_the_decision():
+    """SORT's excerpt-length claim: 6 short and 6 long excerpts, 4 items each with the excerpt's shift."""
+    entry = ENTRY["sort.accuracy_falls_with_excerpt_length"]
+    r = _results({})
+
+    def status(effect: float):
+        def once(rng) -> str:
+            values = rng.normal(0, np.sqrt(0.3), 12).repeat(4) + rng.normal(0, np.sqrt(0.7), 48)
+            means = values.reshape(12, 4).mean(axis=1) + np.r_[np.full(6, effect), np.zeros(6)]
+            short = pd.Series(means[:6], index=[f"s{k}" for k in range(6)])
+            long = pd.Series(means[6:], index=[f"l{k}" for k in range(6)])
+            comparison = two_samples("", short, long, r, "excerpt", "accuracy", "", False, 48)
+            return _judge(entry, entry.study, [comparison], r.settings)[0].status
+
+        return once
+
+    supported, _ = _status_rate(status(0.0), DIRECTIONAL_REPLICATES, seed=3)
+    power, _ = _status_rate(status(1.5), POWER_REPLICATES, seed=4)
+    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
+    print(f"two samples of 6 + 6 excerpts: supported {supported:.3f} (bound {bound:.3f}); power at 1.5 SD: {power:.3f}")
+    assert supported <= bound
