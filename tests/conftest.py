@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -240,10 +241,20 @@ def own_choice():
 
 
 @pytest.fixture(scope="session")
-def corpus():
+def shipped_corpus():
+    """Every event of the shipped fiction corpus (``data/fiction``)."""
     from knowlab.fiction.schema import read_corpus
 
     return read_corpus(ROOT / "data" / "fiction")
+
+
+@pytest.fixture(scope="session")
+def corpus(shipped_corpus):
+    """The fiction corpus the default reads: the shipped one's first ``fiction.events`` events."""
+    from knowlab.fiction.corpus import first_events
+
+    events = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["events"]
+    return shipped_corpus if events is None else first_events(shipped_corpus, events)
 
 
 def built_once(tmp_path_factory, name: str, build) -> Path:

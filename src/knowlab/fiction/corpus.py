@@ -1,8 +1,10 @@
 """The fiction corpus as configured (config ``fiction``): shipped with the project, or the release.
 
 - ``shipped``: ``data/fiction/{seeds,fictsheets,fictions,fict_qa}.jsonl``, written for
-  this project (6 fictional events x 5 styles x 2 documents, 4 Q&A per document),
-  each file verified against its pinned sha256 before use.
+  this project (24 fictional events x 5 styles x 2 documents, 4 Q&A per document; its dataset
+  card is ``data/fiction/README.md``), each file verified against its pinned sha256 before use.
+
+Whatever the source, ``fiction.events`` keeps the corpus's first N events (:func:`first_events`).
 - ``release``: the released FictionalQA dataset from a local path or the Hub
   (:func:`knowlab.fiction.release.load_release`).
 - ``generate``: the corpus the generation pipeline wrote (:mod:`knowlab.fiction_generation`,
@@ -29,10 +31,32 @@ def load_fiction(
 
     Raises:
         HashMismatchError: a shipped file differs from its pin.
-        DataError: a malformed line or record (file and line in the message).
+        DataError: a malformed line or record (file and line in the message); the corpus has fewer
+            events than ``fiction.events``.
         ValueError: ``generate`` without ``generated_dir``.
         DataError: (``generate``) the generated corpus kept no question.
     """
+    tables = _load(settings, basedir, generated_dir)
+    return tables if settings.events is None else first_events(tables, settings.events)
+
+
+def first_events(tables: dict[str, list[dict[str, Any]]], n: int) -> dict[str, list[dict[str, Any]]]:
+    """The records of the first ``n`` events of ``tables`` (in the order of the seeds table, or the
+    fictsheets' where a corpus has no seed), each table's order kept.
+
+    Raises:
+        DataError: the corpus has fewer than ``n`` events.
+    """
+    order = list(dict.fromkeys(r["event_id"] for r in (tables.get("seeds") or tables["fictsheets"])))
+    if len(order) < n:
+        raise DataError(f"fiction.events is {n}, but the corpus has {len(order)} events")
+    kept = set(order[:n])
+    return {table: [r for r in records if r["event_id"] in kept] for table, records in tables.items()}
+
+
+def _load(
+    settings: FictionCorpusSettings, basedir: str | os.PathLike, generated_dir: str | os.PathLike | None
+) -> dict[str, list[dict[str, Any]]]:
     if settings.source == "shipped":
         folder = Path(basedir) / settings.shipped["dir"]
         for table in TABLES:
