@@ -268,3 +268,52 @@ def test_two_samples_of_excerpts_keep_alpha_through_the_decision():
     bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
     print(f"two samples of 6 + 6 excerpts: supported {supported:.3f} (bound {bound:.3f}); power at 1.5 SD: {power:.3f}")
     assert supported <= bound
+
+
+# ------------------------------------------------------------------------------ interval coverage
+
+COVERAGE_REPLICATES = 1000
+# a 95% interval may cover at least 0.95 - 2 Monte Carlo SE of the time
+COVERAGE_FLOOR = 0.95 - 2 * np.sqrt(0.95 * 0.05 / COVERAGE_REPLICATES)
+
+
+def _paired_units(rng, units: int, effect: float) -> tuple[np.ndarray, np.ndarray]:
+    """MCQ-4-like accuracy of a run and the control on 20 questions in each of ``units`` events: each
+    event has its own difficulty, the run is ``effect`` better on every event's expected accuracy."""
+    p = rng.uniform(0.3, 0.7, units)[:, None]
+    run = (rng.random((units, 20)) < p + effect / 2).mean(axis=1)
+    control = (rng.random((units, 20)) < p - effect / 2).mean(axis=1)
+    return run, control
+
+
+def _two_samples_of_units(rng, units: int, effect: float) -> tuple[np.ndarray, np.ndarray]:
+    """Accuracy over 4 items of ``units`` short and ``units`` long excerpts, each its own difficulty."""
+    short = (rng.random((units, 4)) < rng.uniform(0.2, 0.6, units)[:, None] + effect).mean(axis=1)
+    long = (rng.random((units, 4)) < rng.uniform(0.2, 0.6, units)[:, None]).mean(axis=1)
+    return short, long
+
+
+def _coverage(sample, units: int, paired: bool, effect: float, seed: int) -> tuple[float, float]:
+    """Shares of replicates whose t interval (this commit) and percentile bootstrap (before) cover ``effect``."""
+    from knowlab.core.clustered import t_interval_difference
+    from knowlab.core.stats import bootstrap_difference
+
+    rng = np.random.default_rng(seed)
+    hits = []
+    for k in range(COVERAGE_REPLICATES):
+        a, b = sample(rng, units, effect)
+        t_ci = t_interval_difference(a, b, paired=paired, confidence=0.95)
+        boot = bootstrap_difference(a, b, paired=paired, n_resamples=999, seed=k, confidence=0.95)
+        hits.append([ci["ci_low"] <= effect <= ci["ci_high"] for ci in (t_ci, boot)])
+    return tuple(np.mean(hits, axis=0))
+
+
+@pytest.mark.parametrize("units", [6, 12, 24])
+def test_the_t_interval_covers_where_the_percentile_bootstrap_did_not(units):
+    paired_t, paired_boot = _coverage(_paired_units, units, True, 0.1, seed=units)
+    two_t, two_boot = _coverage(_two_samples_of_units, units // 2, False, 0.2, seed=100 + units)
+    print(
+        f"95% interval coverage, {units} paired units: t {paired_t:.3f} (percentile bootstrap {paired_boot:.3f}); "
+        f"{units // 2} + {units // 2} units: Welch t {two_t:.3f} (bootstrap {two_boot:.3f})"
+    )
+    assert paired_t >= COVERAGE_FLOOR and two_t >= COVERAGE_FLOOR

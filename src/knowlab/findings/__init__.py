@@ -2,14 +2,16 @@
 
 :func:`collect` reads the tables of a finished run (``results/``) and returns one :class:`Finding`
 per comparison of the claims below: its effect (oriented so that a positive effect is the
-direction the paper claims), a two-sided test, a percentile-bootstrap interval (at ``stats.confidence``,
+direction the paper claims), a two-sided test, a t interval over the units (at ``stats.confidence``,
 95% by default: "the 95% interval" below), n, p and a
 status.  The test and the interval work at the **inference unit**: what the design samples or
 assigns (``Finding.unit``, ``n_clusters`` of them), not the values measured inside it.
 FictionalQA's questions and documents nest in events, whose facts they share.  SORT's items and
 segments nest in excerpts, whose text they share.  A grounding question about a fiction document
-shares that document.  Each unit's values are averaged into one value, and the bootstrap resamples
-those values (:func:`knowlab.core.stats.bootstrap_difference`, paired where the design pairs).
+shares that document.  Each unit's values are averaged into one value, and the interval is
+Student's (paired) or Welch's (two sets of units) over those values
+(:func:`knowlab.core.clustered.t_interval_difference`; since issue 57, replacing a percentile
+bootstrap that covered 0.80 over 6 units).
 The test is a permutation test at the unit (:mod:`knowlab.core.clustered`).
 
 Training seeds (``finetune.seeds``): a FictionalQA claim is about fine-tuned models.  With one seed
@@ -31,8 +33,8 @@ Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run 
   comparisons of one claim) **and** the 95% interval excludes 0.  Both: a status never rests on
   one of two analyses that disagree.
 - ``not significant``: the claimed direction, but the test or the interval does not exclude 0;
-  the line prints the minimum detectable effect at this n (80% power,
-  :func:`knowlab.core.stats.minimum_detectable_effect`).
+  the line prints the minimum detectable effect at this n (80% power, t on the interval's degrees
+  of freedom at Holm's strictest level, :func:`knowlab.core.clustered.t_minimum_detectable_effect`).
 - ``inconclusive``: not the claimed direction (a tie included), and not significantly so.
 - ``contradicted``: the other direction, the test rejects and the interval excludes 0.
 - Claims of **no difference** are ``supported`` only by equivalence, which needs two things.
@@ -263,7 +265,7 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
             lines.append(line + f.detail)
             continue
         line += (
-            f"effect {_signed(f.effect)} {f.scale}, {f.confidence:.0%} CI [{_signed(f.ci_low)}, {_signed(f.ci_high)}], "
+            f"effect {_signed(f.effect)} {f.scale}, {f.confidence:.0%} CI {_interval(f)}, "
             f"{f.test}, n {f.n_clusters} {f.unit}s ({f.n} values), p = {f.p:.2g}"
         )
         if f.status in (NOT_SIGNIFICANT, INCONCLUSIVE) and f.margin is None:
@@ -271,6 +273,12 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
             line += f", MDE {f.mde:.2g} at 80% power" if f.mde else ", no MDE (no spread between the units)"
         lines.append(f"{line}; {f.detail} ({f.source})")
     return "\n".join(lines) + "\n"
+
+
+def _interval(f: Finding) -> str:
+    if f.ci_low is None or f.ci_high is None:
+        return "open (fewer than two units)"
+    return f"[{_signed(f.ci_low)}, {_signed(f.ci_high)}]"
 
 
 def to_records(findings: Sequence[Finding]) -> list[dict[str, Any]]:

@@ -22,18 +22,14 @@ from knowlab.core.clustered import (
     crossed_bootstrap_difference,
     randomization_test,
     sign_flip_test,
+    t_interval_difference,
+    t_minimum_detectable_effect,
     two_sample_test,
 )
 from knowlab.core.io import read_json, read_jsonl
 from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
-from knowlab.core.stats import (
-    StatsSettings,
-    bootstrap_difference,
-    holm_adjust,
-    minimum_detectable_effect,
-    paired_items,
-)
+from knowlab.core.stats import StatsSettings, holm_adjust, paired_items
 from knowlab.fiction.splits import split_assignments
 
 SUPPORTED = "supported"
@@ -154,11 +150,14 @@ class Finding:
     """One comparison of a paper's claim, decided on this run (:mod:`knowlab.findings`).
 
     ``effect``, ``ci_low``, ``ci_high``: the effect, positive in the claimed direction, and its 95%
-    bootstrap interval over the inference units, in ``scale`` (accuracy, nats/token, ...);
+    t interval over the inference units (:func:`knowlab.core.clustered.t_interval_difference`; with
+    training seeds, Owen's bootstrap over seeds and units), in ``scale`` (accuracy, nats/token, ...);
     ``unit``: the inference unit, what the design samples or assigns (event, document, excerpt,
     fictsheet, question); ``n_clusters``: how many of them the test counts (paired units, or both
     sets together); ``n``: the measured values they hold (questions, documents, segments, items);
-    ``mde``: minimum detectable effect at this number of units (80% power); ``p``: the decisive p
+    ``mde``: minimum detectable effect at this number of units (80% power, t on the interval's degrees of
+    freedom, at Holm's strictest level alpha / m; None where the test cannot reach alpha with these
+    units, or fewer than two units leave the standard error open); ``p``: the decisive p
     (Holm-corrected in a family; for a claim of no difference the equivalence test's, or the
     difference test's when that contradicts it);
     ``margin``: the equivalence margin of a no-difference claim; ``seeds``: the training seeds
@@ -207,7 +206,7 @@ class Comparison:
     """One comparison of a claim before its family's correction: ``a - b`` oriented to the claim.
 
     ``a``/``b``: one value per inference unit (``unit``), aligned (paired) or two samples
-    (unpaired), what the bootstrap resamples; ``n``: the measured values behind them; ``p``: the
+    (unpaired), what the interval is taken over; ``n``: the measured values behind them; ``p``: the
     two-sided test's raw p (with training seeds: the larger of the unit test's and the seeds',
     :func:`_replicate`); ``min_p``: the smallest p that test can give at this number of
     units; ``scale``: the values' scale; ``trained``: whether the claim is about fine-tuned models
@@ -489,7 +488,7 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
     split assigns whole events, so events are the unit: 4 of 6 events give 15 assignments, and no
     p below 1/15.  A style split's held-out style is a choice of the config, and the test lists
     each style as the held-out one.  Each side's mean is the mean of its events' means, and so is
-    the effect.  The interval is a bootstrap over events: paired when every event has documents
+    the effect.  The interval is over events: paired when every event has documents
     on both sides (Doc, style), else one sample of events per side (Event)."""
     split = r.split(run)
     events = r.events
@@ -523,7 +522,7 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
 
 
 def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: FindingsSettings) -> list[Finding]:
-    """The findings of one claim's comparisons: bootstrap, Holm over the family, status (``study``: the
+    """The findings of one claim's comparisons: interval, Holm over the family, status (``study``: the
     line's study label, the grounding dataset's included)."""
     claim, source, equivalence = entry.claim, entry.source, entry.equivalence
     m = len(comparisons)
@@ -536,6 +535,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
         if c.seeds:  # training seeds as replicates: seeds x units
             a, b = (np.stack([pair[side] for pair in c.seeds.values()]) for side in (0, 1))
             est = crossed_bootstrap_difference(a, b, paired=c.paired, **bootstrap)
+            df = float(len(c.seeds) - 1)  # the seeds are the scarcer replicates
             test += (
                 f", on the values averaged over {len(c.seeds)} training seeds; t-test over the seeds' effects "
                 f"p = {c.seed_p:.2g}; p the larger of the two; interval over seeds and units"
@@ -543,10 +543,13 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             effects = ", ".join(f"{k} {_signed(float(x.mean() - y.mean()))}" for k, (x, y) in c.seeds.items())
             detail = f"{c.detail}; effect per training seed: {effects}"
         else:
-            est = bootstrap_difference(c.a, c.b, paired=c.paired, **bootstrap)
+            est = t_interval_difference(c.a, c.b, paired=c.paired, confidence=s.stats.confidence)
+            df = est["df"]
             detail = c.detail + ("; one training seed: the result is conditional on it" if c.trained else "")
         test += f", Holm over {m} comparisons" if m > 1 else ""
-        mde = minimum_detectable_effect(est["se"], s.alpha, s.power)
+        # the MDE at Holm's strictest level, none where the test cannot reach alpha with these units
+        floor_reached = (c.equivalence["min_p"] if equivalence else c.min_p * m) < s.alpha
+        mde = _finite(t_minimum_detectable_effect(est["se"], df, s.alpha / m, s.power)) if floor_reached else None
         common = dict(
             study=study,
             claim=f"{claim} ({c.label})" if c.label else claim,
@@ -555,8 +558,8 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             quote=entry.quote,
             figure=entry.figure_of(s.ft_models),
             effect=est["effect"],
-            ci_low=est["ci_low"],
-            ci_high=est["ci_high"],
+            ci_low=_finite(est["ci_low"]),
+            ci_high=_finite(est["ci_high"]),
             n=c.n,
             alpha=s.alpha,
             mde=mde,
@@ -601,6 +604,11 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
         status = decide(est["effect"], est["ci_low"], est["ci_high"], float(p), s.alpha)
         out.append(Finding(**common, status=status, test=test, p=float(p)))
     return out
+
+
+def _finite(x: float) -> float | None:
+    """``x``, or None where it is infinite (an interval or MDE that fewer than two units leave open)."""
+    return float(x) if np.isfinite(x) else None
 
 
 def _signed(x: float) -> str:
