@@ -12,10 +12,31 @@ FINDINGS_OUTPUTS = [
 ]
 
 
+# The analysis plan every finding cites (knowlab.findings.plan): from the catalogue and the config
+# alone, first of all jobs (its priority), before any model job.
+rule analysis_plan:
+    output:
+        plan=layout.ANALYSIS_PLAN.smk,
+        manifest=layout.ANALYSIS_PLAN_STEP.manifest,
+    log:
+        layout.ANALYSIS_PLAN_STEP.log,
+    benchmark:
+        layout.ANALYSIS_PLAN_STEP.benchmark
+    priority: 100
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    params:
+        settings=FindingsSettings.from_config(config).param(),
+    script:
+        "../scripts/analysis_plan.py"
+
+
 rule findings:
     input:
         # the tables knowlab.findings.collect reads, by name (knowlab.layout.Layout.findings_inputs)
         **LAYOUT.findings_inputs(BASE.evaluated_as),
+        plan=layout.ANALYSIS_PLAN.smk,
     output:
         txt=layout.FINDINGS_TEXT.smk,
         json=layout.FINDINGS_JSON.smk,

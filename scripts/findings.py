@@ -7,7 +7,9 @@ from knowlab.core.provenance import rule_step
 with rule_step(snakemake) as log:
     params = snakemake.params
     settings = findings.FindingsSettings.from_param(params.settings)
-    checked = findings.collect(layout.RESULTS, settings, model=params.model, inputs=snakemake.input)
+    checked = findings.collect(
+        layout.RESULTS, settings, model=params.model, inputs=snakemake.input, plan=snakemake.input.plan
+    )
     text = findings.render(checked, params.report)
     write_json(snakemake.output.json, findings.to_records(checked))
     write_csv(snakemake.output.table, findings.report_table(checked))

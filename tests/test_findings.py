@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from statsmodels.stats import multitest as stats_multitest
 
 from knowlab import findings
 from knowlab.core import stats
@@ -25,10 +26,14 @@ from knowlab.findings import (
     NOT_SIGNIFICANT,
     NOT_TESTED,
     SUPPORTED,
+    UNDERPOWERED,
+    Comparison,
     FindingsSettings,
     decide,
     decide_equivalence,
+    plan,
 )
+from knowlab.findings.base import _judge
 
 MODEL = "m"
 STEPS = (0, 2, 4)
@@ -187,6 +192,7 @@ def test_tally_counts_every_status():
     assert findings.tally(found) == {
         SUPPORTED: 2,
         NOT_SIGNIFICANT: 0,
+        UNDERPOWERED: 0,
         INCONCLUSIVE: 0,
         CONTRADICTED: 0,
         NOT_TESTED: 1,
@@ -365,7 +371,7 @@ def _event_means(values):
 # length, one level of each grounding factor
 AS_BUILT = {
     CLAIMS[20]: CONTRADICTED,
-    CLAIMS[23]: NOT_SIGNIFICANT,
+    CLAIMS[23]: UNDERPOWERED,  # 56 documents detect 0.22 accuracy at 80% power, above 0.05
     CLAIMS[24]: INCONCLUSIVE,
     # all tied: every event's gain the same under each model (no ranking of the models to permute), every
     # excerpt's distance rho 0 (no sign to flip); the smallest p the test can give is 1 (issue 57)
@@ -499,6 +505,51 @@ def test_the_claims_go_against_the_data_built_against_them(results):
     assert statuses[CLAIMS[35]] == statuses[CLAIMS[46]] == statuses[CLAIMS[47]] == SUPPORTED  # untouched
 
 
+def _comparison(d, p):
+    """A paired comparison of accuracy over events whose differences are ``d``, its test's p ``p``."""
+    d = np.asarray(d, dtype=float)
+    return Comparison("", d, np.zeros_like(d), True, p, 1e-6, "test", "event", "accuracy", d.size, "d", False)
+
+
+def test_not_significant_needs_a_design_that_could_detect_the_smallest_effect_of_interest():
+    """The same non-significant direction reads ``not significant`` where the design detects 0.05 accuracy
+    (the smallest effect of interest) at 80% power, and ``underpowered`` where it cannot (issue 57)."""
+    entry = next(e for e in findings.CLAIMS if e.id == "sort.in_context_above_baseline")
+    settings = FindingsSettings.from_config(CFG)
+    rng = np.random.default_rng(0)
+    many = rng.normal(0, 0.1, 400)
+    many += 0.003 - many.mean()
+    (f,) = _judge(entry, "SORT", [_comparison(many, 0.4)], settings)
+    assert f.status == NOT_SIGNIFICANT and f.mde < 0.05 == f.smallest_effect
+    few = rng.normal(0.003, 0.1, 6)
+    (f,) = _judge(entry, "SORT", [_comparison(few - few.mean() + 0.01, 0.4)], settings)
+    assert f.status == UNDERPOWERED and f.mde > 0.05 and f.detail.startswith("underpowered: 6 events detect")
+    assert "[underpowered]" in findings.render([f], "r.html")
+
+
+def test_a_margin_other_than_the_plans_is_a_printed_deviation(results):
+    cfg = copy.deepcopy(CFG)
+    cfg["findings"]["equivalence_margin"] = 0.1
+    settings = FindingsSettings.from_config(cfg)
+    assert plan.deviations(settings) == [{"key": "findings.equivalence_margin", "plan": 0.05, "run": 0.1}]
+    assert plan.analysis_plan(settings)["deviations"] == plan.deviations(settings)
+    found = findings.collect(results, settings, model=MODEL)
+    deviated = [f for f in found if "a deviation: the analysis plan's margin is 0.05" in (f.test or "")]
+    assert [f.claim_id for f in deviated] == [e.id for e in findings.CLAIMS if e.equivalence]
+    assert not any(
+        "deviation" in (f.test or "") for f in findings.collect(results, FindingsSettings.from_config(CFG), MODEL)
+    )
+
+
+def test_every_tested_line_has_its_false_discovery_q_and_the_tally_counts_them(results):
+    found = findings.collect(results, FindingsSettings.from_config(CFG), model=MODEL)
+    tested = [f for f in found if f.status != NOT_TESTED]
+    q = stats_multitest.multipletests([f.p for f in tested], method="fdr_bh")[1]
+    assert [f.q for f in tested] == pytest.approx(list(q)) and all(f.q is None for f in found if f not in tested)
+    first = findings.render(found, "r.html").splitlines()[0]
+    assert f"{sum(q < 0.05)} of {len(tested)} tested lines at Benjamini-Hochberg q < 0.05" in first
+
+
 def test_right_direction_without_significance_prints_its_minimum_detectable_effect(results):
     rag, in_context = _sort_rows(SORT_RIGHT["in_context"]), _sort_rows(SORT_RIGHT["in_context"])
     rag.loc[[3, 7, 11, 15, 19], "correct"] = False  # RAG misses one item in excerpts 0-4
@@ -509,13 +560,14 @@ def test_right_direction_without_significance_prints_its_minimum_detectable_effe
     f = _by_claim(found)[CLAIMS[36]]
     # 8 excerpts differ (5 of them for in context), 12 tie: exactly, p = 1 - C(8, 4) / 2^8 = 0.727 and
     # the smallest p is 2 / 2^8; 2^20 sign patterns: Monte Carlo over 999 of them
-    assert f.status == NOT_SIGNIFICANT and f.p == pytest.approx(0.727, abs=0.05) and f.effect == pytest.approx(2 / 80)
+    # 20 excerpts detect about 0.1 accuracy at 80% power, above the smallest effect of interest (0.05)
+    assert f.status == UNDERPOWERED and f.p == pytest.approx(0.727, abs=0.05) and f.effect == pytest.approx(2 / 80)
     assert f.min_p == pytest.approx(2 / 2**8)
     per_excerpt = np.r_[np.full(5, 0.25), np.full(3, -0.25), np.zeros(12)]
     se = stats.bootstrap_difference(per_excerpt, seed=0, n_resamples=500, confidence=0.95)["se"]
     assert f.mde == pytest.approx(2.8016 * se, rel=0.3)  # (z 0.975 + z 0.8) SE; another bootstrap stream
     line = next(line for line in findings.render(found, "r.html").splitlines() if CLAIMS[36] in line)
-    assert line.startswith("[not significant] SORT: RAG below in-context memory — effect +0.025 accuracy, 95% CI [")
+    assert line.startswith("[underpowered] SORT: RAG below in-context memory — effect +0.025 accuracy, 95% CI [")
     assert f"MDE {f.mde:.2g} at 80% power" in line and f"p = {f.p:.2g}" in line and "n 20 excerpts (80 values)" in line
 
 
@@ -686,9 +738,10 @@ def test_training_seeds_are_the_replicates_of_a_claim_about_trained_models(resul
     # Doc's MCQ gain over the control: seeds 1 and 3 give the first seed's, seed 2 minus the control's
     # accuracy (Doc answers none right).  Averaged over the
     # seeds every event is still above the control (the unit test alone rejects), but the seeds do
-    # not agree: not significant, with an interval that holds the seeds' spread
+    # not agree: not significant, with an interval that holds the seeds' spread; 3 seeds (t on 2 df) detect
+    # far more than the smallest effect of interest, so the word is underpowered
     f, first = by_claim[CLAIMS[2]], one_seed[CLAIMS[2]]
-    assert first.status == SUPPORTED and f.status == NOT_SIGNIFICANT and f.seeds == 3
+    assert first.status == SUPPORTED and f.status == UNDERPOWERED and f.seeds == 3
     questions = SPLITS["doc"]["train_questions"]
     control = _event_means(pd.Series({q: float(QUESTIONS.index(q) % 8 < RIGHT["control"]) for q in questions}))
     assert f.effect == pytest.approx((2 * first.effect - control.mean()) / 3) and f.ci_low < 0 < f.ci_high

@@ -201,7 +201,11 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
     its effect, 95% interval, n, p and a status word; no ``supported`` at p >= alpha or with an
     interval that reaches 0; results/findings.txt is the same findings, one line each."""
     records = json.loads((workdir / "results" / "findings.json").read_text())
-    statuses = {"supported", "not significant", "inconclusive", "contradicted", "not tested"}
+    statuses = set(findings.STATUSES)
+    # every record names the analysis plan it was decided under
+    plan = hashlib.sha256((workdir / "results" / "analysis_plan.json").read_bytes()).hexdigest()
+    assert {r["plan_sha256"] for r in records} == {plan}
+    assert all((r["q"] is None) == (r["status"] == "not tested") for r in records)
     keys = ("claim", "status", "effect", "ci_low", "ci_high", "n", "p", "alpha", "test", "source")
     keys += ("unit", "n_clusters", "scale", "seeds", "claim_id", "quote", "confidence", "figure")
     # test.yaml: Doc, Event, Fictsheets, the control, two base models, SORT, one grounding set (9 claims)
@@ -233,6 +237,17 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
     assert (
         "2 base model(s) in finetune.models (tiny, tiny-wide)" in size["detail"] and "at least three" in size["detail"]
     )
+
+
+def test_the_analysis_plan_is_written_before_any_other_job(workdir):
+    """results/analysis_plan.json (knowlab.findings.plan) comes from the catalogue and the config alone, and the
+    run starts it first (its priority), so no model job runs before the plan its findings cite exists."""
+    first_log = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))[0]
+    started = re.findall(r"^(?:local)?rule (\w+):$", first_log.read_text(), flags=re.M)
+    assert started[0] == "analysis_plan", started[:5]
+    plan = json.loads((workdir / "results" / "analysis_plan.json").read_text())
+    assert [c["claim_id"] for c in plan["claims"]] == [entry.id for entry in findings.CLAIMS]
+    assert plan["deviations"] == [] and plan["margins"]["equivalence"]["value"] == 0.05
 
 
 def test_sort_items_passages_prompt_and_rows(workdir):

@@ -34,7 +34,13 @@ Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run 
   one of two analyses that disagree.
 - ``not significant``: the claimed direction, but the test or the interval does not exclude 0;
   the line prints the minimum detectable effect at this n (80% power, t on the interval's degrees
-  of freedom at Holm's strictest level, :func:`knowlab.core.clustered.t_minimum_detectable_effect`).
+  of freedom at Holm's strictest level, :func:`knowlab.core.clustered.t_minimum_detectable_effect`),
+  at or below the smallest effect of interest of its scale
+  (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`): the design could have shown an effect that
+  matters, and did not.
+- ``underpowered`` (since issue 57): as ``not significant``, but the minimum detectable effect is above
+  the smallest effect of interest: the design could not have shown one, so the line is no failed
+  replication.
 - ``inconclusive``: not the claimed direction (a tie included), and not significantly so.
 - ``contradicted``: the other direction, the test rejects and the interval excludes 0.
 - Claims of **no difference** are ``supported`` only by equivalence, which needs two things.
@@ -94,7 +100,7 @@ much larger models on SORT (Figure 4b)"), so it is not checked.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -102,6 +108,7 @@ from typing import Any
 import pandas as pd
 
 from knowlab.core.clustered import seed_test
+from knowlab.core.io import sha256_file
 from knowlab.findings.base import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -109,6 +116,7 @@ from knowlab.findings.base import (
     NOT_TESTED,
     STATUSES,
     SUPPORTED,
+    UNDERPOWERED,
     Check,
     Claim,
     Comparison,
@@ -167,6 +175,7 @@ def collect(
     settings: FindingsSettings,
     model: str | None = None,
     inputs: Collection[str | Path] | None = None,
+    plan: str | Path | None = None,
 ) -> list[Finding]:
     """Every finding of the catalogue (:data:`CLAIMS`), decided on the tables under ``results``.
 
@@ -178,6 +187,8 @@ def collect(
             (:meth:`FindingsSettings.from_config`).
         model: the base model's name in the grounding rows (the workflow's model name); None
             takes the only model there.
+        plan: the run's ``results/analysis_plan.json`` (:mod:`knowlab.findings.plan`), whose sha256 every
+            finding carries (``plan_sha256``); None: none.
 
     Returns:
         One finding per comparison, in the order of :mod:`knowlab.findings` (the grounding claims once per
@@ -192,7 +203,24 @@ def collect(
     for dataset in settings.grounding_datasets:  # each dataset's claims together
         for entry in (entry for entry in CLAIMS if entry.per_dataset):
             found += _check(entry, f"{entry.study} ({dataset})", partial(entry.check, dataset=dataset), r)
-    return found
+    digest = None if plan is None else sha256_file(plan)
+    return [replace(f, plan_sha256=digest) for f in false_discovery(found)]
+
+
+def false_discovery(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with ``q``, the Benjamini-Hochberg (1995) q of each tested line's p over all the run's
+    tested lines (``statsmodels.stats.multitest.multipletests``, ``fdr_bh``): the false-discovery view
+    beside the per-claim Holm, for a reader who reads the whole tally as one family.  A ``not tested``
+    line has none."""
+    from statsmodels.stats.multitest import multipletests  # deferred: as scipy in knowlab.core.stats
+
+    tested = [i for i, f in enumerate(findings) if f.status != NOT_TESTED and f.p is not None]
+    out = list(findings)
+    if tested:
+        q = multipletests([findings[i].p for i in tested], method="fdr_bh")[1]
+        for i, value in zip(tested, q):
+            out[i] = replace(findings[i], q=float(value))
+    return out
 
 
 #: the columns of :func:`design_table`
@@ -207,6 +235,7 @@ DESIGN_COLUMNS = (
     "alpha",
     "testable",
     "mde",
+    "smallest_effect",
     "scale",
     "status",
 )
@@ -254,10 +283,19 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
     p; detail (source)``."""
     counts = tally(findings)
     rest = ", ".join(f"{n} {status}" for status, n in counts.items() if n and status != SUPPORTED)
+    tested = [f for f in findings if f.q is not None]
+    alpha = tested[0].alpha if tested else None
+    discoveries = (
+        f"; read as one family: {sum(f.q < alpha for f in tested)} of {len(tested)} tested lines at "
+        f"Benjamini-Hochberg q < {alpha:g} (either direction)"
+        if tested
+        else ""
+    )
     lines = [
         f"Headline findings of the three papers on this run: {counts[SUPPORTED]} of {len(findings)} supported"
         + (f" ({rest})" if rest else "")
-        + f"; status rules in docs/findings.md; full report: {report_path}"
+        + discoveries
+        + f"; each claim Holm-corrected over its own lines; status rules in docs/findings.md; full report: {report_path}"
     ]
     for f in findings:
         line = f"[{f.status}] {f.study}: {f.claim} — "
@@ -268,7 +306,7 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
             f"effect {_signed(f.effect)} {f.scale}, {f.confidence:.0%} CI {_interval(f)}, "
             f"{f.test}, n {f.n_clusters} {f.unit}s ({f.n} values), p = {f.p:.2g}"
         )
-        if f.status in (NOT_SIGNIFICANT, INCONCLUSIVE) and f.margin is None:
+        if f.status in (NOT_SIGNIFICANT, UNDERPOWERED, INCONCLUSIVE) and f.margin is None:
             # no spread between the units: a standard error of 0 says nothing of power
             line += f", MDE {f.mde:.2g} at 80% power" if f.mde else ", no MDE (no spread between the units)"
         lines.append(f"{line}; {f.detail} ({f.source})")
@@ -293,6 +331,7 @@ def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
 
 __all__ = [
     "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "NOT_SIGNIFICANT", "NOT_TESTED", "REPORT_COLUMNS", "STATUSES",
+    "UNDERPOWERED",
     "SUPPORTED", "Claim", "Comparison", "DESIGN_COLUMNS", "Finding", "FindingsSettings", "Results", "Skip",
     "claims_markdown", "collect", "decide", "decide_equivalence", "default_statuses", "design_table", "render",
     "report_table", "tally", "to_frame", "to_records",

@@ -31,13 +31,15 @@ from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
 from knowlab.core.stats import StatsSettings, holm_adjust, paired_items
 from knowlab.fiction.splits import split_assignments
+from knowlab.findings.thresholds import EQUIVALENCE_MARGIN, SMALLEST_EFFECT
 
 SUPPORTED = "supported"
 NOT_SIGNIFICANT = "not significant"
+UNDERPOWERED = "underpowered"
 INCONCLUSIVE = "inconclusive"
 CONTRADICTED = "contradicted"
 NOT_TESTED = "not tested"
-STATUSES = (SUPPORTED, NOT_SIGNIFICANT, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
+STATUSES = (SUPPORTED, NOT_SIGNIFICANT, UNDERPOWERED, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
 FICTSHEETS = "fictsheets"
 EVENT = "event"
 # the loss suite of a split's documents (the split JSON's ``documents``)
@@ -167,8 +169,12 @@ class Finding:
     factor (equivalence: with every pair agreeing), ``not tested`` when not below alpha;
     ``confidence``: the level of ``ci_low``, ``ci_high`` (``stats.confidence``); ``claim_id`` and
     ``quote``: its entry of the claims catalogue (:data:`CLAIMS`) and the paper's words; ``figure``:
-    the figure or table of this run it is read from (a path under ``results/``).  Fields
-    that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
+    the figure or table of this run it is read from (a path under ``results/``);
+    ``smallest_effect``: the smallest effect of interest of its scale
+    (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`), against which ``mde`` separates
+    ``not significant`` from ``underpowered``; ``q``: the Benjamini-Hochberg q of its p over the run's
+    tested lines (the false-discovery view beside the per-claim Holm); ``plan_sha256``: the sha256 of
+    ``results/analysis_plan.json``, the plan it was decided under.  Fields that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
     tested``, what the claim needs).
     """
 
@@ -195,6 +201,9 @@ class Finding:
     claim_id: str | None = None
     quote: str | None = None
     figure: str | None = None
+    smallest_effect: float | None = None
+    q: float | None = None
+    plan_sha256: str | None = None
 
 
 class Skip(Exception):
@@ -365,8 +374,9 @@ class Claim:
     function; ``equivalence``: a claim of no difference; ``per_dataset``: decided once per grounding
     dataset of the config (``check`` then takes ``dataset``); ``figure``: the figure (or table) of the
     run the claim is read from, relative to ``results/`` (``{ft_model}``: the reference base model;
-    empty where the paper gives the numbers in its text).  Adding a claim is one entry in the catalogue
-    plus its ``check``."""
+    empty where the paper gives the numbers in its text); ``scale``: the unit its effect is measured in,
+    which names its smallest effect of interest (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`).
+    Adding a claim is one entry in the catalogue plus its ``check``."""
 
     id: str
     study: str
@@ -381,6 +391,7 @@ class Claim:
     equivalence: bool = False
     per_dataset: bool = False
     figure: str = ""
+    scale: str = ""
 
     def figure_of(self, ft_models: tuple[str, ...]) -> str | None:
         """``figure`` of a run whose reference base model is the first of ``ft_models``; None: no figure,
@@ -550,6 +561,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
         # the MDE at Holm's strictest level, none where the test cannot reach alpha with these units
         floor_reached = (c.equivalence["min_p"] if equivalence else c.min_p * m) < s.alpha
         mde = _finite(t_minimum_detectable_effect(est["se"], df, s.alpha / m, s.power)) if floor_reached else None
+        smallest = SMALLEST_EFFECT.get(c.scale)
         common = dict(
             study=study,
             claim=f"{claim} ({c.label})" if c.label else claim,
@@ -570,13 +582,14 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             min_p=min(1.0, (c.equivalence["min_p"] if equivalence else c.min_p * m)),
             confidence=s.stats.confidence,
             detail=detail,
+            smallest_effect=None if smallest is None else smallest.value,
         )
         if equivalence:
             eq = c.equivalence
             test += (
                 f"; equivalence: Tango score interval {100 * (1 - 2 * s.alpha):g}% [{_signed(eq['low'])}, "
                 f"{_signed(eq['high'])}] on the items, design effect {eq['deff']:.2g} of their {c.unit}s, "
-                f"t reference on {eq['df']:g} df, within +/-{s.margin:g}"
+                f"t reference on {eq['df']:g} df, within +/-{s.margin:g}" + margin_deviation(s.margin)
             )
             status = decide_equivalence(est["ci_low"], est["ci_high"], float(p), eq["p"], s.alpha, s.margin)
             # a significant difference contradicts the claim whether or not equivalence could be shown
@@ -602,8 +615,24 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             out.append(Finding(**{**common, "detail": reason}, status=NOT_TESTED, test=test, p=float(p)))
             continue
         status = decide(est["effect"], est["ci_low"], est["ci_high"], float(p), s.alpha)
+        if status == NOT_SIGNIFICANT and smallest is not None and mde and mde > smallest.value:
+            status = UNDERPOWERED
+            common["detail"] = (
+                f"underpowered: {c.n_clusters} {c.unit}s detect {mde:.2g} {c.scale} at 80% power, above the smallest "
+                f"effect of interest {smallest.value:.2g} (fixed {smallest.fixed}); {common['detail']}"
+            )
         out.append(Finding(**common, status=status, test=test, p=float(p)))
     return out
+
+
+def margin_deviation(margin: float) -> str:
+    """`` (a deviation: ...)`` where the config's equivalence margin is not the analysis plan's, else ``""``."""
+    plan = EQUIVALENCE_MARGIN
+    if margin == plan.value:
+        return ""
+    return (
+        f" (a deviation: the analysis plan's margin is {plan.value:g}, fixed {plan.fixed}; findings.equivalence_margin)"
+    )
 
 
 def _finite(x: float) -> float | None:

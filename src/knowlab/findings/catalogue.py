@@ -68,6 +68,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Doc: default, test, cpu-full, paper; Event: paper (6 events give no p below 1/15)",
         train_below_val_loss,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.mcq_above_control",
@@ -82,6 +83,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (the shipped configs read 6 events, fiction.events: they cannot reach alpha after Holm)",
         mcq_above_control,
         figure="figures/fictionalqa/{ft_model}/fig7.png",
+        scale="accuracy",
     ),
     Claim(
         "fqa.fictsheets_train_loss_falls",
@@ -95,6 +97,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (4 training fictsheets: no p below 0.125)",
         fictsheets_train_loss_falls,
         figure="figures/fictionalqa/{ft_model}/fig5.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.fictsheets_val_loss_rises",
@@ -108,6 +111,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (2 validation fictsheets: no p below 0.5)",
         fictsheets_val_loss_rises,
         figure="figures/fictionalqa/{ft_model}/fig5.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.fictsheets_least_transfer",
@@ -121,6 +125,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper",
         fictsheets_least_transfer,
         figure="figures/fictionalqa/{ft_model}/fig7.png",
+        scale="accuracy",
     ),
     Claim(
         "fqa.event_generalises_least",
@@ -135,6 +140,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (2 validation events: no p below 0.5)",
         event_generalises_least,
         figure="figures/fictionalqa/{ft_model}/fig4.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.larger_models_fit_faster",
@@ -150,6 +156,7 @@ CLAIMS: tuple[Claim, ...] = (
         "models (3 base models), paper",
         larger_models_fit_faster,
         figure="figures/fictionalqa/across_models/fig4.png",
+        scale="Spearman rho",
     ),
     Claim(
         "fqa.exact_match_only_when_trained",
@@ -165,6 +172,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Doc: default, test, cpu-full, paper; Event: paper",
         exact_match_only_when_trained,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
+        scale="exact match",
     ),
     Claim(
         "fqa.qa_nll_below_control",
@@ -181,6 +189,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (the shipped configs read 6 events, fiction.events: they cannot reach alpha after Holm)",
         qa_nll_below_control,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.val_loss_improves_in_parallel",
@@ -196,6 +205,7 @@ CLAIMS: tuple[Claim, ...] = (
         "cpu-full (checkpoints 16, 32), paper; not the default (one checkpoint)",
         validation_loss_improves_in_parallel,
         figure="figures/fictionalqa/{ft_model}/fig4.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.val_loss_rises_after",
@@ -211,6 +221,7 @@ CLAIMS: tuple[Claim, ...] = (
         "cpu-full (checkpoints 16, 32), paper; not the default (one checkpoint)",
         validation_loss_rises_after,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.gap_opens_after_minimum",
@@ -226,6 +237,7 @@ CLAIMS: tuple[Claim, ...] = (
         "cpu-full (checkpoints 16, 32), paper; not the default (one checkpoint)",
         gap_opens_after_minimum,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.held_out_questions_improve",
@@ -241,6 +253,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (the shipped configs read 6 events, fiction.events: they cannot reach alpha after Holm)",
         held_out_questions_improve,
         figure="figures/fictionalqa/{ft_model}/fig8.png",
+        scale="accuracy",
     ),
     Claim(
         "fqa.held_out_below_trained",
@@ -255,6 +268,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Doc: default, test, cpu-full, paper; Event: paper",
         held_out_below_trained,
         figure="figures/fictionalqa/{ft_model}/fig8.png",
+        scale="accuracy",
     ),
     Claim(
         "fqa.webtext_not_destroyed",
@@ -270,6 +284,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, test, cpu-full, paper",
         webtext_not_destroyed,
         figure="figures/fictionalqa/{ft_model}/fig5.png",
+        scale="log loss ratio",
     ),
     Claim(
         "fqa.real_qa_no_improvement",
@@ -285,6 +300,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, test, cpu-full, paper",
         real_qa_no_improvement,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
+        scale="log loss ratio",
     ),
     Claim(
         "fqa.fictsheets_qa_no_gain",
@@ -299,6 +315,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (the shipped configs' 6 events give 4 training fictsheets: no p below 0.125)",
         fictsheets_qa_no_gain,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
+        scale="log loss ratio",
     ),
     Claim(
         "fqa.event_transfers_less_qa",
@@ -315,6 +332,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (2 validation events of the shipped configs' 6: no p below 0.5)",
         event_transfers_less_qa,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
+        scale="nats/token",
     ),
     Claim(
         "fqa.larger_models_transfer_more",
@@ -330,6 +348,7 @@ CLAIMS: tuple[Claim, ...] = (
         "models (3 base models), paper",
         larger_models_transfer_more,
         figure="figures/fictionalqa/across_models/fig7.png",
+        scale="Spearman rho",
     ),
     Claim(
         "sort.in_context_above_baseline",
@@ -343,6 +362,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         sort_in_context_above_baseline,
         figure="figures/sort/fig3b.png",
+        scale="accuracy",
     ),
     Claim(
         "sort.rag_below_in_context",
@@ -356,6 +376,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         sort_rag_below_in_context,
         figure="figures/sort/fig4.png",
+        scale="accuracy",
     ),
     Claim(
         "sort.books_lower_segment_nll",
@@ -370,6 +391,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         sort_books_lower_segment_nll,
         figure="figures/sort/fig12.png",
+        scale="nats/token",
     ),
     Claim(
         "sort.books_no_accuracy_gain",
@@ -384,6 +406,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_books_no_accuracy_gain,
         equivalence=True,
         figure="figures/sort/fig13.png",
+        scale="accuracy",
     ),
     Claim(
         "sort.baseline_below_60",
@@ -398,6 +421,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         sort_baseline_below_60,
         figure="figures/sort/fig10.png",
+        scale="accuracy",
     ),
     Claim(
         "sort.accuracy_rises_with_distance",
@@ -411,6 +435,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper (test.yaml: 4 excerpts, no p below 0.125)",
         sort_accuracy_rises_with_distance,
         figure="figures/sort/fig3b.png",
+        scale="Spearman rho",
     ),
     Claim(
         "sort.accuracy_falls_with_excerpt_length",
@@ -424,6 +449,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (sort.excerpt_lengths 250, 1000, 2500); not the default (one length)",
         sort_accuracy_falls_with_excerpt_length,
         figure="figures/sort/fig3a.png",
+        scale="accuracy",
     ),
     Claim(
         "sort.longer_segments_better",
@@ -437,6 +463,7 @@ CLAIMS: tuple[Claim, ...] = (
         "permutation test of two independent samples of excerpts",
         "cpu-full, paper (sort.segment_lengths 20, 50); not the default (one length)",
         sort_longer_segments_better,
+        scale="accuracy",
     ),
     Claim(
         "sort.books_higher_answer_likelihood",
@@ -451,6 +478,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         sort_books_higher_answer_likelihood,
         figure="figures/sort/fig16.png",
+        scale="log-probability",
     ),
     Claim(
         "sort.in_context_falls_after_finetuning",
@@ -464,6 +492,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_in_context_falls_after_finetuning,
+        scale="accuracy",
     ),
     Claim(
         "grounding.original_dist_below_gold",
@@ -479,6 +508,7 @@ CLAIMS: tuple[Claim, ...] = (
         partial(grounding_distractors, version="original"),
         per_dataset=True,
         figure="grounding/tables/table1.csv",
+        scale="F1",
     ),
     Claim(
         "grounding.conflict_dist_below_gold",
@@ -493,6 +523,7 @@ CLAIMS: tuple[Claim, ...] = (
         partial(grounding_distractors, version="conflict"),
         per_dataset=True,
         figure="grounding/tables/table1.csv",
+        scale="F1",
     ),
     Claim(
         "grounding.conflict_below_original",
@@ -507,6 +538,7 @@ CLAIMS: tuple[Claim, ...] = (
         grounding_conflict,
         per_dataset=True,
         figure="grounding/tables/table1.csv",
+        scale="F1",
     ),
     Claim(
         "grounding.distractors_hurt_more_than_conflict",
@@ -523,6 +555,7 @@ CLAIMS: tuple[Claim, ...] = (
         grounding_distractors_hurt_more,
         per_dataset=True,
         figure="figures/grounding/fig5.png",
+        scale="F1",
     ),
     Claim(
         "grounding.precision_above_recall",
@@ -538,6 +571,7 @@ CLAIMS: tuple[Claim, ...] = (
         grounding_precision_above_recall,
         per_dataset=True,
         figure="figures/grounding/fig15_16.png",
+        scale="precision - recall",
     ),
     Claim(
         "grounding.gold_last_best",
@@ -552,6 +586,7 @@ CLAIMS: tuple[Claim, ...] = (
         grounding_gold_last_best,
         per_dataset=True,
         figure="figures/grounding/position.png",
+        scale="F1",
     ),
     Claim(
         "grounding.single_context_above_multi",
@@ -567,6 +602,7 @@ CLAIMS: tuple[Claim, ...] = (
         grounding_single_above_multi,
         per_dataset=True,
         figure="figures/grounding/fig3c.png",
+        scale="F1",
     ),
     Claim(
         "grounding.definite_above_free_form",
@@ -582,6 +618,7 @@ CLAIMS: tuple[Claim, ...] = (
         grounding_definite_above_free_form,
         per_dataset=True,
         figure="figures/grounding/fig3c.png",
+        scale="F1",
     ),
     Claim(
         "grounding.low_popularity_above_high",
@@ -597,6 +634,7 @@ CLAIMS: tuple[Claim, ...] = (
         grounding_low_popularity_above_high,
         per_dataset=True,
         figure="figures/grounding/fig3c.png",
+        scale="F1",
     ),
 )
 

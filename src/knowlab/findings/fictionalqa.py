@@ -11,6 +11,7 @@ import pandas as pd
 from knowlab import layout
 from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.clustered import cluster_means
+from knowlab.findings.thresholds import LOSS_MARGIN as LOSS_THRESHOLD
 from knowlab.findings.base import (
     DOC_SUITE,
     EVENT,
@@ -431,9 +432,8 @@ def larger_models_transfer_more(r: Results) -> list[Comparison]:
 
 
 #: the margin of FictionalQA's claims of no harm or no gain in loss: 5% of the reference model's loss
-#: on the same text (a relative margin, so that it means the same for every model and suite), fixed
-#: before any run was looked at
-LOSS_MARGIN = 0.05
+#: on the same text (:data:`knowlab.findings.thresholds.LOSS_MARGIN`, with when it was fixed)
+LOSS_MARGIN = LOSS_THRESHOLD.value
 #: the scale of the non-inferiority tests: the natural log of a loss ratio
 LOG_RATIO = "log loss ratio"
 
