@@ -18,8 +18,10 @@ Rows (and what they replace):
   per-document log loss ratios whose mean is log 1.05, symmetric (normal) and skewed.  On the loss
   scale (``1.05 x control - run``) the sign flips declared non-inferiority 0.08-0.09 of the time at
   log-scale SD 0.5-0.8; on the log scale they keep alpha/2.
-- Directional claims at 6, 12 and 24 events (MCQ-4 above the control: sign flips over event means)
-  and at 6 + 6 excerpts (two samples).
+- Directional claims at 6, 12 and 24 events (MCQ-4 above the control: sign flips over event means),
+  at 6 + 6 excerpts (two samples), the Event split's randomisation over 12 and 24 events of the
+  shipped corpus, Wilcoxon over 16 fictsheets and Page's L over 24 events.
+- Coverage of the 95% t interval over 6, 12 and 24 units, against the percentile bootstrap it replaced.
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ def _settings(parametric_epochs: int = 1) -> FindingsSettings:
         stats=StatsSettings(
             confidence=0.95,
             bootstrap_resamples=499,
-            permutation_resamples=999,
+            # fewer than the config's 9,999: a Monte Carlo permutation p with the +1 correction keeps its
+            # level at any number of draws (Phipson & Smyth 2010); fewer draws only coarsen it
+            permutation_resamples=499,
             mcnemar_exact_below=25,
             ttest_alternative="greater",
             seed=1,
@@ -317,3 +321,86 @@ def test_the_t_interval_covers_where_the_percentile_bootstrap_did_not(units):
         f"{units // 2} + {units // 2} units: Welch t {two_t:.3f} (bootstrap {two_boot:.3f})"
     )
     assert paired_t >= COVERAGE_FLOOR and two_t >= COVERAGE_FLOOR
+
+
+# ------------------------------------------------------------------------------ the other tests
+
+
+def _event_split_status(events: int, shift: float, icc: float = 0.3):
+    """The Event split of the shipped corpus's first ``events`` events (2/3 trained, the split's own
+    draw), each document's loss its event's shift plus noise, the trained documents ``shift`` lower
+    (null: 0).  The randomisation test of the split's draw and the interval over events, as
+    ``fqa.train_below_val_loss`` decides its Event line (a family of one here)."""
+    from knowlab.fiction.corpus import first_events
+    from knowlab.fiction.schema import read_corpus
+    from knowlab.fiction.splits import make_split
+    from knowlab.findings.base import split_comparison
+
+    corpus = first_events(read_corpus(layout_root() / "data" / "fiction"), events)
+    split = make_split("event", corpus["fictions"], corpus["fict_qa"], seed=1, event_train_fraction=2 / 3)
+    tables = {
+        layout.SPLIT.relative(split="event"): split,
+        layout.CORPUS.relative(table="fictions"): pd.DataFrame(corpus["fictions"]),
+        layout.CORPUS.relative(table="fict_qa"): pd.DataFrame(corpus["fict_qa"]),
+    }
+    entry = ENTRY["fqa.train_below_val_loss"]
+    docs = pd.DataFrame(corpus["fictions"]).set_index("fiction_id")["event_id"]
+    trained = docs.index.isin(split["train_documents"])
+
+    def once(rng) -> str:
+        r = _results(tables)
+        event_shift = pd.Series(rng.normal(0, np.sqrt(icc), events), index=sorted(set(docs)))
+        loss = 3.0 + event_shift[docs].to_numpy() + rng.normal(0, np.sqrt(1 - icc), len(docs)) - shift * trained
+        comparison = split_comparison("event", r, "event", pd.Series(loss, index=docs.index), "nats/token", "")
+        return _judge(entry, entry.study, [comparison], r.settings)[0].status
+
+    return once
+
+
+def layout_root():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("events", [12, 24])
+def test_the_event_splits_randomisation_keeps_alpha_through_the_decision(events):
+    """12 events: the C(12, 8) = 495 choices listed; 24: drawn (C(24, 16) is 735,471)."""
+    supported, _ = _status_rate(_event_split_status(events, 0.0), DIRECTIONAL_REPLICATES, seed=events)
+    power, _ = _status_rate(_event_split_status(events, 1.0), POWER_REPLICATES, seed=50 + events)
+    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
+    print(f"Event split over {events} events: supported {supported:.3f} (bound {bound:.3f}); power at 1 SD: {power:.3f}")
+    assert supported <= bound
+
+
+def test_wilcoxon_over_fictsheets_and_pages_trend_keep_alpha_through_the_decision():
+    """The Fictsheets claims (Wilcoxon over 16 training fictsheets, the 24-event corpus's Fictsheets
+    split) and the model-size trend (Page's L over 24 events as blocks, three models)."""
+    from knowlab.findings.base import Comparison, signed_rank
+    from knowlab.findings.fictionalqa import page_trend
+
+    fictsheets, trend = ENTRY["fqa.fictsheets_train_loss_falls"], ENTRY["fqa.larger_models_fit_faster"]
+    settings = _settings()
+
+    def wilcoxon_once(rng, shift=0.0) -> str:
+        before = pd.Series(rng.normal(3, 0.3, 16))
+        after = before - shift + rng.normal(0, 0.3, 16)
+        comparison = signed_rank("", before, after, "fictsheet", "nats/token", "")
+        return _judge(fictsheets, fictsheets.study, [comparison], settings)[0].status
+
+    def page_once(rng, slope=0.0) -> str:
+        blocks = rng.normal(0, 1, (24, 3)) + slope * np.arange(3) + rng.normal(0, 1, (24, 1))
+        p, min_p = page_trend(blocks)
+        rho = np.array([np.corrcoef(np.arange(3), np.argsort(np.argsort(row)))[0, 1] for row in blocks])
+        comparison = Comparison("", rho, np.zeros(24), True, p, min_p, "Page", "event", "Spearman rho", 72, "", True)
+        return _judge(trend, trend.study, [comparison], settings)[0].status
+
+    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
+    for name, once, alternative in (
+        ("Wilcoxon over 16 fictsheets", wilcoxon_once, lambda rng: wilcoxon_once(rng, 0.3)),
+        ("Page's L over 24 events x 3 models", page_once, lambda rng: page_once(rng, 0.5)),
+    ):
+        supported, _ = _status_rate(once, DIRECTIONAL_REPLICATES, seed=5)
+        power, _ = _status_rate(alternative, POWER_REPLICATES, seed=6)
+        print(f"{name}: supported {supported:.3f} (bound {bound:.3f}); power {power:.3f}")
+        assert supported <= bound, name

@@ -85,6 +85,7 @@ def test_randomization_test_lists_or_draws_the_designs_assignments():
     assert randomization_test(top, halves[0], halves, 999, 0) == (pytest.approx(2 / 20), pytest.approx(2 / 20))
     # tied values: every event the same, nothing can move the statistic
     assert randomization_test(pd.Series(1.0, index=list(docs)), treated, assignments, 999, 0) == (1.0, 1.0)
+    assert randomization_test(pd.Series(1.0, index=list(docs)), treated, draw, 999, 0) == (1.0, 1.0)
 
 
 def _score_interval_by_hand(b, c, n, confidence):

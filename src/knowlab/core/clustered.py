@@ -204,12 +204,17 @@ def randomization_test(
         with these values (:func:`attainable_p`): assignments that put the scored units on the
         same sides, and an assignment whose complement gives the same absolute statistic (a
         balanced split), count together.  Drawn assignments: ``min_p`` is ``1 / (n_resamples + 1)``.
+        Every value the same: ``(1, 1)``, listed or drawn.
 
     Raises:
         ValueError: the actual assignment leaves a side of ``values`` empty.
     """
     ids = values.index.to_numpy()
     x = values.to_numpy(dtype=float)
+    if x.size and np.ptp(x) == 0:  # every unit the same value: no assignment can move the statistic
+        if not (values.index.isin(list(treated)).any() and (~values.index.isin(list(treated))).any()):
+            raise ValueError("the assignment leaves no scored unit on one side")
+        return 1.0, 1.0
     lookup = pd.Series(clusters if clusters is not None else dict(zip(ids, ids)))
     codes, _ = pd.factorize(lookup.loc[ids].to_numpy())
     order = np.argsort(codes, kind="stable")  # units grouped by cluster, for np.add.reduceat
