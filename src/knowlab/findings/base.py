@@ -608,9 +608,13 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             out.append(Finding(**common, status=status, test=test, p=decisive, margin=s.margin))
             continue
         if c.min_p * m >= s.alpha:
+            # paired units whose difference is 0 cannot move the test's statistic: say how many can
+            differ = int(np.count_nonzero(c.a - c.b)) if c.paired and len(c.a) == c.n_clusters else c.n_clusters
+            moving = f" ({differ} of them differ)" if differ < c.n_clusters else ""
             reason = (
-                f"not testable with {c.n_clusters} {c.unit}s: the smallest p the {c.test.split(' (')[0]} can give is "
-                f"{c.min_p:.3g}" + (f" (x {m} for Holm)" if m > 1 else "") + f", not below alpha {s.alpha:g}; {detail}"
+                f"not testable with {c.n_clusters} {c.unit}s{moving}: the smallest p the {c.test.split(' (')[0]} can "
+                f"give is {c.min_p:.3g}" + (f" (x {m} for Holm)" if m > 1 else "") + f", not below alpha {s.alpha:g}; "
+                f"{detail}"
             )
             out.append(Finding(**{**common, "detail": reason}, status=NOT_TESTED, test=test, p=float(p)))
             continue
