@@ -26,6 +26,7 @@ from knowlab.fictionalqa.settings import (
 from knowlab.fiction.schema import TABLES
 from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.findings import FindingsSettings
+from knowlab.findings.plan import PlanSettings
 from knowlab.finetune_job import (
     PYTHON_ENV,
     SRC_ENV,

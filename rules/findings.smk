@@ -27,7 +27,7 @@ rule analysis_plan:
     conda:
         "../envs/stats.yaml"
     params:
-        settings=FindingsSettings.from_config(config).param(),
+        settings=PlanSettings.from_config(config).param(),
     script:
         "../scripts/analysis_plan.py"
 

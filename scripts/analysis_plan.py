@@ -2,10 +2,9 @@
 
 from knowlab.core.io import write_json
 from knowlab.core.provenance import rule_step
-from knowlab.findings import FindingsSettings
-from knowlab.findings.plan import analysis_plan
+from knowlab.findings.plan import PlanSettings, analysis_plan
 
 with rule_step(snakemake) as log:
-    plan = analysis_plan(FindingsSettings.from_param(snakemake.params.settings))
+    plan = analysis_plan(PlanSettings.from_param(snakemake.params.settings))
     write_json(snakemake.output.plan, plan)
     log.info("analysis plan: %d claims, deviations %s", len(plan["claims"]), plan["deviations"] or "none")

@@ -250,10 +250,10 @@ def shipped_corpus():
 
 @pytest.fixture(scope="session")
 def corpus(shipped_corpus):
-    """The fiction corpus the default reads: the shipped one's first ``fiction.events`` events."""
+    """The fiction corpus the default reads: the shipped one's first ``fiction.shipped.events`` events."""
     from knowlab.fiction.corpus import first_events
 
-    events = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["events"]
+    events = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["shipped"]["events"]
     return shipped_corpus if events is None else first_events(shipped_corpus, events)
 
 

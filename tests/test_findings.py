@@ -530,9 +530,9 @@ def test_not_significant_needs_a_design_that_could_detect_the_smallest_effect_of
 def test_a_margin_other_than_the_plans_is_a_printed_deviation(results):
     cfg = copy.deepcopy(CFG)
     cfg["findings"]["equivalence_margin"] = 0.1
-    settings = FindingsSettings.from_config(cfg)
-    assert plan.deviations(settings) == [{"key": "findings.equivalence_margin", "plan": 0.05, "run": 0.1}]
-    assert plan.analysis_plan(settings)["deviations"] == plan.deviations(settings)
+    settings, planned = FindingsSettings.from_config(cfg), plan.PlanSettings.from_config(cfg)
+    assert plan.deviations(planned) == [{"key": "findings.equivalence_margin", "plan": 0.05, "run": 0.1}]
+    assert plan.analysis_plan(planned)["deviations"] == plan.deviations(planned)
     found = findings.collect(results, settings, model=MODEL)
     deviated = [f for f in found if "a deviation: the analysis plan's margin is 0.05" in (f.test or "")]
     assert [f.claim_id for f in deviated] == [e.id for e in findings.CLAIMS if e.equivalence]

@@ -92,9 +92,9 @@ def test_fiction_events_keeps_the_first_events_in_seed_order(shipped_corpus):
     assert [r["event_id"] for r in first["seeds"]] == [f"event_{k:03d}" for k in range(7)]
     assert {r["event_id"] for r in first["fict_qa"]} == {f"event_{k:03d}" for k in range(7)}
     assert first["fictions"] == [r for r in shipped_corpus["fictions"] if r["event_id"] <= "event_006"]
-    with pytest.raises(DataError, match="fiction.events is 25, but the corpus has 24 events"):
+    with pytest.raises(DataError, match="fiction.shipped.events is 25, but the corpus has 24 events"):
         first_events(shipped_corpus, 25)
-    with pytest.raises(ValueError, match="fiction.events must be at least 1"):
+    with pytest.raises(ValueError, match="fiction.shipped.events must be at least 1"):
         FictionCorpusSettings("shipped", shipped={"dir": "x", "sha256": {}}, events=0)
 
 

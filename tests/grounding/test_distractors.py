@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from knowlab.core.io import read_jsonl
 from knowlab.core.retrieval import embed
 from knowlab.grounding.distractors import (
     document_text,
@@ -21,7 +20,6 @@ from knowlab.grounding.distractors import (
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.kaist import context_title, load_kaist_release
 
-ROOT = Path(__file__).resolve().parents[2]
 KAIST = Path(__file__).resolve().parents[3] / "shared" / "data" / "grounding_kaist"
 
 
@@ -90,9 +88,8 @@ class BagOfWords:
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
-def test_fiction_pool_excludes_the_whole_event():
-    fictions = read_jsonl(ROOT / "data" / "fiction" / "fictions.jsonl")
-    fict_qa = read_jsonl(ROOT / "data" / "fiction" / "fict_qa.jsonl")
+def test_fiction_pool_excludes_the_whole_event(corpus):
+    fictions, fict_qa = corpus["fictions"], corpus["fict_qa"]
     original, conflict, _ = fiction_grounding_items(fictions, fict_qa[::20], seed=0)
     pool = fiction_pool(fictions)
     assert len(pool) == 60 and pool[0]["title"] == pool[0]["doc_id"].split("_style")[0]

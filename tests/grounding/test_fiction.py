@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from knowlab.core.io import DataError, read_jsonl
+from knowlab.core.io import DataError
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.schema import check_items
 
-ROOT = Path(__file__).resolve().parents[2]
-FICTION = ROOT / "data" / "fiction"
 
 
 @pytest.fixture(scope="module")
-def fiction():
-    fictions, fict_qa = read_jsonl(FICTION / "fictions.jsonl"), read_jsonl(FICTION / "fict_qa.jsonl")
+def fiction(corpus):
+    """The grounding items of the corpus the default reads (its first ``fiction.shipped.events`` events)."""
+    fictions, fict_qa = corpus["fictions"], corpus["fict_qa"]
     return fictions, fict_qa, fiction_grounding_items(fictions, fict_qa, seed=0)
 
 

@@ -79,8 +79,9 @@ KEYS = [
     ("mcq.ranker.evict", "released", {"fictionalqa_mcq"}, set()),
     ("stats.mcnemar_exact_below", 30, STATS_READERS, set()),
     ("stats.permutation_resamples", 199, STATS_READERS, set()),
-    ("stats.confidence", 0.9, STATS_READERS, set()),
-    ("findings.alpha", 0.01, {"findings"}, set()),
+    # the analysis plan records the intervals' level, alpha, power and the margin (knowlab.findings.plan)
+    ("stats.confidence", 0.9, STATS_READERS | {"analysis_plan"}, set()),
+    ("findings.alpha", 0.01, {"analysis_plan", "findings"}, set()),
     # SORT's runs set lr in sort.parametric.finetune; test.yaml's FictionalQA runs are one interval
     # long, so their jobs are all finetune_last
     ("finetune.lr", 2.0e-3, {"finetune_last"}, SORT_PARAMETRIC),

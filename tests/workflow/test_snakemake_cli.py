@@ -207,7 +207,8 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
         # config/cpu-full.yaml: the default until 2026-11-24 (153 jobs, + findings, fictionalqa_lm_eval_tasks,
         # dataset_card, and the figure rules split from the stats rules: sort_fiction_figures,
         # sort_parametric_figures, grounding_figures, grounding_finetune_figures; the model axis adds
-        # fictionalqa_models and the five fictionalqa_across_models_* figures; then provenance)
+        # fictionalqa_models and the five fictionalqa_across_models_* figures; then provenance, then
+        # analysis_plan)
         (
             "cpu-full.yaml",
             {
@@ -215,7 +216,7 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
                 "finetune_last": 8,
                 "fictionalqa_evaluate": 13,
                 "fictionalqa_paired_tests": 10,
-                "total": 167,
+                "total": 168,
             },
         ),
     ],

@@ -4,7 +4,7 @@
   this project (24 fictional events x 5 styles x 2 documents, 4 Q&A per document; its dataset
   card is ``data/fiction/README.md``), each file verified against its pinned sha256 before use.
 
-Whatever the source, ``fiction.events`` keeps the corpus's first N events (:func:`first_events`).
+``fiction.shipped.events`` keeps the shipped corpus's first N events (:func:`first_events`).
 - ``release``: the released FictionalQA dataset from a local path or the Hub
   (:func:`knowlab.fiction.release.load_release`).
 - ``generate``: the corpus the generation pipeline wrote (:mod:`knowlab.fiction_generation`,
@@ -32,7 +32,7 @@ def load_fiction(
     Raises:
         HashMismatchError: a shipped file differs from its pin.
         DataError: a malformed line or record (file and line in the message); the corpus has fewer
-            events than ``fiction.events``.
+            events than ``fiction.shipped.events``.
         ValueError: ``generate`` without ``generated_dir``.
         DataError: (``generate``) the generated corpus kept no question.
     """
@@ -49,7 +49,7 @@ def first_events(tables: dict[str, list[dict[str, Any]]], n: int) -> dict[str, l
     """
     order = list(dict.fromkeys(r["event_id"] for r in (tables.get("seeds") or tables["fictsheets"])))
     if len(order) < n:
-        raise DataError(f"fiction.events is {n}, but the corpus has {len(order)} events")
+        raise DataError(f"fiction.shipped.events is {n}, but the corpus has {len(order)} events")
     kept = set(order[:n])
     return {table: [r for r in records if r["event_id"] in kept] for table, records in tables.items()}
 

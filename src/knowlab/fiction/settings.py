@@ -23,15 +23,16 @@ class FictionCorpusSettings(StepSettings):
     release: dict[str, Any] | None = None
     """``release`` only: ``{"path", "hub_id", "revision"}``."""
     events: int | None = None
-    """``fiction.events``: the corpus's first this many events (in the order of its seeds table) are the
-    ones every step reads; None: all of them.  The design's size: the events are FictionalQA's unit of
-    inference (docs/findings.md)."""
+    """``fiction.shipped.events``: the shipped (or a user's own) corpus's first this many events, in the
+    order of its seeds table, are the ones every step reads; None: all of them.  The design's size: the
+    events are FictionalQA's unit of inference (docs/findings.md).  A released or generated corpus is
+    read whole."""
 
     def __post_init__(self) -> None:
         if self.source not in ("shipped", "release", "generate"):
             raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {self.source!r}")
         if self.events is not None and self.events < 1:
-            raise ValueError(f"fiction.events must be at least 1 (or null: every event), got {self.events}")
+            raise ValueError(f"fiction.shipped.events must be at least 1 (or null: every event), got {self.events}")
         if self.source in ("shipped", "release") and getattr(self, self.source) is None:
             raise ValueError(f"fiction.source is {self.source!r} but fiction.{self.source} is not set")
 
@@ -39,5 +40,10 @@ class FictionCorpusSettings(StepSettings):
     def from_config(cls, config: Mapping[str, Any]) -> FictionCorpusSettings:
         block = config["fiction"]
         source = block["source"]
-        chosen = {source: dict(block[source])} if source in ("shipped", "release") else {}
-        return cls(source=source, events=block.get("events"), **chosen)
+        chosen = (
+            {source: {k: v for k, v in block[source].items() if k != "events"}}
+            if source in ("shipped", "release")
+            else {}
+        )
+        events = block["shipped"].get("events") if source == "shipped" else None
+        return cls(source=source, events=events, **chosen)

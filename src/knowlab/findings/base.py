@@ -174,8 +174,9 @@ class Finding:
     (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`), against which ``mde`` separates
     ``not significant`` from ``underpowered``; ``q``: the Benjamini-Hochberg q of its p over the run's
     tested lines (the false-discovery view beside the per-claim Holm); ``plan_sha256``: the sha256 of
-    ``results/analysis_plan.json``, the plan it was decided under.  Fields that do not apply are None; ``detail`` gives the numbers behind the effect (or, for ``not
-    tested``, what the claim needs).
+    ``results/analysis_plan.json``, the plan it was decided under.  Fields that do not apply are
+    None; ``detail`` gives the numbers behind the effect (or, for ``not tested``, what the claim
+    needs).
     """
 
     study: str

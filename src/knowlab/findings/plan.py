@@ -15,10 +15,11 @@ What the design can reach (units, attainable p, minimum detectable effect) is in
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from knowlab.findings.base import FindingsSettings
+from knowlab.core.settings import StepSettings
 from knowlab.findings.catalogue import CLAIMS
 from knowlab.findings.thresholds import EQUIVALENCE_MARGIN, LOSS_MARGIN, SMALLEST_EFFECT
 
@@ -26,14 +27,36 @@ from knowlab.findings.thresholds import EQUIVALENCE_MARGIN, LOSS_MARGIN, SMALLES
 NON_INFERIORITY_SCALE = "log loss ratio"
 
 
-def deviations(settings: FindingsSettings) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PlanSettings(StepSettings):
+    """Rule ``analysis_plan``: the decision's numbers the plan records (config ``findings`` and
+    ``stats.confidence``), and nothing else, so that another key re-runs no plan."""
+
+    alpha: float
+    power: float
+    confidence: float
+    margin: float
+    """``findings.equivalence_margin``: the run's; the plan's own is :data:`EQUIVALENCE_MARGIN`."""
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PlanSettings:
+        findings = config["findings"]
+        return cls(
+            alpha=float(findings["alpha"]),
+            power=float(findings["power"]),
+            confidence=float(config["stats"]["confidence"]),
+            margin=float(findings["equivalence_margin"]),
+        )
+
+
+def deviations(settings: PlanSettings) -> list[dict[str, Any]]:
     """The config's departures from the plan's numbers: ``{"key", "plan", "run"}`` each."""
     if settings.margin == EQUIVALENCE_MARGIN.value:
         return []
     return [{"key": "findings.equivalence_margin", "plan": EQUIVALENCE_MARGIN.value, "run": settings.margin}]
 
 
-def analysis_plan(settings: FindingsSettings) -> dict[str, Any]:
+def analysis_plan(settings: PlanSettings) -> dict[str, Any]:
     """The plan (a JSON-ready dict): the decision's numbers, the thresholds and every claim's entry.
     It depends on the catalogue and on ``settings`` only, so that it can be written before any table."""
     claims = []
@@ -65,7 +88,7 @@ def analysis_plan(settings: FindingsSettings) -> dict[str, Any]:
     return {
         "alpha": settings.alpha,
         "power": settings.power,
-        "confidence": settings.stats.confidence,
+        "confidence": settings.confidence,
         "status_rules": "docs/findings.md",
         "false_discovery": "Benjamini-Hochberg q over the run's tested lines, reported beside the per-claim Holm",
         "margins": {"equivalence": asdict(EQUIVALENCE_MARGIN), "loss": asdict(LOSS_MARGIN)},
