@@ -370,7 +370,9 @@ def test_the_event_splits_randomisation_keeps_alpha_through_the_decision(events)
     supported, _ = _status_rate(_event_split_status(events, 0.0), DIRECTIONAL_REPLICATES, seed=events)
     power, _ = _status_rate(_event_split_status(events, 1.0), POWER_REPLICATES, seed=50 + events)
     bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
-    print(f"Event split over {events} events: supported {supported:.3f} (bound {bound:.3f}); power at 1 SD: {power:.3f}")
+    print(
+        f"Event split over {events} events: supported {supported:.3f} (bound {bound:.3f}); power at 1 SD: {power:.3f}"
+    )
     assert supported <= bound
 
 
