@@ -26,6 +26,8 @@ Rows (and what they replace):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -40,8 +42,10 @@ pytestmark = pytest.mark.slow
 
 ALPHA = 0.05
 MARGIN = 0.05  # config/config.yaml findings.equivalence_margin
+POWER_REPLICATES = 50  # the alternative's draws beside every null rate
 LAST = 32
 ENTRY = {claim.id: claim for claim in CLAIMS}
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bound(level: float, replicates: int) -> float:
@@ -90,6 +94,15 @@ def _status_rate(decide_once, replicates: int, seed: int) -> tuple[float, float]
     return float(np.mean([s == SUPPORTED for s in statuses])), float(np.mean([s == NOT_TESTED for s in statuses]))
 
 
+def _calibrate(null, alternative, replicates: int, level: float, seeds: tuple[int, int]):
+    """``(supported, not tested, power, bound)``: the shares of ``supported`` and ``not tested`` over
+    ``replicates`` null draws, of ``supported`` over :data:`POWER_REPLICATES` draws of the
+    ``alternative``, and the bound at ``level`` (``seeds``: the null's and the alternative's streams)."""
+    supported, untested = _status_rate(null, replicates, seeds[0])
+    power = _status_rate(alternative, POWER_REPLICATES, seeds[1])[0]
+    return supported, untested, power, _bound(level, replicates)
+
+
 # ------------------------------------------------------------------------------ equivalence
 
 
@@ -125,20 +138,18 @@ def _equivalence_status(excerpts: int, items: int, difference: float, spread: fl
 
 
 EQUIVALENCE_REPLICATES = 1000
-POWER_REPLICATES = 50
 
 
 @pytest.mark.parametrize("excerpts, items, spread", [(6, 24, 0.05), (12, 24, 0.05)])
 def test_equivalence_at_the_margins_edge_keeps_alpha(excerpts, items, spread):
-    supported, _ = _status_rate(
-        _equivalence_status(excerpts, items, MARGIN, spread), EQUIVALENCE_REPLICATES, seed=excerpts + int(100 * spread)
-    )
-    power, _ = _status_rate(_equivalence_status(excerpts, items, 0.0, spread), POWER_REPLICATES, seed=7)
+    null, alternative = (_equivalence_status(excerpts, items, d, spread) for d in (MARGIN, 0.0))
+    seeds = (excerpts + int(100 * spread), 7)
+    supported, _, power, bound = _calibrate(null, alternative, EQUIVALENCE_REPLICATES, ALPHA, seeds)
     print(
         f"equivalence at the edge, {excerpts} excerpts x {items} items, between-excerpt SD {spread}: "
-        f"supported {supported:.3f} (bound {_bound(ALPHA, EQUIVALENCE_REPLICATES):.3f}); power at difference 0: {power:.3f}"
+        f"supported {supported:.3f} (bound {bound:.3f}); power at difference 0: {power:.3f}"
     )
-    assert supported <= _bound(ALPHA, EQUIVALENCE_REPLICATES)
+    assert supported <= bound
 
 
 def test_a_significant_difference_contradicts_an_untestable_equivalence():
@@ -192,9 +203,10 @@ LOG_NORMAL = {sd: (lambda rng, n, sd=sd: EDGE + sd * rng.standard_normal(n)) for
 
 @pytest.mark.parametrize("sd", [0.5])
 def test_non_inferiority_at_the_margins_edge_keeps_alpha(sd):
-    supported, _ = _status_rate(_webtext_status(16, LOG_NORMAL[sd]), NON_INFERIORITY_REPLICATES, seed=11)
-    power, _ = _status_rate(_webtext_status(16, lambda rng, n: 0.1 * rng.standard_normal(n)), POWER_REPLICATES, seed=12)
-    bound = _bound(ALPHA / 2, NON_INFERIORITY_REPLICATES)
+    at_ratio_1 = _webtext_status(16, lambda rng, n: 0.1 * rng.standard_normal(n))
+    supported, _, power, bound = _calibrate(
+        _webtext_status(16, LOG_NORMAL[sd]), at_ratio_1, NON_INFERIORITY_REPLICATES, ALPHA / 2, (11, 12)
+    )
     print(
         f"non-inferiority at the edge, 16 documents, log-normal ratio SD {sd}: supported {supported:.3f} "
         f"(bound {bound:.3f}); power at ratio 1 (SD 0.1): {power:.3f}"
@@ -241,9 +253,13 @@ def _events_status(events: int, effect: float, icc: float = 0.3):
 
 @pytest.mark.parametrize("events", [12, 24])
 def test_sign_flips_over_events_keep_alpha_through_the_decision(events):
-    supported, untested = _status_rate(_events_status(events, 0.0), DIRECTIONAL_REPLICATES, seed=events)
-    power, _ = _status_rate(_events_status(events, 1.0), POWER_REPLICATES, seed=100 + events)
-    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
+    supported, untested, power, bound = _calibrate(
+        _events_status(events, 0.0),
+        _events_status(events, 1.0),
+        DIRECTIONAL_REPLICATES,
+        ALPHA / 2,
+        (events, 100 + events),
+    )
     print(
         f"sign flips over {events} events (Holm over 2): supported {supported:.3f} (bound {bound:.3f}), "
         f"not tested {untested:.3f}; power at a shift of 1 SD: {power:.3f}"
@@ -267,9 +283,7 @@ def test_two_samples_of_excerpts_keep_alpha_through_the_decision():
 
         return once
 
-    supported, _ = _status_rate(status(0.0), DIRECTIONAL_REPLICATES, seed=3)
-    power, _ = _status_rate(status(1.5), POWER_REPLICATES, seed=4)
-    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
+    supported, _, power, bound = _calibrate(status(0.0), status(1.5), DIRECTIONAL_REPLICATES, ALPHA / 2, (3, 4))
     print(f"two samples of 6 + 6 excerpts: supported {supported:.3f} (bound {bound:.3f}); power at 1.5 SD: {power:.3f}")
     assert supported <= bound
 
@@ -336,7 +350,7 @@ def _event_split_status(events: int, shift: float, icc: float = 0.3):
     from knowlab.fiction.splits import make_split
     from knowlab.findings.base import split_comparison
 
-    corpus = first_events(read_corpus(layout_root() / "data" / "fiction"), events)
+    corpus = first_events(read_corpus(ROOT / "data" / "fiction"), events)
     split = make_split("event", corpus["fictions"], corpus["fict_qa"], seed=1, event_train_fraction=2 / 3)
     tables = {
         layout.SPLIT.relative(split="event"): split,
@@ -357,19 +371,14 @@ def _event_split_status(events: int, shift: float, icc: float = 0.3):
     return once
 
 
-def layout_root():
-    from pathlib import Path
-
-    return Path(__file__).resolve().parents[1]
-
-
 @pytest.mark.parametrize("events", [12])
 def test_the_event_splits_randomisation_keeps_alpha_through_the_decision(events):
     """12 events: the C(12, 8) = 495 choices listed (24 events, 735,471 choices, are drawn: 0.022 of 400
     replicates there, measured once, docs/findings.md)."""
-    supported, _ = _status_rate(_event_split_status(events, 0.0), DIRECTIONAL_REPLICATES, seed=events)
-    power, _ = _status_rate(_event_split_status(events, 1.0), POWER_REPLICATES, seed=50 + events)
-    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
+    supported, _, power, bound = _calibrate(
+        _event_split_status(events, 0.0), _event_split_status(events, 1.0), DIRECTIONAL_REPLICATES, ALPHA / 2,
+        (events, 50 + events),
+    )  # fmt: skip
     print(
         f"Event split over {events} events: supported {supported:.3f} (bound {bound:.3f}); power at 1 SD: {power:.3f}"
     )
@@ -398,12 +407,10 @@ def test_wilcoxon_over_fictsheets_and_pages_trend_keep_alpha_through_the_decisio
         comparison = Comparison("", rho, np.zeros(24), True, p, min_p, "Page", "event", "Spearman rho", 72, "", True)
         return _judge(trend, trend.study, [comparison], settings)[0].status
 
-    bound = _bound(ALPHA / 2, DIRECTIONAL_REPLICATES)
     for name, once, alternative in (
         ("Wilcoxon over 16 fictsheets", wilcoxon_once, lambda rng: wilcoxon_once(rng, 0.3)),
         ("Page's L over 24 events x 3 models", page_once, lambda rng: page_once(rng, 0.5)),
     ):
-        supported, _ = _status_rate(once, DIRECTIONAL_REPLICATES, seed=5)
-        power, _ = _status_rate(alternative, POWER_REPLICATES, seed=6)
+        supported, _, power, bound = _calibrate(once, alternative, DIRECTIONAL_REPLICATES, ALPHA / 2, (5, 6))
         print(f"{name}: supported {supported:.3f} (bound {bound:.3f}); power {power:.3f}")
         assert supported <= bound, name

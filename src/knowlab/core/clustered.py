@@ -45,6 +45,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from knowlab.core.stats import reference_distribution
+
 
 def cluster_means(values: pd.Series, clusters: Mapping[str, str] | pd.Series) -> pd.Series:
     """The mean of ``values`` per cluster (NaN values dropped first), indexed by cluster id in sorted order.
@@ -78,7 +80,7 @@ def sign_flip_test(d: Sequence[float] | np.ndarray, n_resamples: int, seed: int)
 
     Returns:
         ``(p, min_p)``: the two-sided p-value, and the smallest p-value the test can give with these
-        differences (:func:`attainable_p`): only the units whose difference is not 0 can move the
+        differences (as :func:`attainable_p` counts it): only the units whose difference is not 0 can move the
         statistic, so it is ``2 / 2**k`` for ``k`` non-zero differences (each zero unit doubles
         the sign patterns that reach the largest mean), and at least ``2 / (n_resamples + 1)``
         when Monte Carlo (scipy's p counts the observed statistic).  If every difference is 0, p
@@ -211,10 +213,6 @@ def randomization_test(
     """
     ids = values.index.to_numpy()
     x = values.to_numpy(dtype=float)
-    if x.size and np.ptp(x) == 0:  # every unit the same value: no assignment can move the statistic
-        if not (values.index.isin(list(treated)).any() and (~values.index.isin(list(treated))).any()):
-            raise ValueError("the assignment leaves no scored unit on one side")
-        return 1.0, 1.0
     lookup = pd.Series(clusters if clusters is not None else dict(zip(ids, ids)))
     codes, _ = pd.factorize(lookup.loc[ids].to_numpy())
     order = np.argsort(codes, kind="stable")  # units grouped by cluster, for np.add.reduceat
@@ -244,6 +242,8 @@ def randomization_test(
         observed = float(statistics(masks_of([frozenset(treated)]))[0])
         if np.isnan(observed):
             raise ValueError("the assignment leaves no scored unit on one side")
+        if np.ptp(x) == 0:  # every unit the same value: no assignment can move the statistic
+            return 1.0, 1.0
         if callable(assignments):
             rng = np.random.default_rng(seed)
             drawn = statistics(masks_of([assignments(rng) for _ in range(n_resamples)]))
@@ -294,14 +294,6 @@ def _tango_z(delta: float, b: float, c: float, n: float) -> float:
     return float((b - c - n * delta) / np.sqrt(variance))
 
 
-def _reference(df: float | None):
-    """The score statistic's reference distribution: standard normal, or Student's t with ``df``
-    degrees of freedom (a small-sample reference for clustered pairs)."""
-    from scipy.stats import norm, t  # deferred: scipy loads where a test runs
-
-    return norm if df is None else t(df)
-
-
 def tango_interval(b: float, c: float, n: float, confidence: float, df: float | None = None) -> tuple[float, float]:
     """Score interval of the difference of two paired proportions (Tango 1998, Stat. Med. 17:891).
 
@@ -325,7 +317,7 @@ def tango_interval(b: float, c: float, n: float, confidence: float, df: float | 
 
     if n <= 0 or b < 0 or c < 0 or b + c > n + 1e-9:
         raise ValueError(f"tango_interval needs 0 <= b + c <= n and n > 0, got b={b}, c={c}, n={n}")
-    z = float(_reference(df).ppf(0.5 + confidence / 2))
+    z = float(reference_distribution(df).ppf(0.5 + confidence / 2))
     edge = 1 - 1e-12
 
     def bound(target: float, side: float) -> float:
@@ -387,7 +379,7 @@ def paired_equivalence(
     if k < 2:
         raise ValueError(f"paired_equivalence needs pairs in at least two clusters, got {k}")
     df = float(k - 1)
-    reference = _reference(df)
+    reference = reference_distribution(df)
     deff = paired_design_effect(x - y, clusters)
     n = x.size / deff
     only_a, only_b = float(((x == 1) & (y == 0)).sum()) / deff, float(((x == 0) & (y == 1)).sum()) / deff
@@ -431,8 +423,6 @@ def t_interval_difference(
     Raises:
         ValueError: an empty side, paired sides of different lengths, or NaN values.
     """
-    from scipy.stats import t  # deferred: scipy loads where a test runs
-
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if not x.size or not y.size or (paired and x.shape != y.shape):
         raise ValueError(f"t_interval_difference needs non-empty sides (equal when paired), got {x.size} and {y.size}")
@@ -452,28 +442,8 @@ def t_interval_difference(
     se = float(np.sqrt(variance))
     if se == 0:
         return {"effect": effect, "ci_low": effect, "ci_high": effect, "se": 0.0, "df": df}
-    half = float(t.ppf(0.5 + confidence / 2, df)) * se if np.isfinite(se) and df > 0 else np.inf
+    half = float(reference_distribution(df).ppf(0.5 + confidence / 2)) * se if np.isfinite(se) and df > 0 else np.inf
     return {"effect": effect, "ci_low": effect - half, "ci_high": effect + half, "se": se, "df": df}
-
-
-def t_minimum_detectable_effect(se: float, df: float, alpha: float, power: float) -> float:
-    """Smallest true effect a two-sided test at ``alpha`` detects with probability ``power`` when the
-    effect's standard error is ``se`` on ``df`` degrees of freedom: ``(t(1 - alpha/2) + t(power)) se``
-    (the t analogue of Bloom 1995), the same reference as :func:`t_interval_difference`.  It says
-    nothing of whether the test can reach alpha at all: the caller checks the permutation floor.
-
-    Raises:
-        ValueError: ``alpha`` or ``power`` outside (0, 1), or a negative ``se``.
-    """
-    from scipy.stats import t  # deferred: scipy loads where a test runs
-
-    if not (0 < alpha < 1 and 0 < power < 1):
-        raise ValueError(f"alpha and power must lie in (0, 1), got {alpha}, {power}")
-    if se < 0:
-        raise ValueError(f"a standard error cannot be negative, got {se}")
-    if not np.isfinite(se) or df <= 0:
-        return float("inf")
-    return float((t.ppf(1 - alpha / 2, df) + t.ppf(power, df)) * se)
 
 
 def seed_test(effects: Sequence[float] | np.ndarray) -> float:

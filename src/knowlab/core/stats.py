@@ -499,23 +499,34 @@ def bootstrap_difference(
     }
 
 
-def minimum_detectable_effect(se: float, alpha: float, power: float) -> float:
+def reference_distribution(df: float | None):
+    """A test statistic's reference distribution: the standard normal (``df`` None) or Student's t on
+    ``df`` degrees of freedom (``scipy.stats`` frozen distributions)."""
+    from scipy.stats import norm, t  # deferred: see the module's imports
+
+    return norm if df is None else t(df)
+
+
+def minimum_detectable_effect(se: float, alpha: float, power: float, df: float | None = None) -> float:
     """Smallest true effect a two-sided test at level ``alpha`` detects with probability ``power``.
 
-    Normal approximation (Bloom 1995, "Minimum detectable effects", Evaluation Review 19:547-556):
-    MDE = (z(1 - alpha/2) + z(power)) * SE, with SE the standard error of the effect estimate at
-    this n (2.80 SE at alpha 0.05 and 80% power); in the effect's unit.
+    Bloom 1995 ("Minimum detectable effects", Evaluation Review 19:547-556): MDE = (q(1 - alpha/2) +
+    q(power)) * SE, with SE the standard error of the effect estimate at this n and q the quantiles
+    of the normal (``df`` None: 2.80 SE at alpha 0.05 and 80% power) or of Student's t on ``df``
+    degrees of freedom (the reference of a t interval over few units); in the effect's unit.  An
+    infinite SE, or no degree of freedom, detects nothing: infinity.
 
     Raises:
         ValueError: ``alpha`` or ``power`` outside (0, 1), or a negative ``se``.
     """
-    from scipy.stats import norm  # deferred: see the module's imports
-
     if not (0 < alpha < 1 and 0 < power < 1):
         raise ValueError(f"alpha and power must lie in (0, 1), got {alpha}, {power}")
     if se < 0:
         raise ValueError(f"a standard error cannot be negative, got {se}")
-    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
+    if not np.isfinite(se) or (df is not None and df <= 0):
+        return float("inf")
+    q = reference_distribution(df)
+    return float((q.ppf(1 - alpha / 2) + q.ppf(power)) * se)
 
 
 def _given(row: Mapping[str, Any], name: str) -> Any:

@@ -34,7 +34,7 @@ Status words (:func:`decide`, :func:`decide_equivalence`), fixed before any run 
   one of two analyses that disagree.
 - ``not significant``: the claimed direction, but the test or the interval does not exclude 0;
   the line prints the minimum detectable effect at this n (80% power, t on the interval's degrees
-  of freedom at Holm's strictest level, :func:`knowlab.core.clustered.t_minimum_detectable_effect`),
+  of freedom at Holm's strictest level, :func:`knowlab.core.stats.minimum_detectable_effect`),
   at or below the smallest effect of interest of its scale
   (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`): the design could have shown an effect that
   matters, and did not.

@@ -23,13 +23,12 @@ from knowlab.core.clustered import (
     randomization_test,
     sign_flip_test,
     t_interval_difference,
-    t_minimum_detectable_effect,
     two_sample_test,
 )
 from knowlab.core.io import read_json, read_jsonl
 from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
-from knowlab.core.stats import StatsSettings, holm_adjust, paired_items
+from knowlab.core.stats import StatsSettings, holm_adjust, minimum_detectable_effect, paired_items
 from knowlab.fiction.splits import split_assignments
 from knowlab.findings.thresholds import EQUIVALENCE_MARGIN, SMALLEST_EFFECT
 
@@ -158,8 +157,9 @@ class Finding:
     fictsheet, question); ``n_clusters``: how many of them the test counts (paired units, or both
     sets together); ``n``: the measured values they hold (questions, documents, segments, items);
     ``mde``: minimum detectable effect at this number of units (80% power, t on the interval's degrees of
-    freedom, at Holm's strictest level alpha / m; None where the test cannot reach alpha with these
-    units, or fewer than two units leave the standard error open); ``p``: the decisive p
+    freedom, :func:`knowlab.core.stats.minimum_detectable_effect`, at Holm's strictest level alpha / m;
+    None where the test cannot reach alpha with these units, or fewer than two units leave the
+    standard error open); ``p``: the decisive p
     (Holm-corrected in a family; for a claim of no difference the equivalence test's, or the
     difference test's when that contradicts it);
     ``margin``: the equivalence margin of a no-difference claim; ``seeds``: the training seeds
@@ -559,9 +559,10 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             df = est["df"]
             detail = c.detail + ("; one training seed: the result is conditional on it" if c.trained else "")
         test += f", Holm over {m} comparisons" if m > 1 else ""
-        # the MDE at Holm's strictest level, none where the test cannot reach alpha with these units
-        floor_reached = (c.equivalence["min_p"] if equivalence else c.min_p * m) < s.alpha
-        mde = _finite(t_minimum_detectable_effect(est["se"], df, s.alpha / m, s.power)) if floor_reached else None
+        # the smallest p with these units (Holm's factor in); the MDE at Holm's strictest level, none
+        # where the test cannot reach alpha
+        floor = c.equivalence["min_p"] if equivalence else c.min_p * m
+        mde = _finite(minimum_detectable_effect(est["se"], s.alpha / m, s.power, df)) if floor < s.alpha else None
         smallest = SMALLEST_EFFECT.get(c.scale)
         common = dict(
             study=study,
@@ -580,7 +581,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             n_clusters=c.n_clusters,
             scale=c.scale,
             seeds=(len(c.seeds) if c.seeds else 1) if c.trained else None,
-            min_p=min(1.0, (c.equivalence["min_p"] if equivalence else c.min_p * m)),
+            min_p=min(1.0, floor),
             confidence=s.stats.confidence,
             detail=detail,
             smallest_effect=None if smallest is None else smallest.value,
@@ -608,7 +609,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             decisive = float(p) if status == CONTRADICTED else float(eq["p"])
             out.append(Finding(**common, status=status, test=test, p=decisive, margin=s.margin))
             continue
-        if c.min_p * m >= s.alpha:
+        if floor >= s.alpha:
             # paired units whose difference is 0 cannot move the test's statistic: say how many can
             differ = int(np.count_nonzero(c.a - c.b)) if c.paired and len(c.a) == c.n_clusters else c.n_clusters
             moving = f" ({differ} of them differ)" if differ < c.n_clusters else ""
