@@ -4,7 +4,8 @@
   this project (24 fictional events x 5 styles x 2 documents, 4 Q&A per document; its dataset
   card is ``data/fiction/README.md``), each file verified against its pinned sha256 before use.
 
-``fiction.shipped.events`` keeps the shipped corpus's first N events (:func:`first_events`).
+``fiction.shipped.events`` keeps the shipped corpus's first N events (:func:`first_events`), and
+``fiction.shipped.questions_per_document`` that many questions of each document (:func:`question_sample`).
 - ``release``: the released FictionalQA dataset from a local path or the Hub
   (:func:`knowlab.fiction.release.load_release`).
 - ``generate``: the corpus the generation pipeline wrote (:mod:`knowlab.fiction_generation`,
@@ -37,7 +38,11 @@ def load_fiction(
         DataError: (``generate``) the generated corpus kept no question.
     """
     tables = _load(settings, basedir, generated_dir)
-    return tables if settings.events is None else first_events(tables, settings.events)
+    if settings.events is not None:
+        tables = first_events(tables, settings.events)
+    if settings.questions_per_document is not None:
+        tables = {**tables, "fict_qa": question_sample(tables["fict_qa"], settings.questions_per_document)}
+    return tables
 
 
 def first_events(tables: dict[str, list[dict[str, Any]]], n: int) -> dict[str, list[dict[str, Any]]]:
@@ -52,6 +57,24 @@ def first_events(tables: dict[str, list[dict[str, Any]]], n: int) -> dict[str, l
         raise DataError(f"fiction.shipped.events is {n}, but the corpus has {len(order)} events")
     kept = set(order[:n])
     return {table: [r for r in records if r["event_id"] in kept] for table, records in tables.items()}
+
+
+def question_sample(fict_qa: list[dict[str, Any]], per_document: int) -> list[dict[str, Any]]:
+    """``per_document`` questions of each document (all of a document that has fewer), in ``fict_qa``'s
+    order.  The k-th document (in ``fiction_id`` order) keeps its questions at positions
+    ``k * per_document, ..., k * per_document + per_document - 1`` (mod its count, in ``question_id``
+    order), so that every position of the generator's question list (App. C.5 asks for them in one
+    response) is kept equally often over the documents, without a random draw.
+    """
+    by_document: dict[str, list[str]] = {}
+    for r in fict_qa:
+        by_document.setdefault(r["fiction_id"], []).append(r["question_id"])
+    kept: set[str] = set()
+    for k, doc in enumerate(sorted(by_document)):
+        ids = sorted(by_document[doc])
+        take = min(per_document, len(ids))
+        kept.update(ids[(k * per_document + i) % len(ids)] for i in range(take))
+    return [r for r in fict_qa if r["question_id"] in kept]
 
 
 def _load(

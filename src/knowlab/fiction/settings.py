@@ -11,6 +11,10 @@ from typing import Any
 from knowlab.core.settings import StepSettings
 
 
+#: the keys of ``fiction.shipped`` that size the design (not where the corpus comes from)
+DESIGN_KEYS = ("events", "questions_per_document")
+
+
 @dataclass(frozen=True)
 class FictionCorpusSettings(StepSettings):
     """Rule ``fictionalqa_corpus``: where the fiction corpus comes from (config ``fiction``, the source's block
@@ -27,12 +31,22 @@ class FictionCorpusSettings(StepSettings):
     order of its seeds table, are the ones every step reads; None: all of them.  The design's size: the
     events are FictionalQA's unit of inference (docs/findings.md).  A released or generated corpus is
     read whole."""
+    questions_per_document: int | None = None
+    """``fiction.shipped.questions_per_document``: the questions every step reads per document
+    (:func:`knowlab.fiction.corpus.question_sample`); None: all.  What a question costs (ranking its
+    distractors, scoring it at every checkpoint) is paid per question, while the unit of inference is
+    the event, so the default spreads its questions over more events instead of asking more of each."""
 
     def __post_init__(self) -> None:
         if self.source not in ("shipped", "release", "generate"):
             raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {self.source!r}")
         if self.events is not None and self.events < 1:
             raise ValueError(f"fiction.shipped.events must be at least 1 (or null: every event), got {self.events}")
+        if self.questions_per_document is not None and self.questions_per_document < 1:
+            raise ValueError(
+                "fiction.shipped.questions_per_document must be at least 1 (or null: every question), "
+                f"got {self.questions_per_document}"
+            )
         if self.source in ("shipped", "release") and getattr(self, self.source) is None:
             raise ValueError(f"fiction.source is {self.source!r} but fiction.{self.source} is not set")
 
@@ -41,9 +55,9 @@ class FictionCorpusSettings(StepSettings):
         block = config["fiction"]
         source = block["source"]
         chosen = (
-            {source: {k: v for k, v in block[source].items() if k != "events"}}
+            {source: {k: v for k, v in block[source].items() if k not in DESIGN_KEYS}}
             if source in ("shipped", "release")
             else {}
         )
-        events = block["shipped"].get("events") if source == "shipped" else None
-        return cls(source=source, events=events, **chosen)
+        design = {k: block["shipped"].get(k) for k in DESIGN_KEYS} if source == "shipped" else {}
+        return cls(source=source, **design, **chosen)
