@@ -250,10 +250,12 @@ def shipped_corpus():
 
 @pytest.fixture(scope="session")
 def corpus(shipped_corpus):
-    """The fiction corpus the default reads: the shipped one's first ``fiction.shipped.events`` events."""
+    """The fiction corpus ``config/test.yaml`` reads, every question of it: the shipped one's first
+    ``fiction.shipped.events`` events (6, the corpus shipped until 2026-11-29; the default reads all 24,
+    one question per document)."""
     from knowlab.fiction.corpus import first_events
 
-    events = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["fiction"]["shipped"]["events"]
+    events = yaml.safe_load((ROOT / "config" / "test.yaml").read_text())["fiction"]["shipped"]["events"]
     return shipped_corpus if events is None else first_events(shipped_corpus, events)
 
 

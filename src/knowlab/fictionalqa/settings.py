@@ -193,7 +193,7 @@ class EvaluateSettings(StepSettings):
     qa_template: str
     """The prompt of nll(answer | question); ``{question}`` is the question (Sec. 4.2)."""
     max_documents: int | None
-    """Documents scored per document suite (every ``ceil(n / max_documents)``-th; ``None``: all)."""
+    """Fiction documents scored per checkpoint, whole (event, style) pairs (:func:`knowlab.fiction.splits.scored_documents`; ``None``: all)."""
     documents: tuple[str, ...]
     """The document-loss suites of this run (:func:`document_suites`)."""
 

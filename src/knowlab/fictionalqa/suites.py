@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from knowlab.core.scoring import loglikelihood, prefix_token_id, score_token_ids
-from knowlab.fiction.splits import document_sample
+from knowlab.fiction.splits import scored_documents
 from knowlab.fictionalqa.settings import DOCUMENT_SUITES
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ def evaluate_checkpoint(
     """All suites on one loaded model; returns the item-level table (see module docstring).
 
     ``max_documents``: score the loss and exact match of that many fiction documents
-    (:func:`knowlab.fiction.splits.document_sample`; None: all).  ``documents``: the
+    (:func:`knowlab.fiction.splits.scored_documents`; None: all).  ``documents``: the
     document-loss suites to score (:func:`knowlab.fictionalqa.settings.document_suites`).  Every fictsheet, webtext
     paragraph and question is scored whatever it is.
     """
@@ -157,7 +157,7 @@ def evaluate_checkpoint(
         frames.append(frame)
 
     texts = {
-        "fiction_doc": [(r["fiction_id"], r["fiction"]) for r in document_sample(fictions, max_documents)],
+        "fiction_doc": [(r["fiction_id"], r["fiction"]) for r in scored_documents(fictions, max_documents)],
         "fictsheet_doc": [(r["event_id"], r["fictsheet"]) for r in fictsheets],
     }
     for suite in documents:

@@ -10,7 +10,9 @@ then), and the run's deviations from the plan's numbers (a config that changes
 (``plan_sha256``), so that a finding names the plan it was decided under.
 
 What the design can reach (units, attainable p, minimum detectable effect) is in
-``results/findings_design.csv`` after the run.
+``results/findings_design.csv`` after the run, and before it from the design planner
+(:mod:`knowlab.findings.planner`): ``python -m knowlab.findings.plan [--configfile FILE ...]``
+(``make plan``) prints it from the config and the corpus alone.
 """
 
 from __future__ import annotations
@@ -101,3 +103,9 @@ def analysis_plan(settings: PlanSettings) -> dict[str, Any]:
 
 def _fixed(threshold) -> dict[str, Any]:
     return {"fixed": threshold.fixed, "results_seen": threshold.seen}
+
+
+if __name__ == "__main__":  # the design planner's command line (knowlab.findings.planner)
+    from knowlab.findings.planner import main
+
+    raise SystemExit(main())
