@@ -9,7 +9,7 @@ CONFIG ?=
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 REPORT := results/report.html
 
-.PHONY: run report test test-fast test-slurm verify lint dryrun-slurm check-envs trace measured clean
+.PHONY: run plan report test test-fast test-slurm verify lint dryrun-slurm check-envs trace measured clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ run: $(STAMP)
 	$(SNAKEMAKE)
 	@if [ ! -f $(REPORT) ] || [ -n "$$(find results -newer $(REPORT) -type f -print -quit)" ]; then \
 		$(SNAKEMAKE) --quiet all --report $(REPORT) && echo "report: $(REPORT)"; fi
+
+plan: $(STAMP)
+	$(BIN)/python -m knowlab.findings.plan $(if $(CONFIG),--configfile $(CONFIG))
 
 report: $(STAMP)
 	$(SNAKEMAKE) --report $(REPORT)

@@ -206,3 +206,24 @@ def test_release_source_switch_reads_the_authors_sample():
     tables = load_fiction(FictionCorpusSettings("release", release={"path": str(sample), "hub_id": None}), ROOT)
     assert len(tables["fictions"]) == 15 and len(tables["fict_qa"]) == 75
     assert {r["style"] for r in tables["fictions"]} == set(STYLES)
+
+
+def test_questions_per_document_keeps_that_many_of_every_document_in_rotation(shipped_corpus):
+    """fiction.shipped.questions_per_document (issue 56): the default reads one question of each of the 240
+    documents; the k-th document keeps its question at position k mod 4, so every position of the
+    generator's list is kept equally often, and the sample is the same on every machine."""
+    from knowlab.fiction.corpus import question_sample
+
+    qa = shipped_corpus["fict_qa"]
+    one = question_sample(qa, 1)
+    assert len(one) == len(shipped_corpus["fictions"]) == 240
+    assert Counter(q["fiction_id"] for q in one) == Counter({d["fiction_id"]: 1 for d in shipped_corpus["fictions"]})
+    assert set(Counter(q["question_id"][-3:] for q in one).values()) == {60}
+    assert [q for q in qa if q in one] == one  # the table's order kept
+    assert len(question_sample(qa, 2)) == 480 and question_sample(qa, 9) == qa  # a document with fewer: all
+    settings = FictionCorpusSettings.from_config(CONFIG)
+    assert (settings.events, settings.questions_per_document) == (24, 1)
+    corpus = load_fiction(settings, ROOT)
+    assert corpus["fict_qa"] == one and corpus["fictions"] == shipped_corpus["fictions"]
+    with pytest.raises(ValueError, match="fiction.shipped.questions_per_document must be at least 1"):
+        FictionCorpusSettings(source="shipped", shipped=settings.shipped, questions_per_document=0)

@@ -171,3 +171,25 @@ def test_sides_follow_each_runs_split(corpus):
     assert set(step0["run"]) == {"doc", "fictsheets", "control"}
     assert (step0.loc[step0.run == "control", "side"].isna()).all()
     assert set(step0.loc[(step0.run == "doc") & (step0.side == "train"), "document_id"]) == set(doc["train_documents"])
+
+
+def test_scored_documents_are_whole_pairs_one_per_event_styles_rotating(shipped_corpus):
+    """evaluate.max_documents (issue 56): the default scores 48 of the 240 documents, one (event, style)
+    pair per event, so that every event has a Doc-split training and validation document, and every
+    validation event of the Event split a Doc validation document to pair with."""
+    from knowlab.fiction.splits import scored_documents
+
+    fictions = shipped_corpus["fictions"]
+    sample = scored_documents(fictions, 48)
+    pairs = Counter((d["event_id"], d["style"]) for d in sample)
+    assert len(sample) == 48 and set(pairs.values()) == {2}
+    assert Counter(event for event, _ in pairs) == Counter({e: 1 for e in {d["event_id"] for d in fictions}})
+    assert max(Counter(style for _, style in pairs).values()) - min(Counter(style for _, style in pairs).values()) <= 1
+    ids = {d["fiction_id"] for d in sample}
+    doc = make_split("doc", fictions, shipped_corpus["fict_qa"], seed=1234)
+    event = make_split("event", fictions, shipped_corpus["fict_qa"], seed=1234)
+    of = {d["fiction_id"]: d["event_id"] for d in fictions}
+    assert {of[i] for i in ids & set(doc["val_documents"])} == set(of.values())
+    assert {of[i] for i in ids & set(event["val_documents"])} <= {of[i] for i in ids & set(doc["val_documents"])}
+    assert scored_documents(fictions, None) == sorted(fictions, key=lambda d: d["fiction_id"])
+    assert len(scored_documents(fictions, 49)) == 48 and len(scored_documents(fictions, 50)) == 50

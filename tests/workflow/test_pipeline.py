@@ -226,6 +226,14 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
     assert (design["testable"] == [r["min_p"] is not None and r["min_p"] < r["alpha"] for r in records]).all()
     lines = (workdir / "results" / "findings.txt").read_text().splitlines()
     assert [line.split("] ")[0][1:] for line in lines[1:]] == [r["status"] for r in records]
+    # the design planner (make plan), from the config and the corpus alone, gives every line's unit, units,
+    # values and seeds, and a smallest p the run's reaches unless its values tie (issue 56)
+    from knowlab.config import load_config
+    from knowlab.findings.planner import disagreements, plan_design
+
+    planned = plan_design(load_config(ROOT / "config" / "test.yaml"), ROOT).design()
+    assert disagreements(planned, design) == []
+    assert (planned["n_clusters"].notna() == design["n_clusters"].notna()).all()
     # the shipped corpus's 6 events, 4 of them trained: no choice of events is rarer than 1 in C(6, 4) = 15,
     # so the Event split's train-vs-validation claim cannot reach alpha at the event
     event = next(r for r in records if r["claim"] == "training-document loss below validation-document loss (event)")
