@@ -73,3 +73,13 @@ def test_a_finished_run_that_ties_may_reach_less_never_more():
     assert disagreements(plan, plan.assign(min_p=0.5)) == []
     assert "below the design's" in disagreements(plan, plan.assign(min_p=1e-5))[0]
     assert "n_clusters planned 24, run 23" in disagreements(plan, plan.assign(n_clusters=23))[0]
+
+
+def test_the_catalogue_names_the_default_where_the_planner_finds_it_can_decide(default_plan):
+    """docs/claims.md's "Decided by" (Claim.configs) names the default exactly for the claims of which the
+    default's design can test a line."""
+    from knowlab.findings import CLAIMS
+
+    testable = {f.claim_id for f in default_plan.findings if f.min_p is not None and f.min_p < f.alpha}
+    named = {entry.id for entry in CLAIMS if "default" in entry.configs.replace("not the default", "")}
+    assert named == testable

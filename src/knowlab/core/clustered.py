@@ -70,7 +70,9 @@ def _mean(x, axis=-1):
     return x.mean(axis=axis)
 
 
-def sign_flip_test(d: Sequence[float] | np.ndarray, n_resamples: int, seed: int) -> tuple[float, float]:
+def sign_flip_test(
+    d: Sequence[float] | np.ndarray, n_resamples: int, seed: int, p_value: bool = True
+) -> tuple[float, float]:
     """Two-sided paired permutation test of mean(d) = 0. Each unit's difference ``d`` (for example, one
     excerpt's accuracy in condition A minus condition B) has its sign flipped at random.
 
@@ -84,7 +86,8 @@ def sign_flip_test(d: Sequence[float] | np.ndarray, n_resamples: int, seed: int)
         statistic, so it is ``2 / 2**k`` for ``k`` non-zero differences (each zero unit doubles
         the sign patterns that reach the largest mean), and at least ``2 / (n_resamples + 1)``
         when Monte Carlo (scipy's p counts the observed statistic).  If every difference is 0, p
-        and ``min_p`` are 1.
+        and ``min_p`` are 1.  With ``p_value`` False, p is not computed (1.0) and ``min_p`` is the
+        same: the design planner's use (:mod:`knowlab.findings.planner`).
 
     Raises:
         ValueError: no unit.
@@ -94,13 +97,17 @@ def sign_flip_test(d: Sequence[float] | np.ndarray, n_resamples: int, seed: int)
     d = np.asarray(d, dtype=float)
     if not d.size:
         raise ValueError("sign_flip_test needs at least one unit")
-    min_p = min(1.0, 2.0 / 2.0 ** np.count_nonzero(d))
+    min_p = min(1.0, 0.5 ** (int(np.count_nonzero(d)) - 1))  # 2 / 2**k, 0 (not an overflow) at paper scale
     if not d.any():
+        return 1.0, min_p
+    if 2**d.size > n_resamples:
+        min_p = max(min_p, 2.0 / (n_resamples + 1))
+    if not p_value:
         return 1.0, min_p
     result = permutation_test(
         (d,), _mean, permutation_type="samples", vectorized=True, n_resamples=n_resamples, random_state=seed
     )
-    return float(result.pvalue), min_p if 2**d.size <= n_resamples else max(min_p, 2.0 / (n_resamples + 1))
+    return float(result.pvalue), min_p
 
 
 def attainable_p(null: np.ndarray, doubled: bool = False) -> float:
@@ -135,7 +142,11 @@ def attainable_p(null: np.ndarray, doubled: bool = False) -> float:
 
 
 def two_sample_test(
-    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, n_resamples: int, seed: int
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    n_resamples: int,
+    seed: int,
+    p_value: bool = True,
 ) -> tuple[float, float]:
     """Two-sided permutation test of mean(a) = mean(b) for two independent samples of units (for
     example, the excerpts of 250 and of 1,000 words): the group labels are permuted.
@@ -150,7 +161,8 @@ def two_sample_test(
         values: when exact, twice the share of relabellings at the more extreme end of their
         statistics (:func:`attainable_p`: ``2 / C(n_a + n_b, n_a)`` for distinct values, more with
         ties); at least ``2 / (n_resamples + 1)`` when Monte Carlo.  If every value is
-        the same, p and ``min_p`` are 1.
+        the same, p and ``min_p`` are 1.  With ``p_value`` False, a Monte Carlo test draws nothing
+        (p 1.0, the same ``min_p``): the design planner's use.
 
     Raises:
         ValueError: a group without a unit.
@@ -163,6 +175,8 @@ def two_sample_test(
     exact = math.comb(a.size + b.size, a.size) <= n_resamples
     if np.ptp(np.concatenate([a, b])) == 0:
         return 1.0, 1.0
+    if not (exact or p_value):
+        return 1.0, min(1.0, 2.0 / (n_resamples + 1))
     result = permutation_test(
         (a, b),
         lambda x, y, axis=-1: x.mean(axis=axis) - y.mean(axis=axis),
@@ -182,6 +196,7 @@ def randomization_test(
     n_resamples: int,
     seed: int,
     clusters: Mapping[str, str] | pd.Series | None = None,
+    p_value: bool = True,
 ) -> tuple[float, float]:
     """Two-sided randomisation test of mean(values of the untreated) - mean(values of the treated).
     The design's random assignment is drawn again, and only it.  With ``clusters`` (unit id ->
@@ -206,7 +221,8 @@ def randomization_test(
         with these values (:func:`attainable_p`): assignments that put the scored units on the
         same sides, and an assignment whose complement gives the same absolute statistic (a
         balanced split), count together.  Drawn assignments: ``min_p`` is ``1 / (n_resamples + 1)``.
-        Every value the same: ``(1, 1)``, listed or drawn.
+        Every value the same: ``(1, 1)``, listed or drawn.  With ``p_value`` False, drawn
+        assignments are not drawn (p 1.0, the same ``min_p``): the design planner's use.
 
     Raises:
         ValueError: the actual assignment leaves a side of ``values`` empty.
@@ -245,6 +261,8 @@ def randomization_test(
         if np.ptp(x) == 0:  # every unit the same value: no assignment can move the statistic
             return 1.0, 1.0
         if callable(assignments):
+            if not p_value:
+                return 1.0, 1.0 / (n_resamples + 1)
             rng = np.random.default_rng(seed)
             drawn = statistics(masks_of([assignments(rng) for _ in range(n_resamples)]))
             extreme = np.sum(np.abs(drawn[~np.isnan(drawn)]) >= abs(observed) - 1e-12)

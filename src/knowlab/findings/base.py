@@ -271,6 +271,8 @@ class Results:
         self.steps = list(settings.steps)
         self.last = self.steps[-1]
         self._cache: dict[str, Any] = {}
+        #: False: the tests give their smallest p only, and p 1.0 (:class:`knowlab.findings.planner.PlannedResults`)
+        self.p_values = True
 
     def read(self, relative: str) -> Any:
         """``results/<relative>`` (Parquet, JSON or CSV), or :class:`Skip` when it is absent."""
@@ -445,7 +447,7 @@ def by_cluster(
     joined = _aligned(a, b)
     means_a, means_b = (cluster_means(joined[side], clusters) for side in ("a", "b"))
     seed = keyed_rng(r.settings.stats.seed, "findings", "sign-flip", label, unit, scale).getrandbits(32)
-    p, min_p = sign_flip_test((means_a - means_b).to_numpy(), r.settings.stats.permutation_resamples, seed)
+    p, min_p = sign_flip_test((means_a - means_b).to_numpy(), r.settings.stats.permutation_resamples, seed, r.p_values)
     test = f"sign-flip permutation over {unit}s"
     n = len(joined) if n is None else n
     return Comparison(label, means_a, means_b, True, p, min_p, test, unit, scale, n, detail, trained)
@@ -483,7 +485,7 @@ def two_samples(
     if len(shared):
         raise Skip(f"{len(shared)} {unit}(s) on both sides (e.g. {shared[0]}): the two samples are not independent")
     seed = keyed_rng(r.settings.stats.seed, "findings", "two-sample", label, unit, scale).getrandbits(32)
-    p, min_p = two_sample_test(a.to_numpy(), b.to_numpy(), r.settings.stats.permutation_resamples, seed)
+    p, min_p = two_sample_test(a.to_numpy(), b.to_numpy(), r.settings.stats.permutation_resamples, seed, r.p_values)
     test = f"permutation test of two independent samples of {unit}s"
     return Comparison(label, a, b, False, p, min_p, test, unit, scale, n, detail, trained)
 
@@ -518,6 +520,7 @@ def split_comparison(label: str, r: Results, run: str, values: pd.Series, scale:
         r.settings.stats.permutation_resamples,
         seed,
         clusters=events,
+        p_value=r.p_values,
     )
     unit = _SPLIT_UNIT.get(run, "style")
     if unit == "document":

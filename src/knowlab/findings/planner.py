@@ -90,6 +90,7 @@ class PlannedResults(Results):
         super().__init__(Path("results"), settings, model)
         self._cache.update(tables)
         self._trains = trains
+        self.p_values = False  # the smallest p and the MDE are the plan; a p of drawn values is not
 
     def read(self, relative: str) -> Any:
         if relative not in self._cache:
