@@ -227,3 +227,28 @@ def test_questions_per_document_keeps_that_many_of_every_document_in_rotation(sh
     assert corpus["fict_qa"] == one and corpus["fictions"] == shipped_corpus["fictions"]
     with pytest.raises(ValueError, match="fiction.shipped.questions_per_document must be at least 1"):
         FictionCorpusSettings(source="shipped", shipped=settings.shipped, questions_per_document=0)
+
+
+def test_a_users_own_corpus_folder_is_read_validated_and_planned(tmp_path, caplog):
+    """Issue 56: a folder of the released schema's four tables, named by fiction.shipped.dir with
+    fiction.shipped.sha256: null, is read as it is (a warning says it is unpinned), every record checked
+    (a malformed one names file, line and field), and the design planner plans it like the shipped one."""
+    from knowlab.config import load_config
+    from knowlab.findings.planner import plan_design
+
+    folder = _copy_corpus(tmp_path)
+    config = load_config({"fiction": {"shipped": {"dir": str(folder), "sha256": None, "events": 12}}})
+    settings = FictionCorpusSettings.from_config(config)
+    with caplog.at_level("WARNING", logger="knowlab.fiction.corpus"):
+        corpus = load_fiction(settings, ROOT)
+    assert "is not pinned" in caplog.text and len(corpus["seeds"]) == 12 and len(corpus["fict_qa"]) == 120
+    plan = plan_design(config, ROOT)
+    event = next(f for f in plan.findings if f.claim.startswith("MCQ-4 accuracy on trained questions above") and "(event)" in f.claim)
+    assert (event.unit, event.n_clusters) == ("event", 8)
+    lines = (folder / "fict_qa.jsonl").read_text().splitlines()
+    record = json.loads(lines[6])
+    del record["natural_answer"]
+    lines[6] = json.dumps(record)
+    (folder / "fict_qa.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"fict_qa\.jsonl:7: fict_qa record is missing required field 'natural_answer'"):
+        load_fiction(settings, ROOT)

@@ -2,7 +2,9 @@
 
 - ``shipped``: ``data/fiction/{seeds,fictsheets,fictions,fict_qa}.jsonl``, written for
   this project (24 fictional events x 5 styles x 2 documents, 4 Q&A per document; its dataset
-  card is ``data/fiction/README.md``), each file verified against its pinned sha256 before use.
+  card is ``data/fiction/README.md``), each file verified against its pinned sha256 before use; or
+  a user's own folder of the same four files (``fiction.shipped.dir``), pinned the same way or,
+  with ``fiction.shipped.sha256: null``, read as it is (every record validated either way).
 
 ``fiction.shipped.events`` keeps the shipped corpus's first N events (:func:`first_events`), and
 ``fiction.shipped.questions_per_document`` that many questions of each document (:func:`question_sample`).
@@ -14,6 +16,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,8 @@ from knowlab.core.io import DataError, verify_sha256
 from knowlab.fiction.release import load_release
 from knowlab.fiction.schema import TABLES, read_corpus
 from knowlab.fiction.settings import FictionCorpusSettings
+
+log = logging.getLogger(__name__)
 
 
 def load_fiction(
@@ -82,8 +87,11 @@ def _load(
 ) -> dict[str, list[dict[str, Any]]]:
     if settings.source == "shipped":
         folder = Path(basedir) / settings.shipped["dir"]
-        for table in TABLES:
-            verify_sha256(folder / f"{table}.jsonl", settings.shipped["sha256"][table])
+        pins = settings.shipped["sha256"]
+        if pins is None:  # a user's own corpus folder: read as it is; the manifests hash every input
+            log.warning("fiction corpus %s is not pinned (fiction.shipped.sha256: null): read as it is", folder)
+        for table in TABLES if pins else ():
+            verify_sha256(folder / f"{table}.jsonl", pins[table])
         return read_corpus(folder)
     if settings.source == "release":
         release = settings.release
