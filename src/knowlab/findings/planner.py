@@ -160,6 +160,8 @@ class _Builder:
         self.layout = Layout(config)
         self.sources: list[str] = []
         self.trained: set[str] = set()
+        #: the tables read from ``results`` (a finished run's, holding the planned items)
+        self.finished: list[str] = []
         #: the grounding rows' model name (the planned rows hold one model)
         self.model: str | None = None
         self.base_eval = next((name for name, spec in config["eval_models"].items() if spec == "base"), None)
@@ -179,17 +181,30 @@ class _Builder:
         noise = self._rng(scale, "noise", *key).normal(0, sd * (1 - icc) ** 0.5, len(units))
         return mean + shared[codes] + noise
 
-    def _finished(self, relative: str, planned: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-        """The finished run's table at ``relative`` when its rows are ``planned``'s (same ``keys``), else ``planned``."""
+    def _finished(
+        self, relative: str, planned: pd.DataFrame, keys: Sequence[str], counted: Sequence[str] = ()
+    ) -> pd.DataFrame:
+        """The finished run's table at ``relative`` when its rows are ``planned``'s (same ``keys``; of the
+        suites in ``counted``, whose ids the planner counts, the same number of rows), else ``planned``."""
         if self.results is None:
             return planned
         path = self.results / relative
         if not path.is_file():
             return planned
         table = pd.read_parquet(path)
-        have = set(map(tuple, table[list(keys)].astype(str).to_numpy())) if set(keys) <= set(table) else set()
-        want = set(map(tuple, planned[list(keys)].astype(str).to_numpy()))
-        return table if have == want else planned
+        if not set(keys) <= set(table):
+            return planned
+
+        def rows(frame: pd.DataFrame) -> tuple[set, dict]:
+            by_count = frame["suite"].isin(counted) if counted else pd.Series(False, index=frame.index)
+            exact = set(map(tuple, frame.loc[~by_count, list(keys)].astype(str).to_numpy()))
+            return exact, frame.loc[by_count, "suite"].value_counts().to_dict() if counted else {}
+
+        (have, have_n), (want, want_n) = rows(table), rows(planned)
+        if have != want or have_n != want_n:
+            return planned
+        self.finished.append(relative)
+        return table
 
     # -------------------------------------------------------------- tables
 
@@ -201,6 +216,11 @@ class _Builder:
             out |= self.sort()
         if self.config["grounding"]["datasets"]:
             out |= self.grounding()
+        if self.finished:
+            self.sources.append(
+                f"{len(self.finished)} of the tables read from the finished run in {self.results} (its values, its "
+                "variance), the others drawn"
+            )
         return out
 
     @functools.cached_property
@@ -285,7 +305,7 @@ class _Builder:
                     frame["acc"] = self.values("accuracy", units, (relative, n), 1 / n)
                     frames.append(frame)
                 planned = pd.concat(frames, ignore_index=True)
-                out[relative] = self._finished(relative, planned, ("suite", "item_id"))
+                out[relative] = self._finished(relative, planned, ("suite", "item_id"), ("webtext", "real_qa_nll"))
         out[layout.MODELS.relative()] = pd.DataFrame(sizes)
         self.sources.append(
             f"FictionalQA: {len(fictions)} documents ({len(scored)} scored per checkpoint), {len(fict_qa)} questions, "
