@@ -35,7 +35,9 @@ def test_the_default_can_decide_every_fictionalqa_claim_whose_factor_it_has(defa
     factors = ("base model(s)", "excerpt length", "segment length", "factor_contexts", "factor_answer_type",
                "factor_popularity")  # fmt: skip
     assert all(any(factor in f.detail for factor in factors) for f in missing), [f.detail for f in missing]
-    event = next(f for f in lines if f.claim == "MCQ-4 accuracy on trained questions above the webtext-only control (event)")
+    event = next(
+        f for f in lines if f.claim == "MCQ-4 accuracy on trained questions above the webtext-only control (event)"
+    )
     assert (event.unit, event.n_clusters) == ("event", 16) and event.min_p < 0.001 and event.mde > 0
 
 
@@ -57,7 +59,9 @@ def test_the_minimum_detectable_effect_follows_the_stated_variance(default_plan)
 
 def test_the_command_prints_one_line_per_comparison(tmp_path, capsys):
     out = tmp_path / "design.csv"
-    assert main(["--configfile", str(ROOT / "config" / "test.yaml"), "--results", str(tmp_path), "--csv", str(out)]) == 0
+    assert (
+        main(["--configfile", str(ROOT / "config" / "test.yaml"), "--results", str(tmp_path), "--csv", str(out)]) == 0
+    )
     printed = capsys.readouterr().out.splitlines()
     design = pd.read_csv(out)
     assert printed[0].startswith("Design of config/config.yaml + ")

@@ -243,7 +243,11 @@ def test_a_users_own_corpus_folder_is_read_validated_and_planned(tmp_path, caplo
         corpus = load_fiction(settings, ROOT)
     assert "is not pinned" in caplog.text and len(corpus["seeds"]) == 12 and len(corpus["fict_qa"]) == 120
     plan = plan_design(config, ROOT)
-    event = next(f for f in plan.findings if f.claim.startswith("MCQ-4 accuracy on trained questions above") and "(event)" in f.claim)
+    event = next(
+        f
+        for f in plan.findings
+        if f.claim.startswith("MCQ-4 accuracy on trained questions above") and "(event)" in f.claim
+    )
     assert (event.unit, event.n_clusters) == ("event", 8)
     lines = (folder / "fict_qa.jsonl").read_text().splitlines()
     record = json.loads(lines[6])

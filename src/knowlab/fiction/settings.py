@@ -10,7 +10,6 @@ from typing import Any
 
 from knowlab.core.settings import StepSettings
 
-
 #: the keys of ``fiction.shipped`` that size the design (not where the corpus comes from)
 DESIGN_KEYS = ("events", "questions_per_document")
 

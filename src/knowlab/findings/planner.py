@@ -241,7 +241,11 @@ class _Builder:
         self.sources.append(
             f"fiction corpus: {settings.source} is not on this machine before the run; counted "
             f"({len(tables['seeds'])} events, {len(tables['fictions'])} documents, {len(tables['fict_qa'])} questions: "
-            + ("the release's counts, Kirchenbauer et al. 2026" if settings.source == "release" else "fiction.generate's")
+            + (
+                "the release's counts, Kirchenbauer et al. 2026"
+                if settings.source == "release"
+                else "fiction.generate's"
+            )
             + ")"
         )
         if settings.events is not None:
@@ -264,7 +268,9 @@ class _Builder:
         fraction = float(cfg["splits"]["event_train_fraction"])
         for run in self.layout.fiction_runs:
             out[layout.SPLIT.relative(split=run)] = make_split(run, fictions, fict_qa, int(cfg["seed"]), fraction)
-        event_of = {r["fiction_id"]: r["event_id"] for r in fictions} | {r["event_id"]: r["event_id"] for r in fictsheets}
+        event_of = {r["fiction_id"]: r["event_id"] for r in fictions} | {
+            r["event_id"]: r["event_id"] for r in fictsheets
+        }
         event_of |= {q["question_id"]: q["event_id"] for q in fict_qa}
         scored = scored_documents(fictions, cfg["evaluate"]["max_documents"])
         webtext = [f"webtext_{i:04d}" for i in range(int(cfg["webtext"]["heldout_size"]))]
@@ -394,14 +400,20 @@ class _Builder:
 
                 corpus = self.corpus
                 if all("fict" in q for q in corpus["fict_qa"]):
-                    original, _, _ = fiction_grounding_items(corpus["fictions"], corpus["fict_qa"], int(self.config["seed"]))
+                    original, _, _ = fiction_grounding_items(
+                        corpus["fictions"], corpus["fict_qa"], int(self.config["seed"])
+                    )
                 else:  # a counted corpus (no text): every question, as the builder keeps nearly all (236 of 240 shipped)
                     style = {d["fiction_id"]: d["style"] for d in corpus["fictions"]}
                     original = [
                         {
                             "item_id": q["question_id"],
                             "extra": {"fiction_id": q["fiction_id"]},
-                            "factors": {"contexts": "single", "answer_type": "definite", "style": style[q["fiction_id"]]},
+                            "factors": {
+                                "contexts": "single",
+                                "answer_type": "definite",
+                                "style": style[q["fiction_id"]],
+                            },
                         }
                         for q in corpus["fict_qa"]
                     ]
@@ -418,7 +430,11 @@ class _Builder:
             else:
                 from knowlab.tooling.capacity import PAPER_CORPUS
 
-                n = PAPER_CORPUS.kaist_questions if g["max_items"] is None else min(g["max_items"], PAPER_CORPUS.kaist_questions)
+                n = (
+                    PAPER_CORPUS.kaist_questions
+                    if g["max_items"] is None
+                    else min(g["max_items"], PAPER_CORPUS.kaist_questions)
+                )
                 questions = [
                     {
                         "item_id": f"kaist_{i:04d}",
