@@ -198,13 +198,19 @@ def collect(
     Raises:
         ValueError: ``model`` is None and the grounding rows hold more than one model.
     """
-    r = Results(results, settings, model, inputs)
+    found = decide_all(Results(results, settings, model, inputs))
+    digest = None if plan is None else sha256_file(plan)
+    return [replace(f, plan_sha256=digest) for f in found]
+
+
+def decide_all(r: Results) -> list[Finding]:
+    """Every claim of the catalogue decided on ``r``'s tables (a run's, or the design planner's,
+    :mod:`knowlab.findings.planner`), in print order, each line with its Benjamini-Hochberg q."""
     found = [f for entry in CLAIMS if not entry.per_dataset for f in _check(entry, entry.study, entry.check, r)]
-    for dataset in settings.grounding_datasets:  # each dataset's claims together
+    for dataset in r.settings.grounding_datasets:  # each dataset's claims together
         for entry in (entry for entry in CLAIMS if entry.per_dataset):
             found += _check(entry, f"{entry.study} ({dataset})", partial(entry.check, dataset=dataset), r)
-    digest = None if plan is None else sha256_file(plan)
-    return [replace(f, plan_sha256=digest) for f in false_discovery(found)]
+    return false_discovery(found)
 
 
 def false_discovery(findings: Sequence[Finding]) -> list[Finding]:
@@ -333,6 +339,6 @@ __all__ = [
     "CLAIMS", "CONTRADICTED", "INCONCLUSIVE", "NOT_SIGNIFICANT", "NOT_TESTED", "REPORT_COLUMNS", "STATUSES",
     "UNDERPOWERED",
     "SUPPORTED", "Claim", "Comparison", "DESIGN_COLUMNS", "Finding", "FindingsSettings", "Results", "Skip",
-    "claims_markdown", "collect", "decide", "decide_equivalence", "default_statuses", "design_table", "render",
-    "report_table", "tally", "to_frame", "to_records",
+    "claims_markdown", "collect", "decide", "decide_all", "decide_equivalence", "default_statuses", "design_table",
+    "render", "report_table", "tally", "to_frame", "to_records",
 ]  # fmt: skip

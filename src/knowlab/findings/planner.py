@@ -136,18 +136,13 @@ def plan_design(
         as :func:`knowlab.fiction.corpus.load_fiction` (a shipped file that differs from its pin, a
         malformed corpus record: file, line and field).
     """
-    from knowlab.findings import CLAIMS, _check, false_discovery
-    from functools import partial
+    from knowlab.findings import decide_all
 
     assumptions = assumptions or Assumptions()
     builder = _Builder(config, Path(basedir), assumptions, None if results is None else Path(results))
     settings = FindingsSettings.from_config(config)
-    r = PlannedResults(settings, builder.tables(), builder.trained, builder.model)
-    found = [f for entry in CLAIMS if not entry.per_dataset for f in _check(entry, entry.study, entry.check, r)]
-    for dataset in settings.grounding_datasets:
-        for entry in (entry for entry in CLAIMS if entry.per_dataset):
-            found += _check(entry, f"{entry.study} ({dataset})", partial(entry.check, dataset=dataset), r)
-    return Plan(false_discovery(found), builder.sources, assumptions)
+    found = decide_all(PlannedResults(settings, builder.tables(), builder.trained, builder.model))
+    return Plan(found, builder.sources, assumptions)
 
 
 class _Builder:
