@@ -44,6 +44,14 @@ log = logging.getLogger(__name__)
 
 QA_FIELDS = ("fict", "question", "span_answer", "natural_answer")
 
+#: the release's size (Kirchenbauer et al. 2026, Sec. 3 and App. C): 100 seed events, each written as
+#: documents of five styles (per event: the paper's generation, ``config/paper.yaml``'s
+#: ``fiction.generate.styles``), about 5 questions a document; what the design planner
+#: (:mod:`knowlab.findings.planner`) and the capacity plan count before the release is fetched
+RELEASE_EVENTS = 100
+RELEASE_STYLES = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}
+RELEASE_QUESTIONS_PER_DOCUMENT = 5
+
 # Key spellings the authors' ``utils.parse_yaml`` repairs ("SLOPPY edge case handling").
 _QA_KEY_ALIASES = {
     "span": "span_answer",

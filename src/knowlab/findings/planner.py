@@ -20,7 +20,7 @@ What the planner builds, and from what:
   x segment lengths x ``n_excerpts - n_validation`` test excerpts x
   :data:`knowlab.sort.build.N_BINS` distance bins), the held-out webtext paragraphs, the
   real-world questions, and a released or generated fiction corpus that is not on this machine
-  (the release's counts, :class:`knowlab.tooling.capacity.Corpus`; a generated corpus's from
+  (the release's counts, :data:`knowlab.fiction.release.RELEASE_EVENTS`; a generated corpus's from
   ``fiction.generate``); the output says which;
 - **values, from stated assumptions** (:class:`Assumptions`): each measured value is a unit effect
   plus an item's noise, normal, with the standard deviation of its scale and an intra-unit
@@ -38,9 +38,11 @@ Run it as ``python -m knowlab.findings.plan [--configfile FILE ...]`` (``make pl
 
 from __future__ import annotations
 
+import argparse
 import functools
 import hashlib
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +52,22 @@ import numpy as np
 import pandas as pd
 
 from knowlab import layout
+from knowlab.config import ROOT, load_config
 from knowlab.core.checkpoints import replicated_run
+from knowlab.fiction.corpus import first_events, load_fiction, question_sample
+from knowlab.fiction.release import RELEASE_EVENTS, RELEASE_QUESTIONS_PER_DOCUMENT, RELEASE_STYLES
+from knowlab.fiction.settings import FictionCorpusSettings
+from knowlab.fiction.splits import make_split, scored_documents
+from knowlab.fictionalqa.settings import document_suites
+from knowlab.findings import decide_all, design_table
 from knowlab.findings.base import Finding, FindingsSettings, Results, Skip
+from knowlab.grounding.conditions import select_question_ids
+from knowlab.grounding.fiction import fiction_grounding_items
+from knowlab.grounding.kaist import KAIST_QUESTIONS
+from knowlab.grounding.settings import GroundingConditionSettings, condition_names
+from knowlab.layout import Layout
+from knowlab.sort.build import N_BINS
+from knowlab.sort.release import BOOKSORT_BOOKS
 
 #: the suites of an evaluation's item table and the value columns each carries
 _SUITE_COLUMNS = {
@@ -112,7 +128,6 @@ class Plan:
 
     def design(self) -> pd.DataFrame:
         """The columns of ``results/findings_design.csv`` that the design fixes (no status: nothing ran)."""
-        from knowlab.findings import design_table
 
         return design_table(self.findings).drop(columns=["status"])
 
@@ -136,7 +151,6 @@ def plan_design(
         as :func:`knowlab.fiction.corpus.load_fiction` (a shipped file that differs from its pin, a
         malformed corpus record: file, line and field).
     """
-    from knowlab.findings import decide_all
 
     assumptions = assumptions or Assumptions()
     builder = _Builder(config, Path(basedir), assumptions, None if results is None else Path(results))
@@ -149,7 +163,6 @@ class _Builder:
     """Builds the planned tables of one config (:func:`plan_design`)."""
 
     def __init__(self, config: Mapping[str, Any], basedir: Path, assumptions: Assumptions, results: Path | None):
-        from knowlab.layout import Layout
 
         self.config, self.basedir, self.a, self.results = config, basedir, assumptions, results
         self.layout = Layout(config)
@@ -221,8 +234,6 @@ class _Builder:
     @functools.cached_property
     def corpus(self) -> dict[str, list[dict[str, Any]]]:
         """The fiction corpus every step reads (``{table: records}``)."""
-        from knowlab.fiction.corpus import first_events, load_fiction, question_sample
-        from knowlab.fiction.settings import FictionCorpusSettings
 
         settings = FictionCorpusSettings.from_config(self.config)
         if settings.source == "shipped":
@@ -250,8 +261,6 @@ class _Builder:
         return tables
 
     def fictionalqa(self) -> dict[str, Any]:
-        from knowlab.fiction.splits import scored_documents, make_split
-        from knowlab.fictionalqa.settings import document_suites
 
         cfg = self.config
         corpus = self.corpus
@@ -324,7 +333,6 @@ class _Builder:
         return [f"real_{i:05d}" for i in range(int(block["triviaqa"]["n"]))]
 
     def sort(self) -> dict[str, Any]:
-        from knowlab.sort.build import N_BINS
 
         s = self.config["sort"]
         books = _sort_books(s)
@@ -383,15 +391,12 @@ class _Builder:
         return out
 
     def grounding(self) -> dict[str, Any]:
-        from knowlab.grounding.conditions import select_question_ids
-        from knowlab.grounding.settings import GroundingConditionSettings, condition_names
 
         g = self.config["grounding"]
         conditions = condition_names(GroundingConditionSettings.from_config(self.config))
         frames = []
         for dataset in g["datasets"]:
             if dataset == "fiction":
-                from knowlab.grounding.fiction import fiction_grounding_items
 
                 corpus = self.corpus
                 if all("fict" in q for q in corpus["fict_qa"]):
@@ -423,13 +428,7 @@ class _Builder:
                     for q in qids
                 ]
             else:
-                from knowlab.tooling.capacity import PAPER_CORPUS
-
-                n = (
-                    PAPER_CORPUS.kaist_questions
-                    if g["max_items"] is None
-                    else min(g["max_items"], PAPER_CORPUS.kaist_questions)
-                )
+                n = KAIST_QUESTIONS if g["max_items"] is None else min(g["max_items"], KAIST_QUESTIONS)
                 questions = [
                     {
                         "item_id": f"kaist_{i:04d}",
@@ -468,9 +467,8 @@ def _sort_books(s: Mapping[str, Any]) -> list[str]:
         return list(s["shakespeare"]["texts"])
     if s["source"] == "gutenberg":
         return [str(i) for i in s["gutenberg"]["ids"]]
-    from knowlab.tooling.capacity import PAPER_CORPUS
 
-    return [f"book_{i}" for i in range(PAPER_CORPUS.sort_books)]
+    return [f"book_{i}" for i in range(BOOKSORT_BOOKS)]
 
 
 def _counted_corpus(config: Mapping[str, Any], source: str) -> dict[str, list[dict[str, Any]]]:
@@ -478,7 +476,7 @@ def _counted_corpus(config: Mapping[str, Any], source: str) -> dict[str, list[di
     Kirchenbauer et al. 2026) or at ``fiction.generate``'s (``n_seeds`` events, ``styles`` documents
     per style, 4 questions each: the prompt asks for about that many)."""
     if source == "release":
-        styles, n_events, per_document = {"news": 5, "social": 3, "encyclopedia": 2, "corporate": 3, "blog": 2}, 100, 5
+        styles, n_events, per_document = RELEASE_STYLES, RELEASE_EVENTS, RELEASE_QUESTIONS_PER_DOCUMENT
     else:
         gen = config["fiction"]["generate"]
         styles, n_events, per_document = dict(gen["styles"]), int(gen["n_seeds"]), 4
@@ -553,10 +551,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m knowlab.findings.plan [--configfile FILE ...] [--results DIR] [--csv FILE]``: print the
     design of the config (``config/config.yaml`` with each ``--configfile`` laid over it, as
     Snakemake merges them)."""
-    import argparse
-    import time
-
-    from knowlab.config import ROOT, load_config
 
     parser = argparse.ArgumentParser(prog="python -m knowlab.findings.plan", description=main.__doc__)
     parser.add_argument("--configfile", action="append", default=[], help="a config laid over config/config.yaml")

@@ -42,6 +42,9 @@ from knowlab.grounding.schema import VERSIONS
 
 log = logging.getLogger(__name__)
 
+#: questions of the KAIST release (Lee et al. 2024, Sec. 3: 480), each with its own gold contexts
+KAIST_QUESTIONS = 480
+
 KAIST_FILES = {
     "original": "original_version.json",
     "conflict": "revised_version.json",

@@ -22,6 +22,8 @@ from knowlab.core.models import hub_error, pinned_hub_id
 from knowlab.sort.build import release_right_edges
 
 BOOKSORT_HUB_ID = "memari/booksort"
+#: books of Book-SORT (Pink et al. 2024, Sec. 4.1: nine books from Project Gutenberg, published after the models' training)
+BOOKSORT_BOOKS = 9
 
 
 def _unwrap(text: Any) -> str:

@@ -47,6 +47,8 @@ from typing import Any
 
 from knowlab.config import model_config
 from knowlab.core.checkpoints import checkpoint_steps
+from knowlab.fiction.release import RELEASE_EVENTS, RELEASE_QUESTIONS_PER_DOCUMENT, RELEASE_STYLES
+from knowlab.grounding.kaist import KAIST_QUESTIONS
 from knowlab.layout import Layout, finetune_models, training_seeds
 from knowlab.grounding.settings import (
     FINETUNE_CONDITIONS,
@@ -57,6 +59,7 @@ from knowlab.grounding.settings import (
 from knowlab.sort.build import N_BINS
 from knowlab.sort.finetune import PARAMETRIC_RUNS
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, RAG_CONDITIONS, RAG_READINGS
+from knowlab.sort.release import BOOKSORT_BOOKS
 
 GIB = 2**30
 #: bytes per value in bfloat16 (weights, activations, KV cache of a bf16 run)
@@ -496,9 +499,9 @@ class Corpus:
     sequence, cut at ``seq_len``).
     """
 
-    n_documents: int = 1500
-    n_questions: int = 7500
-    n_fictsheets: int = 100
+    n_documents: int = RELEASE_EVENTS * sum(RELEASE_STYLES.values())
+    n_questions: int = RELEASE_EVENTS * sum(RELEASE_STYLES.values()) * RELEASE_QUESTIONS_PER_DOCUMENT
+    n_fictsheets: int = RELEASE_EVENTS
     answers_per_question: float = 224 / 240
     document_tokens: int = 1024
     fictsheet_tokens: int = 1024
@@ -507,10 +510,10 @@ class Corpus:
     ranker_prompt_tokens: int = 80
     ranker_prompt_host_bytes: int = 450
     ranking_row_host_bytes: int = 150
-    kaist_questions: int = 480
+    kaist_questions: int = KAIST_QUESTIONS
     gold_context_tokens: int = 512
     question_tokens: int = 64
-    sort_books: int = 9
+    sort_books: int = BOOKSORT_BOOKS
     book_words: int = 100_000
     tokens_per_word: float = 1.61
     chars_per_token: float = 4.0
