@@ -551,7 +551,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m knowlab.findings.plan [--configfile FILE ...] [--results DIR] [--csv FILE]``: print the
     design of the config (``config/config.yaml`` with each ``--configfile`` laid over it, as
     Snakemake merges them)."""
-
     parser = argparse.ArgumentParser(prog="python -m knowlab.findings.plan", description=main.__doc__)
     parser.add_argument("--configfile", action="append", default=[], help="a config laid over config/config.yaml")
     parser.add_argument(
