@@ -87,3 +87,12 @@ def test_the_catalogue_names_the_default_where_the_planner_finds_it_can_decide(d
     testable = {f.claim_id for f in default_plan.findings if f.min_p is not None and f.min_p < f.alpha}
     named = {entry.id for entry in CLAIMS if "default" in entry.configs.replace("not the default", "")}
     assert named == testable
+
+
+def test_the_plan_agrees_with_the_default_run(default_plan):
+    """docs/default-findings-design.csv is the design table of the default run docs/default.md reports
+    (issue 56): the plan has its units, values and seeds line by line, and a smallest p the run reached
+    or beat where its values tie (every document's exact match 0, grounding F1 equal in most documents).
+    It fails when the default's design changes without a new run."""
+    run = pd.read_csv(ROOT / "docs" / "default-findings-design.csv")
+    assert disagreements(default_plan.design(), run) == []
