@@ -192,13 +192,13 @@ def job_counts(dry_run_stdout: str) -> dict[str, int]:
 @pytest.mark.parametrize(
     "overlay, expected",
     [
-        # the default, through the SLURM profile: three fiction runs + control, one checkpoint each
+        # the default, through the SLURM profile: three fiction runs + control, checkpoints 16 and 32 (issue 56)
         # (+ 2 SORT parametric runs); one fine-tuning process, no srun
         (
             None,
             {
                 "finetune_last": 6,
-                "fictionalqa_evaluate": 5,
+                "fictionalqa_evaluate": 9,
                 "fictionalqa_paired_tests": 6,
                 "sort_prompt": 1,
                 "findings": 1,
