@@ -2,10 +2,13 @@
 
 :func:`plan_design` builds, from the config and the fiction corpus alone (no model, no download,
 seconds), the tables :func:`knowlab.findings.collect` reads after a run, and runs the claims on them
-through the same checks, tests and Holm correction.  So the planner's unit, number of units, number
-of measured values and smallest p after Holm are those the run's ``results/findings_design.csv``
-reports (``tests/findings/test_planner.py`` compares them with finished runs), by construction
-rather than by a second description of the design.
+through the same checks, tests and Holm correction (:func:`knowlab.findings.decide_all`; the tests give
+their smallest p and draw no permutation).  So the planner's unit, number of units and of measured
+values are those the run's ``results/findings_design.csv`` reports, by construction rather than by a
+second description of the design, and its smallest p after Holm is the design's, which a run reaches
+unless its values tie (:func:`disagreements`; ``tests/test_findings_planner.py`` and
+``tests/workflow/test_pipeline.py`` compare plans with finished runs of the default and of
+``config/test.yaml``).
 
 What the planner builds, and from what:
 
@@ -24,9 +27,13 @@ What the planner builds, and from what:
   ``fiction.generate``); the output says which;
 - **values, from stated assumptions** (:class:`Assumptions`): each measured value is a unit effect
   plus an item's noise, normal, with the standard deviation of its scale and an intra-unit
-  correlation; every run and condition draws its own (no effect anywhere).  The values only set
-  the minimum detectable effect (the unit means' spread); they never tie, so the smallest p is the
-  design's: every unit differing.  A run whose own tables tie (every document's exact match 0, a
+  correlation; every run and condition draws its own, with no effect between runs or conditions,
+  but three shapes a run has: a trained checkpoint's losses sit 0.5 nats below step 0's (the
+  minimum-validation-loss checkpoint is a trained one), the parametric SORT rows are 0/1 (Tango's
+  interval takes proportions), and the in-context distances follow the drawn correctness, rising or
+  falling per excerpt (its rank correlation is never a chance 0).  The values set the minimum
+  detectable effect (the unit means' spread); they never tie, so the smallest p is the design's:
+  every unit differing.  A run whose own tables tie (every document's exact match 0, a
   grounding question's F1 equal under two conditions) reaches a larger smallest p than planned,
   and its ``findings_design.csv`` says so.
 - With ``results`` (the last finished run's folder), a table there whose rows are the planned
