@@ -108,6 +108,15 @@ def _copy_corpus(tmp_path):
     return folder
 
 
+def _drop_field(folder, table, index, field):
+    """Remove ``field`` from the record on line ``index + 1`` of ``folder/<table>.jsonl``."""
+    lines = (folder / f"{table}.jsonl").read_text().splitlines()
+    record = json.loads(lines[index])
+    del record[field]
+    lines[index] = json.dumps(record)
+    (folder / f"{table}.jsonl").write_text("\n".join(lines) + "\n")
+
+
 def _pins(folder):
     return {t: hashlib.sha256((folder / f"{t}.jsonl").read_bytes()).hexdigest() for t in TABLES}
 
@@ -125,11 +134,7 @@ def test_tampered_shipped_file_fails_naming_it(tmp_path):
 
 def test_record_missing_a_field_names_field_file_and_line(tmp_path):
     folder = _copy_corpus(tmp_path)
-    lines = (folder / "fictions.jsonl").read_text().splitlines()
-    record = json.loads(lines[4])
-    del record["style"]
-    lines[4] = json.dumps(record)
-    (folder / "fictions.jsonl").write_text("\n".join(lines) + "\n")
+    _drop_field(folder, "fictions", 4, "style")
     with pytest.raises(DataError, match=r"fictions\.jsonl:5: fictions record is missing required field 'style'"):
         read_corpus(folder)
 
@@ -249,10 +254,6 @@ def test_a_users_own_corpus_folder_is_read_validated_and_planned(tmp_path, caplo
         if f.claim.startswith("MCQ-4 accuracy on trained questions above") and "(event)" in f.claim
     )
     assert (event.unit, event.n_clusters) == ("event", 8)
-    lines = (folder / "fict_qa.jsonl").read_text().splitlines()
-    record = json.loads(lines[6])
-    del record["natural_answer"]
-    lines[6] = json.dumps(record)
-    (folder / "fict_qa.jsonl").write_text("\n".join(lines) + "\n")
+    _drop_field(folder, "fict_qa", 6, "natural_answer")
     with pytest.raises(DataError, match=r"fict_qa\.jsonl:7: fict_qa record is missing required field 'natural_answer'"):
         load_fiction(settings, ROOT)

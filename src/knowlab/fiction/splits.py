@@ -64,14 +64,20 @@ class SplitError(ValueError):
     """A split that cannot be made, e.g. one side would hold zero documents."""
 
 
+def style_groups(fictions: Sequence[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The fiction documents of each (event, style), in key order, each group in ``fiction_id`` order:
+    the pairs the Doc split holds one document out of."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in fictions:
+        groups[(record["event_id"], record["style"])].append(record)
+    return {key: sorted(groups[key], key=lambda d: d["fiction_id"]) for key in sorted(groups)}
+
+
 def doc_split(fictions: Sequence[dict[str, Any]], seed: int) -> tuple[list[str], list[str]]:
     """Hold out one document per (event, style); return ``(train_ids, val_ids)``."""
-    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for record in fictions:
-        groups[(record["event_id"], record["style"])].append(record["fiction_id"])
     train, val = [], []
-    for key in sorted(groups):
-        ids = sorted(groups[key])
+    for key, group in style_groups(fictions).items():
+        ids = [d["fiction_id"] for d in group]
         held = keyed_rng(seed, "doc-split", *key).choice(ids)
         val.append(held)
         train.extend(i for i in ids if i != held)
@@ -170,12 +176,9 @@ def split_assignments(
     """
     name = split["split"]
     if name == "doc":
-        groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for record in fictions:
-            groups[(record["event_id"], record["style"])].append(record["fiction_id"])
-        members = [sorted(groups[key]) for key in sorted(groups)]
-        ids = np.array([i for group in members for i in group])
-        sizes = np.array([len(group) for group in members])
+        groups = list(style_groups(fictions).values())
+        ids = np.array([d["fiction_id"] for group in groups for d in group])
+        sizes = np.array([len(group) for group in groups])
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
 
         def draw_doc(rng: np.random.Generator) -> frozenset[str]:
@@ -233,9 +236,7 @@ def scored_documents(fictions: Sequence[dict[str, Any]], max_documents: int | No
     docs = sorted(fictions, key=lambda d: d["fiction_id"])
     if not max_documents or len(docs) <= max_documents:
         return docs
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for d in docs:
-        groups[(d["event_id"], d["style"])].append(d)
+    groups = style_groups(docs)
     events = sorted({event for event, _ in groups})
     styles = sorted({style for _, style in groups})
     kept: list[dict[str, Any]] = []
