@@ -226,12 +226,32 @@ def test_questions_per_document_keeps_that_many_of_every_document_in_rotation(sh
     assert set(Counter(q["question_id"][-3:] for q in one).values()) == {60}
     assert [q for q in qa if q in one] == one  # the table's order kept
     assert len(question_sample(qa, 2)) == 480 and question_sample(qa, 9) == qa  # a document with fewer: all
-    settings = FictionCorpusSettings.from_config(CONFIG)
-    assert (settings.events, settings.questions_per_document) == (24, 1)
-    corpus = load_fiction(settings, ROOT)
-    assert corpus["fict_qa"] == one and corpus["fictions"] == shipped_corpus["fictions"]
     with pytest.raises(ValueError, match="fiction.shipped.questions_per_document must be at least 1"):
-        FictionCorpusSettings(source="shipped", shipped=settings.shipped, questions_per_document=0)
+        FictionCorpusSettings(source="shipped", shipped={"dir": "x", "sha256": None}, questions_per_document=0)
+
+
+def test_styles_per_event_keeps_that_many_styles_of_every_event_in_rotation(shipped_corpus):
+    """fiction.shipped.styles_per_event (issue 56): the default reads one style of each of the 24 events,
+    the i-th event's style i mod 5 (the rounds of scored_documents), so every style is kept about equally
+    often; both documents of the kept (event, style) and all their questions, seeds and fictsheets whole."""
+    from knowlab.fiction.corpus import style_sample
+    from knowlab.fiction.splits import scored_documents, style_groups
+
+    one = style_sample(shipped_corpus, 1)
+    groups = style_groups(one["fictions"])
+    assert len(groups) == 24 and {len(g) for g in groups.values()} == {2}
+    assert len({event for event, _ in groups}) == 24 and len(one["fictions"]) == 48
+    assert sorted(Counter(style for _, style in groups).values()) == [4, 5, 5, 5, 5]
+    assert one["fictions"] == scored_documents(shipped_corpus["fictions"], 48)  # the same pairs the default scored
+    kept = {d["fiction_id"] for d in one["fictions"]}
+    assert one["fict_qa"] == [q for q in shipped_corpus["fict_qa"] if q["fiction_id"] in kept]
+    assert len(one["fict_qa"]) == 192 and one["fictsheets"] == shipped_corpus["fictsheets"]
+    assert len(style_sample(shipped_corpus, 2)["fictions"]) == 96 and style_sample(shipped_corpus, 5) == shipped_corpus
+    settings = FictionCorpusSettings.from_config(CONFIG)
+    assert (settings.events, settings.styles_per_event, settings.questions_per_document) == (24, 1, None)
+    assert load_fiction(settings, ROOT) == one
+    with pytest.raises(ValueError, match="fiction.shipped.styles_per_event must be at least 1"):
+        FictionCorpusSettings(source="shipped", shipped=settings.shipped, styles_per_event=0)
 
 
 def test_a_users_own_corpus_folder_is_read_validated_and_planned(tmp_path, caplog):
@@ -246,7 +266,7 @@ def test_a_users_own_corpus_folder_is_read_validated_and_planned(tmp_path, caplo
     settings = FictionCorpusSettings.from_config(config)
     with caplog.at_level("WARNING", logger="knowlab.fiction.corpus"):
         corpus = load_fiction(settings, ROOT)
-    assert "is not pinned" in caplog.text and len(corpus["seeds"]) == 12 and len(corpus["fict_qa"]) == 120
+    assert "is not pinned" in caplog.text and len(corpus["seeds"]) == 12 and len(corpus["fict_qa"]) == 96
     plan = plan_design(config, ROOT)
     event = next(
         f

@@ -16,6 +16,7 @@ state: a run resumed from it draws exactly the sequences an uninterrupted run dr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from knowlab.core.rng import keyed_rng
@@ -131,3 +132,32 @@ class MixtureSampler:
             out[f"{name}_samples_seen"] = tranche.seen
             out[f"{name}_epochs"] = tranche.seen / tranche.size if tranche.size else 0.0
         return out
+
+
+def fiction_exposure(
+    n_fiction: int,
+    fiction_rate: float,
+    warmup_steps: int,
+    sequences_per_step: int,
+    seed: int,
+    steps: Sequence[int],
+) -> dict[int, tuple[float, set[int]]]:
+    """What a fiction run has trained on by each of ``steps`` (optimizer steps done), from the draws of its
+    own :class:`MixtureSampler` (the same arguments as a training run's; no model, no data): per step,
+    the fiction epochs completed (``samples_seen / n_fiction``, Fig. 2's quantity) and the indices of the
+    fiction training items drawn at least once (an index into the split's ``train_documents``, the order
+    :func:`knowlab.fiction.splits.training_texts` hands to the trainer).  The webtext pool's size does
+    not change the fiction draws.
+
+    Raises:
+        ValueError: as :class:`MixtureSampler` (``n_fiction`` 0 with a positive rate, a rate outside [0, 1]).
+    """
+    sampler = MixtureSampler(n_fiction, 1, fiction_rate, warmup_steps, sequences_per_step, seed)
+    seen: set[int] = set()
+    out: dict[int, tuple[float, set[int]]] = {}
+    wanted = sorted(set(steps))
+    for step in range(max(wanted, default=0)):
+        seen.update(index for source, index in sampler.step(step) if source == "fiction")
+        if step + 1 in wanted:
+            out[step + 1] = (sampler.counters()["fiction_epochs"], set(seen))
+    return out

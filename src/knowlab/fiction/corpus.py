@@ -6,8 +6,10 @@
   a user's own folder of the same four files (``fiction.shipped.dir``), pinned the same way or,
   with ``fiction.shipped.sha256: null``, read as it is (every record validated either way).
 
-``fiction.shipped.events`` keeps the shipped corpus's first N events (:func:`first_events`), and
-``fiction.shipped.questions_per_document`` that many questions of each document (:func:`question_sample`).
+``fiction.shipped.events`` keeps the shipped corpus's first N events (:func:`first_events`),
+``fiction.shipped.styles_per_event`` the documents of that many styles of each event, rotating
+(:func:`style_sample`), and ``fiction.shipped.questions_per_document`` that many questions of each
+document (:func:`question_sample`).
 - ``release``: the released FictionalQA dataset from a local path or the Hub
   (:func:`knowlab.fiction.release.load_release`).
 - ``generate``: the corpus the generation pipeline wrote (:mod:`knowlab.fiction_generation`,
@@ -45,6 +47,8 @@ def load_fiction(
     tables = _load(settings, basedir, generated_dir)
     if settings.events is not None:
         tables = first_events(tables, settings.events)
+    if settings.styles_per_event is not None:
+        tables = style_sample(tables, settings.styles_per_event)
     if settings.questions_per_document is not None:
         tables = {**tables, "fict_qa": question_sample(tables["fict_qa"], settings.questions_per_document)}
     return tables
@@ -62,6 +66,25 @@ def first_events(tables: dict[str, list[dict[str, Any]]], n: int) -> dict[str, l
         raise DataError(f"fiction.shipped.events is {n}, but the corpus has {len(order)} events")
     kept = set(order[:n])
     return {table: [r for r in records if r["event_id"] in kept] for table, records in tables.items()}
+
+
+def style_sample(tables: dict[str, list[dict[str, Any]]], per_event: int) -> dict[str, list[dict[str, Any]]]:
+    """The documents of ``per_event`` styles of each event, and their questions (seeds and fictsheets
+    whole), each table's order kept.
+
+    Styles rotate over the events without a random draw: the i-th event (in ``event_id`` order) keeps
+    styles ``i, i + 1, ..., i + per_event - 1`` (mod the styles, in name order), the rounds of
+    :func:`knowlab.fiction.splits.scored_documents`, so that every style is kept about equally often.
+    With one style per event a fiction run trains on few enough documents to see each of them within
+    the default's steps (issue 56: with all five, the Doc run drew 5 of its 24 scored training documents
+    by step 32; ``make plan`` prints this exposure).  A style an event lacks keeps nothing of it.
+    """
+    events = sorted({r["event_id"] for r in tables["fictions"]})
+    styles = sorted({r["style"] for r in tables["fictions"]})
+    kept_styles = {event: {styles[(i + r) % len(styles)] for r in range(per_event)} for i, event in enumerate(events)}
+    fictions = [r for r in tables["fictions"] if r["style"] in kept_styles[r["event_id"]]]
+    kept = {r["fiction_id"] for r in fictions}
+    return {**tables, "fictions": fictions, "fict_qa": [r for r in tables["fict_qa"] if r["fiction_id"] in kept]}
 
 
 def question_sample(fict_qa: list[dict[str, Any]], per_document: int) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 from knowlab.core.settings import StepSettings
 
 #: the keys of ``fiction.shipped`` that size the design (not where the corpus comes from)
-DESIGN_KEYS = ("events", "questions_per_document")
+DESIGN_KEYS = ("events", "styles_per_event", "questions_per_document")
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,12 @@ class FictionCorpusSettings(StepSettings):
     order of its seeds table, are the ones every step reads; None: all of them.  The design's size: the
     events are FictionalQA's unit of inference (docs/findings.md).  A released or generated corpus is
     read whole."""
+    styles_per_event: int | None = None
+    """``fiction.shipped.styles_per_event``: the documents of this many styles of each event, rotating over
+    the events (:func:`knowlab.fiction.corpus.style_sample`), and their questions, are what every step
+    reads; None: all five.  Fewer documents per event let a fiction run see each training document
+    within a short run (the memorisation claims are about repeated training); the Style splits need
+    every style of an event."""
     questions_per_document: int | None = None
     """``fiction.shipped.questions_per_document``: the questions every step reads per document
     (:func:`knowlab.fiction.corpus.question_sample`); None: all.  What a question costs (ranking its
@@ -41,6 +47,10 @@ class FictionCorpusSettings(StepSettings):
             raise ValueError(f"fiction.source must be 'shipped', 'release' or 'generate', got {self.source!r}")
         if self.events is not None and self.events < 1:
             raise ValueError(f"fiction.shipped.events must be at least 1 (or null: every event), got {self.events}")
+        if self.styles_per_event is not None and self.styles_per_event < 1:
+            raise ValueError(
+                f"fiction.shipped.styles_per_event must be at least 1 (or null: every style), got {self.styles_per_event}"
+            )
         if self.questions_per_document is not None and self.questions_per_document < 1:
             raise ValueError(
                 "fiction.shipped.questions_per_document must be at least 1 (or null: every question), "

@@ -13,7 +13,7 @@ unless its values tie (:func:`disagreements`; ``tests/test_findings_planner.py``
 What the planner builds, and from what:
 
 - **identities, exactly**: the corpus (:func:`knowlab.fiction.corpus.load_fiction`, the same
-  ``fiction.shipped.events`` and ``questions_per_document``), the splits
+  ``fiction.shipped.events``, ``styles_per_event`` and ``questions_per_document``), the splits
   (:func:`knowlab.fiction.splits.make_split`), the documents and questions each checkpoint scores
   (:func:`knowlab.fiction.splits.scored_documents`,
   :func:`knowlab.fictionalqa.settings.document_suites`), the grounding questions
@@ -36,6 +36,13 @@ What the planner builds, and from what:
   every unit differing.  A run whose own tables tie (every document's exact match 0, a
   grounding question's F1 equal under two conditions) reaches a larger smallest p than planned,
   and its ``findings_design.csv`` says so.
+- **exposure, exactly**: per fiction run and checkpoint, the fiction epochs its training has completed
+  and how many of the scored training documents it has drawn at least once, from the run's own
+  mixture sampler (:func:`knowlab.core.mixture.fiction_exposure`: the same seed, rate, warm-up and
+  batch; its epochs equal the run's ``train_log``).  Below one epoch by the last checkpoint the plan
+  says so: the memorisation claims (verbatim exact match, the U shape's rise, the train-validation
+  gap) are about repeated training (Kirchenbauer et al. 2026 Sec. 5, Fig. 2), and a document never
+  drawn cannot be memorised; the values drawn for the MDE do not know this (:attr:`Plan.exposure`).
 - With ``results`` (the last finished run's folder), a table there whose rows are the planned
   table's items is read instead of drawn, so the minimum detectable effect uses the run's
   variance.
@@ -61,7 +68,8 @@ import pandas as pd
 from knowlab import layout
 from knowlab.config import ROOT, load_config
 from knowlab.core.checkpoints import replicated_run
-from knowlab.fiction.corpus import first_events, load_fiction, question_sample
+from knowlab.core.mixture import fiction_exposure
+from knowlab.fiction.corpus import first_events, load_fiction, question_sample, style_sample
 from knowlab.fiction.release import RELEASE_EVENTS, RELEASE_QUESTIONS_PER_DOCUMENT, RELEASE_STYLES
 from knowlab.fiction.settings import FictionCorpusSettings
 from knowlab.fiction.splits import make_split, scored_documents
@@ -72,7 +80,7 @@ from knowlab.grounding.conditions import select_question_ids
 from knowlab.grounding.fiction import fiction_grounding_items
 from knowlab.grounding.kaist import KAIST_QUESTIONS
 from knowlab.grounding.settings import GroundingConditionSettings, condition_names
-from knowlab.layout import Layout
+from knowlab.layout import Layout, training_seeds
 from knowlab.sort.build import N_BINS
 from knowlab.sort.release import BOOKSORT_BOOKS
 
@@ -132,6 +140,10 @@ class Plan:
     findings: list[Finding]
     sources: list[str]
     assumptions: Assumptions
+    exposure: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Per fiction run (its first training seed) and checkpoint after step 0: ``run, step, epochs``
+    (fiction epochs completed), ``scored_training`` (the run's training documents among those each
+    checkpoint scores) and ``scored_trained`` (of those, drawn at least once by ``step``)."""
 
     def design(self) -> pd.DataFrame:
         """The columns of ``results/findings_design.csv`` that the design fixes (no status: nothing ran)."""
@@ -163,7 +175,7 @@ def plan_design(
     builder = _Builder(config, Path(basedir), assumptions, None if results is None else Path(results))
     settings = FindingsSettings.from_config(config)
     found = decide_all(PlannedResults(settings, builder.tables(), builder.trained, builder.model))
-    return Plan(found, builder.sources, assumptions)
+    return Plan(found, builder.sources, assumptions, builder.exposure)
 
 
 class _Builder:
@@ -180,6 +192,8 @@ class _Builder:
         #: the grounding rows' model name (the planned rows hold one model)
         self.model: str | None = None
         self.base_eval = next((name for name, spec in config["eval_models"].items() if spec == "base"), None)
+        #: :attr:`Plan.exposure`
+        self.exposure = pd.DataFrame(columns=["run", "step", "epochs", "scored_training", "scored_trained"])
 
     # -------------------------------------------------------------- values
 
@@ -263,6 +277,8 @@ class _Builder:
         )
         if settings.events is not None:
             tables = first_events(tables, settings.events)
+        if settings.styles_per_event is not None:
+            tables = style_sample(tables, settings.styles_per_event)
         if settings.questions_per_document is not None:
             tables["fict_qa"] = question_sample(tables["fict_qa"], settings.questions_per_document)
         return tables
@@ -324,12 +340,42 @@ class _Builder:
                 planned = pd.concat(frames, ignore_index=True)
                 out[relative] = self._finished(relative, planned, ("suite", "item_id"), ("webtext", "real_qa_nll"))
         out[layout.MODELS.relative()] = pd.DataFrame(sizes)
+        self._exposure(out, {d["fiction_id"] for d in scored} | {s["event_id"] for s in fictsheets})
         self.sources.append(
             f"FictionalQA: {len(fictions)} documents ({len(scored)} scored per checkpoint), {len(fict_qa)} questions, "
             f"{len(webtext)} held-out webtext paragraphs, {len(real_qa)} real-world questions; "
             f"model sizes in finetune.models' order"
         )
         return out
+
+    def _exposure(self, tables: Mapping[str, Any], scored: set[str]) -> None:
+        """:attr:`Plan.exposure` of every fiction run's split in ``tables``, and a source line per run."""
+        block, rows = self.config["finetune"], []
+        seed = training_seeds(self.config)[0]
+        for run in self.layout.fiction_runs:
+            train = tables[layout.SPLIT.relative(split=run)]["train_documents"]
+            mine = [i for i, document in enumerate(train) if document in scored]
+            drawn = fiction_exposure(
+                len(train), float(block["fiction_rate"]), int(block["fiction_warmup_steps"]),
+                int(block["global_batch_size"]), seed, self.layout.steps[1:],
+            )  # fmt: skip
+            for step, (epochs, seen) in drawn.items():
+                rows.append((run, step, epochs, len(mine), len(seen.intersection(mine))))
+        self.exposure = pd.DataFrame(rows, columns=self.exposure.columns)
+        for run, frame in self.exposure.groupby("run", sort=False):
+            steps = "; ".join(
+                f"step {r.step}: {r.epochs:.2g} epochs, {r.scored_trained} of its {r.scored_training} scored training "
+                "documents drawn"
+                for r in frame.itertuples()
+            )
+            last = frame.iloc[-1]
+            short = (
+                " (below one epoch: the memorisation claims are about repeated training, Kirchenbauer et al. 2026 "
+                "Sec. 5, Fig. 2; an undrawn document cannot be memorised)"
+                if last["epochs"] < 1
+                else ""
+            )
+            self.sources.append(f"fiction exposure, {run} (seed {seed}, its own sampler's draws): {steps}{short}")
 
     def _real_qa_ids(self) -> list[str]:
         block = self.config["real_qa"]
