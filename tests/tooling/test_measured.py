@@ -221,3 +221,136 @@ def test_restatements_are_found():
     found = measured.restatements(text, {140}, hand)
     assert sorted(found) == sorted(["2: '7 min 38 s'", "2: '458 s'", "3: '140 jobs'", "4: '95 s'", "5: '4 min 2 s'"])
     assert measured.restatements("the paper's 1,930 jobs; 32 steps of 2 sequences; 140 documents", {140}, hand) == []
+
+
+#: (benchmark under results/benchmarks, rule, s, output written, log text, threads, asks for a GPU): a run
+#: whose model jobs the page turns into tokens and FLOPs
+MODEL_JOBS = [
+    ("ft/doc/step-2.tsv", "finetune", 10.0, "results/fictionalqa/m/finetune/doc/train_log/step-2.parquet",
+     "run doc: ... device=cpu bf16=True zero=0", 2, True),
+    ("ft/books/epoch-1.tsv", "finetune", 4.0, "results/sort/parametric/books/train_log/epoch-1.parquet",
+     "run books: ... device=cpu bf16=True zero=0", 2, True),
+    ("eval/doc.tsv", "fictionalqa_evaluate", 20.0, "results/fictionalqa/m/evaluate/doc/step-2.parquet",
+     "compute: cpu, float32, at most None tokens\nknowlab.core.models: loaded x on cpu", 1, True),
+    ("gen/base.tsv", "grounding_generate", 5.0, "results/grounding/fiction/responses/base_model.jsonl",
+     "compute: cpu, float32, at most None tokens\nknowlab.core.models: loaded x on cpu", 1, True),
+    ("rank.tsv", "fictionalqa_rank_distractors", 7.0, "results/fictionalqa/corpus/mcq/ranked_candidates.parquet",
+     "compute: cpu, float32, at most None tokens\nknowlab.core.models: loaded x on cpu", 1, True),
+    ("score.tsv", "grounding_score", 1.0, "results/grounding/fiction/scores/base_model.parquet",
+     "compute: cpu, float32, at most None tokens", 1, True),
+    ("split.tsv", "fictionalqa_split", 2.0, "results/fictionalqa/splits/doc.json", "", 1, False),
+]  # fmt: skip
+MODEL_BLOCK = """[Fri Jan  2 03:04:06 2026]
+rule {rule}:
+    input: x
+    output: {output}, {output}.manifest.json
+    log: results/logs/{i}.log
+    jobid: {i}
+    benchmark: results/benchmarks/{path}
+    reason: Missing output files
+{threads}    resources: tmpdir=/tmp{gpu}
+"""
+PARAMS = 10**8
+MATMUL = {
+    "target": "matmul",
+    "command": ".venv/bin/python benchmarks/matmul.py",
+    "value": "matmul: float32_t1=5.0 bfloat16_t1=30.0 float32_t2=9.0 bfloat16_t2=60.0",
+    "seconds": 18, "commit": None, "date": "2026-01-01", "machine": "test",
+}  # fmt: skip
+
+
+def model_run(tmp_path: Path) -> Path:
+    """A finished run of model jobs: benchmark files, a Snakemake log naming each one's outputs, log,
+    threads and GPU request, the outputs tokens are read from, and each job's own log."""
+    import pandas as pd
+
+    run = tmp_path / "run"
+    outputs = {
+        "finetune": [pd.DataFrame({"step": [1, 2], "tokens": [300, 200]}), pd.DataFrame({"tokens": [40]})],
+        "fictionalqa_evaluate": pd.DataFrame({"suite": ["doc", "qa", "mcq4"], "n_tokens": [100, 150, 0]}),
+        "fictionalqa_rank_distractors": pd.DataFrame({"candidate": ["a", "b", "c"], "loss_yes": [1.0, 2.0, 3.0]}),
+        "grounding_score": pd.DataFrame({"f1": [0.5]}),
+    }
+    blocks = []
+    for i, (path, rule, s, output, text, threads, gpu) in enumerate(MODEL_JOBS):
+        tsv = run / "results" / "benchmarks" / path
+        tsv.parent.mkdir(parents=True, exist_ok=True)
+        tsv.write_text(f"s\tmax_rss\tcpu_time\n{s}\t100\t{s}\n")
+        out = run / output
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if rule == "finetune":
+            outputs[rule].pop(0).to_parquet(out)
+        elif rule == "grounding_generate":
+            records = [{"n_input_tokens": 40, "n_new_tokens": 10}, {"n_input_tokens": 60, "n_new_tokens": 15}]
+            out.write_text("".join(json.dumps(r) + "\n" for r in records))
+        elif rule in outputs:
+            outputs[rule].to_parquet(out)
+        else:
+            out.write_text("{}")
+        (run / "results" / "logs").mkdir(parents=True, exist_ok=True)
+        (run / "results" / "logs" / f"{i}.log").write_text(text + "\n")
+        blocks.append(
+            MODEL_BLOCK.format(
+                rule=rule, output=output, i=i, path=path, threads=f"    threads: {threads}\n" if threads > 1 else "",
+                gpu=", gpu=1" if gpu else "",
+            )  # fmt: skip
+        )
+    (run / ".snakemake" / "log").mkdir(parents=True)
+    (run / ".snakemake" / "log" / "2026-01-02T030405.snakemake.log").write_text(
+        LOG.replace("4 of 4", f"{len(MODEL_JOBS)} of {len(MODEL_JOBS)}").format(jobs="".join(blocks))
+    )
+    (run / "resources" / "base_model").mkdir(parents=True)
+    (run / "resources" / "base_model" / "config.json").write_text("{}")
+    return run
+
+
+def test_model_flops_per_kind_of_job_against_the_matmul_floor(tmp_path, monkeypatch):
+    monkeypatch.setattr(measured, "parameter_count", lambda model_dir: PARAMS)  # no model, no transformers
+    run = measured.measure_run(model_run(tmp_path))
+    assert run.params == PARAMS
+    assert measured.matmul_floor({"latest": [MATMUL], "earlier": []})[0] == {
+        ("float32", 1): 5.0, ("bfloat16", 1): 30.0, ("float32", 2): 9.0, ("bfloat16", 2): 60.0,
+    }  # fmt: skip
+    page = measured.render(None, [run], {"latest": [MATMUL], "earlier": []}, here=HERE)
+    assert "### Model FLOPs against the matmul floor" in page and f"N = {PARAMS:,}" in page
+    rows = table_rows(page, "| kind of job | jobs | tokens")
+    assert "fictionalqa_split" not in rows  # no GPU asked: no model run
+
+    # fine-tuning, split by the folder it writes under: 6N per trained token, bf16 at 2 threads
+    ft = rows["finetune (`fictionalqa/`)"]
+    assert ft[:4] == ["1", "500", f"{6 * PARAMS * 500:.3g}", "10.0"]
+    assert number(ft[4]) == pytest.approx(6 * PARAMS * 500 / 10.0 / 1e9, abs=0.005)
+    assert ft[5:] == ["bfloat16, 2", "60.0", f"{6 * PARAMS * 500 / 10.0 / 1e9 / 60.0:.3f}"]
+    assert rows["finetune (`sort/`)"][1:3] == ["40", f"{6 * PARAMS * 40:.3g}"]
+
+    # evaluation: 2N per recorded token, a lower bound (questions and MCQ tokens not recorded), float32 at 1
+    ev = next(cells for name, cells in rows.items() if name.startswith("fictionalqa_evaluate ("))
+    assert ev[1:4] == ["≥ 250", f"≥ {2 * PARAMS * 250:.3g}", "20.0"]
+    assert ev[5:] == ["float32, 1", "5.0", f"≥ {2 * PARAMS * 250 / 20.0 / 1e9 / 5.0:.3f}"]
+
+    # generation: prompt and generated tokens
+    gen = rows["grounding_generate"]
+    assert gen[1:3] == ["125", f"{2 * PARAMS * 125:.3g}"]
+    assert number(gen[4]) == pytest.approx(2 * PARAMS * 125 / 5.0 / 1e9, abs=0.005)
+
+    # not recorded: a dash and a footnote, never a number
+    rank_name, rank = next((n, c) for n, c in rows.items() if n.startswith("fictionalqa_rank_distractors ("))
+    assert rank[1:3] == ["-", "-"] and rank[4] == "-" and rank[7] == "-"
+    footnote = rank_name.split(" (")[1].rstrip(")")
+    assert f"({footnote}) not recorded: `ranked_candidates.parquet` has one row per prompt (3 prompts" in page
+    score_name = next(n for n in rows if n.startswith("grounding_score ("))
+    assert "its log records no model loaded" in page.split(f"\n({score_name.split(' (')[1]} ")[1].splitlines()[0]
+
+    total = rows["**total, jobs with tokens**"]
+    flops = 6 * PARAMS * 540 + 2 * PARAMS * (250 + 125)
+    assert total[:4] == ["4", "≥ 915", f"≥ {flops:.3g}", "39.0"]  # the jobs with tokens, not the dashes
+
+
+def test_a_run_without_model_jobs_or_a_matmul_entry_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(measured, "parameter_count", lambda model_dir: PARAMS)
+    hand = {"latest": [], "earlier": []}
+    page = measured.render(None, [measured.measure_run(model_run(tmp_path))], hand, here=HERE)
+    assert "not measured: no `benchmarks/matmul.py` entry" in page
+    assert table_rows(page, "| kind of job | jobs | tokens")["grounding_generate"][6:] == ["-", "-"]
+    page = measured.render(None, [measured.measure_run(fabricated_run(tmp_path / "other"))], hand, here=HERE)
+    assert "No job of the run's Snakemake logs asks for a GPU" in page

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import re
@@ -77,6 +78,7 @@ ENTRY_KEYS = ("target", "command", "value", "seconds", "commit", "date", "machin
 
 _LOG_JOB = re.compile(r"^\s*(local)?rule (\w+):\s*$")
 _LOG_BENCHMARK = re.compile(r"^\s+benchmark: (\S+)\s*$")
+_LOG_JOB_FIELD = re.compile(r"^\s+(output|log|threads|resources): (.*)$")
 _LOG_STEPS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done")
 _LOG_ELAPSED = re.compile(r"^Elapsed time: (?:(\d+) days?, )?(\d+):(\d+):(\d+(?:\.\d+)?)")
 _LOG_FIELD = re.compile(r"^\s+(Date|Command|Config file\(s\)|Host|Platform|Snakemake version): (.*)$")
@@ -149,6 +151,8 @@ class LogRun:
     steps: tuple[int, int] | None = None
     elapsed_s: float | None = None
     benchmarks: dict[str, str] = field(default_factory=dict)
+    #: per benchmark path, its job block: :class:`JobBlock`
+    jobs: dict[str, "JobBlock"] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -156,20 +160,49 @@ class LogRun:
         return self.steps is not None and self.steps[0] == self.steps[1] > 0
 
 
+@dataclass
+class JobBlock:
+    """One job block of a Snakemake log: its rule, ``output:`` and ``log:`` paths, ``threads:``
+    (Snakemake prints it only above 1) and whether its ``resources:`` ask for a GPU (``gpu=``: the
+    workflow's mark of a job that runs a model)."""
+
+    rule: str
+    outputs: list[str] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+    threads: int = 1
+    gpu: bool = False
+
+
 def parse_log(path: Path) -> LogRun:
     """The facts of a Snakemake log: header fields, provided cores, the last ``N of M steps`` line,
-    the elapsed time and, per job block (``rule X:`` / ``localrule X:``), its ``benchmark:`` path."""
+    the elapsed time and, per job block (``rule X:`` / ``localrule X:``), its ``benchmark:`` path
+    (with the block's outputs, logs, threads and GPU request: :class:`JobBlock`)."""
     run = LogRun(Path(path))
     rule = None  # the rule of the job block the line is in (its indented lines), or None
+    block: JobBlock | None = None
     for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
         if found := _LOG_JOB.match(line):
             rule = found.group(2)
+            block = JobBlock(rule)
             continue
         if rule and (found := _LOG_BENCHMARK.match(line)):
             run.benchmarks[found.group(1)] = rule
+            run.jobs[found.group(1)] = block
+            continue
+        if rule and block is not None and (found := _LOG_JOB_FIELD.match(line)):
+            key, value = found.groups()
+            if key == "output":
+                block.outputs = [v.strip() for v in value.split(",") if v.strip()]
+            elif key == "log":
+                block.logs = [v.strip() for v in value.split(",") if v.strip()]
+            elif key == "threads" and value.strip().isdigit():
+                block.threads = int(value.strip())
+            elif key == "resources":
+                block.gpu = bool(re.search(r"(?:^|,\s*)gpu=[1-9]", value))
             continue
         if not line.startswith((" ", "\t")):
             rule = None
+            block = None
         if found := _LOG_FIELD.match(line):
             key, value = found.group(1), found.group(2).strip()
             if key == "Date" and run.date is None:
@@ -227,6 +260,8 @@ class Bench:
     s: float
     cpu_s: float | None
     max_rss_mib: float | None
+    #: the job's block in the Snakemake log (None when no log names the file)
+    job: JobBlock | None = None
 
 
 @dataclass
@@ -243,6 +278,10 @@ class RunMeasure:
     sizes: dict[str, int]
     checkpoints_bytes: int
     resources_bytes: int | None
+    #: the base model's parameter count (:func:`parameter_count` of ``resources/base_model``), or None
+    params: int | None = None
+    #: per model job (:func:`model_jobs`)
+    model_jobs: list["ModelJob"] = field(default_factory=list)
 
 
 def locate(folder: str | os.PathLike) -> tuple[Path, Path]:
@@ -296,15 +335,17 @@ def measure_run(folder: str | os.PathLike) -> RunMeasure:
     logs = sorted((base / ".snakemake" / "log").glob("*.snakemake.log"))
     parsed = [parse_log(path) for path in logs]
     rule_of: dict[str, str] = {}
+    job_of: dict[str, JobBlock] = {}
     for one in parsed:  # oldest first: a later run's mapping wins
         rule_of.update(one.benchmarks)
+        job_of.update(one.jobs)
     complete = [one for one in parsed if one.complete]
     log = complete[-1] if complete else None
     benchmarks = []
     for path in sorted((results / "benchmarks").rglob("*.tsv")) if (results / "benchmarks").is_dir() else []:
         relative = path.relative_to(base).as_posix()
         s, cpu, rss = read_benchmark(path)
-        benchmarks.append(Bench(relative, rule_of.get(relative), s, cpu, rss))
+        benchmarks.append(Bench(relative, rule_of.get(relative), s, cpu, rss, job_of.get(relative)))
     manifests = load_manifests(base)
     commits = Counter(
         ((m.get("git") or {}).get("commit"), (m.get("git") or {}).get("dirty")) for m in manifests.values()
@@ -316,6 +357,7 @@ def measure_run(folder: str | os.PathLike) -> RunMeasure:
         sizes[key] = sizes.get(key, 0) + size
     checkpoints = sum(tree_bytes(Path(d)) for d, subdirs, _ in os.walk(results) if Path(d).name == "checkpoints")
     resources = base / "resources"
+    params = parameter_count(resources / "base_model") if (resources / "base_model" / "config.json").is_file() else None
     return RunMeasure(
         folder=Path(folder),
         results=results,
@@ -327,6 +369,8 @@ def measure_run(folder: str | os.PathLike) -> RunMeasure:
         sizes=sizes,
         checkpoints_bytes=checkpoints,
         resources_bytes=tree_bytes(resources) if resources.is_dir() else None,
+        params=params,
+        model_jobs=model_jobs(base, benchmarks),
     )
 
 
@@ -360,6 +404,321 @@ def rule_times(benchmarks: Iterable[Bench]) -> tuple[list[RuleTime], RuleTime]:
         rows.setdefault(name, RuleTime(name)).add(bench)
         total.add(bench)
     return sorted(rows.values(), key=lambda r: (-r.s, r.rule)), total
+
+
+# ------------------------------------------------------------------ model FLOPs against the matmul floor
+
+#: what a model job's outputs cannot tell, per rule: ``(bound, note)``, the note a footnote of its row;
+#: bound ``>=`` (the recorded tokens are some of those run) or ``<=`` (requests that may have shared a row)
+TOKEN_NOTES = {
+    "fictionalqa_evaluate": (
+        ">=",
+        "a lower bound: the item table's `n_tokens` are the scored tokens of the document and webtext suites "
+        "(each document's forward pass, prefix token included) and the answers of the QA-likelihood suites; the "
+        "questions before those answers and every token of the MCQ suites (`n_tokens` 0) are not recorded",
+    ),
+    "fictionalqa_rank_distractors": (
+        "",
+        "not recorded: `ranked_candidates.parquet` has one row per prompt ({rows:,} prompts, each followed by "
+        '" Yes" and " No"), not their tokens',
+    ),
+    **{
+        rule: (
+            "<=",
+            "an upper bound: the sum of the item tables' `n_context_tokens` (each prompt; its one-token labels add "
+            "none) and, for the segment likelihoods, `n_tokens_a` + `n_tokens_b`, per request; the scoring engine "
+            "runs prompts that share a prefix of 32 tokens or more (one excerpt's items) in one row where that is "
+            "cheaper, the prefix once",
+        )
+        for rule in ("sort_evaluate_base", "sort_fiction_evaluate", "sort_parametric_evaluate")
+    },
+}
+#: a job whose log has no such line loaded no model (it asked for a GPU for one it did not need)
+_LOADED = re.compile(r"knowlab\.core\.models: loaded ")
+#: a rule without a note of its own whose outputs hold no token counts
+NO_TOKENS = "not recorded: its outputs hold no token counts"
+#: the hand-kept entry whose ``value`` holds the matmul floor (``benchmarks/matmul.py``'s last line)
+MATMUL_COMMAND = "benchmarks/matmul.py"
+_MATMUL_FIGURE = re.compile(r"\b(float32|bfloat16|float16)_t(\d+)=(\d+(?:\.\d+)?)")
+
+
+def parameter_count(model_dir: str | os.PathLike) -> int:
+    """Parameters of the model whose ``config.json`` is in ``model_dir``, built on the meta device (no
+    weights read): ``sum(p.numel() for p in model.parameters())``, so tied input and output embeddings
+    count once."""
+    # deferred: torch and transformers load only when a run folder holds a model config
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(model_dir)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+@dataclass
+class ModelJob:
+    """One job that ran a model (its log block asks for a GPU): tokens from its outputs, wall s from
+    its benchmark file, dtype from its log.  ``tokens`` None: not recorded; ``partial``: a lower bound."""
+
+    rule: str
+    group: str
+    s: float
+    tokens: int | None
+    trained: bool
+    dtype: str | None
+    threads: int
+    note: str | None = None
+    bound: str = ""
+
+
+def _parquet_columns(path: Path, wanted: Sequence[str]) -> dict[str, float]:
+    """Sums of the columns of ``wanted`` that the parquet file has (none: empty)."""
+    import pyarrow.parquet as pq  # deferred: the page's other parts need no parquet
+
+    have = [c for c in wanted if c in pq.read_schema(path).names]
+    if not have:
+        return {}
+    table = pq.read_table(path, columns=have).to_pandas()
+    return {c: float(table[c].fillna(0).sum()) for c in have}
+
+
+def job_tokens(base: Path, outputs: Sequence[str]) -> tuple[int | None, bool, int]:
+    """``(tokens, trained, rows)`` of a model job from its output files (paths relative to ``base``):
+
+    * a training log (``train_log/*.parquet``): the sum of ``tokens`` (each optimizer step's
+      non-padding tokens), trained;
+    * generations (``*.jsonl`` with ``n_input_tokens``, ``n_new_tokens``): prompt plus generated tokens;
+    * item tables (``*.parquet``): the sum of ``n_context_tokens`` (SORT: a prompt, its one-token
+      labels scored from its last position), ``n_tokens_a`` + ``n_tokens_b`` (SORT's segment
+      likelihoods) and ``n_tokens`` (FictionalQA's scored tokens).
+
+    ``tokens`` is None when no output holds such a column; ``rows``: the rows of the parquet outputs.
+    """
+    tokens: int | None = None
+    trained = False
+    rows = 0
+    for name in outputs:
+        path = base / name
+        if not path.is_file():
+            continue
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq  # deferred: the page's other parts need no parquet
+
+            rows += pq.read_metadata(path).num_rows
+            if path.parent.name == "train_log":
+                sums = _parquet_columns(path, ["tokens"])
+                trained = trained or bool(sums)
+            else:
+                sums = _parquet_columns(path, ["n_context_tokens", "n_tokens_a", "n_tokens_b", "n_tokens"])
+        elif path.suffix == ".jsonl":
+            sums = {}
+            for line in path.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line) if line.strip() else {}
+                for key in ("n_input_tokens", "n_new_tokens"):
+                    if isinstance(record.get(key), (int, float)):
+                        sums[key] = sums.get(key, 0.0) + record[key]
+        else:
+            continue
+        if sums:
+            tokens = (tokens or 0) + round(sum(sums.values()))
+    return tokens, trained, rows
+
+
+def loaded_model(base: Path, logs: Sequence[str]) -> bool | None:
+    """Whether a job's log says it loaded a model (``knowlab.core.models: loaded ...``, or a fine-tuning
+    job's ``bf16=``); None without a log."""
+    texts = [(base / n).read_text(encoding="utf-8", errors="replace") for n in logs if (base / n).is_file()]
+    return any(_LOADED.search(t) or "bf16=" in t for t in texts) if texts else None
+
+
+def job_dtype(base: Path, logs: Sequence[str]) -> str | None:
+    """The dtype a job ran its model in, from its own log: a fine-tuning job's ``bf16=True|False``
+    (bfloat16 weights, or float32), another's ``compute: <device>, <dtype>`` line; None if neither."""
+    for name in logs:
+        path = base / name
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if found := re.search(r"\bbf16=(True|False)\b", text):
+            return "bfloat16" if found.group(1) == "True" else "float32"
+        if found := re.search(r"compute: [^,\n]+, (\w+)", text):
+            return found.group(1)
+    return None
+
+
+def model_jobs(base: Path, benchmarks: Iterable[Bench]) -> list[ModelJob]:
+    """The jobs of a run that ran a model (their log block asks for a GPU), with their tokens
+    (:func:`job_tokens`), dtype (:func:`job_dtype`) and threads; grouped per rule and, where a rule
+    writes under more than one top folder of ``results/`` (fine-tuning: ``fictionalqa/``, ``sort/``),
+    per folder."""
+    jobs = []
+    for bench in benchmarks:
+        job = bench.job
+        if job is None or not job.gpu:
+            continue
+        tokens, trained, rows = job_tokens(base, job.outputs)
+        folders = [
+            Path(o).parts[1] for o in job.outputs if Path(o).parts[:1] == ("results",) and len(Path(o).parts) > 2
+        ]
+        bound, note = TOKEN_NOTES.get(job.rule, ("", None))
+        if tokens is None:
+            bound = ""
+            if note is None:
+                note = NO_TOKENS
+                if loaded_model(base, job.logs) is False:
+                    note += " (its log records no model loaded: it ran none)"
+        jobs.append(
+            ModelJob(
+                rule=job.rule,
+                group=folders[0] if folders else "",
+                s=bench.s,
+                tokens=tokens,
+                trained=trained,
+                dtype=job_dtype(base, job.logs),
+                threads=job.threads,
+                note=note.format(rows=rows) if note else None,
+                bound=bound,
+            )
+        )
+    return jobs
+
+
+def matmul_floor(hand: Mapping[str, list[dict[str, Any]]]) -> tuple[dict[tuple[str, int], float], dict | None]:
+    """``{(dtype, threads): GFLOP/s}`` of the latest hand-kept ``benchmarks/matmul.py`` entry (its
+    ``value``: ``float32_t1=86.0 bfloat16_t1=...``), and that entry; empty and None without one."""
+    for part in ("latest", "earlier"):
+        for entry in hand.get(part, []):
+            if MATMUL_COMMAND in str(entry.get("command")):
+                figures = {(d, int(t)): float(g) for d, t, g in _MATMUL_FIGURE.findall(str(entry.get("value")))}
+                return figures, entry
+    return {}, None
+
+
+@dataclass
+class FlopRow:
+    """One kind of model job of a run: its jobs' tokens, FLOPs and benchmark seconds."""
+
+    label: str
+    jobs: int = 0
+    s: float = 0.0
+    tokens: int | None = 0
+    flops: float | None = 0.0
+    trained: bool = False
+    bounds: set = field(default_factory=set)
+    dtypes: set = field(default_factory=set)
+    threads: set = field(default_factory=set)
+    notes: list = field(default_factory=list)
+
+    @property
+    def achieved(self) -> float | None:
+        """FLOP/s: FLOPs over the jobs' summed benchmark ``s``."""
+        return self.flops / self.s if self.flops is not None and self.s > 0 else None
+
+
+def flop_rows(jobs: Sequence[ModelJob], params: int | None) -> tuple[list[FlopRow], FlopRow]:
+    """Per kind of model job (rule, and folder where a rule writes under several), most FLOPs first,
+    and the total of the jobs whose tokens are recorded: tokens, FLOPs (``6 * params`` a trained token,
+    ``2 * params`` a scored or generated one; None without ``params`` or tokens), seconds."""
+    folders: dict[str, set] = {}
+    for job in jobs:
+        folders.setdefault(job.rule, set()).add(job.group)
+    rows: dict[str, FlopRow] = {}
+    total = FlopRow("total, jobs with tokens")
+    for job in jobs:
+        label = f"{job.rule} (`{job.group}/`)" if len(folders[job.rule]) > 1 else job.rule
+        row = rows.setdefault(label, FlopRow(label))
+        for target in (row, total) if job.tokens is not None else (row,):
+            target.jobs += 1
+            target.s += job.s
+            target.trained = target.trained or job.trained
+            if job.bound:
+                target.bounds.add(job.bound)
+            target.dtypes.add(job.dtype)
+            target.threads.add(job.threads)
+            if job.note and job.note not in target.notes:
+                target.notes.append(job.note)
+            if job.tokens is None or target.tokens is None:
+                target.tokens = target.flops = None
+            else:
+                target.tokens += job.tokens
+                target.flops = (
+                    None if params is None else target.flops + (6 if job.trained else 2) * params * job.tokens
+                )
+    return sorted(rows.values(), key=lambda r: (-(r.flops or 0), r.label)), total
+
+
+def _render_flops(run: RunMeasure, hand: Mapping[str, list[dict[str, Any]]]) -> list[str]:
+    jobs = run.model_jobs
+    if not jobs:
+        return [
+            "",
+            "### Model FLOPs against the matmul floor",
+            "",
+            "No job of the run's Snakemake logs asks for a GPU (the mark of a job that runs a model): no FLOPs.",
+        ]
+    floor, entry = matmul_floor(hand)
+    rows, total = flop_rows(jobs, run.params)
+    n = f"N = {run.params:,}" if run.params is not None else "N not known (no `resources/base_model/config.json`)"
+    out = [
+        "",
+        "### Model FLOPs against the matmul floor",
+        "",
+        "Per kind of job that runs a model (its log block asks for a GPU): the tokens its outputs record, the FLOPs "
+        f"they are worth, and those FLOPs per second of the jobs' benchmark `s` (wall seconds, model loading and "
+        f"everything else in the job included). FLOPs: 6N per trained token, 2N per scored or generated token "
+        f"(prompt tokens count: they are run through the model), {n} parameters of the base model "
+        "(`resources/base_model/config.json` built on the meta device, `sum(p.numel() for p in model.parameters())`: "
+        "the tied output layer counted once); attention's sequence-length term is left out. *Floor*: this machine's "
+        "`torch.matmul` throughput in the job's dtype (from its log: `bf16=` of a fine-tuning job, `compute:` of "
+        "another) at its threads (Snakemake's `threads:`, 1 where the log names none), "
+        + (
+            f"from `{MATMUL_COMMAND}` ({entry['date']}, `{entry['value']}`, the SmolLM2-135M MLP shape; "
+            "measured by hand, above); *of floor* = achieved / floor."
+            if entry
+            else f"not measured: no `{MATMUL_COMMAND}` entry in the hand-kept file."
+        ),
+        "",
+        "| kind of job | jobs | tokens | FLOPs | wall s | achieved GFLOP/s | dtype, threads | floor GFLOP/s | of floor |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
+    notes: list[str] = []
+
+    def cells(row: FlopRow, bold: bool) -> str:
+        marks = ""
+        for note in row.notes:
+            if note not in notes:
+                notes.append(note)
+            marks += f" ({notes.index(note) + 1})"
+        at_least = {">=": "≥ ", "<=": "≤ "}.get(next(iter(row.bounds)), "") if len(row.bounds) == 1 else ""
+        if len(row.bounds) > 1 or row.tokens is None:
+            at_least = "~ " if len(row.bounds) > 1 else ""
+        tokens = f"{at_least}{row.tokens:,}" if row.tokens is not None else "-"
+        flops = f"{at_least}{row.flops:.3g}" if row.flops is not None else "-"
+        achieved = row.achieved
+        gflops = f"{at_least}{achieved / 1e9:,.2f}" if achieved is not None else "-"
+        dtypes = sorted(d or "?" for d in row.dtypes)
+        kinds = ", ".join(dtypes) + ", " + ", ".join(str(t) for t in sorted(row.threads))
+        peak = floor.get((dtypes[0], next(iter(row.threads)))) if len(dtypes) == 1 and len(row.threads) == 1 else None
+        share = f"{at_least}{achieved / 1e9 / peak:.3f}" if peak and achieved is not None else "-"
+        name = f"**{row.label}**" if bold else row.label
+        return (
+            f"| {name}{'' if bold else marks} | {row.jobs:,} | {tokens} | {flops} | {row.s:,.1f} | {gflops} "
+            f"| {kinds if not bold else '-'} | {_num(peak) if peak and not bold else '-'} | {share if not bold else '-'} |"
+        )
+
+    out += [cells(row, False) for row in rows]
+    out.append(cells(total, True))
+    out += [
+        "",
+        "≥: a lower bound (some of the tokens run are recorded), ≤: an upper bound (the requests' tokens, some of "
+        "which may have run once for several), ~: both kinds summed; the total sums the jobs whose tokens are "
+        "recorded. A fine-tuning job's dtype is its weights' (`bf16=True`: bfloat16 weights, float32 master "
+        "weights); the other jobs' is `compute.dtype`'s, as their logs say.",
+    ]
+    for i, note in enumerate(notes, 1):
+        out += ["", f"({i}) {note}."]
+    return out
 
 
 # ------------------------------------------------------------------ measured by hand
@@ -525,7 +884,7 @@ def _render_jobs(dry: Mapping[str, Mapping[str, int]], local: Any, dry_commit: s
     return out
 
 
-def _render_run(run: RunMeasure, here: Mapping[str, Any]) -> list[str]:
+def _render_run(run: RunMeasure, here: Mapping[str, Any], hand: Mapping[str, list[dict[str, Any]]]) -> list[str]:
     out = [f"## {run_heading(run.config)}", ""]
     out.append(f"Run folder `{run.folder}` (results in `{run.results}`).")
     out += ["", "| what | measured |", "| --- | --- |"]
@@ -608,6 +967,8 @@ def _render_run(run: RunMeasure, here: Mapping[str, Any]) -> list[str]:
         out.append(f"| `{name}` | {size:,} | {gib(size)} |")
     out.append(f"| **results/** | **{results_total:,}** | **{gib(results_total)}** |")
     out.append(f"| of it in `checkpoints/` folders | {run.checkpoints_bytes:,} | {gib(run.checkpoints_bytes)} |")
+    if run.benchmarks:
+        out += _render_flops(run, hand)
     return out
 
 
@@ -671,7 +1032,7 @@ def render(
     if dry is not None:
         out += ["", *_render_jobs(dry, local, dry_commit)]
     for run in runs:
-        out += ["", *_render_run(run, here)]
+        out += ["", *_render_run(run, here, hand)]
     if not runs:
         out += ["", "## Runs", "", "No run folder was given (`--run DIR`): no job times or sizes."]
     return "\n".join(out) + "\n"
