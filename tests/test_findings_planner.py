@@ -41,6 +41,20 @@ def test_the_default_can_decide_every_fictionalqa_claim_whose_factor_it_has(defa
     assert (event.unit, event.n_clusters) == ("event", 16) and event.min_p < 0.001 and event.mde > 0
 
 
+def test_every_fiction_run_of_the_default_trains_on_each_document_it_is_scored_on(default_plan):
+    """Issue 56: the plan replays each fiction run's own sampler; on the default (one style of each event)
+    every scored training document is drawn by the last checkpoint, at 1.5 epochs of the Doc split's
+    24, 1.1 of the Event split's 32 and 2.25 of the Fictsheets split's 16 (with all five styles the Doc
+    run had drawn 5 of its 24 by step 32), and the plan's header says so."""
+    exposure = default_plan.exposure.set_index(["run", "step"])
+    last = exposure.xs(32, level="step")
+    assert (last["scored_trained"] == last["scored_training"]).all()
+    assert last["scored_training"].to_dict() == {"doc": 24, "event": 32, "fictsheets": 16}
+    assert last["epochs"].to_dict() == pytest.approx({"doc": 1.5, "event": 36 / 32, "fictsheets": 2.25})
+    assert (exposure.xs(16, level="step")["epochs"] < last["epochs"]).all()
+    assert any(s.startswith("fiction exposure, doc (seed 1234") for s in default_plan.sources)
+
+
 def test_the_minimum_detectable_effect_follows_the_stated_variance(default_plan):
     """Twice the assumed SD of an accuracy gives twice the MDE of every FictionalQA accuracy line (the same
     draws, scaled; SORT's parametric rows are 0/1, as Tango's interval needs), and the design's counts do

@@ -231,9 +231,15 @@ def test_findings_record_effect_interval_and_status_for_every_claim(workdir):
     from knowlab.config import load_config
     from knowlab.findings.planner import disagreements, plan_design
 
-    planned = plan_design(load_config(ROOT / "config" / "test.yaml"), ROOT).design()
+    plan = plan_design(load_config(ROOT / "config" / "test.yaml"), ROOT)
+    planned = plan.design()
     assert disagreements(planned, design) == []
     assert (planned["n_clusters"].notna() == design["n_clusters"].notna()).all()
+    # ... and each fiction run's exposure by each checkpoint is its training log's (the same sampler draws)
+    model = next(iter(load_config(ROOT / "config" / "test.yaml")["finetune"]["models"]))
+    for row in plan.exposure.itertuples():
+        log = pd.read_parquet(workdir / "results" / "fictionalqa" / model / "finetune" / row.run / "train_log.parquet")
+        assert log.loc[log["step"] == row.step, "fiction_epochs"].item() == pytest.approx(row.epochs), row
     # the shipped corpus's 6 events, 4 of them trained: no choice of events is rarer than 1 in C(6, 4) = 15,
     # so the Event split's train-vs-validation claim cannot reach alpha at the event
     event = next(r for r in records if r["claim"] == "training-document loss below validation-document loss (event)")
