@@ -276,6 +276,20 @@ def test_shared_prefix_is_fed_once(tiny, corpus, monkeypatch):
     assert width < fed_alone / 3
 
 
+@pytest.mark.parametrize("min_shared_prefix", [32, 70])  # packed in one row; a row per context
+def test_the_log_line_counts_the_tokens_run_through_the_model(tiny, corpus, monkeypatch, caplog, min_shared_prefix):
+    """Each call logs the non-padding tokens of every sequence it ran (what knowlab.tooling.measured counts
+    at 2N FLOPs): one row per batch here, so no padding, and the count is the rows' length."""
+    model, tok = tiny
+    _, pairs = _prefix_sharing_pairs(tok, corpus)
+    rows = _record_input_rows(model, monkeypatch)
+    with caplog.at_level("INFO", logger="knowlab.core.scoring"):
+        score_token_ids(model, pairs, batch_size=1, desc="probe", min_shared_prefix=min_shared_prefix)
+    line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("probe: "))
+    assert line.startswith(f"probe: {len(pairs)} requests scored, {sum(map(len, rows))} tokens through the model in ")
+    assert f"in {len(rows)} sequences" in line
+
+
 def test_a_prefix_shorter_than_min_shared_prefix_is_not_shared(tiny, corpus, monkeypatch):
     model, tok = tiny
     _, pairs = _prefix_sharing_pairs(tok, corpus)
@@ -375,7 +389,6 @@ class _Wrapped(torch.nn.Module):
 
     def get_output_embeddings(self):
         return self.inner.get_output_embeddings()
-
 
 
 class _PositionsFromTheMask(_Wrapped):

@@ -346,6 +346,25 @@ def test_model_flops_per_kind_of_job_against_the_matmul_floor(tmp_path, monkeypa
     assert total[:4] == ["4", "≥ 915", f"≥ {flops:.3g}", "39.0"]  # the jobs with tokens, not the dashes
 
 
+def test_the_scoring_engines_log_lines_give_a_jobs_tokens_exactly(tmp_path, monkeypatch):
+    """A job whose log has the scoring engine's lines (knowlab.core.scoring.score_token_ids, since
+    2026-11-29) counts the tokens they name, exactly, in place of its outputs' bound or dash."""
+    monkeypatch.setattr(measured, "parameter_count", lambda model_dir: PARAMS)
+    run_dir = model_run(tmp_path)
+    i = next(i for i, job in enumerate(MODEL_JOBS) if job[1] == "fictionalqa_rank_distractors")
+    with open(run_dir / "results" / "logs" / f"{i}.log", "a") as log:
+        log.write("2026-01-02 03:04:05 INFO knowlab.core.scoring: rank: 30 requests scored, 1200 tokens through the "
+                  "model in 3 sequences (3 packed)\n")  # fmt: skip
+        log.write("2026-01-02 03:04:06 INFO knowlab.core.scoring: rank: 2 requests scored, 34 tokens through the "
+                  "model in 2 sequences (0 packed)\n")  # fmt: skip
+    run = measured.measure_run(run_dir)
+    rank = next(job for job in run.model_jobs if job.rule == "fictionalqa_rank_distractors")
+    assert (rank.tokens, rank.bound, rank.note) == (1234, "", None)
+    assert (
+        next(job for job in run.model_jobs if job.rule == "fictionalqa_evaluate").bound == ">="
+    )  # no lines: as before
+
+
 def test_a_run_without_model_jobs_or_a_matmul_entry_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(measured, "parameter_count", lambda model_dir: PARAMS)
     hand = {"latest": [], "earlier": []}

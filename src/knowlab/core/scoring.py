@@ -85,6 +85,7 @@ PACKING_TOLERANCE = 1e-4
 #: the one with the most requests, and others of different widths
 PACKING_CHECK_ROWS = 4
 
+
 @dataclass(frozen=True)
 class TokenScores:
     """Per-token scores of one request's continuation: log-probabilities (nats) and greedy matches."""
@@ -214,6 +215,10 @@ def score_token_ids(
             to share a sequence (below 1 counts as 1); identical contexts may share one whatever
             their length.  Whether requests do share one is decided by estimated compute.
 
+    Logs one line per call: ``<desc>: N requests scored, T tokens through the model in S sequences (P
+    packed)``, T the non-padding input tokens of every sequence run (a packed prefix once): the tokens
+    ``knowlab.tooling.measured`` counts at 2N FLOPs each.
+
     Returns:
         one :class:`TokenScores` per pair, in order, each of length ``len(continuation_ids)``
         (fewer only if the window cut into the continuation).
@@ -254,6 +259,13 @@ def score_token_ids(
             results.update(_score_packed(model, pairs, rows, batch_size, desc))
         scores = _score_alone(model, [pairs[i] for i in alone], batch_size, max_length, desc)
         results.update(zip(alone, scores))
+    alone_inputs = {tuple((list(pairs[i][0]) + list(pairs[i][1]))[-(max_length + 1) : -1]) for i in alone}
+    packed_tokens = sum(_row_width(pairs, row) for row in rows)
+    log.info(
+        "%s: %d requests scored, %d tokens through the model in %d sequences (%d packed)",
+        desc, len(pairs), packed_tokens + sum(map(len, alone_inputs)),
+        len(rows) + len(alone_inputs), len(rows),
+    )  # fmt: skip
     return [results[i] for i in range(len(pairs))]
 
 

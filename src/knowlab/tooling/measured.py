@@ -409,7 +409,8 @@ def rule_times(benchmarks: Iterable[Bench]) -> tuple[list[RuleTime], RuleTime]:
 # ------------------------------------------------------------------ model FLOPs against the matmul floor
 
 #: what a model job's outputs cannot tell, per rule: ``(bound, note)``, the note a footnote of its row;
-#: bound ``>=`` (the recorded tokens are some of those run) or ``<=`` (requests that may have shared a row)
+#: bound ``>=`` (the recorded tokens are some of those run) or ``<=`` (requests that may have shared a row).
+#: Only for runs older than the scoring engine's token lines (:func:`scored_tokens`), which are exact.
 TOKEN_NOTES = {
     "fictionalqa_evaluate": (
         ">=",
@@ -525,6 +526,23 @@ def job_tokens(base: Path, outputs: Sequence[str]) -> tuple[int | None, bool, in
     return tokens, trained, rows
 
 
+#: the scoring engine's line per call (:func:`knowlab.core.scoring.score_token_ids`)
+_SCORED = re.compile(r": \d+ requests scored, (\d+) tokens through the model in ")
+
+
+def scored_tokens(base: Path, logs: Sequence[str]) -> int | None:
+    """The tokens a job's scoring passes ran, summed over the scoring engine's log lines
+    (:func:`knowlab.core.scoring.score_token_ids`, since 2026-11-29: exact, packed prefixes once); None
+    when its log has none (an older run: :func:`job_tokens` reads its outputs instead)."""
+    found = [
+        int(n)
+        for name in logs
+        if (base / name).is_file()
+        for n in _SCORED.findall((base / name).read_text(encoding="utf-8", errors="replace"))
+    ]
+    return sum(found) if found else None
+
+
 def loaded_model(base: Path, logs: Sequence[str]) -> bool | None:
     """Whether a job's log says it loaded a model (``knowlab.core.models: loaded ...``, or a fine-tuning
     job's ``bf16=``); None without a log."""
@@ -558,10 +576,13 @@ def model_jobs(base: Path, benchmarks: Iterable[Bench]) -> list[ModelJob]:
         if job is None or not job.gpu:
             continue
         tokens, trained, rows = job_tokens(base, job.outputs)
+        forwarded = scored_tokens(base, job.logs)
         folders = [
             Path(o).parts[1] for o in job.outputs if Path(o).parts[:1] == ("results",) and len(Path(o).parts) > 2
         ]
         bound, note = TOKEN_NOTES.get(job.rule, ("", None))
+        if forwarded is not None and not trained:
+            tokens, bound, note = forwarded, "", None
         if tokens is None:
             bound = ""
             if note is None:
