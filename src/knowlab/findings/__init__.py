@@ -130,6 +130,7 @@ from knowlab.findings.base import (
     decide_equivalence,
 )
 from knowlab.findings.catalogue import CLAIMS, claims_markdown, default_statuses
+from knowlab.findings.protocol import short_form
 
 
 def _replicate(comparisons: Sequence[Comparison], by_seed: Mapping[int, Sequence[Comparison]]) -> None:
@@ -267,7 +268,7 @@ def design_table(findings: Sequence[Finding]) -> pd.DataFrame:
 #: the columns of :func:`report_table`
 REPORT_COLUMNS = (
     "status", "study", "claim", "effect", "ci_low", "ci_high", "scale", "p", "unit", "n_clusters", "figure",
-    "claim_id", "source", "quote",
+    "claim_id", "source", "quote", "protocol",
 )  # fmt: skip
 
 
@@ -286,7 +287,9 @@ def tally(findings: Sequence[Finding]) -> dict[str, int]:
 def render(findings: Sequence[Finding], report_path: str | Path) -> str:
     """Plain text for a terminal: a first line with the tally (``supported`` of all) and the report,
     then one line per finding: ``[status] study: claim — effect, CI (at its level), test, n (units and values),
-    p; detail (source)``."""
+    p; detail; under <the run's departures from the paper's protocol> (source)``.  A line whose departures
+    include a setting its claim rests on (``Claim.depends``) says so beside its status: ``[status] (not the
+    paper's protocol: ...)``."""
     counts = tally(findings)
     rest = ", ".join(f"{n} {status}" for status, n in counts.items() if n and status != SUPPORTED)
     tested = [f for f in findings if f.q is not None]
@@ -304,7 +307,9 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
         + f"; each claim Holm-corrected over its own lines; status rules in docs/findings.md; full report: {report_path}"
     ]
     for f in findings:
-        line = f"[{f.status}] {f.study}: {f.claim} — "
+        rests = [d for d in f.deviations if d["depends"]]
+        beside = f" (not the paper's protocol: {short_form(rests)})" if rests else ""
+        line = f"[{f.status}]{beside} {f.study}: {f.claim} — "
         if f.effect is None:
             lines.append(line + f.detail)
             continue
@@ -315,7 +320,8 @@ def render(findings: Sequence[Finding], report_path: str | Path) -> str:
         if f.status in (NOT_SIGNIFICANT, UNDERPOWERED, INCONCLUSIVE) and f.margin is None:
             # no spread between the units: a standard error of 0 says nothing of power
             line += f", MDE {f.mde:.2g} at 80% power" if f.mde else ", no MDE (no spread between the units)"
-        lines.append(f"{line}; {f.detail} ({f.source})")
+        under = f"; under {f.protocol}" if f.protocol else ""
+        lines.append(f"{line}; {f.detail}{under} ({f.source})")
     return "\n".join(lines) + "\n"
 
 

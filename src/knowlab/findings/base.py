@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from knowlab.core.rng import keyed_rng
 from knowlab.core.settings import StepSettings, as_tuple
 from knowlab.core.stats import StatsSettings, holm_adjust, minimum_detectable_effect, paired_items
 from knowlab.fiction.splits import split_assignments
+from knowlab.findings.protocol import FICTIONALQA, GROUNDING, SORT, deviations, run_protocol, short_form
 from knowlab.findings.thresholds import EQUIVALENCE_MARGIN, SMALLEST_EFFECT
 
 SUPPORTED = "supported"
@@ -43,9 +44,6 @@ FICTSHEETS = "fictsheets"
 EVENT = "event"
 # the loss suite of a split's documents (the split JSON's ``documents``)
 DOC_SUITE = {"fictions": "fiction_doc", "fictsheets": "fictsheet_doc"}
-FICTIONALQA = "Kirchenbauer et al. (2026)"
-SORT = "Pink et al. (2024)"
-GROUNDING = "Lee et al. (2024)"
 
 
 # ------------------------------------------------------------------------------ status rules
@@ -115,6 +113,9 @@ class FindingsSettings(StepSettings):
     """Epochs of SORT parametric fine-tuning; 0 when it is off (``sort.parametric``)."""
     grounding_datasets: tuple[str, ...]
     """The grounding datasets (``grounding.datasets``)."""
+    protocol: dict[str, Any] = field(default_factory=dict)
+    """The run's value of every setting of the papers' protocols that bears on a claim
+    (:func:`knowlab.findings.protocol.run_protocol`), from which each line's deviations come."""
 
     def __post_init__(self) -> None:
         for name in ("runs", "ft_models", "seeds", "steps", "sort_conditions", "grounding_datasets"):
@@ -143,6 +144,7 @@ class FindingsSettings(StepSettings):
             sort_conditions=config["sort"]["conditions"],
             parametric_epochs=int(parametric["epochs"]) if parametric["enabled"] else 0,
             grounding_datasets=config["grounding"]["datasets"],
+            protocol=run_protocol(config),
         )
 
 
@@ -174,7 +176,11 @@ class Finding:
     (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`), against which ``mde`` separates
     ``not significant`` from ``underpowered``; ``q``: the Benjamini-Hochberg q of its p over the run's
     tested lines (the false-discovery view beside the per-claim Holm); ``plan_sha256``: the sha256 of
-    ``results/analysis_plan.json``, the plan it was decided under.  Fields that do not apply are
+    ``results/analysis_plan.json``, the plan it was decided under; ``deviations``: the settings of the
+    paper's protocol that bear on the claim and that this run departs from (``setting``, ``run``,
+    ``paper``, ``source``, ``depends``: the claim's argument rests on it;
+    :func:`knowlab.findings.protocol.deviations`), and ``protocol`` their short form as the line prints
+    it.  Fields that do not apply are
     None; ``detail`` gives the numbers behind the effect (or, for ``not tested``, what the claim
     needs).
     """
@@ -205,6 +211,8 @@ class Finding:
     smallest_effect: float | None = None
     q: float | None = None
     plan_sha256: str | None = None
+    deviations: tuple[dict[str, Any], ...] = ()
+    protocol: str | None = None
 
 
 class Skip(Exception):
@@ -378,7 +386,11 @@ class Claim:
     dataset of the config (``check`` then takes ``dataset``); ``figure``: the figure (or table) of the
     run the claim is read from, relative to ``results/`` (``{ft_model}``: the reference base model;
     empty where the paper gives the numbers in its text); ``scale``: the unit its effect is measured in,
-    which names its smallest effect of interest (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`).
+    which names its smallest effect of interest (:data:`knowlab.findings.thresholds.SMALLEST_EFFECT`);
+    ``protocol``: the keys of the paper's settings that bear on it
+    (:data:`knowlab.findings.protocol.PAPER_SETTINGS`), and ``depends`` those of them the paper's
+    argument rests on (a size claim on a model axis within one family), so that a verdict reached
+    under another value is not read as the paper failing.
     Adding a claim is one entry in the catalogue plus its ``check``."""
 
     id: str
@@ -395,6 +407,8 @@ class Claim:
     per_dataset: bool = False
     figure: str = ""
     scale: str = ""
+    protocol: tuple[str, ...] = ()
+    depends: tuple[str, ...] = ()
 
     def figure_of(self, ft_models: tuple[str, ...]) -> str | None:
         """``figure`` of a run whose reference base model is the first of ``ft_models``; None: no figure,
@@ -567,6 +581,7 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
         floor = c.equivalence["min_p"] if equivalence else c.min_p * m
         mde = _finite(minimum_detectable_effect(est["se"], s.alpha / m, s.power, df)) if floor < s.alpha else None
         smallest = SMALLEST_EFFECT.get(c.scale)
+        departs = deviations(s.protocol, entry.protocol, entry.depends)
         common = dict(
             study=study,
             claim=f"{claim} ({c.label})" if c.label else claim,
@@ -588,6 +603,8 @@ def _judge(entry: Claim, study: str, comparisons: Sequence[Comparison], s: Findi
             confidence=s.stats.confidence,
             detail=detail,
             smallest_effect=None if smallest is None else smallest.value,
+            deviations=tuple(departs),
+            protocol=short_form(departs) or None,
         )
         if equivalence:
             eq = c.equivalence

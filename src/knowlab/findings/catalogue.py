@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from knowlab.findings.base import FICTIONALQA, GROUNDING, SORT, Claim
+from knowlab.findings.protocol import GROUNDING_EVALUATION, PAPER_SETTINGS, SORT_EVALUATION, TRAINING
 from knowlab.findings.fictionalqa import (
     event_generalises_least,
     exact_match_only_when_trained,
@@ -69,6 +70,7 @@ CLAIMS: tuple[Claim, ...] = (
         train_below_val_loss,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
         scale="nats/token",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.mcq_above_control",
@@ -84,6 +86,7 @@ CLAIMS: tuple[Claim, ...] = (
         mcq_above_control,
         figure="figures/fictionalqa/{ft_model}/fig7.png",
         scale="accuracy",
+        protocol=(*TRAINING, "ranker"),
     ),
     Claim(
         "fqa.fictsheets_train_loss_falls",
@@ -98,6 +101,7 @@ CLAIMS: tuple[Claim, ...] = (
         fictsheets_train_loss_falls,
         figure="figures/fictionalqa/{ft_model}/fig5.png",
         scale="nats/token",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.fictsheets_val_loss_rises",
@@ -112,6 +116,7 @@ CLAIMS: tuple[Claim, ...] = (
         fictsheets_val_loss_rises,
         figure="figures/fictionalqa/{ft_model}/fig5.png",
         scale="nats/token",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.fictsheets_least_transfer",
@@ -126,6 +131,7 @@ CLAIMS: tuple[Claim, ...] = (
         fictsheets_least_transfer,
         figure="figures/fictionalqa/{ft_model}/fig7.png",
         scale="accuracy",
+        protocol=(*TRAINING, "ranker"),
     ),
     Claim(
         "fqa.event_generalises_least",
@@ -141,6 +147,8 @@ CLAIMS: tuple[Claim, ...] = (
         event_generalises_least,
         figure="figures/fictionalqa/{ft_model}/fig4.png",
         scale="nats/token",
+        protocol=TRAINING,
+        depends=("fiction_rate",),
     ),
     Claim(
         "fqa.larger_models_fit_faster",
@@ -157,6 +165,8 @@ CLAIMS: tuple[Claim, ...] = (
         larger_models_fit_faster,
         figure="figures/fictionalqa/across_models/fig4.png",
         scale="Spearman rho",
+        protocol=TRAINING,
+        depends=("models",),
     ),
     Claim(
         "fqa.exact_match_only_when_trained",
@@ -173,6 +183,7 @@ CLAIMS: tuple[Claim, ...] = (
         exact_match_only_when_trained,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
         scale="exact match",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.qa_nll_below_control",
@@ -190,6 +201,7 @@ CLAIMS: tuple[Claim, ...] = (
         qa_nll_below_control,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
         scale="nats/token",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.val_loss_improves_in_parallel",
@@ -206,6 +218,8 @@ CLAIMS: tuple[Claim, ...] = (
         validation_loss_improves_in_parallel,
         figure="figures/fictionalqa/{ft_model}/fig4.png",
         scale="nats/token",
+        protocol=TRAINING,
+        depends=("fiction_rate",),
     ),
     Claim(
         "fqa.val_loss_rises_after",
@@ -222,6 +236,8 @@ CLAIMS: tuple[Claim, ...] = (
         validation_loss_rises_after,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
         scale="nats/token",
+        protocol=TRAINING,
+        depends=("fiction_rate",),
     ),
     Claim(
         "fqa.gap_opens_after_minimum",
@@ -238,6 +254,8 @@ CLAIMS: tuple[Claim, ...] = (
         gap_opens_after_minimum,
         figure="figures/fictionalqa/{ft_model}/fig3.png",
         scale="nats/token",
+        protocol=TRAINING,
+        depends=("fiction_rate",),
     ),
     Claim(
         "fqa.held_out_questions_improve",
@@ -254,6 +272,7 @@ CLAIMS: tuple[Claim, ...] = (
         held_out_questions_improve,
         figure="figures/fictionalqa/{ft_model}/fig8.png",
         scale="accuracy",
+        protocol=(*TRAINING, "ranker"),
     ),
     Claim(
         "fqa.held_out_below_trained",
@@ -269,6 +288,7 @@ CLAIMS: tuple[Claim, ...] = (
         held_out_below_trained,
         figure="figures/fictionalqa/{ft_model}/fig8.png",
         scale="accuracy",
+        protocol=(*TRAINING, "ranker"),
     ),
     Claim(
         "fqa.webtext_not_destroyed",
@@ -285,6 +305,7 @@ CLAIMS: tuple[Claim, ...] = (
         webtext_not_destroyed,
         figure="figures/fictionalqa/{ft_model}/fig5.png",
         scale="log loss ratio",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.real_qa_no_improvement",
@@ -301,6 +322,7 @@ CLAIMS: tuple[Claim, ...] = (
         real_qa_no_improvement,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
         scale="log loss ratio",
+        protocol=(*TRAINING, "real_qa"),
     ),
     Claim(
         "fqa.fictsheets_qa_no_gain",
@@ -316,6 +338,7 @@ CLAIMS: tuple[Claim, ...] = (
         fictsheets_qa_no_gain,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
         scale="log loss ratio",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.event_transfers_less_qa",
@@ -333,6 +356,7 @@ CLAIMS: tuple[Claim, ...] = (
         event_transfers_less_qa,
         figure="figures/fictionalqa/{ft_model}/fig6.png",
         scale="nats/token",
+        protocol=TRAINING,
     ),
     Claim(
         "fqa.larger_models_transfer_more",
@@ -349,6 +373,8 @@ CLAIMS: tuple[Claim, ...] = (
         larger_models_transfer_more,
         figure="figures/fictionalqa/across_models/fig7.png",
         scale="Spearman rho",
+        protocol=(*TRAINING, "ranker"),
+        depends=("models",),
     ),
     Claim(
         "sort.in_context_above_baseline",
@@ -363,6 +389,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_in_context_above_baseline,
         figure="figures/sort/fig3b.png",
         scale="accuracy",
+        protocol=SORT_EVALUATION,
     ),
     Claim(
         "sort.rag_below_in_context",
@@ -377,6 +404,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_rag_below_in_context,
         figure="figures/sort/fig4.png",
         scale="accuracy",
+        protocol=(*SORT_EVALUATION, "rag_embedder"),
     ),
     Claim(
         "sort.books_lower_segment_nll",
@@ -392,6 +420,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_books_lower_segment_nll,
         figure="figures/sort/fig12.png",
         scale="nats/token",
+        protocol=(*SORT_EVALUATION, "parametric"),
     ),
     Claim(
         "sort.books_no_accuracy_gain",
@@ -407,6 +436,7 @@ CLAIMS: tuple[Claim, ...] = (
         equivalence=True,
         figure="figures/sort/fig13.png",
         scale="accuracy",
+        protocol=(*SORT_EVALUATION, "parametric"),
     ),
     Claim(
         "sort.baseline_below_60",
@@ -422,6 +452,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_baseline_below_60,
         figure="figures/sort/fig10.png",
         scale="accuracy",
+        protocol=SORT_EVALUATION,
     ),
     Claim(
         "sort.accuracy_rises_with_distance",
@@ -436,6 +467,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_accuracy_rises_with_distance,
         figure="figures/sort/fig3b.png",
         scale="Spearman rho",
+        protocol=SORT_EVALUATION,
     ),
     Claim(
         "sort.accuracy_falls_with_excerpt_length",
@@ -450,6 +482,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_accuracy_falls_with_excerpt_length,
         figure="figures/sort/fig3a.png",
         scale="accuracy",
+        protocol=SORT_EVALUATION,
     ),
     Claim(
         "sort.longer_segments_better",
@@ -464,6 +497,7 @@ CLAIMS: tuple[Claim, ...] = (
         "cpu-full, paper (sort.segment_lengths 20, 50); not the default (one length)",
         sort_longer_segments_better,
         scale="accuracy",
+        protocol=SORT_EVALUATION,
     ),
     Claim(
         "sort.books_higher_answer_likelihood",
@@ -479,6 +513,7 @@ CLAIMS: tuple[Claim, ...] = (
         sort_books_higher_answer_likelihood,
         figure="figures/sort/fig16.png",
         scale="log-probability",
+        protocol=(*SORT_EVALUATION, "parametric"),
     ),
     Claim(
         "sort.in_context_falls_after_finetuning",
@@ -493,6 +528,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         sort_in_context_falls_after_finetuning,
         scale="accuracy",
+        protocol=(*SORT_EVALUATION, "parametric"),
     ),
     Claim(
         "grounding.original_dist_below_gold",
@@ -509,6 +545,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="grounding/tables/table1.csv",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.conflict_dist_below_gold",
@@ -524,6 +561,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="grounding/tables/table1.csv",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.conflict_below_original",
@@ -539,6 +577,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="grounding/tables/table1.csv",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.distractors_hurt_more_than_conflict",
@@ -556,6 +595,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="figures/grounding/fig5.png",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.precision_above_recall",
@@ -572,6 +612,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="figures/grounding/fig15_16.png",
         scale="precision - recall",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.gold_last_best",
@@ -587,6 +628,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="figures/grounding/position.png",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.single_context_above_multi",
@@ -603,6 +645,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="figures/grounding/fig3c.png",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.definite_above_free_form",
@@ -619,6 +662,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="figures/grounding/fig3c.png",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
     Claim(
         "grounding.low_popularity_above_high",
@@ -635,6 +679,7 @@ CLAIMS: tuple[Claim, ...] = (
         per_dataset=True,
         figure="figures/grounding/fig3c.png",
         scale="F1",
+        protocol=GROUNDING_EVALUATION,
     ),
 )
 
@@ -656,6 +701,15 @@ def default_statuses(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
             why = f"{record['effect']:+.3g} {record['scale']}, p = {record['p']:.2g}"
         out.setdefault(entry.id, []).append(f"`{record['status']}` ({label + ': ' if label else ''}{why})")
     return {claim_id: "; ".join(lines) for claim_id, lines in out.items()}
+
+
+def _protocol(entry: Claim) -> str:
+    """The paper's settings that bear on ``entry``, and those its argument rests on, for ``docs/claims.md``."""
+    label = {s.key: f"{s.label} ({s.paper})" for s in PAPER_SETTINGS}
+    text = "; ".join(label[k] for k in entry.protocol) or "none named"
+    if entry.depends:
+        text += "; the claim rests on " + ", ".join(label[k].split(" (")[0] for k in entry.depends)
+    return text + " ([deviations.md](deviations.md))"
 
 
 def claims_markdown(default: Mapping[str, str] | None = None) -> str:
@@ -689,6 +743,7 @@ def claims_markdown(default: Mapping[str, str] | None = None) -> str:
                 f"- Effect: {entry.effect}" + (" (a claim of no difference: equivalence)" if entry.equivalence else ""),
                 f"- Unit: {entry.unit}; test: {entry.test}"
                 + ("; once per grounding dataset" if entry.per_dataset else ""),
+                f"- Protocol: {_protocol(entry)}",
                 f"- Decided by: {entry.configs}",
                 f"- On the default: {default.get(entry.id, 'not measured')}",
                 "",
