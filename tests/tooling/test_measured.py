@@ -130,6 +130,14 @@ def test_the_page_sums_the_benchmark_files_per_rule_and_in_all(tmp_path):
     assert facts["cores"][0].startswith("2 ")
     assert "`abc1234` (clean) in 1 of 1 manifests" in facts["code"][0]
     assert "Test CPU, 2 CPUs" in facts["machine"][0]  # the log's host is this (fabricated) machine
+    # no host name and no machine's folder on the page (issue 59): the run's folder is named by its config
+    assert str(tmp_path) not in page and HERE["host"] not in page and "host `" not in page
+    assert measured.anonymous("python -m x --run /tmp/a --run=/work/b --out d.md") == (
+        "python -m x --run <run folder> --run=<run folder> --out d.md"
+    )
+    assert (
+        measured.anonymous("snakemake --cores 2 --directory /tmp/t") == "snakemake --cores 2 --directory <run folder>"
+    )
     sizes = table_rows(page, "| folder | bytes |")
     manifest_bytes = (tmp_path / "run" / "results" / "fictionalqa" / "a.manifest.json").stat().st_size
     assert number(sizes["`fictionalqa/`"][0]) == 1000 + 5000 + manifest_bytes
