@@ -89,6 +89,9 @@ rule grounding_generate:
         layout.GROUNDING_RESPONSES_STEP.log,
     benchmark:
         layout.GROUNDING_RESPONSES_STEP.benchmark
+    # the default's longest job (32 questions x 8 conditions): started with fine-tuning, not left as the
+    # run's tail on one core (issue 56: it started 45 min into the default's run and ran alone for its last 20)
+    priority: 10
     conda:
         "../envs/eval.yaml"
     threads: config["threads"]
