@@ -146,6 +146,19 @@ def test_the_page_sums_the_benchmark_files_per_rule_and_in_all(tmp_path):
     assert number(sizes["**results/**"][0]) == sum(number(c[0]) for n, c in sizes.items() if n.startswith("`"))
 
 
+def test_a_later_rerun_of_a_few_jobs_is_not_the_runs_time(tmp_path):
+    """The run's facts come from the complete invocation that ran the most jobs: a later invocation that
+    re-ran one job (the findings re-decided) is not the run's elapsed time or command."""
+    folder = fabricated_run(tmp_path)
+    later = LOG.format(jobs="").replace("03:04:05", "05:06:07").replace("4 of 4", "1 of 1")
+    later = later.replace("0:07:38.250000", "0:00:10.000000").replace("--cores 2", "--cores 1")
+    (folder / ".snakemake" / "log" / "2026-01-02T050607.snakemake.log").write_text(later)
+    run = measured.measure_run(folder)
+    assert run.log.steps == (4, 4) and run.log.elapsed_s == pytest.approx(458.25)
+    facts = table_rows(measured.render(None, [run], measured.load_hand_kept(HAND), here=HERE), "| what | measured |")
+    assert facts["elapsed"][0].startswith("458 s") and "--cores 2" in facts["command"][0]
+
+
 def test_a_run_without_logs_or_benchmarks_says_so(tmp_path):
     hand = measured.load_hand_kept(HAND)
     folder = fabricated_run(tmp_path, log=False)

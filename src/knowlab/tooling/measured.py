@@ -17,8 +17,9 @@ would otherwise restate (and let drift); they link to it instead:
   ``results/`` folder itself), the job time per rule and in all from its Snakemake ``benchmark:``
   files (``results/benchmarks/**.tsv``: ``s``, ``cpu_time``, ``max_rss``), each file's rule from the
   Snakemake logs of the folder (``.snakemake/log/``: a job's ``rule``/``localrule`` block names its
-  ``benchmark:``); the config, command, date, cores and elapsed time from the log of the last complete
-  invocation; the commit from the manifests' ``git.commit`` (:func:`knowlab.tooling.trace.load_manifests`);
+  ``benchmark:``); the config, command, date, cores and elapsed time from the log of the complete
+  invocation that ran the most jobs (the latest of equals; a later re-run of a few jobs is not the
+  run's time); the commit from the manifests' ``git.commit`` (:func:`knowlab.tooling.trace.load_manifests`);
   the bytes under ``results/`` (per top-level folder) and ``resources/``.  A folder without benchmark
   files or logs is said to lack them; nothing is estimated in their place.
 * **Measured by hand**: what no benchmark file records (the test suite, ``make verify``,
@@ -340,7 +341,9 @@ def measure_run(folder: str | os.PathLike) -> RunMeasure:
         rule_of.update(one.benchmarks)
         job_of.update(one.jobs)
     complete = [one for one in parsed if one.complete]
-    log = complete[-1] if complete else None
+    # the invocation that ran the run: the complete one with the most jobs (a later re-run of a few jobs,
+    # e.g. the findings re-decided, is not the run's time), the latest of equals
+    log = max(reversed(complete), key=lambda one: one.steps[1]) if complete else None
     benchmarks = []
     for path in sorted((results / "benchmarks").rglob("*.tsv")) if (results / "benchmarks").is_dir() else []:
         relative = path.relative_to(base).as_posix()
