@@ -21,6 +21,7 @@ from knowlab.findings.protocol import (
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "config" / "paper.yaml"
+QWEN = "Qwen/Qwen2.5-0.5B"  # a base model outside the paper's suites
 
 
 def _departed(config) -> dict[str, set[str]]:
@@ -33,8 +34,7 @@ def _departed(config) -> dict[str, set[str]]:
     [
         ({"finetune": {"lr": 3e-4}}, "lr"),
         ({"finetune": {"fiction_rate": 0.6}}, "fiction rate"),
-        ({"finetune": {"models": {"llama-3.2-1b": "base", "qwen": {"source": "hub", "hub": {"id": "Qwen/Qwen2.5-0.5B"}}}}},
-         "model"),
+        ({"finetune": {"models": {"llama-3.2-1b": "base", "qwen": {"source": "hub", "hub": {"id": QWEN}}}}}, "model"),
     ],
 )  # fmt: skip
 def test_a_change_of_lr_rate_or_models_departs_in_exactly_the_claims_it_bears_on(overlay, label):

@@ -12,7 +12,8 @@ deviations include one its claim depends on says so beside its status: the verdi
 a protocol the paper's argument does not cover, and is not the paper failing.
 
 ``docs/deviations.md``'s table "Settings every verdict names" is generated from :data:`PAPER_SETTINGS`
-(:func:`deviations_page`, ``python -m knowlab.findings --deviations``; a test fails when it is stale), so the lines and the page are one source.
+(:func:`deviations_page`, ``python -m knowlab.findings --deviations``; a test fails when it is stale),
+so the lines and the page are one source.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ PAPER_SETTINGS: tuple[PaperSetting, ...] = (
         lambda c: float(c["finetune"]["fiction_rate"]), lambda v: v == 0.05, _number,
     ),
     PaperSetting(
-        "fiction_warmup", "warm-up", "FictionalQA", "50 steps", f"{FICTIONALQA} App. D.1", "`finetune.fiction_warmup_steps`",
+        "fiction_warmup", "warm-up", "FictionalQA", "50 steps", f"{FICTIONALQA} App. D.1",
+        "`finetune.fiction_warmup_steps`",
         lambda c: int(c["finetune"]["fiction_warmup_steps"]), lambda v: v == 50, lambda v: f"{v} steps",
     ),
     PaperSetting(
@@ -116,11 +118,13 @@ PAPER_SETTINGS: tuple[PaperSetting, ...] = (
         lambda c: int(c["finetune"]["seq_len"]), lambda v: v == 2048, str,
     ),
     PaperSetting(
-        "steps", "steps", "FictionalQA", "500", f"{FICTIONALQA} Figs. 4-8 (0 to 500 optimizer steps)", "`finetune.max_steps`",
+        "steps", "steps", "FictionalQA", "500", f"{FICTIONALQA} Figs. 4-8 (0 to 500 optimizer steps)",
+        "`finetune.max_steps`",
         lambda c: int(c["finetune"]["max_steps"]), lambda v: v == 500, str,
     ),
     PaperSetting(
-        "corpus", "corpus", "FictionalQA", "the release, 100 events", f"{FICTIONALQA} Sec. 4", "`fiction.source`, `fiction.shipped.*`",
+        "corpus", "corpus", "FictionalQA", "the release, 100 events", f"{FICTIONALQA} Sec. 4",
+        "`fiction.source`, `fiction.shipped.*`",
         lambda c: (
             "the release" if c["fiction"]["source"] == "release"
             else "a generated corpus" if c["fiction"]["source"] == "generate"
@@ -129,7 +133,8 @@ PAPER_SETTINGS: tuple[PaperSetting, ...] = (
         lambda v: v == "the release",
     ),  # fmt: skip
     PaperSetting(
-        "ranker", "MCQ distractors", "FictionalQA", "ranked by Llama-3.2-3B-Instruct", f"{FICTIONALQA} App. C.6", "`mcq.distractors`, `mcq.ranker.model`",
+        "ranker", "MCQ distractors", "FictionalQA", "ranked by Llama-3.2-3B-Instruct", f"{FICTIONALQA} App. C.6",
+        "`mcq.distractors`, `mcq.ranker.model`",
         lambda c: (
             f"ranked by {c['mcq']['ranker']['model']}" if c["mcq"]["distractors"] == "model_ranked"
             else str(c["mcq"]["distractors"])
@@ -143,7 +148,8 @@ PAPER_SETTINGS: tuple[PaperSetting, ...] = (
     ),
     # ---------------------------------------------------------------- SORT
     PaperSetting(
-        "sort_model", "model", "SORT", "Llama3-8b-Instruct, Mistral-7b-v0.2-Instruct and larger", f"{SORT} Sec. 4.3", "`model`, `eval_models`",
+        "sort_model", "model", "SORT", "Llama3-8b-Instruct, Mistral-7b-v0.2-Instruct and larger", f"{SORT} Sec. 4.3",
+        "`model`, `eval_models`",
         _eval_slug, lambda v: bool(re.search(r"llama-?3|mistral|gemma|mixtral", v, re.IGNORECASE)),
     ),
     PaperSetting(
@@ -153,11 +159,13 @@ PAPER_SETTINGS: tuple[PaperSetting, ...] = (
         lambda v: v in ("gutenberg", "release"),
     ),
     PaperSetting(
-        "excerpts", "test excerpts per book and length", "SORT", "100", f"{SORT} Sec. 4.1", "`sort.n_excerpts`, `sort.n_validation`",
+        "excerpts", "test excerpts per book and length", "SORT", "100", f"{SORT} Sec. 4.1",
+        "`sort.n_excerpts`, `sort.n_validation`",
         lambda c: int(c["sort"]["n_excerpts"]) - int(c["sort"]["n_validation"]), lambda v: v == 100, str,
     ),
     PaperSetting(
-        "excerpt_lengths", "excerpt lengths", "SORT", "250, 1000, 2500 words", f"{SORT} Sec. 4.1", "`sort.excerpt_lengths`",
+        "excerpt_lengths", "excerpt lengths", "SORT", "250, 1000, 2500 words", f"{SORT} Sec. 4.1",
+        "`sort.excerpt_lengths`",
         lambda c: sorted(int(n) for n in c["sort"]["excerpt_lengths"]), lambda v: v == [250, 1000, 2500],
         lambda v: ", ".join(map(str, v)) + " words",
     ),
@@ -183,23 +191,27 @@ PAPER_SETTINGS: tuple[PaperSetting, ...] = (
         _eval_slug, lambda v: bool(re.search(r"llama-?2|vicuna|tulu|mistral|zephyr|gpt", v, re.IGNORECASE)),
     ),
     PaperSetting(
-        "grounding_data", "questions", "Grounding", "the authors' 480", f"{GROUNDING} Sec. 3.2", "`grounding.datasets`, `grounding.max_items`",
+        "grounding_data", "questions", "Grounding", "the authors' 480", f"{GROUNDING} Sec. 3.2",
+        "`grounding.datasets`, `grounding.max_items`",
         lambda c: [list(c["grounding"]["datasets"]), c["grounding"]["max_items"]],
         lambda v: "kaist" in v[0] and v[1] is None,
         lambda v: ", ".join(v[0]) + (f" ({v[1]} each)" if v[1] else ""),
     ),
     PaperSetting(
-        "decomposer", "atomic facts", "Grounding", "an LLM's decomposition", f"{GROUNDING} Sec. 3.1, App. A.3", "`grounding.decomposer.kind`",
+        "decomposer", "atomic facts", "Grounding", "an LLM's decomposition", f"{GROUNDING} Sec. 3.1, App. A.3",
+        "`grounding.decomposer.kind`",
         lambda c: str(c["grounding"]["decomposer"]["kind"]), lambda v: v == "llm",
         lambda v: "sentences" if v == "sentences" else f"{v} decomposition",
     ),
     PaperSetting(
-        "evaluator", "fact evaluator", "Grounding", "cross-encoder, logit > 6", f"{GROUNDING} Sec. 3.3, App. B.2", "`grounding.evaluator.kind`",
+        "evaluator", "fact evaluator", "Grounding", "cross-encoder, logit > 6", f"{GROUNDING} Sec. 3.3, App. B.2",
+        "`grounding.evaluator.kind`",
         lambda c: str(c["grounding"]["evaluator"]["kind"]), lambda v: v == "cross_encoder",
         lambda v: v.replace("_", "-"),
     ),
     PaperSetting(
-        "max_new_tokens", "answer length", "Grounding", "up to 2048 new tokens", f"{GROUNDING} App. C.2", "`grounding.generation.max_new_tokens`",
+        "max_new_tokens", "answer length", "Grounding", "up to 2048 new tokens", f"{GROUNDING} App. C.2",
+        "`grounding.generation.max_new_tokens`",
         lambda c: int(c["grounding"]["generation"]["max_new_tokens"]), lambda v: v >= 2048,
         lambda v: f"up to {v} new tokens",
     ),
@@ -229,8 +241,8 @@ def run_protocol(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def deviations(values: Mapping[str, Any], keys: Sequence[str], depends: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The settings of ``keys`` whose run value (``values``: :func:`run_protocol`) is not the paper's,
-    those of ``depends`` first, then the shortest printed first: ``{"setting", "run", "paper", "source", "depends"}`` each
-    (``depends``: the claim's argument rests on it).
+    those of ``depends`` first, then the shortest printed first: ``{"setting", "run", "paper", "source",
+    "depends"}`` each (``depends``: the claim's argument rests on it).
 
     Raises:
         KeyError: a key that is no :data:`PAPER_SETTINGS` entry.
