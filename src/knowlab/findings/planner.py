@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from knowlab import layout
-from knowlab.config import ROOT, load_config
+from knowlab.config import ROOT, load_config, model_config
 from knowlab.core.checkpoints import replicated_run
 from knowlab.core.mixture import fiction_exposure
 from knowlab.fiction.corpus import first_events, load_fiction, question_sample, style_sample
@@ -349,8 +349,11 @@ class _Builder:
         return out
 
     def _exposure(self, tables: Mapping[str, Any], scored: set[str]) -> None:
-        """:attr:`Plan.exposure` of every fiction run's split in ``tables``, and a source line per run."""
-        block, rows = self.config["finetune"], []
+        """:attr:`Plan.exposure` of every fiction run's split in ``tables``, and a source line per run: the
+        reference base model's training settings (its ``finetune.models`` entry over ``finetune``, as its
+        fine-tuning job reads them)."""
+        block = model_config(self.config, self.layout.ft_models[0])["finetune"]
+        rows = []
         seed = training_seeds(self.config)[0]
         for run in self.layout.fiction_runs:
             train = tables[layout.SPLIT.relative(split=run)]["train_documents"]

@@ -39,7 +39,7 @@ def _number(x: float) -> str:
     if float(x).is_integer():
         return str(int(x))
     short = np.format_float_scientific(float(x), trim="-", exp_digits=1)
-    return min(short, f"{float(x):g}", key=len)
+    return min(f"{float(x):g}", short, key=len)  # the plain form on a tie: 0.05, not 5e-2
 
 
 def _shipped(block: Mapping[str, Any]) -> str:
@@ -88,6 +88,15 @@ class PaperSetting:
     show: Callable[[Any], str] = str
 
 
+def _finetune_number(key: str, config_key: str, label: str, paper: float, section: str, unit: str = "") -> PaperSetting:
+    """A FictionalQA setting that is one number of the ``finetune`` block, the paper's ``paper``
+    (Kirchenbauer et al. 2026, ``section``), printed with ``unit``."""
+    return PaperSetting(
+        key, label, "FictionalQA", f"{_number(paper)}{unit}", f"{FICTIONALQA} {section}", f"`finetune.{config_key}`",
+        lambda c: float(c["finetune"][config_key]), lambda v: v == paper, lambda v: f"{_number(v)}{unit}",
+    )  # fmt: skip
+
+
 PAPER_SETTINGS: tuple[PaperSetting, ...] = (
     # ---------------------------------------------------------------- FictionalQA
     PaperSetting(
@@ -100,28 +109,11 @@ PAPER_SETTINGS: tuple[PaperSetting, ...] = (
         lambda c: [float(c["finetune"]["lr"]), float(c["finetune"]["min_lr"])],
         lambda v: v == [5e-5, 5e-6], lambda v: f"{_number(v[0])} to {_number(v[1])}",
     ),
-    PaperSetting(
-        "fiction_rate", "fiction rate", "FictionalQA", "0.05", f"{FICTIONALQA} Sec. 5", "`finetune.fiction_rate`",
-        lambda c: float(c["finetune"]["fiction_rate"]), lambda v: v == 0.05, _number,
-    ),
-    PaperSetting(
-        "fiction_warmup", "warm-up", "FictionalQA", "50 steps", f"{FICTIONALQA} App. D.1",
-        "`finetune.fiction_warmup_steps`",
-        lambda c: int(c["finetune"]["fiction_warmup_steps"]), lambda v: v == 50, lambda v: f"{v} steps",
-    ),
-    PaperSetting(
-        "batch", "batch", "FictionalQA", "128", f"{FICTIONALQA} App. D.1", "`finetune.global_batch_size`",
-        lambda c: int(c["finetune"]["global_batch_size"]), lambda v: v == 128, str,
-    ),
-    PaperSetting(
-        "seq_len", "sequence length", "FictionalQA", "2048", f"{FICTIONALQA} App. D.1", "`finetune.seq_len`",
-        lambda c: int(c["finetune"]["seq_len"]), lambda v: v == 2048, str,
-    ),
-    PaperSetting(
-        "steps", "steps", "FictionalQA", "500", f"{FICTIONALQA} Figs. 4-8 (0 to 500 optimizer steps)",
-        "`finetune.max_steps`",
-        lambda c: int(c["finetune"]["max_steps"]), lambda v: v == 500, str,
-    ),
+    _finetune_number("fiction_rate", "fiction_rate", "fiction rate", 0.05, "Sec. 5"),
+    _finetune_number("fiction_warmup", "fiction_warmup_steps", "warm-up", 50, "App. D.1", " steps"),
+    _finetune_number("batch", "global_batch_size", "batch", 128, "App. D.1"),
+    _finetune_number("seq_len", "seq_len", "sequence length", 2048, "App. D.1"),
+    _finetune_number("steps", "max_steps", "steps", 500, "Figs. 4-8 (0 to 500 optimizer steps)"),
     PaperSetting(
         "corpus", "corpus", "FictionalQA", "the release, 100 events", f"{FICTIONALQA} Sec. 4",
         "`fiction.source`, `fiction.shipped.*`",
