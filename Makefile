@@ -9,7 +9,7 @@ CONFIG ?=
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 REPORT := results/report.html
 
-.PHONY: run plan report test test-fast test-slurm verify lint dryrun-slurm check-envs trace measured clean
+.PHONY: run plan report test test-fast test-slurm verify lint dryrun-slurm check-envs trace measured config-docs clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,12 @@ trace: $(STAMP)
 RUNS ?= results
 measured: $(STAMP)
 	$(BIN)/python -m knowlab.tooling.measured $(foreach run,$(RUNS),--run $(run)) --out docs/measured.md
+
+# config/README.md, every config key: its meaning from config/schema.yaml (each key's `description`), its
+# default from config/config.yaml and the prose around the key table from config/README.md.in;
+# tests/tooling/test_config_docs.py fails when the page is stale.
+config-docs: $(STAMP)
+	$(BIN)/python -m knowlab.tooling.config_docs --out config/README.md
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint
