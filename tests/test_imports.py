@@ -380,3 +380,79 @@ def test_a_cycle_through_function_level_and_type_checking_imports_is_found(tmp_p
             "knowlab.grounding.conditions",
         ]
     ]
+
+
+# ------------------------------------------------------------------------------ the layout
+
+LAYOUT = "knowlab.layout"
+#: what the layout never reaches, through any import (the rules, the findings' env and the tooling
+#: import it; it takes the studies' constants only): the trainer and the fine-tuning code built on it
+TRAINING_CODE = ("knowlab.core.train", "knowlab.sort.finetune", "knowlab.fictionalqa.training", "knowlab.finetune_job")
+#: the model libraries the layout never reaches
+MODEL_LIBRARIES = ("torch", "transformers", "deepspeed")
+
+
+def reached(src: Path, start: str) -> set[str]:
+    """The ``knowlab`` modules importing ``start`` loads, ``start`` included: through every import
+    statement (:func:`imports`), and each module's enclosing packages."""
+    known = modules(src)
+    graph = import_graph(src)
+    found: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name in found or name not in known:
+            continue
+        found.add(name)
+        parents = [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]
+        todo += [*graph.get(name, ()), *parents]
+    return found
+
+
+def third_party(path: Path) -> set[str]:
+    """The top-level names of the packages outside ``knowlab`` that a file imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found - {"knowlab"}
+
+
+def layout_problems(src: Path) -> list[str]:
+    """``"<module>: ..."`` for every module of :data:`TRAINING_CODE`, and every import of a
+    :data:`MODEL_LIBRARIES` package, that importing the layout reaches."""
+    known = modules(src)
+    found = reached(src, LAYOUT)
+    problems = [f"{name}: the layout reaches training code" for name in sorted(found) if name in TRAINING_CODE]
+    problems += [
+        f"{name}: imports {library}, which the layout reaches"
+        for name in sorted(found)
+        for library in sorted(third_party(known[name]) & set(MODEL_LIBRARIES))
+    ]
+    return problems
+
+
+def test_the_layout_reaches_no_training_code():
+    """Importing knowlab.layout loads neither the trainer nor a study's fine-tuning module nor a model
+    library: it takes the studies' constants (``knowlab.sort.runs.PARAMETRIC_RUNS``) only."""
+    assert LAYOUT in reached(SRC, LAYOUT) and "knowlab.sort.runs" in reached(SRC, LAYOUT)
+    problems = layout_problems(SRC)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_layout_reaching_training_code_is_reported(tmp_path):
+    src = _package(
+        tmp_path,
+        {
+            "layout.py": "from knowlab.sort.finetune import PARAMETRIC_RUNS\n",
+            "sort/finetune.py": "from knowlab.core.train import train_segment\nPARAMETRIC_RUNS = ()\n",
+            "core/train.py": "def train_segment():\n    # deferred: heavy\n    import torch\n",
+        },
+    )
+    assert layout_problems(src) == [
+        "knowlab.core.train: the layout reaches training code",
+        "knowlab.sort.finetune: the layout reaches training code",
+        "knowlab.core.train: imports torch, which the layout reaches",
+    ]

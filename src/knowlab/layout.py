@@ -1,8 +1,9 @@
 """Where the workflow writes its results, and which jobs a config expands to: named once.
 
 Two halves, both read by the rules (``rules/common.smk``), the findings (:mod:`knowlab.findings`),
-the dataset card (:mod:`knowlab.dataset_card`) and the capacity plan
-(:mod:`knowlab.tooling.capacity`):
+the dataset card (:mod:`knowlab.dataset_card`) and the tooling (:mod:`knowlab.tooling`: the capacity
+plan, tracing, verification, the RO-Crate), which asks it for every path it reads (the top folders
+:data:`RESULTS` and :data:`RESOURCES` among them):
 
 - :class:`Table`: a kind of result table, its path under ``results/`` with the wildcards the rule
   that writes it expands (``fictionalqa/{ft_model}/evaluate/{run}/step-{step}.parquet``), as a Snakemake path, a path
@@ -30,13 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps, replicate_run
-from knowlab.sort.finetune import PARAMETRIC_RUNS
+from knowlab.sort.runs import PARAMETRIC_RUNS
 
 RESULTS = "results"
-LOGS = f"{RESULTS}/logs"
-BENCHMARKS = f"{RESULTS}/benchmarks"
+# the folders under results/ of the jobs' logs and of their Snakemake benchmarks
+LOGS_FOLDER = "logs"
+BENCHMARKS_FOLDER = "benchmarks"
+LOGS = f"{RESULTS}/{LOGS_FOLDER}"
+BENCHMARKS = f"{RESULTS}/{BENCHMARKS_FOLDER}"
 # the models and data the workflow fetches or builds (no results of a study)
 RESOURCES = "resources"
+# every folder the workflow writes, under its working directory: a run is these two
+OUTPUT_FOLDERS = (RESULTS, RESOURCES)
 # wildcards whose values are integers (their regex is \d+)
 NUMERIC = ("step", "epoch", "n")
 

@@ -52,6 +52,43 @@ from knowlab.findings.sort import (
     sort_longer_segments_better,
     sort_rag_below_in_context,
 )
+from knowlab.layout import (
+    ACROSS_MODELS_FIGURE,
+    FQA_FIGURE,
+    GROUNDING_FIGURE,
+    GROUNDING_TABLES,
+    RESULTS,
+    SORT_FIGURE,
+)
+
+# A claim's ``figure``: a path under results/ named by knowlab.layout, so that it moves with the file the
+# rules write; ``{ft_model}`` stays a wildcard, the reference base model's (Claim.figure_of).
+
+
+def _fqa_figure(family: str) -> str:
+    """The PNG of FictionalQA figure family ``family`` (``fig3``) of a base model (:data:`FQA_FIGURE`)."""
+    return FQA_FIGURE.fix(family=family, ext="png").template
+
+
+def _across_models_figure(family: str) -> str:
+    """The PNG of FictionalQA figure family ``family`` across the base models (:data:`ACROSS_MODELS_FIGURE`)."""
+    return ACROSS_MODELS_FIGURE.fix(family=family, ext="png").template
+
+
+def _sort_figure(name: str) -> str:
+    """The PNG of SORT's figure ``name`` (``fig3b``; :data:`SORT_FIGURE`)."""
+    return SORT_FIGURE.fix(name=name, ext="png").template
+
+
+def _grounding_figure(name: str) -> str:
+    """The PNG of grounding's figure ``name`` (``fig5``; :data:`GROUNDING_FIGURE`)."""
+    return GROUNDING_FIGURE.fix(name=name, ext="png").template
+
+
+def _grounding_table(name: str) -> str:
+    """Grounding's table ``name`` (``table1``), a CSV in :data:`GROUNDING_TABLES`."""
+    return f"{GROUNDING_TABLES.relative()}/{name}.csv"
+
 
 #: the catalogue, in the order the findings print (:mod:`knowlab.findings`)
 CLAIMS: tuple[Claim, ...] = (
@@ -68,7 +105,7 @@ CLAIMS: tuple[Claim, ...] = (
         "randomisation test of the split's own draw",
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper (test.yaml's 6 events give no p below 1/15)",
         train_below_val_loss,
-        figure="figures/fictionalqa/{ft_model}/fig3.png",
+        figure=_fqa_figure("fig3"),
         scale="nats/token",
         protocol=TRAINING,
     ),
@@ -84,7 +121,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full, paper (24 events; test.yaml's 6 cannot reach alpha after Holm)",
         mcq_above_control,
-        figure="figures/fictionalqa/{ft_model}/fig7.png",
+        figure=_fqa_figure("fig7"),
         scale="accuracy",
         protocol=(*TRAINING, "ranker"),
     ),
@@ -99,7 +136,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Wilcoxon signed-rank",
         "default, cpu-full, paper (16 training fictsheets; test.yaml's 4: no p below 0.125)",
         fictsheets_train_loss_falls,
-        figure="figures/fictionalqa/{ft_model}/fig5.png",
+        figure=_fqa_figure("fig5"),
         scale="nats/token",
         protocol=TRAINING,
     ),
@@ -114,7 +151,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Wilcoxon signed-rank",
         "default, cpu-full, paper (8 validation fictsheets; test.yaml's 2: no p below 0.5)",
         fictsheets_val_loss_rises,
-        figure="figures/fictionalqa/{ft_model}/fig5.png",
+        figure=_fqa_figure("fig5"),
         scale="nats/token",
         protocol=TRAINING,
     ),
@@ -129,7 +166,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full, paper (24 events; test.yaml's 6 cannot reach alpha after Holm)",
         fictsheets_least_transfer,
-        figure="figures/fictionalqa/{ft_model}/fig7.png",
+        figure=_fqa_figure("fig7"),
         scale="accuracy",
         protocol=(*TRAINING, "ranker"),
     ),
@@ -145,7 +182,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full, paper (8 validation events; test.yaml's 2: no p below 0.5)",
         event_generalises_least,
-        figure="figures/fictionalqa/{ft_model}/fig4.png",
+        figure=_fqa_figure("fig4"),
         scale="nats/token",
         protocol=TRAINING,
         depends=("fiction_rate",),
@@ -163,7 +200,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Page's L trend test",
         "models (3 base models), paper",
         larger_models_fit_faster,
-        figure="figures/fictionalqa/across_models/fig4.png",
+        figure=_across_models_figure("fig4"),
         scale="Spearman rho",
         protocol=TRAINING,
         depends=("models",),
@@ -181,7 +218,7 @@ CLAIMS: tuple[Claim, ...] = (
         "randomisation test of the split's own draw",
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper",
         exact_match_only_when_trained,
-        figure="figures/fictionalqa/{ft_model}/fig3.png",
+        figure=_fqa_figure("fig3"),
         scale="exact match",
         protocol=TRAINING,
     ),
@@ -199,7 +236,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full, paper (24 events; test.yaml's 6 cannot reach alpha after Holm)",
         qa_nll_below_control,
-        figure="figures/fictionalqa/{ft_model}/fig6.png",
+        figure=_fqa_figure("fig6"),
         scale="nats/token",
         protocol=TRAINING,
     ),
@@ -216,7 +253,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full (checkpoints 16, 32), paper; not test.yaml (one checkpoint)",
         validation_loss_improves_in_parallel,
-        figure="figures/fictionalqa/{ft_model}/fig4.png",
+        figure=_fqa_figure("fig4"),
         scale="nats/token",
         protocol=TRAINING,
         depends=("fiction_rate",),
@@ -234,7 +271,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full (checkpoints 16, 32), paper; not test.yaml (one checkpoint)",
         validation_loss_rises_after,
-        figure="figures/fictionalqa/{ft_model}/fig3.png",
+        figure=_fqa_figure("fig3"),
         scale="nats/token",
         protocol=TRAINING,
         depends=("fiction_rate",),
@@ -252,7 +289,7 @@ CLAIMS: tuple[Claim, ...] = (
         "randomisation test of the split's own draw",
         "default, cpu-full (checkpoints 16, 32), paper; not test.yaml (one checkpoint)",
         gap_opens_after_minimum,
-        figure="figures/fictionalqa/{ft_model}/fig3.png",
+        figure=_fqa_figure("fig3"),
         scale="nats/token",
         protocol=TRAINING,
         depends=("fiction_rate",),
@@ -270,7 +307,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full, paper (24 events; test.yaml's 6 cannot reach alpha after Holm)",
         held_out_questions_improve,
-        figure="figures/fictionalqa/{ft_model}/fig8.png",
+        figure=_fqa_figure("fig8"),
         scale="accuracy",
         protocol=(*TRAINING, "ranker"),
     ),
@@ -286,7 +323,7 @@ CLAIMS: tuple[Claim, ...] = (
         "randomisation test of the split's own draw",
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper",
         held_out_below_trained,
-        figure="figures/fictionalqa/{ft_model}/fig8.png",
+        figure=_fqa_figure("fig8"),
         scale="accuracy",
         protocol=(*TRAINING, "ranker"),
     ),
@@ -303,7 +340,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over webtext documents",
         "default, test, cpu-full, paper",
         webtext_not_destroyed,
-        figure="figures/fictionalqa/{ft_model}/fig5.png",
+        figure=_fqa_figure("fig5"),
         scale="log loss ratio",
         protocol=TRAINING,
     ),
@@ -320,7 +357,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over questions",
         "default, test, cpu-full, paper",
         real_qa_no_improvement,
-        figure="figures/fictionalqa/{ft_model}/fig6.png",
+        figure=_fqa_figure("fig6"),
         scale="log loss ratio",
         protocol=(*TRAINING, "real_qa"),
     ),
@@ -336,7 +373,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full, paper (16 training fictsheets' events; test.yaml's 4: no p below 0.125)",
         fictsheets_qa_no_gain,
-        figure="figures/fictionalqa/{ft_model}/fig6.png",
+        figure=_fqa_figure("fig6"),
         scale="log loss ratio",
         protocol=TRAINING,
     ),
@@ -354,7 +391,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over events",
         "default, cpu-full, paper (8 validation events; test.yaml's 2: no p below 0.5)",
         event_transfers_less_qa,
-        figure="figures/fictionalqa/{ft_model}/fig6.png",
+        figure=_fqa_figure("fig6"),
         scale="nats/token",
         protocol=TRAINING,
     ),
@@ -371,7 +408,7 @@ CLAIMS: tuple[Claim, ...] = (
         "Page's L trend test",
         "models (3 base models), paper",
         larger_models_transfer_more,
-        figure="figures/fictionalqa/across_models/fig7.png",
+        figure=_across_models_figure("fig7"),
         scale="Spearman rho",
         protocol=(*TRAINING, "ranker"),
         depends=("models",),
@@ -387,7 +424,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_in_context_above_baseline,
-        figure="figures/sort/fig3b.png",
+        figure=_sort_figure("fig3b"),
         scale="accuracy",
         protocol=SORT_EVALUATION,
     ),
@@ -402,7 +439,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_rag_below_in_context,
-        figure="figures/sort/fig4.png",
+        figure=_sort_figure("fig4"),
         scale="accuracy",
         protocol=(*SORT_EVALUATION, "rag_embedder"),
     ),
@@ -418,7 +455,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_books_lower_segment_nll,
-        figure="figures/sort/fig12.png",
+        figure=_sort_figure("fig12"),
         scale="nats/token",
         protocol=(*SORT_EVALUATION, "parametric"),
     ),
@@ -434,7 +471,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default (16 test excerpts), cpu-full, paper (12 excerpts, or test.yaml's 4, cannot show equivalence at 0.05)",
         sort_books_no_accuracy_gain,
         equivalence=True,
-        figure="figures/sort/fig13.png",
+        figure=_sort_figure("fig13"),
         scale="accuracy",
         protocol=(*SORT_EVALUATION, "parametric"),
     ),
@@ -450,7 +487,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_baseline_below_60,
-        figure="figures/sort/fig10.png",
+        figure=_sort_figure("fig10"),
         scale="accuracy",
         protocol=SORT_EVALUATION,
     ),
@@ -465,7 +502,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation of the excerpts' rho",
         "default, cpu-full, paper (test.yaml: 4 excerpts, no p below 0.125)",
         sort_accuracy_rises_with_distance,
-        figure="figures/sort/fig3b.png",
+        figure=_sort_figure("fig3b"),
         scale="Spearman rho",
         protocol=SORT_EVALUATION,
     ),
@@ -480,7 +517,7 @@ CLAIMS: tuple[Claim, ...] = (
         "permutation test of two independent samples of excerpts",
         "paper (sort.excerpt_lengths 250, 1000, 2500); not the default (one length)",
         sort_accuracy_falls_with_excerpt_length,
-        figure="figures/sort/fig3a.png",
+        figure=_sort_figure("fig3a"),
         scale="accuracy",
         protocol=SORT_EVALUATION,
     ),
@@ -511,7 +548,7 @@ CLAIMS: tuple[Claim, ...] = (
         "sign-flip permutation over excerpts",
         "default, cpu-full, paper",
         sort_books_higher_answer_likelihood,
-        figure="figures/sort/fig16.png",
+        figure=_sort_figure("fig16"),
         scale="log-probability",
         protocol=(*SORT_EVALUATION, "parametric"),
     ),
@@ -543,7 +580,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         partial(grounding_distractors, version="original"),
         per_dataset=True,
-        figure="grounding/tables/table1.csv",
+        figure=_grounding_table("table1"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -559,7 +596,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         partial(grounding_distractors, version="conflict"),
         per_dataset=True,
-        figure="grounding/tables/table1.csv",
+        figure=_grounding_table("table1"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -575,7 +612,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         grounding_conflict,
         per_dataset=True,
-        figure="grounding/tables/table1.csv",
+        figure=_grounding_table("table1"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -593,7 +630,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         grounding_distractors_hurt_more,
         per_dataset=True,
-        figure="figures/grounding/fig5.png",
+        figure=_grounding_figure("fig5"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -610,7 +647,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper",
         grounding_precision_above_recall,
         per_dataset=True,
-        figure="figures/grounding/fig15_16.png",
+        figure=_grounding_figure("fig15_16"),
         scale="precision - recall",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -626,7 +663,7 @@ CLAIMS: tuple[Claim, ...] = (
         "default, cpu-full, paper (grounding.sweep.positions: start and end)",
         grounding_gold_last_best,
         per_dataset=True,
-        figure="figures/grounding/position.png",
+        figure=_grounding_figure("position"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -643,7 +680,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (the kaist dataset); not fiction (every fiction question needs one context)",
         grounding_single_above_multi,
         per_dataset=True,
-        figure="figures/grounding/fig3c.png",
+        figure=_grounding_figure("fig3c"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -660,7 +697,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (the kaist dataset); not fiction (every fiction question has a definite answer)",
         grounding_definite_above_free_form,
         per_dataset=True,
-        figure="figures/grounding/fig3c.png",
+        figure=_grounding_figure("fig3c"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -677,7 +714,7 @@ CLAIMS: tuple[Claim, ...] = (
         "paper (the kaist dataset); not fiction (no popularity)",
         grounding_low_popularity_above_high,
         per_dataset=True,
-        figure="figures/grounding/fig3c.png",
+        figure=_grounding_figure("fig3c"),
         scale="F1",
         protocol=GROUNDING_EVALUATION,
     ),
@@ -739,7 +776,7 @@ def claims_markdown(default: Mapping[str, str] | None = None) -> str:
                 f"> {entry.quote}",
                 "",
                 f"- Source: {entry.source}"
-                + (f"; figure of the run: `results/{entry.figure}`" if entry.figure else ""),
+                + (f"; figure of the run: `{RESULTS}/{entry.figure}`" if entry.figure else ""),
                 f"- Effect: {entry.effect}" + (" (a claim of no difference: equivalence)" if entry.equivalence else ""),
                 f"- Unit: {entry.unit}; test: {entry.test}"
                 + ("; once per grounding dataset" if entry.per_dataset else ""),

@@ -118,7 +118,7 @@ class PlannedResults(Results):
     (:mod:`knowlab.findings.planner`).  ``tables``: relative path -> table (or split record)."""
 
     def __init__(self, settings: FindingsSettings, tables: Mapping[str, Any], trains: set[str], model: str | None):
-        super().__init__(Path("results"), settings, model)
+        super().__init__(Path(layout.RESULTS), settings, model)
         self._cache.update(tables)
         self._trains = trains
         self.p_values = False  # the smallest p and the MDE are the plan; a p of drawn values is not
@@ -610,7 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m knowlab.findings.plan", description=main.__doc__)
     parser.add_argument("--configfile", action="append", default=[], help="a config laid over config/config.yaml")
     parser.add_argument(
-        "--results", default="results", help="a finished run's results folder whose matching tables give the variance"
+        "--results", default=layout.RESULTS, help="a finished run's results folder whose matching tables give the variance"
     )
     parser.add_argument("--csv", help="also write the design table (findings_design.csv's columns) here")
     args = parser.parse_args(argv)

@@ -18,10 +18,9 @@ import pandas as pd
 
 from knowlab.core.io import read_json
 from knowlab.core.train import OptimizationSettings, train_segment
+from knowlab.sort.runs import PARAMETRIC_RUNS
 
 log = logging.getLogger(__name__)
-
-PARAMETRIC_RUNS = ("books", "instructions")
 
 
 def finetune_parametric_run(

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from knowlab.core.io import read_json, sha256_file
+from knowlab.layout import OUTPUT_FOLDERS
 from knowlab.tooling.trace import recorded_files
 
 
@@ -54,7 +55,7 @@ def audit(*folders: str | Path, base: str | Path = ".") -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    folders = (argv if argv is not None else sys.argv[1:]) or ["results", "resources"]
+    folders = (argv if argv is not None else sys.argv[1:]) or list(OUTPUT_FOLDERS)
     table = audit(*folders)
     if table.empty:
         print(f"audit: every file recorded in the manifests under {', '.join(folders)} is unchanged")

@@ -14,7 +14,7 @@ both follow from the plan (``tests/tooling/test_capacity.py`` checks them;
 ``benchmarks/capacity.py`` prints the plan).
 The names the workflow expands the config with are the workflow's own, imported from where
 ``rules/common.smk`` takes them (:func:`knowlab.core.checkpoints.checkpoint_steps`,
-:data:`knowlab.sort.finetune.PARAMETRIC_RUNS`, the condition names of :mod:`knowlab.grounding.settings`,
+:data:`knowlab.sort.runs.PARAMETRIC_RUNS`, the condition names of :mod:`knowlab.grounding.settings`,
 :mod:`knowlab.sort.prompts`, :data:`knowlab.sort.build.N_BINS`).
 Units: bytes, FLOPs, seconds in the functions; :class:`RuleCost` reports GiB (2**30 bytes)
 and hours.  Every number comes from one of three kinds of source, named where it is used:
@@ -57,7 +57,7 @@ from knowlab.grounding.settings import (
     condition_spec,
 )
 from knowlab.sort.build import N_BINS
-from knowlab.sort.finetune import PARAMETRIC_RUNS
+from knowlab.sort.runs import PARAMETRIC_RUNS
 from knowlab.sort.prompts import DEFAULT_TEMPLATES, RAG_CONDITIONS, RAG_READINGS
 from knowlab.sort.release import BOOKSORT_BOOKS
 
@@ -1062,7 +1062,7 @@ def sort_fiction_evaluate_cost(p: PlanInputs) -> list[RuleCost]:
 
 def sort_parametric_evaluate_cost(p: PlanInputs) -> list[RuleCost]:
     """Rule ``sort_parametric_evaluate`` (rules/sort.smk: scripts/sort_parametric_evaluate.py), one job per
-    epoch of every parametric run (:data:`knowlab.sort.finetune.PARAMETRIC_RUNS`) and the base model: the
+    epoch of every parametric run (:data:`knowlab.sort.runs.PARAMETRIC_RUNS`) and the base model: the
     test items without context and the perplexity of their segments, and after the last epoch in context."""
     if not p.counts.get("sort_parametric_evaluate"):
         return []

@@ -35,6 +35,7 @@ import pandas as pd
 from pandas.testing import assert_frame_equal
 
 from knowlab.core.io import read_jsonl
+from knowlab.layout import LOGS_FOLDER, RO_CRATE
 
 TABLE_SUFFIXES = (".parquet", ".csv", ".json", ".jsonl", ".tex", ".txt")
 VOLATILE_COLUMNS = ("wall_s",)
@@ -42,7 +43,7 @@ VOLATILE_COLUMNS = ("wall_s",)
 
 def _is_table(path: Path, root: Path) -> bool:
     rel = path.relative_to(root)
-    if rel.parts and rel.parts[0] in ("logs", "ro-crate"):  # the crate records the commit: provenance
+    if rel.parts and rel.parts[0] in (LOGS_FOLDER, RO_CRATE.relative()):  # the crate records the commit: provenance
         return False
     if path.name.endswith("manifest.json"):
         return False

@@ -77,7 +77,7 @@ from urllib.parse import quote, unquote
 
 from rocrate.rocrate import ROCrate
 
-from knowlab.layout import RO_CRATE
+from knowlab.layout import OUTPUT_FOLDERS, RESULTS, RO_CRATE
 from knowlab.tooling.envs import workflow_rules
 from knowlab.tooling.trace import FINDINGS, build_index, load_manifests, norm, pins, recorded_files
 
@@ -329,7 +329,8 @@ def build_crate(
     out_path = Path(os.path.abspath(out if os.path.isabs(out) else base_path / out))
     manifests = load_manifests(base_path)
     if not manifests:
-        raise CrateError(f"no *manifest.json under {base_path}/results or {base_path}/resources")
+        folders = " or ".join(f"{base_path}/{top}" for top in OUTPUT_FOLDERS)
+        raise CrateError(f"no *manifest.json under {folders}")
     if workflow is None:
         here = Path(__file__).resolve().parents[3]
         workflow = base_path if (base_path / "Snakefile").is_file() else here
@@ -780,7 +781,7 @@ def _claims(b: _Builder, base: Path) -> list[str]:
             if record.get(key):
                 claim[prop] = record[key]
         if record.get("figure"):
-            figure = b.ident(f"results/{record['figure']}")
+            figure = b.ident(f"{RESULTS}/{record['figure']}")
             if figure in b.data:
                 claim["isBasedOn"] = _ref(figure)
         ids.append(b.add({k: v for k, v in claim.items() if v is not None}))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from knowlab.layout import FINDINGS_TEXT as _FINDINGS_TEXT
-from knowlab.layout import REPORT, RESULTS
+from knowlab.layout import REPORT, RESOURCES, RESULTS
 
 #: where the findings of a run are (rule findings)
 FINDINGS_TEXT = _FINDINGS_TEXT.path()
@@ -37,7 +37,7 @@ def success_message(workdir: str | Path = ".") -> str:
     return (
         f"{text}\n"
         f"Report: snakemake --report {REPORT} (or make report); provenance: "
-        f"python -m knowlab.tooling.audit {RESULTS} resources\n"
+        f"python -m knowlab.tooling.audit {RESULTS} {RESOURCES}\n"
     )
 
 

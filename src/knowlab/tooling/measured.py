@@ -53,6 +53,7 @@ from typing import Any
 
 import yaml
 
+from knowlab.layout import BENCHMARKS_FOLDER, RESOURCES, RESULTS, BaseModel
 from knowlab.tooling.slurm import LocalRules, job_stats_table
 from knowlab.tooling.trace import load_manifests
 
@@ -292,11 +293,11 @@ def locate(folder: str | os.PathLike) -> tuple[Path, Path]:
         MeasuredError: neither.
     """
     folder = Path(folder)
-    if (folder / "results").is_dir():
-        return folder, folder / "results"
-    if folder.is_dir() and (folder.name == "results" or (folder / "benchmarks").is_dir()):
+    if (folder / RESULTS).is_dir():
+        return folder, folder / RESULTS
+    if folder.is_dir() and (folder.name == RESULTS or (folder / BENCHMARKS_FOLDER).is_dir()):
         return folder.parent, folder
-    raise MeasuredError(f"{folder}: no results/ folder in it, and not a results folder itself")
+    raise MeasuredError(f"{folder}: no {RESULTS}/ folder in it, and not a results folder itself")
 
 
 def read_benchmark(path: Path) -> tuple[float, float | None, float | None]:
@@ -345,7 +346,7 @@ def measure_run(folder: str | os.PathLike) -> RunMeasure:
     # e.g. the findings re-decided, is not the run's time), the latest of equals
     log = max(reversed(complete), key=lambda one: one.steps[1]) if complete else None
     benchmarks = []
-    for path in sorted((results / "benchmarks").rglob("*.tsv")) if (results / "benchmarks").is_dir() else []:
+    for path in sorted((results / BENCHMARKS_FOLDER).rglob("*.tsv")) if (results / BENCHMARKS_FOLDER).is_dir() else []:
         relative = path.relative_to(base).as_posix()
         s, cpu, rss = read_benchmark(path)
         benchmarks.append(Bench(relative, rule_of.get(relative), s, cpu, rss, job_of.get(relative)))
@@ -355,12 +356,13 @@ def measure_run(folder: str | os.PathLike) -> RunMeasure:
     )
     sizes: dict[str, int] = {}
     for entry in sorted(results.iterdir()):
-        key = f"{entry.name}/" if entry.is_dir() else "(files directly in results/)"
+        key = f"{entry.name}/" if entry.is_dir() else f"(files directly in {RESULTS}/)"
         size = tree_bytes(entry) if entry.is_dir() else (0 if entry.is_symlink() else entry.stat().st_size)
         sizes[key] = sizes.get(key, 0) + size
     checkpoints = sum(tree_bytes(Path(d)) for d, subdirs, _ in os.walk(results) if Path(d).name == "checkpoints")
-    resources = base / "resources"
-    params = parameter_count(resources / "base_model") if (resources / "base_model" / "config.json").is_file() else None
+    resources = base / RESOURCES
+    model = base / BaseModel.path
+    params = parameter_count(model) if (model / "config.json").is_file() else None
     return RunMeasure(
         folder=Path(folder),
         results=results,
@@ -580,9 +582,7 @@ def model_jobs(base: Path, benchmarks: Iterable[Bench]) -> list[ModelJob]:
             continue
         tokens, trained, rows = job_tokens(base, job.outputs)
         forwarded = scored_tokens(base, job.logs)
-        folders = [
-            Path(o).parts[1] for o in job.outputs if Path(o).parts[:1] == ("results",) and len(Path(o).parts) > 2
-        ]
+        folders = [Path(o).parts[1] for o in job.outputs if Path(o).parts[:1] == (RESULTS,) and len(Path(o).parts) > 2]
         bound, note = TOKEN_NOTES.get(job.rule, ("", None))
         if forwarded is not None and not trained:
             tokens, bound, note = forwarded, "", None
@@ -683,7 +683,7 @@ def _render_flops(run: RunMeasure, hand: Mapping[str, list[dict[str, Any]]]) -> 
         ]
     floor, entry = matmul_floor(hand)
     rows, total = flop_rows(jobs, run.params)
-    n = f"N = {run.params:,}" if run.params is not None else "N not known (no `resources/base_model/config.json`)"
+    n = f"N = {run.params:,}" if run.params is not None else f"N not known (no `{BaseModel.path}/config.json`)"
     out = [
         "",
         "### Model FLOPs against the matmul floor",
@@ -692,7 +692,7 @@ def _render_flops(run: RunMeasure, hand: Mapping[str, list[dict[str, Any]]]) -> 
         f"they are worth, and those FLOPs per second of the jobs' benchmark `s` (wall seconds, model loading and "
         f"everything else in the job included). FLOPs: 6N per trained token, 2N per scored or generated token "
         f"(prompt tokens count: they are run through the model), {n} parameters of the base model "
-        "(`resources/base_model/config.json` built on the meta device, `sum(p.numel() for p in model.parameters())`: "
+        f"(`{BaseModel.path}/config.json` built on the meta device, `sum(p.numel() for p in model.parameters())`: "
         "the tied output layer counted once); attention's sequence-length term is left out. *Floor*: this machine's "
         "`torch.matmul` throughput in the job's dtype (from its log: `bf16=` of a fine-tuning job, `compute:` of "
         "another) at its threads (Snakemake's `threads:`, 1 where the log names none), "
@@ -949,11 +949,11 @@ def _render_run(run: RunMeasure, here: Mapping[str, Any], hand: Mapping[str, lis
             f"{total.cpu_s:,.0f} CPU-s; largest peak RSS of one job {_num(total.max_rss_mib)} MiB |"
         )
     else:
-        out.append(f"| job time | not measured: no benchmark files under `{run.results}/benchmarks/` |")
+        out.append(f"| job time | not measured: no benchmark files under `{run.results}/{BENCHMARKS_FOLDER}/` |")
     results_total = sum(run.sizes.values())
-    out.append(f"| results/ | {results_total:,} bytes ({gib(results_total)}) |")
+    out.append(f"| {RESULTS}/ | {results_total:,} bytes ({gib(results_total)}) |")
     if run.resources_bytes is not None:
-        out.append(f"| resources/ | {run.resources_bytes:,} bytes ({gib(run.resources_bytes)}) |")
+        out.append(f"| {RESOURCES}/ | {run.resources_bytes:,} bytes ({gib(run.resources_bytes)}) |")
     if run.benchmarks:
         out += [
             "",
@@ -980,14 +980,14 @@ def _render_run(run: RunMeasure, here: Mapping[str, Any], hand: Mapping[str, lis
             ]
     out += [
         "",
-        "Bytes under `results/` (regular files, links not followed):",
+        f"Bytes under `{RESULTS}/` (regular files, links not followed):",
         "",
         "| folder | bytes | |",
         "| --- | ---: | ---: |",
     ]
     for name, size in run.sizes.items():
         out.append(f"| `{name}` | {size:,} | {gib(size)} |")
-    out.append(f"| **results/** | **{results_total:,}** | **{gib(results_total)}** |")
+    out.append(f"| **{RESULTS}/** | **{results_total:,}** | **{gib(results_total)}** |")
     out.append(f"| of it in `checkpoints/` folders | {run.checkpoints_bytes:,} | {gib(run.checkpoints_bytes)} |")
     if run.benchmarks:
         out += _render_flops(run, hand)

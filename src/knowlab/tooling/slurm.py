@@ -38,7 +38,15 @@ from typing import Any
 import yaml
 
 from knowlab.config import load_config
-from knowlab.layout import Layout, fictionalqa_training
+from knowlab.layout import (
+    CHECKPOINT,
+    CHECKPOINT_TRAIN_LOG,
+    FINETUNE_STEP,
+    OUTPUT_FOLDERS,
+    RESULTS,
+    Layout,
+    fictionalqa_training,
+)
 from knowlab.tooling import compare
 from knowlab.tooling.envs import workflow_rules
 from knowlab.tooling.verify import differing, output_files
@@ -606,7 +614,10 @@ def distributed_drift(one: Path, two: Path, checkpoint: str) -> tuple[float, flo
     import pandas as pd
 
     run, _, step = checkpoint.rpartition("/checkpoints/")
-    logs = [pd.read_parquet(Path(root) / run / "train_log" / f"{step}.parquet") for root in (one, two)]
+    logs = [
+        pd.read_parquet(Path(root) / CHECKPOINT_TRAIN_LOG.relative(training=run, checkpoint=step))
+        for root in (one, two)
+    ]
     loss = float(((logs[1]["loss"] - logs[0]["loss"]).abs() / logs[0]["loss"].abs()).max())
     a, b = (checkpoint_logits(Path(root) / checkpoint) for root in (one, two))
     return loss, float((a - b).abs().max() / a.abs().max())
@@ -617,7 +628,7 @@ def copy_run(source: Path, dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    for top in ("results", "resources"):
+    for top in OUTPUT_FOLDERS:
         shutil.copytree(Path(source) / top, dest / top, symlinks=True)
     return dest
 
@@ -636,7 +647,9 @@ def srun_checkpoint(config: Path) -> str:
     checkpoint of the Doc run of the first base model of ``config`` (laid over config/config.yaml;
     config/test.yaml: its only interval, rule finetune_last)."""
     layout = Layout(load_config(config))
-    return f"{fictionalqa_training(layout.ft_models[0], 'doc')}/checkpoints/step-{layout.steps[-1]}"
+    return CHECKPOINT.relative(
+        training=fictionalqa_training(layout.ft_models[0], "doc"), checkpoint=f"step-{layout.steps[-1]}"
+    )
 
 
 SRUN_CONFIG = "finetune:\n  distributed:\n    launcher: srun\n    nodes: 1\n    processes_per_node: 2\n"
@@ -704,7 +717,7 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
     unequal = differing(hashes["local"], hashes["slurm"])
     for name in unequal:
         problems.append(f"differs between the local and the SLURM run: {name}")
-    if compare.main([str(local_dir / "results"), str(slurm_dir / "results")]):
+    if compare.main([str(local_dir / RESULTS), str(slurm_dir / RESULTS)]):
         problems.append("knowlab.tooling.compare: the results' tables differ")
 
     # 3. where each job ran, and what SLURM gave it
@@ -767,12 +780,13 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
     # 6. distributed fine-tuning: one interval again with launcher srun on 2 tasks, in one SLURM job
     srun_dir = copy_run(slurm_dir, work / "srun")
     checkpoint = srun_checkpoint(config)
-    target = Path("results") / checkpoint
+    target = Path(RESULTS) / checkpoint
     run_root, _, step = checkpoint.rpartition("/checkpoints/")
+    finetune_step = FINETUNE_STEP.fix(training=run_root, checkpoint=step)
     for stale in (
         srun_dir / target,
-        srun_dir / f"{target}.manifest.json",
-        srun_dir / "results" / run_root / "train_log" / f"{step}.parquet",
+        srun_dir / finetune_step.manifest,
+        srun_dir / CHECKPOINT_TRAIN_LOG.path(training=run_root, checkpoint=step),
     ):
         shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     (work / "srun.yaml").write_text(SRUN_CONFIG)
@@ -792,13 +806,13 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
         raise Failed(f"the srun fine-tuning failed (exit {code}); see {work / 'srun.log'}")
     srun_log = (work / "srun.log").read_text()
     srun_rows = sacct_rows(name=run_id(srun_log))
-    job_log = srun_dir / "results/logs" / run_root / f"{step}.log"
+    job_log = srun_dir / finetune_step.log
     ranks = {
         m.group(3) for m in _RANK_LINE.finditer(job_log.read_text()) if m.group(2) == "2" and m.group(1) == m.group(3)
     }
     steps = sacct_rows(job_ids=[r["JobIDRaw"] for r in srun_rows], steps=True)
     two_task_steps = [r for r in steps if "." in r["JobIDRaw"] and r["NTasks"] == "2"]
-    loss_drift, logit_drift = distributed_drift(slurm_dir / "results", srun_dir / "results", checkpoint)
+    loss_drift, logit_drift = distributed_drift(slurm_dir / RESULTS, srun_dir / RESULTS, checkpoint)
     _say(f"srun fine-tuning: {len(srun_rows)} SLURM job(s) {[r['JobIDRaw'] for r in srun_rows]}, steps with 2 tasks "
          f"{[r['JobIDRaw'] for r in two_task_steps]}, ranks seen {sorted(ranks)}; against world size 1: loss "
          f"{loss_drift:.2e}, logits {logit_drift:.2e} (tolerance {DISTRIBUTED_TOLERANCE:g})")  # fmt: skip

@@ -72,7 +72,7 @@ from knowlab.core.io import read_json, sha256_file
 
 #: path prefixes (relative to the working directory) of the files the workflow writes: one of
 #: them with no manifest is a broken link, never a raw input
-DERIVED = (f"{layout.RESULTS}/", f"{layout.RESOURCES}/")
+DERIVED = tuple(f"{folder}/" for folder in layout.OUTPUT_FOLDERS)
 #: the findings table and the prefix of a claim id -> the study folder its numbers come from
 FINDINGS = layout.FINDINGS_JSON.path()
 STUDY_FOLDERS = {
@@ -118,7 +118,7 @@ def load_manifests(base: str | os.PathLike = ".") -> dict[str, dict[str, Any]]:
     """
     base = Path(base)
     found = {}
-    for folder in ("results", "resources"):
+    for folder in layout.OUTPUT_FOLDERS:
         if (base / folder).is_dir():
             for path in sorted((base / folder).rglob("*manifest.json")):
                 found[path.relative_to(base).as_posix()] = read_json(path)
@@ -428,7 +428,7 @@ class _Tracer:
             self.step(produced[0], None if folder is None else (lambda p: p.startswith(folder)))
         self.consume(node, FINDINGS, "")
         if record.get("figure"):
-            self.consume(node, norm(f"results/{record['figure']}"), "")
+            self.consume(node, norm(f"{layout.RESULTS}/{record['figure']}"), "")
         return node
 
 
@@ -451,7 +451,7 @@ def _verdicts(tracer: _Tracer, hasher: _Hasher) -> list[Broken]:
         current = hasher(c.path)
         if c.role == "no-manifest":
             hint = _space_joined_hint(tracer.index, c.path)
-            message = f"{c.path}: no manifest under results/ or resources/ lists it as an output{hint}"
+            message = f"{c.path}: no manifest under {' or '.join(DERIVED)} lists it as an output{hint}"
             report("no-manifest", c.path, message, c.reader)
             state[(c.path, c.reader)] = "no manifest"
             continue
@@ -799,12 +799,12 @@ def write_pages(base: str | os.PathLike, out: str | os.PathLike) -> list[Path]:
     base_path, out_path = Path(base), Path(out)
     out_path.mkdir(parents=True, exist_ok=True)
     index, hasher = build_index(load_manifests(base_path)), _Hasher(base_path)
-    targets = sorted(p for p in index.files if p.startswith("results/") and p.endswith(PAGE_SUFFIXES))
+    targets = sorted(p for p in index.files if p.startswith(f"{layout.RESULTS}/") and p.endswith(PAGE_SUFFIXES))
     claims = sorted({r.get("claim_id") for r in _findings(base_path) if r.get("claim_id")})
     pages = []
     for target in targets:
         html = render_html(trace(target, base_path, index=index, hasher=hasher))
-        if target == "results/findings.csv":
+        if target == layout.FINDINGS_TABLE.path():
             per_claim = "".join(
                 "<h2>" + claim + "</h2>" + _body(render_html(trace(claim, base_path, index=index, hasher=hasher)))
                 for claim in claims

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from knowlab.core.io import sha256_file
+from knowlab.layout import BENCHMARKS, LOGS, OUTPUT_FOLDERS, REPORT
 
 #: kinds of job to kill in: name -> rule-name pattern
 KILL_KINDS = {
@@ -51,8 +52,8 @@ KILL_KINDS = {
 }
 #: under results/ and resources/, what is not a result: logs and benchmarks (times, hosts) and the report
 EXCLUDE = (
-    re.compile(r"^results/(logs|benchmarks)/"),
-    re.compile(r"^results/report\.html$"),
+    re.compile(f"^({re.escape(LOGS)}|{re.escape(BENCHMARKS)})/"),
+    re.compile(f"^{re.escape(REPORT)}$"),
 )
 _JOB_START = re.compile(r"^\s*(?:local)?rule (\w+):\s*$")
 
@@ -81,7 +82,7 @@ def output_files(folder: Path) -> dict[str, str]:
     """``{path relative to folder: sha256}`` of every output under ``results/`` and ``resources/``,
     without :data:`EXCLUDE` (logs, the report)."""
     found = {}
-    for top in ("results", "resources"):
+    for top in OUTPUT_FOLDERS:
         for path in sorted((folder / top).rglob("*")):
             name = path.relative_to(folder).as_posix()
             if path.is_file() and not any(rule.search(name) for rule in EXCLUDE):
