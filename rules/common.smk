@@ -44,7 +44,7 @@ from knowlab.layout import (
     training_model,
 )
 from knowlab.sort.settings import CONDITION_FIGURES, EPOCH_FIGURES
-from knowlab.sort.finetune import PARAMETRIC_RUNS
+from knowlab.sort.runs import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
 
 # the checkout (this file's parent folder): the workflow's own data, prompts and src/, also when
@@ -61,8 +61,9 @@ FIGURE_NOTE = settings_note(config)
 
 # the param `compute` of the jobs that run a model (the compute keys that can change a result)
 COMPUTE = ComputeSettings.from_config(config).param()
-# the param `stats` of every rule that tests or draws an interval (knowlab.core.stats.StatsSettings)
-STATS = StatsSettings.from_config(config).param()
+# the statistics settings (knowlab.core.stats.StatsSettings): each rule that tests or draws an interval
+# takes as its param `stats` only the fields its step reads, STATS.param(<field>, ...)
+STATS = StatsSettings.from_config(config)
 
 # The base models FictionalQA fine-tunes (finetune.models; knowlab.layout.finetune_models): the
 # {ft_model} level of FictionalQA's results and of SORT's and grounding's probes of its checkpoints.

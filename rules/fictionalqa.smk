@@ -214,7 +214,7 @@ rule fictionalqa_paired_tests:
     conda:
         "../envs/stats.yaml"
     params:
-        stats=STATS,
+        stats=STATS.param("mcnemar_exact_below", "ttest_alternative"),
         control=CONTROL_RUN,
         runs=compared_runs,
     script:
@@ -251,7 +251,7 @@ rule fictionalqa_summary:
     params:
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],
         runs=lambda wildcards: MODEL_RUNS[wildcards.ft_model],
-        stats=STATS,
+        stats=STATS.param("confidence", "bootstrap_resamples", "seed"),
     script:
         "../scripts/fictionalqa_summary.py"
 

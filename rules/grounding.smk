@@ -171,7 +171,7 @@ rule grounding_tables:
         "../envs/stats.yaml"
     params:
         settings=GROUNDING_TABLES,
-        stats=STATS,
+        stats=STATS.param("confidence", "bootstrap_resamples", "seed"),
         # read by the report's caption (workflow/report/grounding_tables.rst)
         models=[eval_model_label(name) for name in EVAL_MODELS],
     script:
@@ -262,8 +262,11 @@ checkpoint_probe(
             ),
             "mcnemar": layout.GROUNDING_FINETUNE_MCNEMAR.smk,
         },
-        # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
-        params={"note": lambda wildcards: FT_NOTES[wildcards.ft_model]},
+        params={
+            # read by the report's caption (workflow/report/grounding_finetune_rates.rst)
+            "note": lambda wildcards: FT_NOTES[wildcards.ft_model],
+            "stats": STATS.param("mcnemar_exact_below"),
+        },
     ),
     figures=ProbeRule(
         layout.GROUNDING_FINETUNE_FIGURES_STEP,

@@ -68,7 +68,6 @@ def checkpoint_probe(evaluate, table, stats, figures):
             runs=fiction_runs_of,
             control=control_of,
             steps=STEPS,
-            stats=STATS,
         script:
             stats.script
 

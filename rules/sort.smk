@@ -25,6 +25,16 @@ SORT_RAG_PROMPT_SETTINGS = SortRagPromptSettings.from_config(config).param()
 SORT_EVALUATE_SETTINGS = SortEvaluateSettings.from_config(config).param()
 SORT_FICTION_ITEMS_SETTINGS = SortFictionItemsSettings.from_config(config).param()
 SORT_PARAMETRIC_TEXTS_SETTINGS = SortParametricTextsSettings.from_config(config).param()
+# the param `stats` of the statistics rules (the bands' intervals, McNemar's threshold, the t-test's
+# alternative) and of the figure rules (the bands' level and resamples, which the footnotes name)
+SORT_STATS = STATS.param(
+    "confidence",
+    "bootstrap_resamples",
+    "seed",
+    "mcnemar_exact_below",
+    "ttest_alternative",
+)
+SORT_FIGURE_STATS = STATS.param("confidence", "bootstrap_resamples")
 
 # the texts' folder under resources/ and its manifest: the config's source
 SORT_SOURCES = layout.SORT_SOURCES_STEP.fix(source=config["sort"]["source"])
@@ -208,7 +218,7 @@ rule sort_stats:
     params:
         conditions=SORT_CONDITIONS,
         models=[eval_model_label(name) for name in EVAL_MODELS],
-        stats=STATS,
+        stats=SORT_STATS,
     script:
         "../scripts/sort_stats.py"
 
@@ -255,8 +265,7 @@ rule sort_figures:
         "../envs/plot.yaml"
     params:
         model=BASE.name,
-        # the bands' level and resamples, which the footnotes name
-        stats=STATS,
+        stats=SORT_FIGURE_STATS,
     script:
         "../scripts/sort_figures.py"
 
@@ -304,6 +313,7 @@ checkpoint_probe(
             "tests": directory(layout.SORT_FICTION_TESTS.smk),
             "bands": layout.SORT_FICTION_BANDS.smk,
         },
+        params={"stats": SORT_STATS},
     ),
     figures=ProbeRule(
         layout.SORT_FICTION_FIGURES_STEP,
@@ -325,8 +335,7 @@ checkpoint_probe(
                 },
             ),
         },
-        # the bands' level and resamples, which the footnotes name
-        params={"stats": STATS},
+        params={"stats": SORT_FIGURE_STATS},
     ),
 )
 
@@ -420,7 +429,7 @@ rule sort_parametric_stats:
     conda:
         "../envs/stats.yaml"
     params:
-        stats=STATS,
+        stats=SORT_STATS,
     script:
         "../scripts/sort_parametric_stats.py"
 
@@ -466,7 +475,7 @@ rule sort_parametric_figures:
         "../envs/plot.yaml"
     params:
         model=BASE.name,
-        stats=STATS,
+        stats=SORT_FIGURE_STATS,
     script:
         "../scripts/sort_parametric_figures.py"
 

@@ -6,6 +6,7 @@ tests), defined degenerate cases and recomputation."""
 
 import itertools
 import math
+from dataclasses import FrozenInstanceError, fields
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import pytest
 from knowlab.findings.base import signed_rank
 from knowlab.core import stats
 from knowlab.core.stats import (
+    StatsSettings,
     bootstrap_ci,
     bootstrap_difference,
     minimum_detectable_effect,
@@ -762,10 +764,37 @@ def test_percentile_intervals_cover_the_true_difference_at_about_their_level():
         widths["paired"].append(est["ci_high"] - est["ci_low"])
         widths["unpaired"].append(apart["ci_high"] - apart["ci_low"])
         est = bootstrap_difference(
-            rng.normal(1.0, 1.0, 50), rng.normal(0.0, 1.5, 40), paired=False, n_resamples=500, seed=rep
-        , confidence=0.95)
+            rng.normal(1.0, 1.0, 50), rng.normal(0.0, 1.5, 40), paired=False, n_resamples=500, seed=rep, confidence=0.95
+        )
         covered["unpaired"] += est["ci_low"] <= 1.0 <= est["ci_high"]
     for what, count in covered.items():
         assert 0.90 <= count / 200 <= 0.99, what
     # pairing removes the shared per-unit level: sd(a - b) = 0.71 against sqrt(2 * 4.25) = 2.9 unpaired
     assert np.median(widths["paired"]) < 0.4 * np.median(widths["unpaired"])
+
+
+def test_a_rule_gets_the_slice_of_the_stats_settings_its_step_reads(stats_settings):
+    """``StatsSettings.param(*fields)``: a rule's param ``stats``, only the fields named (in field order);
+    the script's record of it holds those, equal on a round trip, and reading any other field raises
+    naming the key and where to add it."""
+    param = stats_settings.param("seed", "mcnemar_exact_below")
+    assert param == {"mcnemar_exact_below": 25, "seed": 0} and list(param) == ["mcnemar_exact_below", "seed"]
+    assert stats_settings.param() == {f.name: getattr(stats_settings, f.name) for f in fields(StatsSettings)}
+    part = StatsSettings.from_param(param)
+    assert part == stats_settings.only("mcnemar_exact_below", "seed") != stats_settings
+    assert part.held() == ("mcnemar_exact_below", "seed") and part.param() == param
+    assert (part.mcnemar_exact_below, part.seed) == (25, 0) and hash(part) == hash(StatsSettings.from_param(param))
+    assert repr(part) == "StatsSettings(mcnemar_exact_below=25, seed=0)"
+    assert StatsSettings.from_param(stats_settings.param()) == stats_settings
+    with pytest.raises(AttributeError, match=r"stats.confidence is not in this step's slice .* STATS.param"):
+        part.confidence
+    with pytest.raises(AttributeError, match="stats.bootstrap_resamples is not in this step's slice"):
+        part.param("bootstrap_resamples")
+    with pytest.raises(AttributeError, match="has no attribute 'resamples'"):
+        stats_settings.param("resamples")
+    with pytest.raises(TypeError, match=r"StatsSettings has no field\(s\) \['resamples'\]"):
+        StatsSettings.from_param({"resamples": 10})
+    with pytest.raises(ValueError, match="stats.ttest_alternative must be one of"):
+        StatsSettings.from_param({"ttest_alternative": "greater or less"})
+    with pytest.raises(FrozenInstanceError):
+        part.seed = 1

@@ -41,10 +41,8 @@ def _evaluated_once(scored_items):
 
 def test_paired_tests_put_the_base_model_at_step_zero_of_every_run(scored_items):
     items = _evaluated_once(scored_items)
-    settings = StatsSettings(
-        confidence=0.95, bootstrap_resamples=200, permutation_resamples=99, mcnemar_exact_below=25,
-        ttest_alternative="greater", seed=0,
-    )  # fmt: skip
+    # the slice of rule fictionalqa_paired_tests: McNemar's threshold and the t-test's alternative
+    settings = StatsSettings.from_param({"mcnemar_exact_below": 25, "ttest_alternative": "greater"})
     tables = stats.paired_tests(items, ["doc", "control"], "doc", "control", "mcq4", settings)
     rows = with_step0(items, ["doc", "control"])
     assert tables.keys() == {"mcnemar", "ttest"}

@@ -55,21 +55,28 @@ FICTIONALQA_DOWNSTREAM = {
     *(f"fictionalqa_across_models_{fig}" for fig in ("fig4", "fig7", "fig9", "fig10", "fig10_11")),
     *PROBE_RULES,
 }
-# the rules that take the statistics settings whole (knowlab.core.stats.StatsSettings, param stats): any
-# stats.* key re-runs them all, with their figures
-STATS_READERS = {
-    "fictionalqa_paired_tests",
+# The readers of each stats.* key (knowlab.core.stats.StatsSettings): each rule's param stats holds only
+# the fields its step reads (STATS.param(...) in the rules; the findings' slice in
+# knowlab.findings.FindingsSettings), so a key re-runs only its readers and what reads their outputs.
+SORT_STATS = {"sort_stats", "sort_fiction_stats", "sort_parametric_stats"}
+# McNemar's exact threshold
+MCNEMAR_READERS = {"fictionalqa_paired_tests", "grounding_finetune_stats", *SORT_STATS}
+# the paired t-test's alternative
+TTEST_READERS = {"fictionalqa_paired_tests", *SORT_STATS}
+# the bootstrap intervals' resamples and level: the tables, the bands, the findings, and the SORT
+# figures, whose footnotes name them
+BOOTSTRAP_READERS = {
     "fictionalqa_summary",
-    "sort_stats",
-    "sort_figures",
-    "sort_fiction_stats",
-    "sort_fiction_figures",
-    "sort_parametric_stats",
-    "sort_parametric_figures",
     "grounding_tables",
-    "grounding_finetune_stats",
+    *SORT_STATS,
+    "sort_figures",
+    "sort_fiction_figures",
+    "sort_parametric_figures",
     "findings",
 }
+# the permutations of a test that cannot list them all, and the draws of a randomisation test: the
+# findings only
+PERMUTATION_READERS = {"findings"}
 # (key, new value, the rules that read it (or a function giving them, called when the test runs), the
 # rules downstream of them in the rule graph that still re-run nothing, because none of their jobs
 # reads a re-run job's output).  Values are valid for config/test.yaml.
@@ -77,10 +84,13 @@ KEYS = [
     ("splits.event_train_fraction", 0.5, {"fictionalqa_split"}, SORT_PARAMETRIC),
     ("evaluate.em_tokens", [10, 25], {"fictionalqa_evaluate"}, set()),
     ("mcq.ranker.evict", "released", {"fictionalqa_mcq"}, set()),
-    ("stats.mcnemar_exact_below", 30, STATS_READERS, set()),
-    ("stats.permutation_resamples", 199, STATS_READERS, set()),
+    ("stats.mcnemar_exact_below", 30, MCNEMAR_READERS, set()),
+    ("stats.ttest_alternative", "two-sided", TTEST_READERS, set()),
+    ("stats.bootstrap_resamples", 100, BOOTSTRAP_READERS, set()),
+    # a findings-only key: the findings re-run, and the provenance, which reads every result
+    ("stats.permutation_resamples", 199, PERMUTATION_READERS, set()),
     # the analysis plan records the intervals' level, alpha, power and the margin (knowlab.findings.plan)
-    ("stats.confidence", 0.9, STATS_READERS | {"analysis_plan"}, set()),
+    ("stats.confidence", 0.9, BOOTSTRAP_READERS | {"analysis_plan"}, set()),
     ("findings.alpha", 0.01, {"analysis_plan", "findings"}, set()),
     # SORT's runs set lr in sort.parametric.finetune; test.yaml's FictionalQA runs are one interval
     # long, so their jobs are all finetune_last
@@ -212,6 +222,14 @@ def test_a_key_reruns_its_readers_and_their_descendants(dry_runs, rule_graph, ke
     }, f"{key}: {reasons}"
 
 
+def test_every_stats_key_is_checked():
+    """Every key of the block ``stats`` has its readers in :data:`KEYS`, but ``stats.suites``, which
+    names the paired tests to make rather than a setting of one
+    (:func:`test_another_suite_adds_its_paired_tests_and_reruns_only_the_provenance`)."""
+    stats_keys = {f"stats.{name}" for name in load_config(TEST_CONFIG)["stats"]}
+    assert stats_keys - {key for key, *_ in KEYS} == {"stats.suites"}
+
+
 def test_keys_that_cannot_change_a_result_rerun_nothing(dry_runs):
     jobs, reasons = dry_runs["no result"]
     assert not jobs, f"{[key for key, _ in NO_RESULT_KEYS]}: re-run {jobs} ({reasons})"
@@ -270,3 +288,12 @@ def test_a_second_training_seed_adds_its_replicates_and_reruns_only_the_findings
     assert {rule for rule, _ in replicates} == {"finetune_last", "fictionalqa_evaluate"}
     assert sum(rule == "finetune_last" for rule, _ in replicates) == 4 + 3  # tiny's 4 runs, tiny-wide's 3
     assert {rule for rule, wildcards in jobs if ".seed-99" not in wildcards} == {"findings", "provenance", "all"}
+
+
+def test_another_suite_adds_its_paired_tests_and_reruns_only_the_provenance(workdir, snakemake, tmp_path):
+    """``stats.suites: [mcq4, mcq10]``: the paired tests of MCQ-10 (scored already) and their figures are
+    added for every run; of what exists, only the provenance (which reads every result) re-runs."""
+    jobs = _jobs(snakemake, workdir, tmp_path / "suites.yaml", ("stats.suites", ["mcq4", "mcq10"]))
+    added = {rule for rule, wildcards in jobs if "suite=mcq10" in wildcards}
+    assert added == {"fictionalqa_paired_tests", "fictionalqa_figure_pvalues"}
+    assert {rule for rule, wildcards in jobs if "suite=mcq10" not in wildcards} == {"provenance", "all"}

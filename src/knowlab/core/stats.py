@@ -65,7 +65,7 @@ detects with a given power (the headline findings, :mod:`knowlab.findings`).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -89,11 +89,17 @@ Pair = tuple[Key, Key]
 @dataclass(frozen=True)
 class StatsSettings(StepSettings):
     """Every statistical knob the studies share, read once from the config (block ``stats`` and the
-    project ``seed``).  Each rule that tests or draws an interval takes it whole as its param
-    ``stats``, and hands its values to the functions of this module and of
-    :mod:`knowlab.core.clustered`, none of which has a default for any of them.  The findings'
-    decision knobs (``findings.alpha``, ``power``, ``equivalence_margin``) are the findings' own
-    (:class:`knowlab.findings.FindingsSettings`): no other rule decides anything."""
+    project ``seed``), or a slice of them: the fields one step reads, the others left out.
+
+    A rule's param ``stats`` carries only the fields its step reads, ``STATS.param("confidence",
+    ...)`` (:meth:`param`; ``STATS`` is the whole record, ``rules/common.smk``), so that a change of
+    one key re-runs only the rules that read it (``tests/workflow/test_rerun.py``).  Its script
+    rebuilds the slice with :meth:`from_param`; reading a field left out of it raises
+    ``AttributeError`` naming the key and where to add it.  The values go to the functions of this
+    module and of :mod:`knowlab.core.clustered`, none of which has a default for any of them.  The
+    findings' decision knobs (``findings.alpha``, ``power``, ``equivalence_margin``) are the
+    findings' own (:class:`knowlab.findings.FindingsSettings`, which holds its own slice of this
+    record): no other rule decides anything."""
 
     confidence: float
     """Level of every interval, bands and findings alike (``stats.confidence``; 0.95)."""
@@ -110,12 +116,13 @@ class StatsSettings(StepSettings):
     """Seed of every bootstrap and permutation stream (the project ``seed``)."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.confidence < 1:
+        held = self.held()
+        if "confidence" in held and not 0 < self.confidence < 1:
             raise ValueError(f"stats.confidence must be in (0, 1), got {self.confidence}")
         for name, least in (("bootstrap_resamples", 1), ("permutation_resamples", 1), ("mcnemar_exact_below", 0)):
-            if getattr(self, name) < least:
+            if name in held and getattr(self, name) < least:
                 raise ValueError(f"stats.{name} must be at least {least}, got {getattr(self, name)}")
-        if self.ttest_alternative not in ALTERNATIVES:
+        if "ttest_alternative" in held and self.ttest_alternative not in ALTERNATIVES:
             raise ValueError(f"stats.ttest_alternative must be one of {ALTERNATIVES}, got {self.ttest_alternative!r}")
 
     @classmethod
@@ -129,6 +136,65 @@ class StatsSettings(StepSettings):
             ttest_alternative=str(stats["ttest_alternative"]),
             seed=int(config["seed"]),
         )
+
+    def held(self) -> tuple[str, ...]:
+        """The names of the fields this record holds, in field order (all of them unless it is a slice)."""
+        return tuple(f.name for f in fields(self) if f.name in vars(self))
+
+    def param(self, *names: str) -> dict[str, Any]:
+        """The fields ``names`` (every field held when none is named) as a dict of builtins, in field
+        order whatever the order of ``names``: what a rule's param ``stats`` carries, the slice its
+        step reads.
+
+        Raises:
+            AttributeError: a name is no field, or a field left out of this slice.
+        """
+        for name in names:
+            getattr(self, name)  # raises for a field that is not held (__getattr__)
+        return {name: getattr(self, name) for name in self.held() if not names or name in names}
+
+    def only(self, *names: str) -> StatsSettings:
+        """The slice of this record that holds only the fields ``names`` (:meth:`param`)."""
+        return type(self).from_param(self.param(*names))
+
+    @classmethod
+    def from_param(cls, param: Mapping[str, Any]) -> StatsSettings:
+        """The record of :meth:`param`'s dict: the fields it holds, checked; any other field left out.
+
+        Raises:
+            TypeError: ``param`` has a field the record lacks.
+        """
+        unknown = set(param) - {f.name for f in fields(cls)}
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+        record = object.__new__(cls)
+        for f in fields(cls):  # in field order, as the constructor sets them
+            if f.name in param:
+                object.__setattr__(record, f.name, param[f.name])
+        record.__post_init__()
+        return record
+
+    def __getattr__(self, name: str) -> Any:
+        # reached only when the normal lookup fails: a field left out of this slice, or no field at all
+        if name in {f.name for f in fields(self)}:
+            key = name if name == "seed" else f"stats.{name}"
+            raise AttributeError(
+                f"{key} is not in this step's slice of the statistics settings (it holds {list(self.held())}): "
+                f"add {name!r} where the slice is made, e.g. its rule's param stats, STATS.param(...)"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # equality, hash and repr over the fields held (those dataclass writes read every field)
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.param() == other.param()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.param().items()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={value!r}' for name, value in self.param().items())})"
 
 
 def paired_items(a: pd.Series, b: pd.Series) -> pd.DataFrame:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +88,10 @@ class FindingsSettings(StepSettings):
     margin: float
     """Equivalence margin of a no-difference claim, in the effect's unit (``findings.equivalence_margin``)."""
     stats: StatsSettings
-    """The intervals' level and resamples, the permutations of a test that cannot list them all and
-    the draws of a split's randomisation, and the seed every stream is keyed from, per line
-    (:class:`knowlab.core.stats.StatsSettings`)."""
+    """The slice of the statistics settings the findings read: the intervals' level and resamples,
+    the permutations of a test that cannot list them all and the draws of a split's randomisation,
+    and the seed every stream is keyed from, per line; not McNemar's threshold or the t-test's
+    alternative (:class:`knowlab.core.stats.StatsSettings`)."""
     runs: tuple[str, ...]
     """The FictionalQA fiction runs (``finetune.runs``)."""
     ft_models: tuple[str, ...]
@@ -125,6 +126,14 @@ class FindingsSettings(StepSettings):
         if not 0 < self.power < 1:
             raise ValueError(f"findings.power must be in (0, 1), got {self.power}")
 
+    def param(self) -> dict[str, Any]:
+        """The fields as a dict of builtins (:meth:`knowlab.core.settings.StepSettings.param`), ``stats``
+        as the fields its slice holds (:meth:`knowlab.core.stats.StatsSettings.param`)."""
+        return {
+            f.name: self.stats.param() if f.name == "stats" else copy.deepcopy(getattr(self, f.name))
+            for f in fields(self)
+        }
+
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> FindingsSettings:
         finetune, parametric = config["finetune"], config["sort"]["parametric"]
@@ -133,7 +142,9 @@ class FindingsSettings(StepSettings):
             alpha=float(config["findings"]["alpha"]),
             power=float(config["findings"]["power"]),
             margin=float(config["findings"]["equivalence_margin"]),
-            stats=StatsSettings.from_config(config),
+            stats=StatsSettings.from_config(config).only(
+                "confidence", "bootstrap_resamples", "permutation_resamples", "seed"
+            ),
             runs=finetune["runs"],
             ft_models=tuple(finetune_models(config)),
             control=bool(finetune["control"]),
