@@ -455,28 +455,26 @@ def training_seed(training):
 
 
 def finetune_settings(wildcards):
-    """What the job's recipe reads from the config: the param of its settings record
-    (knowlab.finetune_job.FinetuneJobSettings.from_blocks, .param)."""
-    return FinetuneJobSettings.from_blocks(
+    """What the job's recipe reads from the config, serialised: the param of its settings
+    record (knowlab.finetune_job.FinetuneJobSettings.param_from_blocks; checked)."""
+    return FinetuneJobSettings.param_from_blocks(
         finetune_recipe(wildcards),
         training_config(wildcards.training)["finetune"],
         config["sort"]["parametric"],
         training_seed(wildcards.training),
-    ).param()
+    )
 
 
 def finetune_spec(wildcards, input, output):
-    """The job's JSON argument (knowlab.finetune_job.job_spec: the paths and the settings param,
-    which the job reads back with FinetuneJobSettings.from_spec)."""
+    """The job's JSON argument (knowlab.finetune_job.job_spec): the paths and the param
+    settings as it is, from which the job builds its record (.from_spec)."""
     spec = job_spec(
         finetune_recipe(wildcards),
         Path(wildcards.training).name,
         wildcards.checkpoint,
         input,
         output,
-        training_config(wildcards.training)["finetune"],
-        config["sort"]["parametric"],
-        training_seed(wildcards.training),
+        finetune_settings(wildcards),
         model=training_model(wildcards.training),
     )
     return json.dumps(spec, sort_keys=True)

@@ -1,6 +1,7 @@
 """The fine-tuning job as the workflow launches it: two gloo processes (torchrun) against one,
 with the live loss curve read back from TensorBoard's event files; its settings record
-(knowlab.finetune_job.FinetuneJobSettings): which keys retrain, and the shipped configs' params unchanged."""
+(knowlab.finetune_job.FinetuneJobSettings) and its param: which keys retrain, a new field reaching the
+job with no other edit, and the shipped configs' params in their blocks' order."""
 
 import copy
 import dataclasses
@@ -17,28 +18,19 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from knowlab.core.io import write_jsonl
-from knowlab.core.train import (
-    SCHEDULE_KEYS,
-    DistributedSettings,
-    OptimizationSettings,
-    TrainSettings,
-    launch_command,
-)
-from knowlab.finetune_job import (
-    RUN_LIST_KEYS,
-    TRACKING_ENV,
-    TRAINING_KEYS,
-    FinetuneJobSettings,
-    job_command,
-    job_spec,
-    run_job,
-)
+from knowlab.core.train import DistributedSettings, OptimizationSettings, TrainSettings, launch_command
+from knowlab.finetune_job import RECIPES, TRACKING_ENV, FinetuneJobSettings, job_command, job_spec, run_job
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the run's schedule: the fields TrainSettings adds to OptimizationSettings, which SORT sets per epoch
+SCHEDULE = {field.name for field in dataclasses.fields(TrainSettings)} - {
+    field.name for field in dataclasses.fields(OptimizationSettings)
+}
 
 
 def _launch(tmp_path, inputs, outputs, cfg, checkpoint, world, curves):
-    spec = job_spec("fictionalqa", "control", checkpoint, inputs, outputs, cfg, None, 4)
+    settings = FinetuneJobSettings.param_from_blocks("fictionalqa", cfg, None, 4)
+    spec = job_spec("fictionalqa", "control", checkpoint, inputs, outputs, settings)
     launch = launch_command({"launcher": "torchrun", "nodes": 1, "processes_per_node": world}, sys.executable)
     command = job_command(launch, spec, threads=world)
     tracking = {"backend": "tensorboard", "dir": curves, "wandb": {}}  # as the workflow passes it
@@ -105,54 +97,52 @@ def test_two_processes_train_as_one_and_resume_under_zero3(tmp_path, tiny_model_
 
 def test_a_spec_holds_only_what_its_recipe_reads(finetune_cfg):
     """The SORT recipe sets the schedule keys per epoch and lays ``sort.parametric.finetune`` over the
-    rest, so a change to FictionalQA's schedule, or to a key SORT overrides, leaves its spec (and so
-    its jobs) unchanged; the FictionalQA recipe never reads ``sort.parametric``."""
-    paths = ({"model": "m"}, {"checkpoint": "c"})
+    rest, so a change to FictionalQA's schedule, or to a key SORT overrides, leaves its param (and so
+    its jobs) unchanged; the FictionalQA recipe never reads ``sort.parametric``.  The spec holds the param
+    as it is."""
     parametric = {"epochs": 2, "finetune": {"lr": 1e-3, "seq_len": 64}, "instructions": {"n": 4}}
 
-    def spec(recipe, finetune, parametric):
-        return job_spec(recipe, "books", "epoch-1", *paths, finetune, parametric, 4)
+    def param(recipe, finetune, parametric):
+        return FinetuneJobSettings.param_from_blocks(recipe, finetune, parametric, 4)
 
-    sort = spec("sort_parametric", finetune_cfg, parametric)
+    sort = param("sort_parametric", finetune_cfg, parametric)
+    assert job_spec("sort_parametric", "books", "epoch-1", {"model": "m"}, {"checkpoint": "c"}, sort) == {
+        "recipe": "sort_parametric",
+        "run": "books",
+        "checkpoint": "epoch-1",
+        "inputs": {"model": "m"},
+        "outputs": {"checkpoint": "c"},
+        "settings": sort,
+    }
     assert sort["finetune"]["lr"] == 1e-3 and sort["finetune"]["seq_len"] == 64
-    assert sort["parametric"] == {"epochs": 2} and "max_steps" not in sort["finetune"]
+    assert sort["parametric"] == {"epochs": 2} and not SCHEDULE & set(sort["finetune"])
     for key, value in (("lr", 5e-2), ("max_steps", 99), ("fiction_rate", 0.5), ("runs", ["doc"])):
-        assert spec("sort_parametric", finetune_cfg | {key: value}, parametric) == sort, key
-    assert spec("sort_parametric", finetune_cfg | {"weight_decay": 0.5}, parametric) != sort
-    assert spec("sort_parametric", finetune_cfg, parametric | {"epochs": 3}) != sort
-    fictionalqa = spec("fictionalqa", finetune_cfg, None)
+        assert param("sort_parametric", finetune_cfg | {key: value}, parametric) == sort, key
+    assert param("sort_parametric", finetune_cfg | {"weight_decay": 0.5}, parametric) != sort
+    assert param("sort_parametric", finetune_cfg, parametric | {"epochs": 3}) != sort
+    fictionalqa = param("fictionalqa", finetune_cfg, None)
     assert fictionalqa["parametric"] is None and fictionalqa["finetune"]["max_steps"] == finetune_cfg["max_steps"]
-    assert spec("fictionalqa", finetune_cfg, parametric) == fictionalqa
-    assert spec("fictionalqa", finetune_cfg | {"runs": ["doc"], "control": False}, None) == fictionalqa
+    assert param("fictionalqa", finetune_cfg, parametric) == fictionalqa
+    assert param("fictionalqa", finetune_cfg | {"runs": ["doc"], "control": False}, None) == fictionalqa
 
 
 # --------------------------------------------------------------------------- the settings param and its keys
 SHIPPED = ("config.yaml", "test.yaml", "cpu-full.yaml", "paper.yaml", "models.yaml", "seeds.yaml")
 
-# A valid new value of every key of the schema's ``finetune`` block, for config/test.yaml's block (``offload``
-# on a block with ``zero_stage: 3``, which offloading needs).  A key the schema gains fails
-# test_every_key_of_the_finetune_block_is_classified until it is listed here and classified.
+# Keys of the schema's ``finetune`` block that no record has, so that changing one retrains nothing: which
+# runs, training seeds and base models exist (each job gets its own model's block, knowlab.config.model_config,
+# and its own seed) or are probed, and what a job asks its scheduler for.  A training key is a field of a
+# record (knowlab.finetune_job.RECIPES) and is not listed anywhere.
+NOT_READ = {"runs", "control", "seeds", "models", "probe_models", "resources"}
+# A valid new value of the keys of the schema's ``finetune`` block whose schema alone gives none (_changed), for
+# config/test.yaml's block (``offload`` on a block with ``zero_stage: 3``, which offloading needs).
 CHANGES = {
-    "max_steps": 7,
-    "checkpoint_every": 3,
-    "fiction_rate": 0.3,
-    "fiction_warmup_steps": 2,
     "micro_batch_size": 1,
     "global_batch_size": 8,
-    "seq_len": 96,
-    "lr": 2e-3,
-    "min_lr": 1e-5,
-    "lr_warmup_steps": 2,
-    "weight_decay": 0.1,
-    "gradient_clipping": 0.5,
-    "precision": "bf16",
-    "zero_stage": 1,
     "offload": {"optimizer": True, "parameters": True},
-    "gradient_checkpointing": True,
     "distributed": {"launcher": "torchrun", "nodes": 1, "processes_per_node": 2},
     "lora": {"enabled": True, "r": 8, "alpha": 16, "dropout": 0.1, "target_modules": ["q_proj"]},
     "runs": ["doc"],
-    "control": False,
     "seeds": [7, 8],
     "models": {"other": "base"},
     "probe_models": ["other"],
@@ -161,23 +151,29 @@ CHANGES = {
 NEEDS = {"offload": {"zero_stage": 3}}
 
 
-def _schema_block_keys() -> list[str]:
+def _schema_block() -> dict[str, dict]:
+    """The schema of each key of the ``finetune`` block, in the schema's order."""
     import yaml
 
     schema = yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())
-    return list(schema["properties"]["finetune"]["properties"])
+    return schema["properties"]["finetune"]["properties"]
 
 
-def _legacy_param(recipe, finetune_cfg, parametric_cfg, seed):
-    """The param as the workflow wrote it before FinetuneJobSettings (knowlab.finetune_job.recipe_settings
-    of 3ba5331, verbatim): the reference a finished run's param is compared with."""
-    finetune = {key: value for key, value in finetune_cfg.items() if key in TRAINING_KEYS}
-    parametric = None
-    if recipe == "sort_parametric":
-        overrides = dict(parametric_cfg.get("finetune") or {})
-        finetune = {key: value for key, value in finetune.items() if key not in SCHEDULE_KEYS} | overrides
-        parametric = {key: parametric_cfg[key] for key in ("epochs",)}
-    return {"finetune": finetune, "parametric": parametric, "seed": seed}
+def _changed(key: str, value, schema: dict):
+    """A valid value other than ``value`` of ``finetune.<key>``: CHANGES's, else one its schema allows (another
+    member of an enum, the other boolean, an integer one up, a number halfway to its maximum)."""
+    if key in CHANGES:
+        return CHANGES[key]
+    if "enum" in schema:
+        return next(other for other in schema["enum"] if other != value)
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    if "boolean" in kinds:
+        return not value
+    if "integer" in kinds:
+        return value + 1 if value + 1 <= schema.get("maximum", value + 1) else value - 1
+    if "number" in kinds:
+        return (value + schema.get("maximum", value + 1)) / 2
+    raise AssertionError(f"finetune.{key} ({kinds}): give it a new value in CHANGES")
 
 
 def _shipped_configs():
@@ -200,49 +196,84 @@ def _shipped_configs():
         yield name, "snakemake", config
 
 
-def test_every_key_of_the_finetune_block_is_classified():
-    """Each key the schema allows in ``finetune`` is a training key (a field of TrainSettings, or
-    ``distributed``) or a run-list key, not both, and has a value in CHANGES: a key added to the schema fails
-    here until it is classified (and from_blocks refuses it in a config until then)."""
-    block_keys = _schema_block_keys()
-    assert set(block_keys) == set(TRAINING_KEYS) | set(RUN_LIST_KEYS), set(block_keys) ^ (
-        set(TRAINING_KEYS) | set(RUN_LIST_KEYS)
-    )
-    assert not set(TRAINING_KEYS) & set(RUN_LIST_KEYS)
-    assert set(CHANGES) == set(block_keys), set(CHANGES) ^ set(block_keys)
-    assert set(TRAINING_KEYS) == {field.name for field in dataclasses.fields(TrainSettings)} | {"distributed"}
-    assert list(TRAINING_KEYS) == [key for key in block_keys if key in TRAINING_KEYS]  # the schema's order
-    assert set(SCHEDULE_KEYS) < set(TRAINING_KEYS)
-    assert set(SCHEDULE_KEYS) == {field.name for field in dataclasses.fields(TrainSettings)} - {
-        field.name for field in dataclasses.fields(OptimizationSettings)
-    }
-    with pytest.raises(TypeError, match=r"finetune has key\(s\) \['a_new_key'\] that are neither training keys"):
-        FinetuneJobSettings.from_blocks("fictionalqa", {**CHANGES, "a_new_key": 1}, None, 1)
+def _fields(record) -> set[str]:
+    return {field.name for field in dataclasses.fields(record)}
+
+
+@pytest.mark.parametrize("recipe", ["fictionalqa", "sort_parametric"])
+def test_the_param_holds_the_fields_of_the_record_and_nothing_else(recipe):
+    """The param's ``finetune`` holds exactly the fields of the recipe's record (and ``distributed``), each a
+    key of the schema's block with the block's value; every other key of the block is a key that cannot change
+    a result (NOT_READ); the job's record, read back from the spec's JSON, has every value of the block."""
+    from knowlab.config import load_config
+
+    config = load_config(ROOT / "config" / "test.yaml")
+    block, parametric = config["finetune"], config["sort"]["parametric"]
+    param = FinetuneJobSettings.param_from_blocks(recipe, block, parametric, 1)
+    kind = RECIPES[recipe]
+    assert set(param["finetune"]) == _fields(kind) | {"distributed"}
+    assert _fields(TrainSettings) | {"distributed"} == set(_schema_block()) - NOT_READ
+    laid = block | (parametric["finetune"] if recipe == "sort_parametric" else {})
+    assert param["finetune"] == {key: laid[key] for key in _fields(kind) | {"distributed"}}
+    spec = json.loads(json.dumps(job_spec(recipe, "r", "c", {}, {}, param), sort_keys=True))
+    record = FinetuneJobSettings.from_spec(spec)
+    assert type(record.train) is kind and record == FinetuneJobSettings.from_blocks(recipe, block, parametric, 1)
+    as_json = json.loads(json.dumps(dataclasses.asdict(record.train) | {"distributed": record.distributed.param()}))
+    assert as_json == json.loads(json.dumps(param["finetune"]))  # every field, nested ones too
+    assert (record.seed, record.epochs) == (1, parametric["epochs"] if recipe == "sort_parametric" else None)
+
+
+@pytest.mark.parametrize("recipe", ["fictionalqa", "sort_parametric"])
+def test_a_new_field_reaches_the_job_with_no_other_edit(monkeypatch, recipe):
+    """A training key added as one field of the recipe's record (here a subclass with ``label_smoothing``, put in
+    RECIPES) and given in the config block is in the rule's param, retrains when it changes, and reaches the
+    record the job builds from its spec; nothing lists it.  A block without it fails when the DAG is built."""
+    from knowlab.config import load_config
+
+    @dataclasses.dataclass(frozen=True)
+    class Smoothed(RECIPES[recipe]):
+        label_smoothing: float
+
+    monkeypatch.setitem(RECIPES, recipe, Smoothed)
+    config = load_config(ROOT / "config" / "test.yaml")
+    block, parametric = config["finetune"] | {"label_smoothing": 0.1}, config["sort"]["parametric"]
+    param = FinetuneJobSettings.param_from_blocks(recipe, block, parametric, 1)
+    assert param["finetune"]["label_smoothing"] == 0.1
+    spec = json.loads(json.dumps(job_spec(recipe, "r", "c", {}, {}, param), sort_keys=True))
+    record = FinetuneJobSettings.from_spec(spec)
+    assert type(record.train) is Smoothed and record.train.label_smoothing == 0.1
+
+    def param_repr(block):
+        return repr(FinetuneJobSettings.param_from_blocks(recipe, block, parametric, 1))
+
+    assert param_repr(block | {"label_smoothing": 0.2}) != param_repr(block)
+    assert param_repr(block | {"runs": ["doc"]}) == param_repr(block)
+    with pytest.raises(TypeError, match="label_smoothing"):
+        FinetuneJobSettings.param_from_blocks(recipe, config["finetune"], parametric, 1)
 
 
 @pytest.mark.parametrize("recipe", ["fictionalqa", "sort_parametric"])
 def test_a_training_key_retrains_and_a_run_list_key_does_not(recipe):
-    """Changing a training key changes the fine-tuning rules' param (the job retrains); changing a run-list key
-    leaves it equal.  The SORT recipe sets the schedule keys per epoch, and sort.parametric.finetune overrides
+    """Changing a key of the schema's block changes the fine-tuning rules' param (the job retrains) unless it is
+    one of NOT_READ.  The SORT recipe sets the schedule keys per epoch, and sort.parametric.finetune overrides
     some others: changing those in ``finetune`` leaves its param equal too."""
     from knowlab.config import load_config
 
     config = load_config(ROOT / "config" / "test.yaml")
     parametric = config["sort"]["parametric"]
-    overridden = set(parametric["finetune"]) if recipe == "sort_parametric" else set()
-    ignored = set(SCHEDULE_KEYS) | overridden if recipe == "sort_parametric" else set()
+    ignored = NOT_READ | (SCHEDULE | set(parametric["finetune"]) if recipe == "sort_parametric" else set())
 
     def param(block):
-        return repr(FinetuneJobSettings.from_blocks(recipe, block, parametric, 1).param())
+        return repr(FinetuneJobSettings.param_from_blocks(recipe, block, parametric, 1))
 
-    for key in _schema_block_keys():
+    for key, schema in _schema_block().items():
         before = {**config["finetune"], **NEEDS.get(key, {})}
-        assert before[key] != CHANGES[key], key
-        changed = param({**before, key: CHANGES[key]})
-        if key in TRAINING_KEYS and key not in ignored:
-            assert changed != param(before), key
+        changed = _changed(key, before[key], schema)
+        assert before[key] != changed, key
+        if key in ignored:
+            assert param({**before, key: changed}) == param(before), key
         else:
-            assert changed == param(before), key
+            assert param({**before, key: changed}) != param(before), key
     # every nested key of a training key retrains, alone
     for key in ("offload", "distributed", "lora"):
         before = {**config["finetune"], **NEEDS.get(key, {})}
@@ -250,15 +281,16 @@ def test_a_training_key_retrains_and_a_run_list_key_does_not(recipe):
             if before[key][inner] != value:
                 assert param({**before, key: {**before[key], inner: value}}) != param(before), (key, inner)
     assert param(config["finetune"]) != repr(
-        FinetuneJobSettings.from_blocks(recipe, config["finetune"], parametric, 2).param()
+        FinetuneJobSettings.param_from_blocks(recipe, config["finetune"], parametric, 2)
     )  # the seed
 
 
-def test_the_shipped_configs_params_are_unchanged():
+def test_the_shipped_configs_params_keep_their_blocks():
     """For every shipped config, merged as load_config and as ``snakemake --configfile`` merge it, every base
-    model's FictionalQA job and the SORT jobs get the param the workflow wrote before FinetuneJobSettings,
-    byte for byte (the repr Snakemake records and compares, key order included): no finished run retrains.
-    The job reads the same settings back from the spec's JSON."""
+    model's FictionalQA job and the SORT jobs get a param whose ``finetune`` is the block's slice in the block's
+    order with the block's values (SORT: sort.parametric.finetune laid over it), the repr Snakemake records and
+    compares, as the workflow wrote it before FinetuneJobSettings: no finished run retrains.  The job reads the
+    record back from the spec's JSON."""
     from knowlab.config import model_config
     from knowlab.layout import finetune_models, training_seeds
 
@@ -272,32 +304,28 @@ def test_the_shipped_configs_params_are_unchanged():
         ]
         jobs.append(("sort_parametric", config["finetune"], config["seed"]))
         for recipe, block, seed in jobs:
-            settings = FinetuneJobSettings.from_blocks(recipe, block, parametric, seed)
-            param = settings.param()
-            assert repr(param) == repr(_legacy_param(recipe, block, parametric, seed)), (name, merge, recipe)
-            spec = json.loads(
-                json.dumps(job_spec(recipe, "r", "step-1", {}, {}, block, parametric, seed), sort_keys=True)
-            )
+            param = FinetuneJobSettings.param_from_blocks(recipe, block, parametric, seed)
+            laid = block | (parametric["finetune"] if recipe == "sort_parametric" else {})
+            kept = {key: value for key, value in laid.items() if key in param["finetune"]}
+            assert repr(param["finetune"]) == repr(kept), (name, merge, recipe)
+            expected = None if recipe == "fictionalqa" else {"epochs": parametric["epochs"]}
+            assert repr(param) == repr({"finetune": kept, "parametric": expected, "seed": seed})
+            spec = json.loads(json.dumps(job_spec(recipe, "r", "step-1", {}, {}, param), sort_keys=True))
             again = FinetuneJobSettings.from_spec(spec)
-            assert again == settings and again.param() == param, (name, merge, recipe)
-            assert repr(FinetuneJobSettings.from_param(recipe, param).param()) == repr(param)
+            assert again == FinetuneJobSettings.from_param(recipe, param), (name, merge, recipe)
             checked += 1
     assert checked >= 2 * len(SHIPPED) * 2
 
 
 def test_the_param_keeps_the_blocks_key_order(finetune_cfg):
-    """The param lists the keys in the block's order (Snakemake compares its repr); records that differ only
-    in that order are equal, and the recipes see the same settings."""
+    """The param lists the keys in the block's order (Snakemake compares its repr), nested blocks' too; records
+    from blocks that differ only in that order are equal, and the recipes see the same settings."""
     block = dict(reversed(list(finetune_cfg.items()))) | {"lora": dict(reversed(list(finetune_cfg["lora"].items())))}
-    one = FinetuneJobSettings.from_blocks("fictionalqa", finetune_cfg, None, 4)
-    other = FinetuneJobSettings.from_blocks("fictionalqa", block, None, 4)
-    assert one == other and one.train == other.train
-    assert list(other.param()["finetune"])[:-1] == list(block)  # distributed, absent from the block, last
-    assert list(other.param()["finetune"]["lora"]) == list(block["lora"])
-    assert repr(other.param()) != repr(one.param()) and other.param() == one.param()
-    assert list(FinetuneJobSettings(one.recipe, one.train, one.distributed, 4).param()["finetune"]) == [
-        key for key in TRAINING_KEYS
-    ]
+    one = FinetuneJobSettings.param_from_blocks("fictionalqa", finetune_cfg, None, 4)
+    other = FinetuneJobSettings.param_from_blocks("fictionalqa", block, None, 4)
+    assert list(other["finetune"]) == list(block) and list(other["finetune"]["lora"]) == list(block["lora"])
+    assert repr(other) != repr(one) and other == one
+    assert FinetuneJobSettings.from_param("fictionalqa", one) == FinetuneJobSettings.from_param("fictionalqa", other)
 
 
 def test_the_settings_are_typed_and_checked(finetune_cfg):
@@ -318,7 +346,7 @@ def test_the_settings_are_typed_and_checked(finetune_cfg):
         sort.seed = 5
     with pytest.raises(ValueError, match="unknown fine-tuning recipe 'poems'"):
         FinetuneJobSettings.from_blocks("poems", finetune_cfg, parametric, 4)
-    with pytest.raises(TypeError, match="the sort_parametric recipe sets its schedule per epoch"):
+    with pytest.raises(TypeError, match="the sort_parametric recipe trains by OptimizationSettings, got TrainSettings"):
         FinetuneJobSettings("sort_parametric", fictionalqa.train, fictionalqa.distributed, 4, epochs=2)
     with pytest.raises(ValueError, match="sort.parametric.epochs must be at least 1, got 0"):
         FinetuneJobSettings.from_blocks("sort_parametric", finetune_cfg, parametric | {"epochs": 0}, 4)
@@ -326,12 +354,16 @@ def test_the_settings_are_typed_and_checked(finetune_cfg):
         FinetuneJobSettings("fictionalqa", fictionalqa.train, fictionalqa.distributed, 4, epochs=2)
     with pytest.raises(ValueError, match="finetune.distributed: torchrun starts the processes of one node"):
         FinetuneJobSettings.from_blocks("fictionalqa", finetune_cfg | {"distributed": {"nodes": 2}}, None, 4)
+    with pytest.raises(TypeError, match=r"OptimizationSettings has no field\(s\) \['max_steps'\]"):
+        FinetuneJobSettings.from_blocks("sort_parametric", finetune_cfg, {"epochs": 2, "finetune": {"max_steps": 3}}, 4)
+    param = FinetuneJobSettings.param_from_blocks("fictionalqa", finetune_cfg, None, 4)
     schedule = r"\['checkpoint_every', 'fiction_rate', 'fiction_warmup_steps', 'max_steps'\]"
-    with pytest.raises(TypeError, match=rf"finetune has no key\(s\) {schedule} that training reads"):
-        FinetuneJobSettings.from_param("sort_parametric", fictionalqa.param() | {"parametric": {"epochs": 2}})
-    with pytest.raises(TypeError, match=r"the settings' finetune has key\(s\) \['runs'\] not in TRAINING_KEYS"):
-        param = fictionalqa.param()
+    with pytest.raises(TypeError, match=rf"OptimizationSettings has no field\(s\) {schedule}"):
+        FinetuneJobSettings.from_param("sort_parametric", param | {"parametric": {"epochs": 2}})
+    with pytest.raises(TypeError, match=r"TrainSettings has no field\(s\) \['runs'\]"):
         FinetuneJobSettings.from_param("fictionalqa", param | {"finetune": param["finetune"] | {"runs": ["doc"]}})
+    with pytest.raises(TypeError, match="have keys finetune, parametric and seed, got"):
+        FinetuneJobSettings.from_param("fictionalqa", param | {"recipe": "fictionalqa"})
 
 
 @pytest.fixture
@@ -354,11 +386,12 @@ def test_a_job_trains_from_its_spec(tmp_path, tiny_model_dir, corpus, finetune_c
     outputs = {"checkpoint": tmp_path / "step-2", "state": tmp_path / "state", "train_log": tmp_path / "log.parquet"}
     outputs["manifest"] = tmp_path / "manifest.json"
     cfg = finetune_cfg | {"global_batch_size": 2, "precision": "fp32"}
-    spec = json.loads(json.dumps(job_spec("fictionalqa", "control", "step-2", inputs, outputs, cfg, None, 4)))
+    settings = FinetuneJobSettings.param_from_blocks("fictionalqa", cfg, None, 4)
+    spec = json.loads(json.dumps(job_spec("fictionalqa", "control", "step-2", inputs, outputs, settings)))
     run_job(spec)
     log = pd.read_parquet(tmp_path / "log.parquet")
     assert list(log["step"]) == [1, 2] and (log["run"] == "control").all()
     assert (tmp_path / "step-2" / "model.safetensors").is_file() and (tmp_path / "state").is_dir()
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["config"] == {"finetune": spec["finetune"], "parametric": None, "recipe": "fictionalqa"}
+    assert manifest["config"] == {"finetune": spec["settings"]["finetune"], "parametric": None, "recipe": "fictionalqa"}
     assert manifest["seed"] == 4

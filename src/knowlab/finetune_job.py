@@ -13,16 +13,16 @@ rule and changing it retrains nothing).  ``SPEC`` is a JSON object:
 - ``run``, ``checkpoint`` (``step-N`` or ``epoch-E``);
 - ``inputs`` and ``outputs``: the rule's named paths (``outputs``: ``checkpoint``,
   ``train_log``, ``manifest`` and, unless it is the run's last checkpoint, ``state``);
-- ``finetune``, ``parametric`` and ``seed``: what the recipe trains by, as
-  :meth:`FinetuneJobSettings.param` writes it (the rule's param ``settings``), read back by
-  :meth:`FinetuneJobSettings.from_spec`.
+- ``settings``: what the recipe trains by, the rule's param ``settings`` as it is
+  (:meth:`FinetuneJobSettings.param_from_blocks`), from which the job builds its record
+  (:meth:`FinetuneJobSettings.from_spec`).
 
-:class:`FinetuneJobSettings` is the job's settings as one frozen record, built from the config
-blocks by :meth:`FinetuneJobSettings.from_blocks`: the recipe, its
+:class:`FinetuneJobSettings` is the job's settings as one frozen record: the recipe, its
 :class:`~knowlab.core.train.TrainSettings` (SORT: :class:`~knowlab.core.train.OptimizationSettings`
 and the number of epochs, from which the recipe sets each epoch's schedule), the
-:class:`~knowlab.core.train.DistributedSettings` and the training seed.  The recipes take its parts,
-never a config mapping.
+:class:`~knowlab.core.train.DistributedSettings` and the training seed.  The rule builds it from the
+param when the DAG is built, which checks every value, and the job from the same param in its spec.
+The recipes take its parts, never a config mapping.
 
 Every rank trains; rank 0 alone writes the checkpoint, the segment's training log and the
 provenance manifest (which hashes the inputs it read, not the resumable state).  Log records
@@ -39,7 +39,7 @@ import shlex
 import socket
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
@@ -47,83 +47,41 @@ import pandas as pd
 from knowlab.core.io import write_json, write_parquet
 from knowlab.core.provenance import build_manifest, configure_logging, skip_exit_collection
 from knowlab.core.settings import at_least
-from knowlab.core.train import SCHEDULE_KEYS, DistributedSettings, OptimizationSettings, TrainSettings
+from knowlab.core.train import DistributedSettings, OptimizationSettings, TrainSettings
 from knowlab.fictionalqa.training import finetune_run
 from knowlab.sort.finetune import finetune_parametric_run
 
-#: the fine-tuning recipes: :func:`knowlab.fictionalqa.training.finetune_run` and
-#: :func:`knowlab.sort.finetune.finetune_parametric_run`
-RECIPES = ("fictionalqa", "sort_parametric")
+#: the fine-tuning recipes and the record each trains by: FictionalQA
+#: (:func:`knowlab.fictionalqa.training.finetune_run`) a :class:`~knowlab.core.train.TrainSettings`, SORT
+#: (:func:`knowlab.sort.finetune.finetune_parametric_run`) an :class:`~knowlab.core.train.OptimizationSettings`,
+#: to which it adds each epoch's schedule; the record's fields are the ``finetune`` keys the recipe reads
+RECIPES: dict[str, type[OptimizationSettings]] = {"fictionalqa": TrainSettings, "sort_parametric": OptimizationSettings}
 
 log = logging.getLogger("knowlab")
-
-#: keys of the ``finetune`` block a job trains by, the only ones its param and spec carry: the fields of
-#: :class:`knowlab.core.train.TrainSettings`, and ``distributed`` (how many processes: the world size sets
-#: the order of floating-point reductions, so a loss moves, within 4e-8 relative at world size 2).  Listed, in
-#: the schema's order (the param's, where a record has no :attr:`~FinetuneJobSettings.key_order`): a key added
-#: to the block has no effect until it is a field of a record and listed here, and
-#: :meth:`FinetuneJobSettings.from_blocks` refuses a key that is neither here nor in :data:`RUN_LIST_KEYS`
-#: (tests/test_finetune_job.py checks that every key of the schema's block is in one of them)
-TRAINING_KEYS = (
-    "max_steps",
-    "checkpoint_every",
-    "fiction_rate",
-    "fiction_warmup_steps",
-    "micro_batch_size",
-    "global_batch_size",
-    "seq_len",
-    "lr",
-    "min_lr",
-    "lr_warmup_steps",
-    "weight_decay",
-    "gradient_clipping",
-    "precision",
-    "zero_stage",
-    "offload",
-    "gradient_checkpointing",
-    "distributed",
-    "lora",
-)
-#: keys of the ``finetune`` block that say which runs, training seeds and base models exist (or are probed), or
-#: what a job asks its scheduler for, not how one trains: not in the spec, so that adding a run, a seed or a
-#: base model (each job gets its own model's settings, knowlab.config.model_config, and its own seed) retrains no other
-RUN_LIST_KEYS = ("runs", "control", "seeds", "models", "probe_models", "resources")
-#: keys of the ``sort.parametric`` block the SORT recipe reads besides its ``finetune`` overrides (the others
-#: build its texts)
-PARAMETRIC_READS = ("epochs",)
-
-
-def block_order(block: Mapping[str, Any]) -> tuple[tuple[str, tuple], ...]:
-    """The order of ``block``'s keys, and of each nested block's: ``((key, order of its value or ()), ...)``."""
-    return tuple((key, block_order(value) if isinstance(value, Mapping) else ()) for key, value in block.items())
-
-
-def in_order(values: dict[str, Any], order: tuple[tuple[str, tuple], ...]) -> dict[str, Any]:
-    """``values`` (nested dicts too) with the keys ``order`` (:func:`block_order`) names first, in its order,
-    then the others in their own."""
-    nested, rank = dict(order), {key: at for at, (key, _) in enumerate(order)}
-    keys = sorted(values, key=lambda key: rank.get(key, len(rank)))  # stable: the others keep their order
-    return {
-        key: in_order(values[key], nested.get(key, ())) if isinstance(values[key], dict) else values[key]
-        for key in keys
-    }
 
 
 @dataclass(frozen=True)
 class FinetuneJobSettings:
-    """What one fine-tuning job trains by, and only that: the rule's param ``settings`` (:meth:`param`), so
-    that a job re-runs exactly when one of them changes (its ``spec`` param, which holds them and the paths,
-    is derived from the job's input and output, and Snakemake leaves derived params out of its check).
+    """What one fine-tuning job trains by, and only that.  Its serialised form is the param of
+    :meth:`param_from_blocks`: the fine-tuning rules' param ``settings`` (so that a job re-runs exactly when
+    it changes) and, as it is, the ``settings`` of the job's spec, from which the job builds the record
+    (:meth:`from_spec`); the rule builds it too, which checks the values when the DAG is built.
+
+    **Which keys.**  A key of the ``finetune`` block is in the param exactly when it is a field of the
+    recipe's record (:data:`RECIPES`; and ``distributed``, a field of this one): a key added to
+    :class:`~knowlab.core.train.OptimizationSettings` or :class:`~knowlab.core.train.TrainSettings` (and to
+    the schema) reaches the param and the job, and retrains every run whose value changes; a key of the
+    block that no record has (which runs, seeds and base models exist, what a job asks its scheduler for)
+    is in no param, and changing it retrains nothing.
+
+    **Key order.**  Snakemake compares the ``repr`` of a param, and a dict's ``repr`` has an order: the
+    param keeps the blocks' own (``snakemake --configfile X`` puts the keys ``X`` names first), with their
+    values as the blocks hold them, as the workflow wrote it before this record: a finished run's param
+    stays byte for byte the same.  So the param is taken from the blocks, never written back from a
+    record, which has no order.
 
     Not a :class:`~knowlab.core.settings.StepSettings`: it is built per job from its base model's view of the
     config (:func:`knowlab.config.model_config`) and its recipe, not from the config alone.
-
-    **Key order.**  Snakemake compares the ``repr`` of a param, and a dict's ``repr`` has an order: the order
-    of the config block, which is not always the schema's (``snakemake --configfile X`` puts the keys ``X``
-    names first, then the rest of ``config/config.yaml``).  So the record keeps the order of the block it was
-    built from (:attr:`key_order`, which is no setting: records that differ only in it are equal) and
-    :meth:`param` writes the keys in it, as the workflow did before this record: a finished run's param
-    stays byte for byte the same, and no run retrains.
 
     Raises:
         ValueError: an unknown recipe, epochs below 1 or given to the FictionalQA recipe.
@@ -135,97 +93,81 @@ class FinetuneJobSettings:
     train: OptimizationSettings
     """FictionalQA: the :class:`~knowlab.core.train.TrainSettings` of ``finetune``.  SORT: the
     :class:`~knowlab.core.train.OptimizationSettings` of ``finetune`` with ``sort.parametric.finetune``
-    laid over it; the recipe sets the schedule (:data:`~knowlab.core.train.SCHEDULE_KEYS`) per epoch."""
+    laid over it; the recipe sets the schedule (the fields ``TrainSettings`` adds) per epoch."""
     distributed: DistributedSettings
-    """``finetune.distributed``: how many processes train the run."""
+    """``finetune.distributed``: how many processes train the run (the world size sets the order of
+    floating-point reductions, so a loss moves, within 4e-8 relative at world size 2)."""
     seed: int
     """The training seed: a FictionalQA run's own (:func:`knowlab.core.checkpoints.run_seed`), the
     project's ``seed`` for SORT."""
     epochs: int | None = None
     """SORT: ``sort.parametric.epochs``, the run's length in epochs (one checkpoint each); FictionalQA: None."""
-    key_order: tuple[tuple[str, tuple], ...] = field(default=(), compare=False, repr=False)
-    """The order of the ``finetune`` block's keys, nested blocks' included (:func:`block_order`), in which
-    :meth:`param` writes them; keys it does not name follow in :data:`TRAINING_KEYS` order."""
 
     def __post_init__(self) -> None:
         if self.recipe not in RECIPES:
             raise ValueError(f"unknown fine-tuning recipe {self.recipe!r}: expected one of {', '.join(RECIPES)}")
+        kind = RECIPES[self.recipe]
+        if type(self.train) is not kind:
+            raise TypeError(f"the {self.recipe} recipe trains by {kind.__name__}, got {type(self.train).__name__}")
         if self.recipe == "fictionalqa":
-            if not isinstance(self.train, TrainSettings):
-                raise TypeError(f"the fictionalqa recipe trains by a TrainSettings, got {type(self.train).__name__}")
             if self.epochs is not None:
                 raise ValueError(f"the fictionalqa recipe has no epochs (sort.parametric.epochs), got {self.epochs!r}")
         else:
-            if type(self.train) is not OptimizationSettings:
-                raise TypeError(
-                    "the sort_parametric recipe sets its schedule per epoch: it trains by an OptimizationSettings, "
-                    f"got {type(self.train).__name__}"
-                )
             at_least(self.epochs, 1, "sort.parametric.epochs")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise TypeError(f"the training seed must be an int, got {self.seed!r}")
 
     @classmethod
-    def from_blocks(
+    def param_from_blocks(
         cls, recipe: str, finetune: Mapping[str, Any], parametric: Mapping[str, Any] | None, seed: int
-    ) -> FinetuneJobSettings:
-        """The settings of a job of ``recipe`` from the config blocks: ``finetune`` (the job's base model's,
-        :func:`knowlab.config.model_config`; its :data:`RUN_LIST_KEYS` are not read; ``distributed``, when
-        absent, is the schema's default, one process), ``parametric`` (``sort.parametric``: SORT reads its
-        ``epochs`` and lays its ``finetune`` over the block less :data:`~knowlab.core.train.SCHEDULE_KEYS`;
-        FictionalQA reads nothing of it) and the training ``seed``.
+    ) -> dict[str, Any]:
+        """The settings of a job of ``recipe`` from the config blocks, serialised: the rule's param
+        ``settings`` and the spec's ``settings``, checked by building the record (:meth:`from_param`).
+
+        ``{"finetune": F, "parametric": P, "seed": seed}``: ``F``, the keys of ``finetune`` (the job's base
+        model's block, :func:`knowlab.config.model_config`) that are fields of the recipe's record, and
+        ``distributed``, in the block's order (SORT: with ``parametric["finetune"]`` laid over them);
+        ``P``, ``{"epochs": E}`` of ``parametric`` (``sort.parametric``; SORT) or None (FictionalQA reads
+        nothing of it).  Values as the blocks hold them: builtins, which Snakemake records.
 
         Raises:
-            TypeError: ``finetune`` has a key that is neither in :data:`TRAINING_KEYS` nor in
-                :data:`RUN_LIST_KEYS`, or lacks a field (:meth:`~knowlab.core.train.OptimizationSettings.from_block`).
-            ValueError: an unknown recipe; a value out of its range (the records' checks).
+            ValueError: an unknown recipe; SORT without ``parametric``; a value out of its range.
+            TypeError: ``finetune`` lacks a field; ``parametric["finetune"]`` has a key that is no field of
+                :class:`~knowlab.core.train.OptimizationSettings`.
             KeyError: SORT without ``parametric["epochs"]``.
         """
-        unknown = set(finetune) - set(TRAINING_KEYS) - set(RUN_LIST_KEYS)
-        if unknown:
-            raise TypeError(
-                f"finetune has key(s) {sorted(unknown)} that are neither training keys nor run-list keys "
-                "(knowlab.finetune_job.TRAINING_KEYS, RUN_LIST_KEYS): list each in one of them first"
-            )
-        training = {key: value for key, value in finetune.items() if key in TRAINING_KEYS and key != "distributed"}
-        distributed = DistributedSettings.from_param(finetune.get("distributed") or {})
+        if recipe not in RECIPES:
+            raise ValueError(f"unknown fine-tuning recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
+        reads = {field.name for field in fields(RECIPES[recipe])} | {"distributed"}
+        block = {key: value for key, value in finetune.items() if key in reads}
         if recipe == "sort_parametric":
             if parametric is None:
                 raise ValueError("the sort_parametric recipe reads the sort.parametric block, got None")
-            overrides = dict(parametric.get("finetune") or {})
-            block = {key: value for key, value in training.items() if key not in SCHEDULE_KEYS} | overrides
-            train: OptimizationSettings = OptimizationSettings.from_block(block)
-            epochs = parametric["epochs"]
-        elif recipe == "fictionalqa":
-            train, epochs = TrainSettings.from_block(training), None
+            block |= dict(parametric.get("finetune") or {})
+            parametric = {"epochs": parametric["epochs"]}
         else:
-            raise ValueError(f"unknown fine-tuning recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
-        order = block_order({key: value for key, value in finetune.items() if key in TRAINING_KEYS})
-        return cls(recipe, train, distributed, seed, epochs=epochs, key_order=order)
+            parametric = None
+        param = {"finetune": block, "parametric": parametric, "seed": seed}
+        cls.from_param(recipe, param)
+        return param
 
-    def param(self) -> dict[str, Any]:
-        """The rule's param ``settings`` and the spec's ``finetune``, ``parametric`` and ``seed``: ``finetune``
-        holds the :data:`TRAINING_KEYS` the recipe trains by (SORT: less the schedule) in :attr:`key_order`,
-        nested records as dicts and ``lora.target_modules`` as a list, as the config gives them;
-        ``parametric`` is ``{"epochs": E}`` (SORT) or None; builtins only, so that Snakemake records it."""
-        values = self.train.param() | {"distributed": self.distributed.param()}
-        values["lora"]["target_modules"] = list(values["lora"]["target_modules"])
-        unlisted = set(values) - set(TRAINING_KEYS)
-        if unlisted:  # a field added to a record but not to TRAINING_KEYS: it would be left out of the param
-            raise TypeError(f"{sorted(unlisted)} are fields of the training settings but not in TRAINING_KEYS")
-        return {
-            "finetune": in_order({key: values[key] for key in TRAINING_KEYS if key in values}, self.key_order),
-            "parametric": None if self.epochs is None else {"epochs": self.epochs},
-            "seed": self.seed,
-        }
+    @classmethod
+    def from_blocks(
+        cls, recipe: str, finetune: Mapping[str, Any], parametric: Mapping[str, Any] | None, seed: int
+    ) -> FinetuneJobSettings:
+        """The record of :meth:`param_from_blocks`'s param (raising as it does)."""
+        return cls.from_param(recipe, cls.param_from_blocks(recipe, finetune, parametric, seed))
 
     @classmethod
     def from_param(cls, recipe: str, param: Mapping[str, Any]) -> FinetuneJobSettings:
-        """The settings back from :meth:`param`'s dict (or its JSON) for a job of ``recipe``, keeping its key
-        order: ``from_param(recipe, p).param() == p``, order included.
+        """The record of a job of ``recipe`` from its param (:meth:`param_from_blocks`, or its JSON): ``train``
+        the recipe's record of ``finetune`` less ``distributed`` (absent: one process), nested records
+        rebuilt by their field types.
 
         Raises:
-            TypeError: ``param`` has a key :meth:`param` does not write, or lacks one.
+            TypeError: ``param`` has keys other than ``finetune``, ``parametric`` and ``seed``; ``finetune``
+                has a key that is no field of the recipe's record or lacks one; ``parametric`` has keys other
+                than ``epochs``.
             ValueError: an unknown recipe; a value out of its range.
         """
         if set(param) != {"finetune", "parametric", "seed"}:
@@ -234,23 +176,16 @@ class FinetuneJobSettings:
             )
         if recipe not in RECIPES:
             raise ValueError(f"unknown fine-tuning recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
-        finetune, parametric = param["finetune"], param["parametric"]
-        unknown = set(finetune) - set(TRAINING_KEYS)
-        if unknown:
-            raise TypeError(f"the settings' finetune has key(s) {sorted(unknown)} not in TRAINING_KEYS")
-        if "distributed" not in finetune:
-            raise TypeError("the settings' finetune lacks distributed")
-        if parametric is not None and set(parametric) != set(PARAMETRIC_READS):
-            raise TypeError(f"the settings' parametric has keys {sorted(parametric)}, not {list(PARAMETRIC_READS)}")
-        block = {key: value for key, value in finetune.items() if key != "distributed"}
-        kind = TrainSettings if recipe == "fictionalqa" else OptimizationSettings
+        finetune, parametric = dict(param["finetune"]), param["parametric"]
+        if parametric is not None and set(parametric) != {"epochs"}:
+            raise TypeError(f"the settings' parametric has keys {sorted(parametric)}, not ['epochs']")
+        distributed = DistributedSettings.from_param(finetune.pop("distributed", {}))
         return cls(
             recipe,
-            kind.from_block(block),
-            DistributedSettings.from_param(finetune["distributed"]),
+            RECIPES[recipe].from_param(finetune),
+            distributed,
             param["seed"],
             epochs=None if parametric is None else parametric["epochs"],
-            key_order=block_order(finetune),
         )
 
     @classmethod
@@ -258,10 +193,10 @@ class FinetuneJobSettings:
         """The settings of the job ``spec`` (module docstring; :func:`job_spec`).
 
         Raises:
-            KeyError: the spec lacks ``recipe``, ``finetune``, ``parametric`` or ``seed``.
+            KeyError: the spec lacks ``recipe`` or ``settings``.
             TypeError, ValueError: as :meth:`from_param`.
         """
-        return cls.from_param(spec["recipe"], {key: spec[key] for key in ("finetune", "parametric", "seed")})
+        return cls.from_param(spec["recipe"], spec["settings"])
 
     def run_recipe(
         self,
@@ -296,18 +231,12 @@ def job_spec(
     checkpoint: str,
     inputs: Mapping[str, Any],
     outputs: Mapping[str, Any],
-    finetune_cfg: Mapping[str, Any],
-    parametric_cfg: Mapping[str, Any] | None,
-    seed: int,
+    settings: Mapping[str, Any],
     model: str | None = None,
 ) -> dict[str, Any]:
-    """The job's spec (module docstring): paths as strings and the settings of
-    :meth:`FinetuneJobSettings.from_blocks` as :meth:`FinetuneJobSettings.param` writes them; ``model``: the
-    base model's name in ``finetune.models`` (FictionalQA), which names the live curves beside the run.
-
-    Raises:
-        TypeError, ValueError: as :meth:`FinetuneJobSettings.from_blocks`.
-    """
+    """The job's spec (module docstring): paths as strings and ``settings``, the rule's param
+    (:meth:`FinetuneJobSettings.param_from_blocks`), as it is; ``model``: the base model's name in
+    ``finetune.models`` (FictionalQA), which names the live curves beside the run."""
     return {
         "recipe": recipe,
         "run": run,
@@ -315,7 +244,7 @@ def job_spec(
         "checkpoint": checkpoint,
         "inputs": {key: str(path) for key, path in inputs.items()},
         "outputs": {key: str(path) for key, path in outputs.items()},
-        **FinetuneJobSettings.from_blocks(recipe, finetune_cfg, parametric_cfg, seed).param(),
+        "settings": settings,
     }
 
 
@@ -383,8 +312,12 @@ def run_job(spec: dict[str, Any], threads: int = 1, tracking: Mapping[str, Any] 
         rule="finetune",
         inputs=[path for key, path in spec["inputs"].items() if key != "state"],
         outputs=[outputs["checkpoint"], outputs["train_log"]],
-        # the settings as the spec gives them (job.param(), in the JSON's sorted key order)
-        config_slice={"finetune": spec["finetune"], "parametric": spec["parametric"], "recipe": spec["recipe"]},
+        # the settings as the spec gives them (the rule's param, in the JSON's sorted key order)
+        config_slice={
+            "finetune": spec["settings"]["finetune"],
+            "parametric": spec["settings"]["parametric"],
+            "recipe": spec["recipe"],
+        },
         wildcards={"run": spec["run"], "checkpoint": spec["checkpoint"]},
         seed=job.seed,
     )

@@ -1,6 +1,7 @@
 """DeepSpeed fine-tuning on CPU (gloo): full weights and LoRA adapters, checkpoints that transformers loads."""
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,6 @@ from knowlab.core.io import read_json
 from knowlab.core.models import CheckpointError, load_model
 from knowlab.core.train import (
     CHECKPOINT_META,
-    SCHEDULE_KEYS,
     DistributedSettings,
     OptimizationSettings,
     TrainingDiverged,
@@ -198,19 +198,13 @@ def test_train_settings_build_from_every_config_and_round_trip(name):
     settings = TrainSettings.from_config(config)
     param = settings.param()
     assert TrainSettings.from_param(param) == settings
+    assert TrainSettings.from_param(json.loads(json.dumps(param))) == settings  # lists back as tuples
     scalars = (bool, int, float, str)
     nested = [*param["offload"].values(), *param["lora"].values(), *param["lora"]["target_modules"]]
     assert all(isinstance(v, (*scalars, tuple, dict)) for v in param.values())  # what Snakemake records
     assert all(isinstance(v, (*scalars, tuple)) for v in nested)
-    assert {f.name for f in dataclasses.fields(TrainSettings)} == set(config["finetune"]) - {
-        "runs",
-        "control",
-        "seeds",
-        "distributed",
-        "models",
-        "probe_models",
-        "resources",
-    }
+    # every field is a key of the block (its config entry); the block's other keys are not read
+    assert {f.name for f in dataclasses.fields(TrainSettings)} <= set(config["finetune"])
     assert settings.max_steps == config["finetune"]["max_steps"] and settings.lr == config["finetune"]["lr"]
     assert settings.lora.target_modules == tuple(config["finetune"]["lora"]["target_modules"])
     assert settings.offload.optimizer is config["finetune"]["offload"]["optimizer"]
@@ -226,8 +220,11 @@ def test_train_settings_are_the_block_less_what_training_does_not_read(finetune_
     launch = {"runs": ["doc"], "control": True, "distributed": distributed}
     assert TrainSettings.from_block(finetune_cfg | launch) == settings
     assert TrainSettings.from_block(finetune_cfg | {"lora": {"enabled": False}}).lora.r == 16  # the schema's default
-    with pytest.raises(TypeError, match=r"finetune has no key\(s\) \['learning_rate'\]"):
-        TrainSettings.from_block(finetune_cfg | {"learning_rate": 1e-3})
+    # a param (a job's spec) has the fields and nothing else
+    with pytest.raises(TypeError, match=r"TrainSettings has no field\(s\) \['learning_rate'\]"):
+        TrainSettings.from_param(settings.param() | {"learning_rate": 1e-3})
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'lr'"):
+        TrainSettings.from_block({key: value for key, value in finetune_cfg.items() if key != "lr"})
 
 
 def test_train_settings_checks_name_the_key(finetune_cfg):
@@ -248,16 +245,22 @@ def test_train_settings_checks_name_the_key(finetune_cfg):
 
 
 def test_optimization_settings_are_the_train_settings_less_the_schedule(finetune_cfg):
-    """The SORT recipe's settings: the block less SCHEDULE_KEYS (which it refuses), to which
-    ``schedule`` adds a run's schedule, giving the TrainSettings of the whole block."""
-    schedule = {key: finetune_cfg[key] for key in SCHEDULE_KEYS}
-    rest = {key: value for key, value in finetune_cfg.items() if key not in SCHEDULE_KEYS}
+    """The SORT recipe's settings: the block less the schedule (the fields TrainSettings adds, which it does
+    not read and its param refuses), to which ``schedule`` adds a run's schedule, giving the TrainSettings of
+    the whole block."""
+    names = {f.name for f in dataclasses.fields(TrainSettings)} - {
+        f.name for f in dataclasses.fields(OptimizationSettings)
+    }
+    assert names == {"max_steps", "checkpoint_every", "fiction_rate", "fiction_warmup_steps"}
+    schedule = {key: finetune_cfg[key] for key in names}
+    rest = {key: value for key, value in finetune_cfg.items() if key not in names}
     settings = OptimizationSettings.from_block(rest)
     assert type(settings) is OptimizationSettings and settings.lora.target_modules == ("q_proj", "v_proj")
+    assert OptimizationSettings.from_block(finetune_cfg) == settings
     assert settings.schedule(**schedule) == TrainSettings.from_block(finetune_cfg)
     assert isinstance(TrainSettings.from_block(finetune_cfg), OptimizationSettings)
-    with pytest.raises(TypeError, match=r"finetune has no key\(s\) \['max_steps'\] that training reads"):
-        OptimizationSettings.from_block(rest | {"max_steps": 4})
+    with pytest.raises(TypeError, match=r"OptimizationSettings has no field\(s\) \['max_steps'\]"):
+        OptimizationSettings.from_param(settings.param() | {"max_steps": 4})
     with pytest.raises(ValueError, match=r"finetune.fiction_rate must be in \[0, 1\], got 2"):
         settings.schedule(**schedule | {"fiction_rate": 2})
     with pytest.raises(ValueError, match=r"finetune.lr must be above 0, got 0"):

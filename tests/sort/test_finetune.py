@@ -12,16 +12,22 @@ pytestmark = pytest.mark.usefixtures("restore_environment")
 
 
 @pytest.fixture
-def settings(finetune_cfg):
-    """The SORT job's settings: the schedule keys (max_steps, checkpoint_every, fiction_rate and its warmup)
-    are left out, the recipe sets them per epoch (epochs x steps per epoch)."""
+def param(finetune_cfg):
+    """The SORT job's param settings: the schedule keys (max_steps, checkpoint_every, fiction_rate and its
+    warmup) are left out, the recipe sets them per epoch (epochs x steps per epoch)."""
     steps = {"max_steps": 99, "checkpoint_every": 99}
     cfg = finetune_cfg | steps | {"fiction_rate": 0.0, "fiction_warmup_steps": 9, "micro_batch_size": 1}
-    return FinetuneJobSettings.from_blocks("sort_parametric", cfg, {"epochs": 2}, 0)
+    return FinetuneJobSettings.param_from_blocks("sort_parametric", cfg, {"epochs": 2}, 0)
+
+
+@pytest.fixture
+def settings(param):
+    """The SORT job's settings record, as the rule builds it."""
+    return FinetuneJobSettings.from_param("sort_parametric", param)
 
 
 @pytest.mark.parametrize("run", ["books", "instructions"])
-def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, settings):
+def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, param, settings):
     fictions = [r["fiction"] for r in corpus["fictions"]]
     texts = {
         "books": fictions[:4],
@@ -42,7 +48,7 @@ def test_an_epoch_per_segment(tmp_path, tiny_model_dir, corpus, run, settings):
     )
     # as the workflow's job runs it: the settings read back from the spec
     second = FinetuneJobSettings.from_spec(
-        {"recipe": "sort_parametric", **json.loads(json.dumps(settings.param()))}
+        {"recipe": "sort_parametric", "settings": json.loads(json.dumps(param))}
     ).run_recipe(run, "epoch-2", inputs | {"state": tmp_path / "state-1"}, {"checkpoint": tmp_path / "epoch-2"})
     per_epoch = texts["steps_per_epoch"][run]
     assert list(first["step"]) == list(range(1, per_epoch + 1))

@@ -78,15 +78,6 @@ class TrainingDiverged(FloatingPointError):
     """The training loss became NaN or infinite; the message names the run and the step."""
 
 
-#: keys of the ``finetune`` block that training does not read: which runs, seeds and base models
-#: exist (``runs``, ``control``: the workflow's run list; ``seeds``: each run's job gets its own
-#: training seed, outside the block; ``models``: a job trains with its own base
-#: model's block, knowlab.config.model_config; ``probe_models``: which models' checkpoints the
-#: SORT and grounding probes read), what a job asks its scheduler for (``resources``)
-#: and how the job's processes are started
-#: (``distributed``: the rule's launch prefix, :func:`launch_command`; a job takes its world
-#: size from the launcher's environment, :func:`init_distributed`)
-NOT_TRAINING_KEYS = ("runs", "control", "seeds", "distributed", "models", "probe_models", "resources")
 PRECISIONS = ("auto", "bf16", "fp32")
 LAUNCHERS = ("torchrun", "srun")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -117,25 +108,20 @@ class LoraSettings(StepSettings):
     dropout: float = 0.0
     """Dropout probability on an adapter's input, in [0, 1] (its draws come from the run's RNG)."""
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-    """Names of the modules wrapped in adapters (a YAML list, here a tuple)."""
+    """Names of the modules wrapped in adapters (a YAML or JSON list, here a tuple)."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "target_modules", as_tuple(self.target_modules))
         if self.r < 1:
             raise ValueError(f"finetune.lora.r must be at least 1, got {self.r}")
         if not 0 <= self.dropout <= 1:
             raise ValueError(f"finetune.lora.dropout must be in [0, 1], got {self.dropout}")
 
 
-#: the keys of the ``finetune`` block that set a run's length, checkpoints and fiction mixture
-#: (:class:`TrainSettings` has them, :class:`OptimizationSettings` not): the SORT recipe sets them per epoch
-#: itself (:func:`knowlab.sort.finetune.finetune_parametric_run`)
-SCHEDULE_KEYS = ("max_steps", "checkpoint_every", "fiction_rate", "fiction_warmup_steps")
-
-
 @dataclass(frozen=True)
 class OptimizationSettings(StepSettings):
     """How every optimizer step of a run trains: the ``finetune`` block's keys that a training reads, less
-    the run's schedule (:data:`SCHEDULE_KEYS`, :class:`TrainSettings`).  The SORT recipe's settings
+    the run's schedule (the fields :class:`TrainSettings` adds).  The SORT recipe's settings
     (``finetune`` with ``sort.parametric.finetune`` laid over it), to which it adds the schedule of each
     epoch (:meth:`schedule`).
 
@@ -204,36 +190,22 @@ class OptimizationSettings(StepSettings):
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Self:
-        """The record of the validated config's ``finetune`` block (:meth:`from_block`; an
-        :class:`OptimizationSettings` reads it less :data:`SCHEDULE_KEYS`)."""
-        names = {field.name for field in fields(cls)}
-        return cls.from_block(
-            {key: value for key, value in config["finetune"].items() if key in names or key not in SCHEDULE_KEYS}
-        )
+        """The record of the validated config's ``finetune`` block (:meth:`from_block`)."""
+        return cls.from_block(config["finetune"])
 
     @classmethod
     def from_block(cls, block: Mapping[str, Any]) -> Self:
-        """The record of a ``finetune`` block (as the config, or a job's spec, holds it): its keys
-        of :data:`NOT_TRAINING_KEYS` are ignored, the others are the fields (``lora.target_modules``
-        as a tuple).
+        """The record of a ``finetune`` block as the config holds it: its keys that are fields of the record.
+        The others are not read by it: which runs, seeds and base models exist, how the job's processes start,
+        what it asks its scheduler for and, for an :class:`OptimizationSettings`, the run's schedule (a key the
+        schema does not name never reaches a validated config; :meth:`from_param` refuses any that is no field).
 
         Raises:
-            TypeError: the block lacks a field, or has a key that is neither a field nor ignored
-                (for :class:`OptimizationSettings`, a key of :data:`SCHEDULE_KEYS` too).
+            TypeError: the block lacks a field.
+            ValueError: a value out of its range.
         """
         names = {field.name for field in fields(cls)}
-        unknown = set(block) - names - set(NOT_TRAINING_KEYS)
-        if unknown:
-            raise TypeError(f"finetune has no key(s) {sorted(unknown)} that training reads")
-        values = {key: value for key, value in block.items() if key in names}
-        if "offload" in values:
-            values["offload"] = OffloadSettings(**values["offload"])
-        if "lora" in values:
-            lora = dict(values["lora"])
-            if "target_modules" in lora:
-                lora["target_modules"] = as_tuple(lora["target_modules"])
-            values["lora"] = LoraSettings(**lora)
-        return cls(**values)
+        return cls.from_param({key: value for key, value in block.items() if key in names})
 
     def schedule(
         self, *, max_steps: int, checkpoint_every: int, fiction_rate: float, fiction_warmup_steps: int
@@ -255,8 +227,8 @@ class OptimizationSettings(StepSettings):
 
 @dataclass(frozen=True)
 class TrainSettings(OptimizationSettings):
-    """What a fine-tuning run trains by: :class:`OptimizationSettings` and the run's schedule
-    (:data:`SCHEDULE_KEYS`).  FictionalQA's runs: config ``finetune`` without :data:`NOT_TRAINING_KEYS`;
+    """What a fine-tuning run trains by: :class:`OptimizationSettings` and the run's schedule (the
+    fields below).  FictionalQA's runs: the keys of config ``finetune`` that are its fields;
     the SORT runs: ``sort.parametric.finetune`` laid over it and the schedule set per epoch by
     :func:`knowlab.sort.finetune.finetune_parametric_run` (:meth:`OptimizationSettings.schedule`).  The
     paper's values are those of the FictionalQA paper, App. D (``config/paper.yaml``)."""
