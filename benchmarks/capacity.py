@@ -17,8 +17,8 @@ Prints, in Markdown:
    per base model, at its shape and settings), one of the rules run once (on the project's base
    model and ``eval_models``), and their sum (the tables of docs/cluster.md, "Paper scale: what
    it costs"); then what each base model's fine-tuning jobs must ask for against what the config
-   asks (``finetune.resources``, a model's ``resources``), and what the SLURM profile's
-   ``set-resources`` must give every other rule (the summed plan) against what it gives.
+   asks (``finetune.resources``, a model's ``resources``), and what every other kind of cluster job
+   must get (the summed plan over its rules) against what the config's ``cluster.resources`` gives.
 
 Usage (from the repository root; ``--no-measure`` skips the CPU measurement, a minute)::
 
@@ -151,12 +151,6 @@ def dag_job_counts(cfg_files: list[str]) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.MULTILINE)}
 
 
-def profile_resources() -> dict:
-    import yaml
-
-    return yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
@@ -237,16 +231,19 @@ def main() -> None:
             f"| {label} | {gpus} | {n['runtime']:,.0f} / {got['runtime']:,} | {n['mem_mb']:,.0f} / {got['mem_mb']:,} |"
         )
 
-    need = capacity.required_resources(summed)
-    have = profile_resources()
-    print("\n## SLURM profile against the summed plan (fine-tuning: the config's, above)\n")
-    print("| rule | runtime min: plan x 1.5 / profile | mem_mb: plan / profile |")
-    print("| --- | ---: | ---: |")
-    for rule, n in need.items():
-        if rule in ("finetune", "finetune_last"):
+    need = capacity.kind_resources(summed)
+    kinds = cfg["cluster"]["resources"]
+    print("\n## Kinds of cluster job (cluster.resources) against the summed plan (fine-tuning: above)\n")
+    print("| kind | rules | runtime min: plan x 1.5 / config | mem_mb: plan / config |")
+    print("| --- | --- | ---: | ---: |")
+    for kind, n in need.items():
+        if kind == "finetune":
             continue
-        got = {**have["default-resources"], **have["set-resources"].get(rule, {})}
-        print(f"| {rule} | {n['runtime']:,.0f} / {got['runtime']:,} | {n['mem_mb']:,.0f} / {got['mem_mb']:,} |")
+        rules = ", ".join(rule for rule, of in capacity.RULE_KINDS.items() if of == kind)
+        got = kinds[kind]
+        print(
+            f"| {kind} | {rules} | {n['runtime']:,.0f} / {got['runtime']:,} | {n['mem_mb']:,.0f} / {got['mem_mb']:,} |"
+        )
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ from typing import NamedTuple
 
 from snakemake.settings.types import DeploymentMethod
 
+from knowlab.cluster import finetune_job_resources, job_resources, job_threads
 from knowlab.config import model_config, model_source, settings_note
 from knowlab.core.checkpoints import CONTROL_RUN, replicated_run, run_seed
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.stats import StatsSettings
-from knowlab.core.train import launch_command, launch_resources
+from knowlab.core.train import launch_command
 from knowlab.fiction_generation.settings import ATTEMPT_KINDS
 from knowlab.fictionalqa.settings import (
     EvaluateSettings,
@@ -228,7 +229,8 @@ class ProbeRule(NamedTuple):
 
     ``step`` gives its name, log, benchmark and manifest (knowlab.layout.Step); ``input``,
     ``output`` and ``params`` are the named inputs, outputs and params besides the template's;
-    ``script`` is its path relative to rules/.
+    ``script`` is its path relative to rules/; ``kind``, the cluster kind of its jobs
+    (knowlab.cluster; the per-checkpoint rule's, the others are local rules).
     """
 
     step: Step
@@ -236,6 +238,7 @@ class ProbeRule(NamedTuple):
     input: dict = {}
     output: dict = {}
     params: dict = {}
+    kind: str | None = None
 
 
 # the run wildcard of a per-checkpoint job
@@ -422,11 +425,11 @@ def finetune_launch(wildcards):
 
 
 def _finetune_resources(training):
-    finetune = training_config(training)["finetune"]
-    return launch_resources(finetune["distributed"]) | finetune["resources"]
+    return finetune_job_resources(config, training_config(training))
 
 
-# The job's request (nodes, GPUs, tasks: knowlab.core.train.launch_resources; memory and time:
+# The job's request (knowlab.cluster.finetune_job_resources: partition and CPUs from its kind,
+# cluster.resources.finetune; nodes, GPUs, tasks from finetune.distributed; memory and time from
 # finetune.resources), per base model; a key that one training lacks (tasks, mpi: srun over
 # several processes) gets the value of a one-process job.
 _ONE_PROCESS = {"tasks_per_gpu": 1, "tasks": 1, "mpi": ""}

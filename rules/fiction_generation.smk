@@ -35,7 +35,9 @@ rule generate_seeds:
         layout.GENERATE_SEEDS_STEP.benchmark
     conda:
         "../envs/generate.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "api_generation")
+    resources:
+        **job_resources(config, "api_generation"),
     params:
         compute=COMPUTE,
         stage="seeds",
@@ -169,7 +171,9 @@ rule generate_annotate:
         layout.GENERATE_ANNOTATE_STEP.benchmark
     conda:
         "../envs/generate.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "cpu_step")
+    resources:
+        **job_resources(config, "cpu_step"),
     params:
         compute=COMPUTE,
         settings=GENERATE_ANNOTATE,

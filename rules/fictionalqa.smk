@@ -65,9 +65,9 @@ rule fictionalqa_rank_distractors:
     priority: 20
     conda:
         "../envs/eval.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "ranking")
     resources:
-        gpu=1,
+        **job_resources(config, "ranking"),
     params:
         compute=COMPUTE,
         # evict is read by rule fictionalqa_mcq (the choices from the ranking), batch_size by the
@@ -91,6 +91,8 @@ rule fictionalqa_mcq:
         layout.MCQ_STEP.benchmark
     conda:
         "../envs/data.yaml"
+    resources:
+        **job_resources(config, "cpu_step"),
     params:
         settings=McqSettings.from_config(config).param(),
         seed=config["seed"],
@@ -137,6 +139,8 @@ rule fictionalqa_real_qa:
         layout.REAL_QA_STEP.benchmark
     conda:
         "../envs/data.yaml"
+    resources:
+        **job_resources(config, "data_download"),
     params:
         settings=RealQASettings.from_config(config).param(),
         basedir=BASEDIR,
@@ -182,9 +186,9 @@ rule fictionalqa_evaluate:
     priority: 5
     conda:
         "../envs/eval.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "checkpoint_evaluation")
     resources:
-        gpu=1,
+        **job_resources(config, "checkpoint_evaluation"),
     params:
         compute=ft_compute,
         # evaluate.batch_size is read by the script (not a result key)
@@ -248,6 +252,8 @@ rule fictionalqa_summary:
         layout.SUMMARY_STEP.benchmark
     conda:
         "../envs/stats.yaml"
+    resources:
+        **job_resources(config, "cpu_step"),
     params:
         note=lambda wildcards: FT_NOTES[wildcards.ft_model],
         runs=lambda wildcards: MODEL_RUNS[wildcards.ft_model],

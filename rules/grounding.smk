@@ -68,7 +68,9 @@ rule grounding_distractors:
         layout.GROUNDING_DISTRACTORS_STEP.benchmark
     conda:
         "../envs/grounding.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "cpu_step")
+    resources:
+        **job_resources(config, "cpu_step"),
     params:
         compute=COMPUTE,
         settings=GROUNDING_DISTRACTORS,
@@ -94,9 +96,9 @@ rule grounding_generate:
     priority: 10
     conda:
         "../envs/eval.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "long_generation")
     resources:
-        gpu=1,
+        **job_resources(config, "long_generation"),
     params:
         compute=COMPUTE,
         # backend openai: only this model's entry of grounding.generation.openai.models
@@ -130,9 +132,9 @@ rule grounding_score:
         layout.GROUNDING_SCORES_STEP.benchmark
     conda:
         "../envs/grounding.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "model_evaluation")
     resources:
-        gpu=1,
+        **job_resources(config, "model_evaluation"),
     params:
         compute=COMPUTE,
         settings=GROUNDING_SCORE,
@@ -169,6 +171,8 @@ rule grounding_tables:
         layout.GROUNDING_TABLES_STEP.benchmark
     conda:
         "../envs/stats.yaml"
+    resources:
+        **job_resources(config, "cpu_step"),
     params:
         settings=GROUNDING_TABLES,
         stats=STATS.param("confidence", "bootstrap_resamples", "seed"),
@@ -243,6 +247,7 @@ checkpoint_probe(
                 served=f"finetune/{checkpoint_key(wildcards)}"
             ),
         },
+        kind="checkpoint_generation",
     ),
     table=layout.GROUNDING_CHECKPOINT_SCORES.smk,
     stats=ProbeRule(
@@ -305,9 +310,9 @@ rule grounding_checkpoint_score:
         run=PROBE_RUNS,
     conda:
         "../envs/grounding.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "checkpoint_evaluation")
     resources:
-        gpu=1,
+        **job_resources(config, "checkpoint_evaluation"),
     params:
         compute=COMPUTE,
         settings=GROUNDING_SCORE,

@@ -18,6 +18,8 @@ rule base_model:
     priority: 30
     conda:
         "../envs/train.yaml"
+    resources:
+        **job_resources(config, "model_download"),
     params:
         settings=BaseModelSettings.from_config(config).param(),
         seed=config["seed"],
@@ -51,6 +53,8 @@ rule eval_model:
         layout.EVAL_MODEL_STEP.benchmark
     conda:
         "../envs/train.yaml"
+    resources:
+        **job_resources(config, "eval_model_download"),
     params:
         compute=COMPUTE,
         spec=lambda wildcards: config["eval_models"][wildcards.model],
@@ -80,7 +84,7 @@ rule finetune:
     priority: 10
     conda:
         "../envs/train.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "finetune")
     resources:
         **FINETUNE_RESOURCES,
     params:

@@ -14,8 +14,9 @@
 def checkpoint_probe(evaluate, table, stats, figures):
     """Write the three rules of a probe of every checkpoint, each given as a ProbeRule
     (rules/common.smk): ``evaluate``, per checkpoint, in envs/eval.yaml, its inputs with ``model``
-    (the checkpoint); ``stats``, across the checkpoints of ``table`` (a per-checkpoint output path
-    with {ft_model}, {run} and {step}), in envs/stats.yaml; ``figures``, in envs/plot.yaml.
+    (the checkpoint), a cluster job of its ``kind``; ``stats``, across the checkpoints of ``table``
+    (a per-checkpoint output path with {ft_model}, {run} and {step}), in envs/stats.yaml;
+    ``figures``, in envs/plot.yaml.
     """
 
     rule:
@@ -35,9 +36,9 @@ def checkpoint_probe(evaluate, table, stats, figures):
             run=PROBE_RUNS,
         conda:
             "../envs/eval.yaml"
-        threads: config["threads"]
+        threads: job_threads(config, evaluate.kind)
         resources:
-            gpu=1,
+            **job_resources(config, evaluate.kind),
         params:
             **evaluate.params,
             checkpoint=checkpoint_path,

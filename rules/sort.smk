@@ -98,7 +98,9 @@ rule sort_retrieval:
         layout.SORT_RETRIEVAL_STEP.benchmark
     conda:
         "../envs/sort.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "cpu_step")
+    resources:
+        **job_resources(config, "cpu_step"),
     params:
         compute=COMPUTE,
         settings=SORT_RETRIEVAL_SETTINGS,
@@ -120,9 +122,9 @@ rule sort_prompt:
         layout.SORT_PROMPT_STEP.benchmark
     conda:
         "../envs/eval.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "model_evaluation")
     resources:
-        gpu=1,
+        **job_resources(config, "model_evaluation"),
     params:
         compute=COMPUTE,
         settings=SORT_PROMPT_SETTINGS,
@@ -146,9 +148,9 @@ rule sort_rag_prompt:
         layout.SORT_RAG_PROMPT_STEP.benchmark
     conda:
         "../envs/eval.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "model_evaluation")
     resources:
-        gpu=1,
+        **job_resources(config, "model_evaluation"),
     params:
         compute=COMPUTE,
         settings=SORT_RAG_PROMPT_SETTINGS,
@@ -169,9 +171,9 @@ rule sort_evaluate_base:
         layout.SORT_ROWS_STEP.benchmark
     conda:
         "../envs/eval.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "model_evaluation")
     resources:
-        gpu=1,
+        **job_resources(config, "model_evaluation"),
     params:
         compute=COMPUTE,
         # the RAG reading instructions only under rag and oracle_rag
@@ -302,6 +304,7 @@ checkpoint_probe(
         },
         output={"table": layout.SORT_FICTION_ROWS.smk},
         params={"settings": SORT_EVALUATE_SETTINGS, "condition": "baseline"},
+        kind="checkpoint_sort",
     ),
     table=layout.SORT_FICTION_ROWS.smk,
     stats=ProbeRule(
@@ -355,6 +358,8 @@ rule sort_parametric_texts:
         layout.SORT_PARAMETRIC_TEXTS_STEP.benchmark
     conda:
         "../envs/train.yaml"
+    resources:
+        **job_resources(config, "data_download"),
     params:
         settings=SORT_PARAMETRIC_TEXTS_SETTINGS,
         seed=config["seed"],
@@ -380,9 +385,9 @@ rule sort_parametric_evaluate:
         prun="|".join([BASE.run, *PARAMETRIC_RUNS]),
     conda:
         "../envs/eval.yaml"
-    threads: config["threads"]
+    threads: job_threads(config, "checkpoint_evaluation")
     resources:
-        gpu=1,
+        **job_resources(config, "checkpoint_evaluation"),
     params:
         compute=COMPUTE,
         settings=SORT_EVALUATE_SETTINGS,

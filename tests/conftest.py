@@ -280,6 +280,32 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
     return out
 
 
+def _paper_slurm_dry_run(tmp_path_factory, name: str, module: bool) -> str:
+    """stdout of ``snakemake -n --profile workflow/profiles/slurm --configfile config/paper.yaml``, fiction
+    generated, by Snakemake's own env's packages alone (:func:`knowlab.tooling.envs.dry_run_with_only`),
+    made once per session under ``name``; ``module``: the workflow used as a module of another
+    (:data:`MODULE_SNAKEFILE`, every rule named ``knowlab_*``).  ``--cores``: each job's threads as a SLURM
+    run gives them (a dry run otherwise caps them at one core)."""
+    from knowlab.tooling.envs import dry_run_with_only
+
+    def build(out: Path) -> None:
+        out.mkdir(parents=True)
+        overlay = out / "generate.yaml"
+        overlay.write_text("fiction:\n  source: generate\n")
+        snakefile = ROOT / "Snakefile"
+        if module:
+            snakefile = out / "Snakefile"
+            snakefile.write_text(MODULE_SNAKEFILE)
+        args = ["--snakefile", str(snakefile), "--directory", str(out / "work"), "--cores", "1024"]
+        args += ["--configfile", PAPER_CONFIG, str(overlay), "--profile", SLURM_PROFILE]
+        proc = dry_run_with_only(args)
+        if proc.returncode != 0:
+            raise AssertionError(f"snakemake -n {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        (out / "stdout.txt").write_text(proc.stdout)
+
+    return (built_once(tmp_path_factory, name, build) / "stdout.txt").read_text()
+
+
 @pytest.fixture(scope="session")
 def paper_slurm_dry_run(tmp_path_factory) -> str:
     """stdout of ``snakemake -n --profile workflow/profiles/slurm --configfile config/paper.yaml``
@@ -288,20 +314,14 @@ def paper_slurm_dry_run(tmp_path_factory) -> str:
     by the capacity plan's tests and the SLURM profile's).  Snakemake runs where only its own env's
     packages import (workflow/environment.yaml, :func:`knowlab.tooling.envs.dry_run_with_only`): a
     plain Snakemake builds this DAG."""
-    from knowlab.tooling.envs import dry_run_with_only
+    return _paper_slurm_dry_run(tmp_path_factory, "paper_slurm_dry_run", module=False)
 
-    def build(out: Path) -> None:
-        out.mkdir(parents=True)
-        overlay = out / "generate.yaml"
-        overlay.write_text("fiction:\n  source: generate\n")
-        args = ["--snakefile", str(ROOT / "Snakefile"), "--directory", str(out / "work")]
-        args += ["--configfile", PAPER_CONFIG, str(overlay), "--profile", SLURM_PROFILE]
-        proc = dry_run_with_only(args)
-        if proc.returncode != 0:
-            raise AssertionError(f"snakemake -n {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
-        (out / "stdout.txt").write_text(proc.stdout)
 
-    return (built_once(tmp_path_factory, "paper_slurm_dry_run", build) / "stdout.txt").read_text()
+@pytest.fixture(scope="session")
+def paper_module_slurm_dry_run(tmp_path_factory) -> str:
+    """:func:`paper_slurm_dry_run` of the workflow used as a module of another (``use rule * from knowlab as
+    knowlab_*``, README), through the same profile and configs."""
+    return _paper_slurm_dry_run(tmp_path_factory, "paper_module_slurm_dry_run", module=True)
 
 
 #: shape of the tests' tiny random Llama (knowlab.core.models.build_tiny_model)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from knowlab.cluster import job_resources
 from knowlab.config import load_config, model_config
 from knowlab.layout import finetune_models
 from knowlab.tooling import capacity
@@ -255,35 +256,52 @@ def test_paper_finetune_resources_cover_each_models_plan(paper, paper_plans):
     assert gpus == {4, 8}
 
 
-def _profile_shortfalls(need, profile) -> list[str]:
-    default, rules = profile["default-resources"], profile["set-resources"]
+def _kind_shortfalls(need, kinds) -> list[str]:
     short = []
-    for rule, n in need.items():
-        got = {**default, **rules.get(rule, {})}
+    for kind, n in need.items():
+        got = kinds[kind]
         if got["runtime"] < n["runtime"]:
-            short.append(f"{rule}: runtime {got['runtime']} < {n['runtime']:.0f} min")
+            short.append(f"{kind}: runtime {got['runtime']} < {n['runtime']:.0f} min")
         if got["mem_mb"] < n["mem_mb"]:
-            short.append(f"{rule}: mem_mb {got['mem_mb']} < {n['mem_mb']:.0f}")
-        if n["gpu_mem_gib"] and got.get("slurm_partition") != "gpu":
-            short.append(f"{rule}: runs a model on a GPU but asks for partition {got.get('slurm_partition')}")
+            short.append(f"{kind}: mem_mb {got['mem_mb']} < {n['mem_mb']:.0f}")
+        if n["gpu_mem_gib"] and (got["partition"] != "gpu" or got.get("gpu", 0) < 1):
+            short.append(f"{kind}: runs a model on a GPU but asks for partition class {got['partition']}, no GPU")
     return short
 
 
-def test_profile_resources_follow_the_summed_plan(paper, profile):
-    """Every rule but fine-tuning gets from the profile at least the summed plan's runtime (1.5 x its longest
-    job over every base model) and host memory, and a GPU partition where it runs a model on a GPU."""
-    need = capacity.required_resources(capacity.plan(paper))
+def test_cluster_resources_follow_the_summed_plan(paper, profile):
+    """Every kind of job but fine-tuning gets from the config (``cluster.resources``) at least the summed plan's
+    runtime (1.5 x the longest job of its rules over every base model) and host memory, and a GPU where it runs
+    a model on a GPU; the profile keeps only what is site-specific."""
+    need = capacity.kind_resources(capacity.plan(paper))
+    kinds = paper["cluster"]["resources"]
+    # fine-tuning: the config's per-model request (test above); the kind gives partition and CPUs only
+    assert not {"mem_mb", "runtime"} & set(kinds["finetune"]) and kinds["finetune"]["partition"] == "gpu"
+    need.pop("finetune")
+    short = _kind_shortfalls(need, kinds)
+    assert not short, "cluster.resources of config/paper.yaml against the plan: " + "; ".join(short)
+    # the profile: no request per rule name (a module's rules have other names), the site's names
+    assert not {"set-resources", "set-threads"} & set(profile)
     assert profile["default-resources"]["slurm_account"]  # the site-specific placeholder
-    for rule in ("finetune", "finetune_last"):
-        # the config's per-model request (test above); a profile value would override it
-        assert not {"mem_mb", "runtime"} & set(profile["set-resources"][rule]), rule
-        assert profile["set-resources"][rule]["slurm_partition"] == "gpu"
-        need.pop(rule)
-    short = _profile_shortfalls(need, profile)
-    assert not short, "workflow/profiles/slurm/config.yaml against the plan: " + "; ".join(short)
+    assert profile["default-resources"]["slurm_partition"] and profile["config"]
 
 
-def test_localrules_run_no_model(profile):
+@pytest.mark.slow
+def test_every_planned_rule_asks_for_its_kind(paper, paper_slurm_dry_run):
+    """In the paper dry run through the profile, every job of a planned rule asks for what its kind
+    (capacity.RULE_KINDS) gives: the kinds the plan checks are the rules' own."""
+    wrong = []
+    for rule, kind in capacity.RULE_KINDS.items():
+        want = {key: str(value) for key, value in job_resources(paper, kind).items()}
+        if kind == "finetune":  # memory and time per base model: the tests above
+            want = {key: want[key] for key in ("slurm_partition", "cpus_per_task")}
+        jobs = _dag_jobs(paper_slurm_dry_run, rule)
+        assert jobs, rule
+        wrong += [f"{rule} {output}: {got} lacks {want}" for output, got in jobs if want.items() - got.items()]
+    assert not wrong, "\n".join(wrong[:5])
+
+
+def test_localrules_run_no_model():
     from knowlab.tooling.slurm import LocalRules
 
     local = LocalRules()
@@ -295,7 +313,7 @@ def test_localrules_run_no_model(profile):
         "generate_annotate",
     }
     assert not [rule for rule in model_rules if rule in local]
-    assert not [rule for rule in profile["set-resources"] if rule in local]  # nothing local gets cluster resources
+    assert not [rule for rule in capacity.RULE_KINDS if rule in local]  # no local rule names a kind of cluster job
 
 
 def capacity_config():

@@ -3,10 +3,15 @@ Snakemake logs by knowlab.tooling.slurm (make test-slurm); no cluster needed, se
 
 import re
 
+from pathlib import Path
+
 import pytest
 import yaml
 
+from knowlab.config import load_config
 from knowlab.tooling import slurm
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SLURMD_C = (
     "NodeName=vm CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105\n"
@@ -66,20 +71,83 @@ def test_local_profile_fits_the_node_and_keeps_the_rest_of_the_users_profile():
     assert local["executor"] == "slurm" and local["retries"] == user["retries"] >= 1
     assert local["default-resources"]["slurm_partition"] == "local"
     assert local["default-resources"]["slurm_account"] == "knowlab"
-    for rule, resources in local["set-resources"].items():
-        assert resources.get("slurm_partition", "local") == "local"
-        assert resources.get("mem_mb", 0) <= slurm.LOCAL_MEM_MB
-        if rule not in slurm.CONFIG_RESOURCE_RULES:
-            assert resources.get("runtime") == user["set-resources"][rule].get("runtime")
-    assert set(local["set-threads"].values()) == {slurm.LOCAL_CPUS}
-    # fine-tuning's memory and time are the config's (finetune.resources): fitted to the node here
-    assert not {"mem_mb", "runtime"} & set(user["set-resources"]["finetune"])
-    want = slurm.expected_resources(local, "finetune")
-    runtime = user["default-resources"]["runtime"]
-    assert want == {"mem_mb": slurm.LOCAL_MEM_MB, "runtime": runtime, "cpus_per_task": slurm.LOCAL_CPUS}
-    assert slurm.expected_resources(local, "no_such_rule")["runtime"] == user["default-resources"]["runtime"]
-    # the user's profile itself is not touched
-    assert user["set-resources"]["finetune"]["slurm_partition"] == "gpu"
+    assert local["default-resources"]["cpus_per_task"] == slurm.LOCAL_CPUS
+    assert local["default-resources"]["mem_mb"] <= slurm.LOCAL_MEM_MB
+    assert local["default-resources"]["runtime"] == user["default-resources"]["runtime"]
+    # the config's partition of every class (cluster.partitions, the user profile's `config:` entry)
+    assert local["config"] == ["cluster={partitions: {cpu: local, gpu: local}}"]
+    assert slurm.local_profile({**user, "config": ["seed=3"]})["config"][0] == "seed=3"
+    # the user's profile asks for nothing per rule, and is not touched
+    assert not {"set-resources", "set-threads"} & set(user) and user["config"] == ["cluster={partitions: {gpu: gpu}}"]
+    fitted = slurm.local_profile(
+        {**user, "set-resources": {"a": {"mem_mb": 9000, "runtime": 5}}, "set-threads": {"a": 4}}
+    )
+    assert fitted["set-resources"] == {"a": {"mem_mb": slurm.LOCAL_MEM_MB, "runtime": 5}}
+    assert fitted["set-threads"] == {"a": slurm.LOCAL_CPUS}
+
+
+def test_local_config_fits_what_the_rules_ask_for_to_the_node():
+    paper = load_config(ROOT / "config" / "paper.yaml")
+    overlay = slurm.local_config(paper)
+    fitted = load_config(ROOT / "config" / "paper.yaml", overlay)
+    for kind, spec in fitted["cluster"]["resources"].items():
+        original = paper["cluster"]["resources"][kind]
+        assert spec["cpus_per_task"] == spec["threads"] == slurm.LOCAL_CPUS, kind
+        assert spec.get("mem_mb", 0) <= slurm.LOCAL_MEM_MB, kind
+        # runtimes, partition classes and GPUs stay
+        assert {k: spec.get(k) for k in ("runtime", "partition", "gpu")} == {
+            k: original.get(k) for k in ("runtime", "partition", "gpu")
+        }
+    assert fitted["finetune"]["resources"] == {
+        "mem_mb": slurm.LOCAL_MEM_MB,
+        "runtime": paper["finetune"]["resources"]["runtime"],
+    }
+    for name, entry in fitted["finetune"]["models"].items():  # each base model's own
+        if isinstance(entry, dict):
+            assert entry["resources"]["mem_mb"] == slurm.LOCAL_MEM_MB, name
+    assert "models" not in slurm.local_config(load_config())["finetune"]  # the default has no per-model resources
+
+
+PRINTOUT = """\
+[Sun Nov 29 15:47:19 2026]
+rule finetune:
+    input: resources/base_model
+    output: results/a/checkpoints/step-2, results/a/state/step-2
+    jobid: 5
+    wildcards: training=a, checkpoint=step-2
+    threads: 8
+    resources: tmpdir=/tmp, mem_mb=4000, mem=4 GB, slurm_partition=local, runtime=120, cpus_per_task=1, gpu=1
+Shell command: python -m knowlab.finetune_job
+
+[Sun Nov 29 15:47:19 2026]
+localrule train_log:
+    output: results/a/train_log.parquet
+    resources: tmpdir=/tmp, mem_mb=4000, runtime=60, cpus_per_task=1
+
+rule finetune:
+    output: results/b/checkpoints/step-2
+    resources: tmpdir=/tmp, mem_mb=8000, runtime=120, cpus_per_task=1
+"""
+
+
+def test_printed_jobs_and_their_requests():
+    jobs = slurm.printed_jobs(PRINTOUT)
+    assert [(j.rule, j.local, j.output, j.threads) for j in jobs] == [
+        ("finetune", False, "results/a/checkpoints/step-2", 8),
+        ("train_log", True, "results/a/train_log.parquet", 1),
+        ("finetune", False, "results/b/checkpoints/step-2", 1),
+    ]
+    assert jobs[0].resources["slurm_partition"] == "local" and jobs[0].resources["mem"] == "4 GB"
+    requested = slurm.requested_resources(PRINTOUT)
+    assert requested == {
+        "finetune": [
+            {"mem_mb": 4000, "runtime": 120, "cpus_per_task": 1},
+            {"mem_mb": 8000, "runtime": 120, "cpus_per_task": 1},
+        ]
+    }
+    assert slurm.oversized_requests(requested) == [
+        f"rule finetune asks for {requested['finetune'][1]}, over 1 CPU(s) and {slurm.LOCAL_MEM_MB} MB"
+    ]
 
 
 def test_write_profile_round_trips(tmp_path):
@@ -115,15 +183,22 @@ def test_times_and_comments():
 
 
 def test_parse_sacct_and_resource_mismatches():
-    profile = slurm.local_profile(slurm.load_user_profile())
+    requested = {
+        "finetune": [{"mem_mb": 4000, "runtime": 60, "cpus_per_task": 1}],
+        "base_model": [{"mem_mb": 4000, "runtime": 30, "cpus_per_task": 1}],
+    }
     good = "12|run|rule_finetune_wildcards_x|COMPLETED|4000M|01:00:00|1|cpu=1,gres/gpu=1|local|knowlab|1|00:00:30|0:0"
     bad = "13|run|rule_base_model|CANCELLED by 0|8000M|00:30:00|2||local|other||00:00:03|0:15"
-    rows = slurm.parse_sacct(good + "\n" + bad + "\n")
+    unknown = "14|run|rule_eval_model|COMPLETED|4000M|01:00:00|1||local|knowlab|1|00:00:30|0:0"
+    rows = slurm.parse_sacct(good + "\n" + bad + "\n" + unknown + "\n")
     assert rows[0]["State"] == "COMPLETED" and rows[1]["Account"] == "other"
-    problems = slurm.resource_mismatches(rows, profile)
+    problems = slurm.resource_mismatches(rows, requested)
     assert not [p for p in problems if p.startswith("job 12 ")]
-    assert any("mem_mb 8000" in p for p in problems) and any("cpus_per_task 2" in p for p in problems)
+    assert any("mem_mb 8000 != requested 4000" in p for p in problems) and any("cpus_per_task 2" in p for p in problems)
     assert any("Account other" in p for p in problems)
+    assert any(p.startswith("job 14 ") and "no request of rule eval_model" in p for p in problems)
+    # two tasks: the allocation's CPUs are both tasks'
+    assert not slurm.resource_mismatches([{**rows[0], "ReqCPUS": "2"}], requested, tasks=2)
     with pytest.raises(ValueError, match="sacct line with 3 fields, not 13"):
         slurm.parse_sacct("1|2|3\n")
     assert "--name" in slurm.sacct_command(name="abc") and "-X" not in slurm.sacct_command(job_ids=["1"], steps=True)

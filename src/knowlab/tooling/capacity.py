@@ -9,9 +9,9 @@ fine-tuning, the evaluations and probes of its checkpoints, its download), plann
 model's shape and settings (:func:`model_plan`), and one for its jobs that run once, at the
 project's base model's shape (:func:`shared_plan`); :func:`plans` gives both parts and
 :func:`plan` their sum.  Fine-tuning jobs ask SLURM for what the config says per base
-model (:func:`finetune_resources`), the other rules for the SLURM profile's ``set-resources``;
-both follow from the plan (``tests/tooling/test_capacity.py`` checks them;
-``benchmarks/capacity.py`` prints the plan).
+model (:func:`finetune_resources`), the other rules for what their kind of job gets in the config's
+``cluster.resources`` (:data:`RULE_KINDS`, :func:`kind_resources`); both follow from the plan
+(``tests/tooling/test_capacity.py`` checks them; ``benchmarks/capacity.py`` prints the plan).
 The names the workflow expands the config with are the workflow's own, imported from where
 ``rules/common.smk`` takes them (:func:`knowlab.core.checkpoints.checkpoint_steps`,
 :data:`knowlab.sort.runs.PARAMETRIC_RUNS`, the condition names of :mod:`knowlab.grounding.settings`,
@@ -594,7 +594,8 @@ class RuleCost:
     ``gpu_mem_gib``: per GPU at the job's peak (0 for CPU jobs); ``host_mem_gib``: per job (per
     node for multi-GPU jobs); ``hours_per_job``: wall clock of the longest job;
     ``gpu_hours``: all jobs together; ``storage_gib``: what the rule's outputs keep on disk;
-    ``temp_gib``: temporary outputs at their peak (fine-tuning state).
+    ``temp_gib``: temporary outputs at their peak (fine-tuning state); ``slurm_rules``: the rules whose
+    SLURM request the row bounds (:func:`required_resources`).
     """
 
     rule: str
@@ -607,7 +608,7 @@ class RuleCost:
     storage_gib: float
     temp_gib: float = 0.0
     note: str = ""
-    profile_rules: tuple[str, ...] = field(default=())
+    slurm_rules: tuple[str, ...] = field(default=())
 
 
 def _gib(nbytes: float) -> float:
@@ -630,7 +631,7 @@ def combine(parts: Sequence[RuleCost], note: str | None = None) -> RuleCost:
         storage_gib=sum(p.storage_gib for p in parts),
         temp_gib=sum(p.temp_gib for p in parts),
         note=first.note if note is None else note,
-        profile_rules=first.profile_rules,
+        slurm_rules=first.slurm_rules,
     )
 
 
@@ -699,7 +700,7 @@ def _scoring(
         hours * jobs,
         _gib(storage),
         note=note,
-        profile_rules=(rule,),
+        slurm_rules=(rule,),
     )
 
 
@@ -778,7 +779,7 @@ def _finetune_fictionalqa(p: PlanInputs, t: _Training) -> RuleCost:
         temp_gib=_gib(t.state_bytes * 2 * fiction_runs),
         note=f"{ft['checkpoint_every']} steps x {ft['global_batch_size']} x {ft['seq_len']} tokens per job"
         + (f"; {seeds} training seeds" if seeds > 1 else ""),
-        profile_rules=("finetune", "finetune_last"),
+        slurm_rules=("finetune", "finetune_last"),
     )
 
 
@@ -810,7 +811,7 @@ def _finetune_parametric(p: PlanInputs, t: _Training) -> RuleCost:
         storage_gib=_gib(BF16 * n * jobs),
         temp_gib=_gib(t.state_bytes * 2 * len(PARAMETRIC_RUNS)),
         note=f"{steps} steps x {pft['global_batch_size']} x {pft['seq_len']} tokens per epoch ({chunks} book chunks)",
-        profile_rules=("finetune", "finetune_last"),
+        slurm_rules=("finetune", "finetune_last"),
     )
 
 
@@ -1186,7 +1187,7 @@ def grounding_generate_cost(p: PlanInputs) -> list[RuleCost]:
             note=f"{' + '.join(f'{datasets[d]:,}' for d in grounding['datasets'])} questions x "
             f"{len(conditions)} conditions x "
             f"{len(models)} models, up to {max(conditions)} + {new} tokens",
-            profile_rules=("grounding_generate",),
+            slurm_rules=("grounding_generate",),
         )
     ]
 
@@ -1217,7 +1218,7 @@ def _grounding_score(
         total / 3600,
         _gib(responses * facts * 64),
         note="cross-encoder on fact x passage pairs",
-        profile_rules=(rule,),
+        slurm_rules=(rule,),
     )
 
 
@@ -1267,7 +1268,7 @@ def grounding_checkpoint_generate_cost(p: PlanInputs) -> list[RuleCost]:
             seconds * jobs / 3600,
             _gib(jobs * items * conditions * response_bytes),
             note=f"{items:,} fiction questions x {conditions} conditions, up to {new} new tokens",
-            profile_rules=("grounding_checkpoint_generate",),
+            slurm_rules=("grounding_checkpoint_generate",),
         )
     ]
 
@@ -1301,7 +1302,7 @@ def base_model_cost(p: PlanInputs) -> list[RuleCost]:
             0.0,
             _gib(BF16 * n),
             note="download, save as safetensors",
-            profile_rules=("base_model",),
+            slurm_rules=("base_model",),
         )
     ]
 
@@ -1323,7 +1324,7 @@ def finetune_base_model_cost(p: PlanInputs) -> list[RuleCost]:
             0.0,
             _gib(p.counts["finetune_base_model"] * BF16 * n),
             note="download, save as safetensors",
-            profile_rules=("finetune_base_model",),
+            slurm_rules=("finetune_base_model",),
         )
     ]
 
@@ -1345,7 +1346,7 @@ def eval_model_cost(p: PlanInputs) -> list[RuleCost]:
             0.0,
             _gib(p.other_models * BF16 * other),
             note=f"{p.other_models} open models at the {p.eval_model_shape.name} shape",
-            profile_rules=("eval_model",),
+            slurm_rules=("eval_model",),
         )
     ]
 
@@ -1476,8 +1477,31 @@ def plan(
 # ----------------------------------------------------------------------------- SLURM resources
 
 
+#: The kind of cluster job (``cluster.resources``, :mod:`knowlab.cluster`) each rule of the plan's rows
+#: names in rules/*.smk (``tests/tooling/test_capacity.py`` checks it on the paper dry run): what a kind
+#: gives must cover the plan of every rule of that kind (:func:`kind_resources`).
+RULE_KINDS = {
+    "finetune": "finetune",
+    "finetune_last": "finetune",
+    "fictionalqa_rank_distractors": "ranking",
+    "fictionalqa_evaluate": "checkpoint_evaluation",
+    "sort_prompt": "model_evaluation",
+    "sort_rag_prompt": "model_evaluation",
+    "sort_evaluate_base": "model_evaluation",
+    "sort_fiction_evaluate": "checkpoint_sort",
+    "sort_parametric_evaluate": "checkpoint_evaluation",
+    "grounding_generate": "long_generation",
+    "grounding_score": "model_evaluation",
+    "grounding_checkpoint_generate": "checkpoint_generation",
+    "grounding_checkpoint_score": "checkpoint_evaluation",
+    "base_model": "model_download",
+    "finetune_base_model": "model_download",
+    "eval_model": "eval_model_download",
+}
+
+
 def required_resources(costs: Sequence[RuleCost], margin: float = RUNTIME_MARGIN) -> dict[str, dict[str, float]]:
-    """What the SLURM profile must give each rule: ``{rule: {"runtime": minutes, "mem_mb": MB, "gpu_mem_gib": GiB}}``.
+    """What SLURM must give each rule: ``{rule: {"runtime": minutes, "mem_mb": MB, "gpu_mem_gib": GiB}}``.
 
     ``runtime`` is the plan's longest job times ``margin``; ``mem_mb`` its host memory (MB =
     10**6 bytes, as Snakemake's ``mem_mb``); ``gpu_mem_gib`` the peak per GPU.  A rule that
@@ -1485,11 +1509,21 @@ def required_resources(costs: Sequence[RuleCost], margin: float = RUNTIME_MARGIN
     """
     out: dict[str, dict[str, float]] = {}
     for cost in costs:
-        for rule in cost.profile_rules:
+        for rule in cost.slurm_rules:
             need = out.setdefault(rule, {"runtime": 0.0, "mem_mb": 0.0, "gpu_mem_gib": 0.0})
             need["runtime"] = max(need["runtime"], cost.hours_per_job * 60 * margin)  # 0: not planned (downloads)
             need["mem_mb"] = max(need["mem_mb"], cost.host_mem_gib * GIB / 1e6)
             need["gpu_mem_gib"] = max(need["gpu_mem_gib"], cost.gpu_mem_gib)
+    return out
+
+
+def kind_resources(costs: Sequence[RuleCost], margin: float = RUNTIME_MARGIN) -> dict[str, dict[str, float]]:
+    """:func:`required_resources` by kind of job (:data:`RULE_KINDS`): each the largest over its rules."""
+    out: dict[str, dict[str, float]] = {}
+    for rule, need in required_resources(costs, margin).items():
+        kind = out.setdefault(RULE_KINDS[rule], dict.fromkeys(need, 0.0))
+        for key, value in need.items():
+            kind[key] = max(kind[key], value)
     return out
 
 

@@ -11,7 +11,8 @@ Two parts, both driven from the repository root:
 * ``python -m knowlab.tooling.slurm test`` (``make test-slurm``; the cluster must be up) runs
   config/test.yaml twice, locally and through the project's SLURM profile
   (``workflow/profiles/slurm``, unchanged, with :func:`local_profile` laid over it for this one
-  node), kills a running fine-tuning job and a running evaluation job with ``scancel`` (:class:`Canceller`)
+  node, and what the rules ask for fitted to it by the config overlay :func:`local_config`), kills
+  a running fine-tuning job and a running evaluation job with ``scancel`` (:class:`Canceller`)
   (the profile's ``retries`` re-runs them), then runs one fine-tuning interval with
   ``launcher: srun`` on 2 tasks and one job past its time limit, and checks what
   :func:`main` lists.  Its last line is :func:`summary_line`.
@@ -217,17 +218,24 @@ def write_conf(etc: Path, slurmd_c: str, gpus: int = FAKE_GPUS) -> list[Path]:
 # ---------------------------------------------------------------------------- the profile on this node
 
 
-#: the rules whose memory and time the config gives per job (finetune.resources, per base model)
-CONFIG_RESOURCE_RULES = ("finetune", "finetune_last")
+def _fit_partitions(entry: str) -> str:
+    """A profile ``config:`` entry with every partition of ``cluster.partitions`` :data:`PARTITION`."""
+    key, _, value = entry.partition("=")
+    if key != "cluster":
+        return entry
+    cluster = yaml.safe_load(value) or {}
+    cluster["partitions"] = {name: PARTITION for name in ("cpu", "gpu")}
+    return "cluster=" + yaml.safe_dump(cluster, default_flow_style=True, width=10**6).strip()
 
 
 def local_profile(profile: Mapping[str, Any], cpus: int = LOCAL_CPUS, mem_mb: int = LOCAL_MEM_MB) -> dict[str, Any]:
     """The user's SLURM profile (``workflow/profiles/slurm/config.yaml``, parsed) fitted to the one
-    local node: every partition becomes :data:`PARTITION`, the account :data:`ACCOUNT`, every
-    ``cpus_per_task`` and ``set-threads`` entry ``cpus``, every ``mem_mb`` at most ``mem_mb``; runtimes,
-    retries and everything else stay the user's.  Fine-tuning (:data:`CONFIG_RESOURCE_RULES`), whose
-    memory and time the config gives per base model, gets the default runtime and the capped memory.  Snakemake profiles do not inherit, so the overlay is
-    a whole profile written next to the test's runs (:func:`write_profile`).  The plugin polls
+    local node: every partition becomes :data:`PARTITION` (``default-resources``, and the config's
+    ``cluster.partitions`` in its ``config:`` entry), the account :data:`ACCOUNT`, every ``cpus_per_task``
+    and ``set-threads`` entry ``cpus``, every ``mem_mb`` at most ``mem_mb``; runtimes, retries and
+    everything else stay the user's.  What the rules ask for themselves (the config's ``cluster.resources``,
+    ``finetune.resources``) is fitted by :func:`local_config`.  Snakemake profiles do not inherit, so the
+    overlay is a whole profile written next to the test's runs (:func:`write_profile`).  The plugin polls
     sooner (``slurm-init-seconds-before-status-checks: 2``): test jobs take seconds, not hours.
     """
     out = json.loads(json.dumps(profile))  # a deep copy of plain YAML data
@@ -248,25 +256,94 @@ def local_profile(profile: Mapping[str, Any], cpus: int = LOCAL_CPUS, mem_mb: in
         "slurm_partition": PARTITION,
         "slurm_account": ACCOUNT,
     }
-    out["set-resources"] = {rule: fit(res) for rule, res in out.get("set-resources", {}).items()}
-    # fine-tuning's memory and time come from the config, per base model (finetune.resources), not
-    # from the user's profile: here they are fitted to the node like every other job's
-    for rule in CONFIG_RESOURCE_RULES:
-        out["set-resources"][rule] = out["set-resources"].get(rule, {}) | {
-            "mem_mb": min(int(out["default-resources"].get("mem_mb", mem_mb)), mem_mb),
-            "runtime": out["default-resources"]["runtime"],
-        }
-    out["set-threads"] = {rule: cpus for rule in out.get("set-threads", {})}
+    if "set-resources" in out:
+        out["set-resources"] = {rule: fit(res) for rule, res in out["set-resources"].items()}
+    if "set-threads" in out:
+        out["set-threads"] = {rule: cpus for rule in out["set-threads"]}
+    entries = [_fit_partitions(entry) for entry in out.get("config", [])]
+    if not any(entry.startswith("cluster=") for entry in entries):
+        entries.append(_fit_partitions("cluster={}"))
+    out["config"] = entries
     out["slurm-init-seconds-before-status-checks"] = 2
     return out
 
 
-def expected_resources(profile: Mapping[str, Any], rule: str) -> dict[str, int]:
-    """What ``profile`` (:func:`local_profile`) asks SLURM for a job of ``rule``: ``mem_mb``, ``runtime``
-    (minutes) and ``cpus_per_task``, from its ``set-resources`` entry over its ``default-resources``.
-    """
-    merged = {**profile.get("default-resources", {}), **profile.get("set-resources", {}).get(rule, {})}
-    return {key: int(merged[key]) for key in ("mem_mb", "runtime", "cpus_per_task")}
+def local_config(config: Mapping[str, Any], cpus: int = LOCAL_CPUS, mem_mb: int = LOCAL_MEM_MB) -> dict[str, Any]:
+    """The config overlay that fits what the rules ask for to the one local node: every kind of
+    ``cluster.resources`` ``cpus`` CPUs and threads and at most ``mem_mb`` MB, and so is fine-tuning's memory
+    (``finetune.resources``, and a base model's own ``resources`` in ``finetune.models``); ``config``: the
+    run's config (:func:`knowlab.config.load_config`).  Runtimes, partition classes and GPUs stay."""
+    kinds = {
+        kind: {"cpus_per_task": cpus, "threads": cpus}
+        | ({"mem_mb": min(int(spec["mem_mb"]), mem_mb)} if spec.get("mem_mb") is not None else {})
+        for kind, spec in config["cluster"]["resources"].items()
+    }
+    finetune: dict[str, Any] = {"resources": {"mem_mb": min(int(config["finetune"]["resources"]["mem_mb"]), mem_mb)}}
+    models = {
+        name: {"resources": {"mem_mb": min(int(entry["resources"]["mem_mb"]), mem_mb)}}
+        for name, entry in (config["finetune"].get("models") or {}).items()
+        if isinstance(entry, Mapping) and (entry.get("resources") or {}).get("mem_mb") is not None
+    }
+    if models:
+        finetune["models"] = models
+    return {"cluster": {"resources": kinds}, "finetune": finetune}
+
+
+#: what sacct reports of a job's request, by the names of Snakemake's resources
+CHECKED_RESOURCES = ("mem_mb", "runtime", "cpus_per_task")
+
+
+@dataclass(frozen=True)
+class PrintedJob:
+    """A job as a Snakemake printout shows it (a dry run, or a run's log): its rule, whether it is a local
+    rule's (on the submit host), its first output, its threads and its resources (the printed text of each)."""
+
+    rule: str
+    local: bool
+    output: str
+    threads: int
+    resources: dict[str, str]
+
+
+def printed_jobs(printout: str) -> list[PrintedJob]:
+    """Every job block of a Snakemake printout (``rule NAME:`` or ``localrule NAME:`` and its indented
+    lines), in order; a retried job once per attempt."""
+    jobs = []
+    lines = printout.splitlines()
+    for at, line in enumerate(lines):
+        match = _JOB_START.match(line)
+        if not match:
+            continue
+        fields: dict[str, str] = {}
+        for item in lines[at + 1 :]:
+            if not item.startswith("    ") or ": " not in item:
+                break
+            key, _, value = item.strip().partition(": ")
+            fields[key] = value
+        resources = dict(kv.split("=", 1) for kv in fields["resources"].split(", ")) if "resources" in fields else {}
+        jobs.append(
+            PrintedJob(
+                rule=match.group(2),
+                local=bool(match.group(1)),
+                output=fields.get("output", "").split(", ")[0],
+                threads=int(fields.get("threads", 1)),
+                resources=resources,
+            )
+        )
+    return jobs
+
+
+def requested_resources(printout: str) -> dict[str, list[dict[str, int]]]:
+    """What the printout's SLURM jobs (not the local rules') ask for: per rule, each different request of its
+    jobs (:data:`CHECKED_RESOURCES`), in order."""
+    out: dict[str, list[dict[str, int]]] = {}
+    for job in printed_jobs(printout):
+        if job.local:
+            continue
+        request = {key: int(job.resources[key]) for key in CHECKED_RESOURCES}
+        if request not in out.setdefault(job.rule, []):
+            out[job.rule].append(request)
+    return out
 
 
 def write_profile(folder: Path, profile: Mapping[str, Any]) -> Path:
@@ -435,26 +512,47 @@ def comment_rule(comment: str) -> tuple[str, str]:
     return rule, wildcards
 
 
-def resource_mismatches(rows: Sequence[Mapping[str, str]], profile: Mapping[str, Any], tasks: int = 1) -> list[str]:
-    """One line per SLURM job whose memory, time limit, CPUs, partition or account (sacct) differ from
-    what ``profile`` asks for its rule (:func:`expected_resources`; CPUs: ``cpus_per_task`` x ``tasks``,
-    the jobs' tasks, which sacct does not report for an allocation)."""
+def resource_mismatches(
+    rows: Sequence[Mapping[str, str]], requested: Mapping[str, Sequence[Mapping[str, int]]], tasks: int = 1
+) -> list[str]:
+    """One line per SLURM job whose memory, time limit, CPUs (sacct), partition or account differ from what
+    Snakemake asked for its rule (``requested``: :func:`requested_resources` of the run's log; CPUs:
+    ``cpus_per_task`` x ``tasks``, the jobs' tasks, which sacct does not report for an allocation); a rule
+    whose jobs ask for several requests (fine-tuning, per base model) matches any of them."""
     problems = []
     for row in rows:
         rule, wildcards = comment_rule(row["Comment"])
-        want = expected_resources(profile, rule)
         got = {
             "mem_mb": mem_mb(row["ReqMem"]),
             "runtime": minutes(row["Timelimit"]),
             "cpus_per_task": int(row["ReqCPUS"]) // tasks,
         }
-        for key in want:
-            if got[key] != want[key]:
-                problems.append(f"job {row['JobIDRaw']} ({rule} {wildcards}): {key} {got[key]} != profile {want[key]}")
+        wants = list(requested.get(rule, ()))
+        if not wants:
+            problems.append(f"job {row['JobIDRaw']} ({rule} {wildcards}): no request of rule {rule} in the log")
+        elif got not in wants:
+            want = wants[0]
+            problems += [
+                f"job {row['JobIDRaw']} ({rule} {wildcards}): {key} {got[key]} != requested {want[key]}"
+                for key in want
+                if got[key] != want[key]
+            ]
         for column, value in (("Partition", PARTITION), ("Account", ACCOUNT)):
             if row[column] != value:
                 problems.append(f"job {row['JobIDRaw']} ({rule}): {column} {row[column]} != {value}")
     return problems
+
+
+def oversized_requests(
+    requested: Mapping[str, Sequence[Mapping[str, int]]], cpus: int = LOCAL_CPUS, mem_mb: int = LOCAL_MEM_MB
+) -> list[str]:
+    """One line per rule whose jobs ask for more than the local node gives (:func:`local_config` fits them)."""
+    return [
+        f"rule {rule} asks for {request}, over {cpus} CPU(s) and {mem_mb} MB"
+        for rule, requests in requested.items()
+        for request in requests
+        if request["cpus_per_task"] > cpus or request["mem_mb"] > mem_mb
+    ]
 
 
 def summary_line(jobs: int, identical: int, total: int, srun_ranks: int, cancelled: int, recovered: bool) -> str:
@@ -674,8 +772,11 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
     began = time.time()
     problems: list[str] = []
     work.mkdir(parents=True, exist_ok=True)
-    profile = local_profile(load_user_profile())
-    profile_dir = write_profile(work / "profile", profile)
+    profile_dir = write_profile(work / "profile", local_profile(load_user_profile()))
+    # what the rules ask for (the config's cluster.resources, finetune.resources), fitted to the node: the
+    # SLURM runs' config laid over the test's
+    fitted = work / "local-cluster.yaml"
+    fitted.write_text(yaml.safe_dump(local_config(load_config(config))))
     local_dir, slurm_dir, limit_dir = work / "local", work / "slurm", work / "timelimit"
     for folder in (local_dir, slurm_dir, limit_dir):
         if folder.exists():
@@ -687,7 +788,7 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
     # the job past its time limit
     runs = {
         "local": Run(snakemake_command(local_dir, None, [config], "--cores", "2"), work / "local.log"),
-        "slurm": Run(snakemake_command(slurm_dir, profile_dir, [config]), work / "slurm.log"),
+        "slurm": Run(snakemake_command(slurm_dir, profile_dir, [config, fitted]), work / "slurm.log"),
         "timelimit": Run(
             [sys.executable, "-m", "snakemake", "--snakefile", str(limit_dir / "Snakefile"), "--directory",
              str(limit_dir), "--profile", str(profile_dir), "--retries", "0"],
@@ -739,10 +840,11 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
             problems.append(
                 f"rule {rule}: {len(completed)} of {count} jobs completed in SLURM, {ran_local.get(rule, 0)} local"
             )
-    problems += resource_mismatches(rows, profile)
+    requested = requested_resources(log)
+    problems += oversized_requests(requested) + resource_mismatches(rows, requested)
     gpu_jobs = sum("gres/gpu=" in row["AllocTRES"] for row in rows)
     _say(f"SLURM run: {len(rows)} jobs ({sum(submitted.values())} submitted, {gpu_jobs} with a GPU allocated), "
-         f"{sum(ran_local.values())} local jobs; memory, time limit and CPUs checked against the profile")  # fmt: skip
+         f"{sum(ran_local.values())} local jobs; memory, time limit and CPUs checked against the requests")  # fmt: skip
 
     # 4. cancelled jobs: CANCELLED in sacct, then completed by the profile's retry
     recovered = not unequal
@@ -792,7 +894,7 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
     (work / "srun.yaml").write_text(SRUN_CONFIG)
     srun = Run(
         snakemake_command(
-            srun_dir, profile_dir, [config, work / "srun.yaml"], str(target), "--rerun-triggers", "mtime"
+            srun_dir, profile_dir, [config, fitted, work / "srun.yaml"], str(target), "--rerun-triggers", "mtime"
         ),
         work / "srun.log",
     )
@@ -821,7 +923,7 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
         problems.append(f"the srun fine-tuning did not run 2 ranks in one SLURM job on the CPU ({job_log})")
     if max(loss_drift, logit_drift) > DISTRIBUTED_TOLERANCE:
         problems.append(f"world size 2 differs from world size 1 by more than {DISTRIBUTED_TOLERANCE:g}")
-    problems += [f"srun job: {p}" for p in resource_mismatches(srun_rows, profile, tasks=2)]
+    problems += [f"srun job: {p}" for p in resource_mismatches(srun_rows, requested_resources(srun_log), tasks=2)]
 
     left = leftover_jobs()
     if left:
@@ -891,6 +993,9 @@ def main(argv: list[str] | None = None) -> int:
         return test_main(args)
     if args.command == "profile":
         print(f"wrote {write_profile(args.out, local_profile(load_user_profile()))}/config.yaml")
+        fitted = args.out / "local-cluster.yaml"
+        fitted.write_text(yaml.safe_dump(local_config(load_config())))
+        print(f"wrote {fitted}: give it after your configs (--configfile ... {fitted})")
         return 0
     if args.command == "conf":
         slurmd_c = subprocess.run(["slurmd", "-C"], check=True, capture_output=True, text=True).stdout
