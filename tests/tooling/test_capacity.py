@@ -12,7 +12,7 @@ import yaml
 from knowlab.cluster import job_resources
 from knowlab.config import load_config, model_config
 from knowlab.layout import finetune_models
-from knowlab.tooling import capacity
+from knowlab.tooling import capacity, slurm
 from knowlab.tooling.capacity import GEMMA_2_2B, GEMMA_2B, LLAMA_3_1_8B, LLAMA_3_2_1B, LLAMA_3_2_3B, ParamCount
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,14 +185,8 @@ def test_finetune_jobs_ask_for_their_base_models_gpus(paper, paper_slurm_dry_run
 
 
 def _dag_jobs(stdout: str, rule: str) -> list[tuple[str, dict[str, str]]]:
-    """(output, resources) of every job of ``rule`` in a dry run's printout."""
-    jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", stdout):
-        if re.match(rf"(?:local)?rule {rule}:", block):
-            output = re.search(r"^\s*output: ([^,\s]+)", block, re.MULTILINE)[1]
-            resources = re.search(r"^\s*resources: (.*)$", block, re.MULTILINE)[1]
-            jobs.append((output, dict(kv.split("=", 1) for kv in resources.split(", "))))
-    return jobs
+    """(output, resources) of every job of ``rule`` in a dry run's printout (:func:`slurm.printed_jobs`)."""
+    return [(job.output, job.resources) for job in slurm.printed_jobs(stdout) if job.rule == rule]
 
 
 @pytest.mark.slow
