@@ -9,14 +9,14 @@ CONFIG ?=
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 REPORT := results/report.html
 
-.PHONY: run plan report test test-fast test-slurm verify lint dryrun-slurm check-envs trace measured config-docs clean
+.PHONY: run plan report test test-fast test-slurm verify lint dryrun-slurm check-envs lock trace measured config-docs clean
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements.lock.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
-	# torch first: any other torch spec, or a dependency asking for torch, pulls CUDA wheels
-	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -r requirements.txt
+	# the lock of requirements.txt (make lock): every package pinned with its hashes, torch==2.13.0 (here
+	# its CPU build) among them, so nothing resolves torch anew; that was why torch came first, alone
+	$(BIN)/pip install -r requirements.lock.txt
 	# no build isolation: deepspeed records the installed torch (a plain install also works, see
 	# envs/train.yaml); DS_BUILD_SHM_COMM=1 compiles its CPU shared-memory allreduce op now (g++,
 	# about 2 minutes) instead of on the first fine-tuning job of every checkout (a JIT build keyed
@@ -77,8 +77,19 @@ lint: $(STAMP)
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/*.smk
 
-dryrun-slurm: $(STAMP)
-	$(BIN)/snakemake --profile workflow/profiles/slurm -n
+# The SLURM profile's dry run from Snakemake's own env, not the full venv: workflow/environment.yaml's
+# packages (knowlab.tooling.envs.env_requirements, as make check-envs installs them) in a small venv of
+# their own, .venv-snakemake, made again when the env file is newer (a minute; no torch, no DeepSpeed).
+# DRYRUN: more snakemake arguments, e.g. make dryrun-slurm DRYRUN="--configfile config/paper.yaml".
+DRYRUN ?=
+dryrun-slurm:
+	@if [ ! -f .venv-snakemake/.installed ] || [ workflow/environment.yaml -nt .venv-snakemake/.installed ]; then \
+		set -e; rm -rf .venv-snakemake; $(PYTHON) -m venv .venv-snakemake; \
+		.venv-snakemake/bin/pip install --quiet --upgrade pip pyyaml packaging; \
+		PYTHONPATH=src .venv-snakemake/bin/python -c 'from knowlab.tooling import envs; print(*envs.env_requirements(envs.SNAKEMAKE_ENV), sep="\n")' > .venv-snakemake/requirements.txt; \
+		.venv-snakemake/bin/pip install --quiet -r .venv-snakemake/requirements.txt; \
+		touch .venv-snakemake/.installed; fi
+	.venv-snakemake/bin/snakemake --profile workflow/profiles/slurm -n $(DRYRUN)
 
 # config/test.yaml through the SLURM profile on a one-node SLURM cluster started here (root; Debian
 # packages installed when missing: tools/slurm_cluster.sh), checked against a local run byte for byte,
@@ -87,12 +98,21 @@ dryrun-slurm: $(STAMP)
 test-slurm: $(STAMP)
 	PYTHONPATH=$(CURDIR)/src $(BIN)/python -m knowlab.tooling.slurm test
 
-# Snakemake's own env alone (workflow/environment.yaml) dry-running the default, test and paper configs,
-# then every envs/*.yaml installed as --use-conda does (plain pip install -r of its pip list, the package
-# from this checkout included, in a fresh python3.11 venv) and every module its rules reach imported
-# there; minutes, network; CI runs it after make test.
+# The locks checked against their sources (as lock-check), Snakemake's own env alone (workflow/environment.yaml)
+# dry-running the default, test and paper configs, then every envs/*.yaml installed as --use-conda does (the
+# pip its conda dependencies name, then a plain pip install -r of its pip list: its lock, every hash checked,
+# and the package from this checkout, in a fresh python3.11 venv; a package installed outside the lock fails
+# it) and every module its rules reach imported there, each venv's du -sh printed; minutes, network; CI runs
+# it after make test.
 check-envs: $(STAMP)
 	$(BIN)/python -m knowlab.tooling.envs check
+
+# Every lock anew (uv pip compile --generate-hashes; network): requirements.lock.txt of requirements.txt and
+# envs/<name>.lock.txt of each env's pins, envs/<name>.in, for CPython 3.11 on linux x86_64, from the package
+# indexes pip is configured with (torch's build is theirs: docs/cluster.md, "Locked envs"); a lock is rewritten
+# only where it changed. `python -m knowlab.tooling.envs lock-check` (in make test) fails on a stale lock.
+lock: $(STAMP)
+	$(BIN)/python -m knowlab.tooling.envs lock
 
 clean:
 	rm -rf results resources .snakemake

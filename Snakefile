@@ -2,19 +2,38 @@
 # from raw data to figures.  This file only wires things together: the logic lives in
 # src/knowlab (one package per study over knowlab.core), paths and input functions in
 # rules/common.smk, each study's rules in its own file, in data-flow order.
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
+from snakemake.sourcecache import LocalSourceFile
 from snakemake.utils import min_version, validate
 
-# The library lives in src/.  Building the DAG imports it from the checkout (Snakemake's own env
-# has only snakemake and workflow/environment.yaml's packages); jobs import it as an installed
+# The library lives in src/ of the checkout.  Building the DAG imports it from there (Snakemake's own
+# env has only snakemake and workflow/environment.yaml's packages); jobs import it as an installed
 # package: the venv's `pip install -e .` (Makefile), or each conda env's `-e ${KNOWLAB_ROOT}[env]`
-# line, which pip expands to this checkout when Snakemake creates the env (set here, not asked of
-# the user).
-sys.path.insert(0, str(Path(str(workflow.current_basedir)) / "src"))
-os.environ.update(KNOWLAB_ROOT=str(workflow.current_basedir))
+# line, which pip expands to the checkout when Snakemake creates the env (set here, not asked of
+# the user).  The checkout is this file's folder; read from a URL or a git source instead (a module's
+# `snakefile: github(...)`), the workflow has none: knowlab.tooling.source, loaded alone through
+# Snakemake's source cache, copies the package's files from that source, at the revision Snakemake
+# reads, into .snakemake/knowlab-source/, whose src/ also goes first on the jobs' PYTHONPATH, so that
+# they run the source's package whatever the interpreter has installed.
+KNOWLAB_SOURCE = workflow.current_basedir  # this file's folder, as Snakemake reads it
+if isinstance(KNOWLAB_SOURCE, LocalSourceFile):
+    KNOWLAB_CHECKOUT = str(KNOWLAB_SOURCE)
+else:
+    _spec = importlib.util.spec_from_file_location(
+        "knowlab_source", workflow.source_path("src/knowlab/tooling/source.py")
+    )
+    _source = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_source)
+    KNOWLAB_CHECKOUT = str(
+        _source.checkout(KNOWLAB_SOURCE, lambda path: workflow.source_path(path))
+    )
+    _source.first_on_pythonpath(f"{KNOWLAB_CHECKOUT}/src")
+sys.path.insert(0, f"{KNOWLAB_CHECKOUT}/src")
+os.environ.update(KNOWLAB_ROOT=KNOWLAB_CHECKOUT)
 
 from knowlab.config import check_config
 

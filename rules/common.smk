@@ -14,6 +14,15 @@ from knowlab.core.checkpoints import CONTROL_RUN, replicated_run, run_seed
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.stats import StatsSettings
+from knowlab.downloads import (
+    embedder_snapshot,
+    eval_model_snapshot,
+    evaluator_snapshot,
+    instructions_snapshot,
+    model_snapshot,
+    snapshot_inputs,
+    snapshots,
+)
 from knowlab.core.train import launch_command
 from knowlab.fiction_generation.settings import ATTEMPT_KINDS
 from knowlab.fictionalqa.settings import (
@@ -47,10 +56,12 @@ from knowlab.layout import (
 from knowlab.sort.settings import CONDITION_FIGURES, EPOCH_FIGURES
 from knowlab.sort.runs import PARAMETRIC_RUNS
 from knowlab.sort.prompts import RAG_CONDITIONS
+from knowlab.tooling.source import relative_source
 
-# the checkout (this file's parent folder): the workflow's own data, prompts and src/, also when
-# another workflow uses it as a module (there, workflow.basedir is that workflow's folder)
-BASEDIR = str(Path(str(workflow.current_basedir)).parent)
+# the checkout (the Snakefile's KNOWLAB_CHECKOUT: its folder, or the copy of the package's files made
+# when Snakemake reads the workflow from a URL or a git source): the workflow's own data, prompts and
+# src/, also when another workflow uses it as a module (there, workflow.basedir is that workflow's folder)
+BASEDIR = KNOWLAB_CHECKOUT
 # the names this config expands over and the job lists built from them (knowlab.layout)
 LAYOUT = Layout(config)
 # the project's base model under its names (knowlab.layout.BaseModel): its folder (path), its
@@ -79,6 +90,27 @@ FT_COMPUTE = {
 # the settings line under each base model's figures, and under the figures across them
 FT_NOTES = {name: settings_note(view, name) for name, view in FT_CONFIGS.items()}
 ACROSS_MODELS_NOTE = settings_note(config, "")
+
+
+# Every Hub repository a job of this config reads (knowlab.downloads), by its folder under resources/hub:
+# the local rule hub_download downloads each on the submit host, and the jobs that read it list it among
+# their inputs, so that no cluster job needs a network (docs/cluster.md, "Downloads: on the submit host")
+HUB_SNAPSHOTS = snapshots(config)
+# the Hub inputs of the rules that read an embedder or the grounding evaluator (none: {})
+SORT_EMBEDDER_INPUTS = snapshot_inputs(
+    embedder=embedder_snapshot(config["sort"]["rag"]["embedder"], "sort.rag.embedder")
+)
+GROUNDING_RETRIEVER_INPUTS = snapshot_inputs(
+    retriever=embedder_snapshot(config["grounding"]["retriever"], "grounding.retriever")
+)
+GROUNDING_EVALUATOR_INPUTS = snapshot_inputs(evaluator=evaluator_snapshot(config))
+NEAR_DUPLICATES_INPUTS = snapshot_inputs(
+    embedder=embedder_snapshot(
+        config["fiction"]["generate"]["near_duplicates"]["embedder"],
+        "fiction.generate.near_duplicates.embedder",
+    )
+)
+INSTRUCTIONS_INPUTS = snapshot_inputs(instructions=instructions_snapshot(config))
 
 
 # each base model's folder: the project's (``base``), else its own under resources/base_models
@@ -272,13 +304,14 @@ def checkpoint_key(wildcards):
 
 def rule_sources(wildcards):
     """The file that defines each of the workflow's rules and their conda env files, relative to
-    the checkout, as Snakemake defines them (knowlab.tooling.crate.rule_sources)."""
-    rel = lambda path: os.path.relpath(path, BASEDIR)
+    the checkout (or to the URL or git source Snakemake reads the workflow from), as Snakemake
+    defines them (knowlab.tooling.crate.rule_sources; the paths: relative_source of
+    knowlab.tooling.source)."""
     return {
         each.name: {
-            "file": rel(each.snakefile),
+            "file": relative_source(KNOWLAB_SOURCE, each.snakefile),
             "conda": (
-                rel(os.path.join(each.basedir, each.conda_env))
+                relative_source(KNOWLAB_SOURCE, each.basedir, each.conda_env)
                 if isinstance(each.conda_env, str)
                 else None
             ),
@@ -353,14 +386,20 @@ def mcq_inputs(wildcards):
 
 def base_model_inputs(wildcards):
     """The tiny random model trains its tokenizer on the run's own text (the project's base model,
-    or FictionalQA's base model {ft_model})."""
+    or FictionalQA's base model {ft_model}); a Hub model is read from its download (hub_download).
+    """
     view = FT_CONFIGS[wildcards.ft_model] if "ft_model" in wildcards.keys() else config
     if view["model"]["source"] != "tiny_random":
-        return {}
+        return snapshot_inputs(model=model_snapshot(view))
     return {
         "fictions": layout.CORPUS.path(table="fictions"),
         "webtext": layout.WEBTEXT_TRAIN,
     }
+
+
+def eval_model_inputs(wildcards):
+    """A model evaluated as it is, from the Hub: its download (hub_download)."""
+    return snapshot_inputs(model=eval_model_snapshot(config, wildcards.model))
 
 
 def finetune_recipe(wildcards):

@@ -151,6 +151,7 @@ use rule generate_seeds as generate_grades with:
 
 rule generate_annotate:
     input:
+        **NEAR_DUPLICATES_INPUTS,
         fict_qa_raw=layout.GENERATED.path(stage="fict_qa_raw"),
         grades=[layout.GENERATED.path(stage=f"grades_{kind}") for kind in ATTEMPT_KINDS],
         # counted in the summary table only

@@ -137,10 +137,11 @@ rule fictionalqa_real_qa:
         layout.REAL_QA_STEP.log,
     benchmark:
         layout.REAL_QA_STEP.benchmark
+    # it downloads (real_qa.source triviaqa): on the submit host, whose network a cluster job may lack;
+    # a seeded sample of real_qa.triviaqa.n questions, seconds
+    localrule: True
     conda:
         "../envs/data.yaml"
-    resources:
-        **job_resources(config, "data_download"),
     params:
         settings=RealQASettings.from_config(config).param(),
         basedir=BASEDIR,

@@ -57,6 +57,7 @@ rule grounding_items:
 
 rule grounding_distractors:
     input:
+        **GROUNDING_RETRIEVER_INPUTS,
         grounding_items=layout.GROUNDING_ITEMS.smk,
         pool=layout.GROUNDING_POOL.smk,
     output:
@@ -120,6 +121,7 @@ rule grounding_generate:
 
 rule grounding_score:
     input:
+        **GROUNDING_EVALUATOR_INPUTS,
         responses=layout.GROUNDING_RESPONSES.smk,
         decomposer=BASE.path,
     output:
@@ -296,6 +298,7 @@ checkpoint_probe(
 
 rule grounding_checkpoint_score:
     input:
+        **GROUNDING_EVALUATOR_INPUTS,
         responses=layout.GROUNDING_CHECKPOINT_RESPONSES.smk,
         decomposer=BASE.path,
     output:

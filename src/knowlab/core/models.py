@@ -12,9 +12,11 @@ Sources (config ``model.source``):
   byte-level BPE tokenizer trained with ``tokenizers`` on the run's own text
   (fiction + webtext).  Used by the test config: every rule runs in seconds.
 - ``hub``: a Hugging Face Hub id (cluster runs) at a pinned revision, or a local folder,
-  loaded and saved the same way (:func:`from_hub`).  The Hub helpers here
-  (:func:`split_revision`, :func:`note_hub_revision`, :func:`hub_error`) serve every Hub
-  loader of the project: an unpinned id is a WARNING and a manifest note.
+  loaded and saved the same way (:func:`from_hub`); in the workflow the Hub id is read from the
+  folder rule ``hub_download`` downloaded it into on the submit host (:mod:`knowlab.core.hub`,
+  :func:`download_snapshot`).  The Hub helpers here (:func:`split_revision`,
+  :func:`note_hub_revision`, :func:`hub_error`) serve every Hub loader of the project: an
+  unpinned id is a WARNING and a manifest note.
 
 Every source ends as a folder that ``AutoModelForCausalLM.from_pretrained`` and
 ``AutoTokenizer.from_pretrained`` load.
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from knowlab.core.device import Compute, current_compute
+from knowlab.core.hub import HubSnapshot, ignore_patterns, local_snapshot
 from knowlab.core.io import atomic_dir, partial_prefix, read_json, verify_sha256
 from knowlab.core.provenance import record
 from knowlab.core.settings import StepSettings
@@ -154,7 +157,9 @@ def resolve_model(spec: str, revision: str | None, key: str) -> tuple[str, str |
 
     ``spec`` is a local folder (:func:`is_local_path`; checked to exist, ``revision`` None) or a
     Hub id, optionally ``"<id>@<revision>"`` (:func:`split_revision`), whose revision is logged
-    and, unpinned, noted in the manifest (:func:`note_hub_revision`).
+    and, unpinned, noted in the manifest (:func:`note_hub_revision`).  A Hub id that rule
+    ``hub_download`` has downloaded into the working directory's Hub folder
+    (:func:`knowlab.core.hub.local_snapshot`) comes from that folder (``from_hub`` False): no network.
 
     Raises:
         CheckpointError: a local folder that does not exist (names ``key`` and the path).
@@ -164,6 +169,10 @@ def resolve_model(spec: str, revision: str | None, key: str) -> tuple[str, str |
     if is_local_path(spec):
         return str(check_local_model(spec, key)), None, False
     note_hub_revision(spec, revision, key)
+    snapshot = local_snapshot(spec, revision)
+    if snapshot is not None:
+        log.info("%s: Hub id %s read from its download %s (rule hub_download)", key, spec, snapshot)
+        return str(snapshot), None, False
     return spec, revision, True
 
 
@@ -175,6 +184,59 @@ def hub_error(key: str, hub_id: str, revision: str | None, err: BaseException) -
         f"such repository or revision (a gated model needs HF_TOKEN; offline, use a local folder): "
         f"{type(err).__name__}: {err}"
     )
+
+
+#: the manifest note of rule ``hub_download`` (:func:`download_snapshot`): the commit downloaded
+HUB_COMMIT_NOTE = "hub_commit"
+
+
+def download_snapshot(snapshot: HubSnapshot, out_dir: str | os.PathLike, key: str = "hub_download") -> str:
+    """Download ``snapshot``'s repository (rule ``hub_download``, :mod:`knowlab.core.hub`) into ``out_dir``
+    (written atomically): the files of one commit, the revision's (the default branch's when unpinned), but
+    those :func:`knowlab.core.hub.ignore_patterns` leaves out; the download's own metadata (``.cache/``) is
+    removed.  The token is the ``huggingface_hub`` default (``HF_TOKEN``, or ``hf auth login``'s).  No model
+    is loaded.  The revision is logged, an unpinned one noted in the job's manifest
+    (:func:`note_hub_revision`), and the commit downloaded is its note :data:`HUB_COMMIT_NOTE`.
+
+    Returns:
+        The commit sha downloaded.
+
+    Raises:
+        HubUnreachableError: the Hub could not be reached, has no such repository or
+            revision, or the repository is gated and the token lacks access (the message names ``key``,
+            the id, and what to do: ``HF_TOKEN``, the licence accepted on the Hub).
+    """
+    # deferred: huggingface_hub (and httpx2, its HTTP client, whose connection errors it raises as they
+    # are) only where something is downloaded
+    import httpx2
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import GatedRepoError
+
+    repo = snapshot.repo_id
+    note_hub_revision(repo, snapshot.revision, key)
+    try:
+        info = HfApi().repo_info(repo, revision=snapshot.revision, repo_type=snapshot.repo_type)
+        files = [sibling.rfilename for sibling in info.siblings or ()]
+        ignored = ignore_patterns(snapshot.repo_type, files)
+        log.info(
+            "%s %s at %s (commit %s): %d files, leaving out %s",
+            snapshot.repo_type, repo, snapshot.revision or "the default branch", info.sha, len(files), ignored or "none",
+        )  # fmt: skip
+        with atomic_dir(out_dir) as tmp:
+            snapshot_download(
+                repo, repo_type=snapshot.repo_type, revision=info.sha, local_dir=tmp, ignore_patterns=ignored or None
+            )
+            shutil.rmtree(Path(tmp) / ".cache", ignore_errors=True)
+    except GatedRepoError as err:
+        raise HubUnreachableError(
+            f"{key}: {repo} is gated: set HF_TOKEN to a token of a Hugging Face account that has accepted its "
+            f"licence on https://huggingface.co/{'datasets/' if snapshot.repo_type == 'dataset' else ''}{repo} "
+            f"(or log in with `hf auth login`): {type(err).__name__}: {err}"
+        ) from err
+    except (OSError, httpx2.HTTPError) as err:
+        raise hub_error(key, repo, snapshot.revision, err) from err
+    record(HUB_COMMIT_NOTE, str(info.sha))
+    return str(info.sha)
 
 
 def package_file(
@@ -373,7 +435,8 @@ def from_hub(model_id: str, out_dir: str | os.PathLike, revision: str | None = N
     """Save a Hub model (cluster runs) or a local model folder as a local safetensors folder.
 
     ``model_id`` is a local folder (:func:`is_local_path`; it must exist), or a Hub id,
-    optionally ``"<id>@<revision>"`` (:func:`split_revision`), fetched at ``revision``; an
+    optionally ``"<id>@<revision>"`` (:func:`split_revision`), fetched at ``revision``, or read
+    from rule ``hub_download``'s folder of it where there is one (:func:`resolve_model`); an
     unpinned Hub id is logged as a WARNING and noted in the manifest
     (:func:`note_hub_revision`).  The weights keep the dtype they are published in
     (bfloat16 for the 1B-8B models the papers use: half the disk and memory of float32);

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib.metadata
+import json
 import logging
 import os
 import platform
@@ -100,6 +101,33 @@ def git_commit(root: str | os.PathLike = ".") -> dict[str, Any]:
     return {"commit": commit, "dirty": dirty}
 
 
+#: the record at the top of a copy of the checkout made from the workflow's source when Snakemake read
+#: the workflow from a URL or a git source (knowlab.tooling.source, which writes it under the same name)
+SOURCE_RECORD = "knowlab-source.json"
+
+
+def package_source() -> dict[str, Any]:
+    """Where this package's code comes from: in a copy of the checkout made from the workflow's
+    source (:data:`SOURCE_RECORD` at its top), that source, its commit (None for a URL; then
+    ``dirty`` is None too) and the sha256 of the copied files; else the commit of the git checkout
+    the package sits in and whether tracked files differ from it (:func:`git_commit`).
+
+    Raises:
+        ValueError: the record is not JSON.
+    """
+    record = Path(__file__).resolve().parents[3] / SOURCE_RECORD
+    if not record.is_file():
+        return git_commit(Path(__file__).resolve().parent)
+    facts = json.loads(record.read_text(encoding="utf-8"))
+    commit = facts.get("commit")
+    return {
+        "commit": commit,
+        "dirty": False if commit else None,
+        "source": facts.get("source"),
+        "sha256": facts.get("sha256"),
+    }
+
+
 def portable(path: str) -> str:
     """An absolute path inside the working directory, relative to it (``"."`` for itself); any
     other string unchanged.  Manifests name files as the workflow does, relative to its working
@@ -148,7 +176,8 @@ def build_manifest(
 ) -> dict[str, Any]:
     """Assemble the manifest dict (see module docstring for its fields): rule, wildcards,
     inputs and outputs with sha256, config slice, seed, git commit, package versions, Python,
-    platform and the :func:`record`-ed notes; no time or host (they go to the log)."""
+    platform and the :func:`record`-ed notes; no time or host (they go to the log).  ``git`` is
+    :func:`package_source`."""
     return {
         "rule": rule,
         "wildcards": wildcards,
@@ -156,7 +185,7 @@ def build_manifest(
         "outputs": [hash_path(p) for p in outputs],
         "config": _jsonable(config_slice),
         "seed": seed,
-        "git": git_commit(Path(__file__).resolve().parent),
+        "git": package_source(),
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),

@@ -38,7 +38,8 @@ def load_embedder(name_or_path: str, device: str | None = None, *, revision: str
     ``SentenceTransformer(name_or_path, revision=...)``: a local folder (it must exist), or a
     Hub id such as ``BAAI/bge-large-en-v1.5`` (the paper's 1024-d BGE-v1.5, where the Hub is
     reachable), pinned as ``"<id>@<commit>"`` or by ``revision``
-    (:func:`knowlab.core.models.split_revision`).  An unpinned Hub id is logged as a WARNING
+    (:func:`knowlab.core.models.split_revision`), read from rule ``hub_download``'s folder of it
+    where there is one (:func:`knowlab.core.models.resolve_model`).  An unpinned Hub id is logged as a WARNING
     and noted in the job's manifest (:func:`knowlab.core.models.note_hub_revision`).
 
     The encoder goes to ``device`` (default: the job's, :func:`knowlab.core.device.current_compute`)

@@ -53,6 +53,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from knowlab.core.device import current_compute, one_cpu_thread
+from knowlab.core.hub import local_snapshot
 from knowlab.core.llm.local import render_messages
 from knowlab.core.models import is_local_path, load_model, pinned_hub_id
 from knowlab.core.retrieval import embed, load_embedder
@@ -416,7 +417,8 @@ class CrossEncoderEvaluator(_PassageEvaluator):
     tokenizer to ``max_seq_length`` (``longest_first``: the text loses its end), scored once.
 
     Args:
-        model: Hub id (default the paper's ``cross-encoder/ms-marco-MiniLM-L-12-v2``) or a
+        model: Hub id (default the paper's ``cross-encoder/ms-marco-MiniLM-L-12-v2``; read from rule
+            ``hub_download``'s folder of it where there is one, :func:`knowlab.core.hub.local_snapshot`) or a
             local folder; or a loaded ``CrossEncoder`` (its activation is then set to the identity).
         threshold: logit threshold, strictly greater (paper App. B.2: 6).
         batch_size: pairs per forward pass.
@@ -450,6 +452,9 @@ class CrossEncoderEvaluator(_PassageEvaluator):
             key, revision = "grounding.evaluator.model", None
             if not is_local_path(model):
                 model, revision = pinned_hub_id(model, None, key)
+                snapshot = local_snapshot(model, revision)  # rule hub_download's folder of it: no network
+                if snapshot is not None:
+                    model, revision = str(snapshot), None
             model = CrossEncoder(
                 model,
                 revision=revision,

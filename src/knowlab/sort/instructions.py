@@ -25,6 +25,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from knowlab.core.hub import local_snapshot
 from knowlab.core.io import DataError, verify_sha256
 from knowlab.core.models import hub_error, package_file, pinned_hub_id
 from knowlab.core.rng import keyed_rng
@@ -368,7 +369,8 @@ def load_openhermes(
     Hub dataset's format: rows with ``conversations`` = ``[{"from", "value"}, ...]`` and an
     optional ``category``), a local folder, or a Hub id (default ``teknium/OpenHermes-2.5``,
     split ``train``, at ``revision``, or ``<id>@<revision>``; an unpinned id is a WARNING in
-    the rule log and a manifest note, :func:`knowlab.core.models.note_hub_revision`).  Rows whose category (lower-cased) is
+    the rule log and a manifest note, :func:`knowlab.core.models.note_hub_revision`), read from
+    rule ``hub_download``'s folder of it where there is one (:func:`knowlab.core.hub.local_snapshot`).  Rows whose category (lower-cased) is
     in ``exclude`` are left out; rows without a category are kept.  The remaining row indices
     are shuffled by ``keyed_rng(seed, "sort-instructions")`` and taken in that order, each
     mapped by :func:`normalize_conversation` and skipped when rejected, until ``n`` are
@@ -409,8 +411,13 @@ def load_openhermes(
     else:
         key = "sort.parametric.instructions.path"
         hub_id, revision = pinned_hub_id(str(path_or_hub_id), revision, key)
+        snapshot = local_snapshot(hub_id, revision, "dataset")  # rule hub_download's folder of it: no network
         try:
-            data = datasets.load_dataset(hub_id, split="train", revision=revision, cache_dir=cache)
+            if snapshot is not None:
+                log.info("%s: Hub id %s read from its download %s (rule hub_download)", key, hub_id, snapshot)
+                data = datasets.load_dataset(str(snapshot), split="train", cache_dir=cache)
+            else:
+                data = datasets.load_dataset(hub_id, split="train", revision=revision, cache_dir=cache)
         except OSError as err:  # connection errors and "dataset not found" are OSErrors
             raise hub_error(key, hub_id, revision, err) from err
     if "conversations" not in data.column_names:

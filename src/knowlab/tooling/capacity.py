@@ -1494,9 +1494,9 @@ RULE_KINDS = {
     "grounding_score": "model_evaluation",
     "grounding_checkpoint_generate": "checkpoint_generation",
     "grounding_checkpoint_score": "checkpoint_evaluation",
-    "base_model": "model_download",
-    "finetune_base_model": "model_download",
-    "eval_model": "eval_model_download",
+    "base_model": "model_conversion",
+    "finetune_base_model": "model_conversion",
+    "eval_model": "eval_model_conversion",
 }
 
 

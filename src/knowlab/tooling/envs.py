@@ -22,9 +22,14 @@ statically: the rules are read from Snakemake (the Snakefile loaded, no job run)
   :func:`importlib.metadata.packages_distributions`.
 - :func:`missing_modules`: per rule, what its code reaches that its env does not provide
   (``tests/workflow/test_envs.py``).
+- :func:`write_locks` (``python -m knowlab.tooling.envs lock``, ``make lock``): every lock of
+  :func:`locks` (``envs/<name>.lock.txt`` of each env's top-level pins, ``envs/<name>.in``, and
+  ``requirements.lock.txt`` of ``requirements.txt``) compiled anew by ``uv pip compile
+  --generate-hashes``; :func:`lock_problems` (``python -m knowlab.tooling.envs lock-check``, no
+  network): whether each lock still matches its source.
 - :func:`check_envs` (``python -m knowlab.tooling.envs check``, ``make check-envs``): the same
-  for real, per env file: a fresh venv, a plain ``pip install -r`` of its pip list, then
-  every import its rules reach, run in that venv.
+  for real, per env file: a fresh venv, a plain ``pip install -r`` of its pip list (its lock,
+  then the package), then every import its rules reach, run in that venv.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -49,6 +55,7 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -459,6 +466,13 @@ def rule_imports(rule: Rule, root: str | os.PathLike = ROOT, index: _Index | Non
 #: to the running workflow's folder, and pip expands ``${VAR}`` in requirement files.
 ROOT_VARIABLE = "KNOWLAB_ROOT"
 _PACKAGE_LINE = re.compile(r"^-e \$\{" + ROOT_VARIABLE + r"\}(?:\[([a-z_]+)\])?$")
+# an env file's lock line, in its pip list (group 1: the lock, relative to the checkout)
+_LOCK_LINE = re.compile(r"^-r \$\{" + ROOT_VARIABLE + r"\}/(\S+\.lock\.txt)$")
+# the same line in the env file's text, with the lock's sha256 in a YAML comment (groups: the line up to
+# the path, the path, the digest or None)
+_LOCK_LINE_TEXT = re.compile(
+    r"^(\s*-\s+-r \$\{" + ROOT_VARIABLE + r"\}/(\S+\.lock\.txt))(?:[ \t]+#[ \t]*sha256:([0-9a-f]*))?[ \t]*$", re.M
+)
 
 
 def _pip_list(env_file: str | os.PathLike) -> list[str]:
@@ -471,14 +485,44 @@ def _pip_list(env_file: str | os.PathLike) -> list[str]:
     return []
 
 
-def env_requirements(env_file: str | os.PathLike) -> list[str]:
-    """The third-party pip list of a conda env file (the ``pip:`` entry of its
-    ``dependencies``), without the workflow's own package (:func:`env_package_extra`).
+def read_requirements(path: str | os.PathLike) -> list[str]:
+    """The requirements of a requirements file that lists only requirements (``requirements.txt``,
+    ``envs/<name>.in``): one a line, comments (``#``) and blank lines dropped.
 
     Raises:
-        EnvError: the file has no ``dependencies`` list.
+        EnvError: a line is a pip option (``-r``, ``-e``, ``--hash`` ...) or no requirement.
     """
-    return [line for line in _pip_list(env_file) if not _PACKAGE_LINE.match(line)]
+    out = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        text = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if not text:
+            continue
+        try:
+            if text.startswith("-"):
+                raise ValueError("a pip option")
+            Requirement(text)
+        except ValueError as err:
+            raise EnvError(f"{path}:{number}: {text!r} is not a requirement ({err})") from None
+        out.append(text)
+    return out
+
+
+def env_requirements(env_file: str | os.PathLike) -> list[str]:
+    """The top-level third-party requirements of a conda env file: the requirement lines of its
+    pip list (the ``pip:`` entry of its ``dependencies``), and, when that list installs the env's
+    lock (:func:`env_lock`), the requirements of the lock's source, ``<name>.in`` beside the env
+    file.  Without pip's options and the workflow's own package (:func:`env_package_extra`).
+
+    Raises:
+        EnvError: the file has no ``dependencies`` list; its ``.in`` is missing or lists a non-requirement.
+    """
+    lines = [line for line in _pip_list(env_file) if not line.startswith("-")]
+    if env_lock(env_file) is not None:
+        source = Path(env_file).with_suffix(".in")
+        if not source.is_file():
+            raise EnvError(f"{env_file} installs a lock, but its source {source.name} is missing")
+        lines += read_requirements(source)
+    return lines
 
 
 def env_package_extra(env_file: str | os.PathLike) -> str | None:
@@ -492,6 +536,33 @@ def env_package_extra(env_file: str | os.PathLike) -> str | None:
         match = _PACKAGE_LINE.match(line)
         if match:
             return match.group(1) or ""
+    return None
+
+
+def env_lock(env_file: str | os.PathLike) -> str | None:
+    """The lock an env file's pip list installs (its ``-r ${KNOWLAB_ROOT}/<lock>`` line), as a
+    path relative to the checkout (``envs/train.lock.txt``), or None when it installs none.
+
+    Raises:
+        EnvError: the file has no ``dependencies`` list.
+    """
+    for line in _pip_list(env_file):
+        match = _LOCK_LINE.match(line)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _conda_pip(env_file: str | os.PathLike) -> str | None:
+    """The pip that an env file's conda dependencies ask for, as a pip requirement
+    (``pip>=26.2``), or None when they name pip without a version."""
+    spec = yaml.safe_load(Path(env_file).read_text(encoding="utf-8")) or {}
+    for dependency in spec.get("dependencies") or []:
+        match = re.match(r"^pip\s*(==|=|>=|<=|!=|>|<)\s*(\S+)$", dependency) if isinstance(dependency, str) else None
+        if match:
+            operator, version = match.groups()
+            # conda's single "=" is a prefix match ("pip=26.2": any 26.2.x)
+            return f"pip=={version}.*" if operator == "=" else f"pip{operator}{version}"
     return None
 
 
@@ -626,6 +697,268 @@ def missing_modules(root: str | os.PathLike = ROOT) -> dict[str, list[Import]]:
     return missing
 
 
+# -- locks --------------------------------------------------------------------------------
+
+#: The platform every lock is resolved for: CPython 3.11 (the envs' ``python=3.11``) on linux x86_64
+#: (manylinux_2_28, torch's wheel tag), whatever machine runs ``make lock``.
+LOCK_TARGET = ("--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28")
+
+#: What ``make lock`` writes in place of uv's own command line in each lock's header.
+LOCK_COMMAND = "make lock"
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A lock: every package that installing ``source``'s requirements brings, each pinned with the
+    sha256 of its files (``path``).
+
+    ``env``: the conda env file whose pip list installs the lock (``-r ${KNOWLAB_ROOT}/<path>``;
+    the lock's sha256 in a comment on that line, so that Snakemake, which hashes the env file's text,
+    builds a new env when the lock changes), or None (``requirements.lock.txt``: the Makefile
+    installs it).  ``omit``: packages of the source left out of the lock, their dependencies kept
+    (the Makefile builds deepspeed itself, after the lock).
+    """
+
+    source: Path
+    path: Path
+    env: Path | None = None
+    omit: tuple[str, ...] = ()
+
+
+def locks(root: str | os.PathLike = ROOT) -> list[Lock]:
+    """Every lock of the checkout at ``root``: ``requirements.lock.txt`` of ``requirements.txt``
+    (the venv's; deepspeed omitted, see :class:`Lock`), then per ``envs/<name>.yaml``,
+    ``envs/<name>.lock.txt`` of ``envs/<name>.in``, the env's top-level pins."""
+    root = Path(root)
+    out = [Lock(root / "requirements.txt", root / "requirements.lock.txt", omit=("deepspeed",))]
+    for env in sorted((root / "envs").glob("*.yaml")):
+        out.append(Lock(env.with_suffix(".in"), env.with_suffix(".lock.txt"), env=env))
+    return out
+
+
+@dataclass(frozen=True)
+class Locked:
+    """One package of a lock: canonical name, version, the sha256 hashes its files may have, and
+    ``via``: the requirement files that ask for it directly (uv's ``# via -r <file>`` notes)."""
+
+    name: str
+    version: str
+    hashes: tuple[str, ...]
+    via: frozenset[str]
+
+
+def read_lock(path: str | os.PathLike) -> dict[str, Locked]:
+    """The packages of a lock that ``uv pip compile --generate-hashes`` wrote, by canonical name.
+
+    Raises:
+        EnvError: a requirement is not pinned with ``==`` or is listed twice.
+    """
+    entries: list[list] = []  # [requirement text, hashes, via]
+    logical = ""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if logical or not line.lstrip().startswith("#"):
+            logical += line.rstrip("\\").strip() + " "
+            if line.rstrip().endswith("\\"):
+                continue
+            text, logical = logical.strip(), ""
+            if text and not text.startswith("-"):
+                requirement = text.split(" --hash=")[0].strip()
+                entries.append([requirement, re.findall(r"--hash=(\S+)", text), set()])
+        elif entries:  # a note under the last package: "# via -r envs/train.in" or "#   -r envs/train.in"
+            entries[-1][2].update(re.findall(r"-r (\S+)", line))
+    out: dict[str, Locked] = {}
+    for text, hashes, via in entries:
+        requirement = Requirement(text)
+        pins = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        name = canonicalize_name(requirement.name)
+        if len(pins) != 1 or len(requirement.specifier) != 1:
+            raise EnvError(f"{path}: {text!r} is not pinned with ==")
+        if name in out:
+            raise EnvError(f"{path}: {name} is listed twice")
+        out[name] = Locked(name, pins[0], tuple(hashes), frozenset(via))
+    return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def lock_problems(root: str | os.PathLike = ROOT) -> list[str]:
+    """Why each lock of :func:`locks` does not match its source, without network: a source pin
+    missing from the lock or at another version (``torch==2.13.0`` matches the lock's
+    ``2.13.0+cpu``), a package the lock holds for its source (``# via -r <source>``) that the
+    source no longer lists, a package without hashes, and, for an env's lock, an env file whose
+    pip list does not install it (``--no-require-hashes``, then ``-r ${KNOWLAB_ROOT}/<lock>``)
+    or records another sha256 for it.  ``make lock`` fixes them all.
+
+    Returns:
+        One line per problem, naming the files (empty when every lock is current).
+    """
+    root = Path(root)
+    problems = []
+    for lock in locks(root):
+        source, path = lock.source.relative_to(root).as_posix(), lock.path.relative_to(root).as_posix()
+        if not lock.source.is_file():
+            problems.append(f"{source}: missing (the top-level pins of {lock.env.name if lock.env else path})")
+            continue
+        if not lock.path.is_file():
+            problems.append(f"{path}: missing (make lock)")
+            continue
+        try:
+            pins = [Requirement(line) for line in read_requirements(lock.source)]
+            locked = read_lock(lock.path)
+        except EnvError as err:
+            problems.append(str(err))
+            continue
+        names = {canonicalize_name(pin.name) for pin in pins}
+        for pin in pins:
+            name = canonicalize_name(pin.name)
+            if name in lock.omit:
+                continue
+            if name not in locked:
+                problems.append(f"{path} is stale: {source} pins {pin}, the lock has no {name} (make lock)")
+            elif not pin.specifier.contains(locked[name].version, prereleases=True):
+                problems.append(
+                    f"{path} is stale: {source} pins {pin}, the lock has {name}=={locked[name].version} (make lock)"
+                )
+        for name, package in sorted(locked.items()):
+            if source in package.via and name not in names:
+                problems.append(f"{path} is stale: it holds {name} for {source}, which no longer lists it (make lock)")
+            if not package.hashes:
+                problems.append(f"{path}: {name}=={package.version} has no hash")
+        if lock.env is not None:
+            problems += _env_lock_problems(lock, root)
+    return problems
+
+
+def _env_lock_problems(lock: Lock, root: Path) -> list[str]:
+    env, path = lock.env.relative_to(root).as_posix(), lock.path.relative_to(root).as_posix()
+    pip, line = _pip_list(lock.env), f"-r ${{{ROOT_VARIABLE}}}/{path}"
+    if env_lock(lock.env) != path or "--no-require-hashes" not in pip:
+        return [f"{env}: its pip list does not install {path} ('--no-require-hashes', then '{line}')"]
+    if pip.index("--no-require-hashes") > pip.index(line):
+        return [f"{env}: '--no-require-hashes' must come before '{line}'"]
+    recorded = [m.group(3) for m in _LOCK_LINE_TEXT.finditer(lock.env.read_text(encoding="utf-8"))]
+    actual = _sha256(lock.path)
+    if recorded != [actual]:
+        was = recorded[0] if recorded else None
+        return [f"{env} is stale: its '-r' line records sha256 {was}, {path} has {actual} (make lock)"]
+    return []
+
+
+def pip_index_options(python: str = sys.executable) -> list[str]:
+    """The package sources ``pip install`` searches here, as ``uv pip compile`` options: index-url,
+    extra-index-url and find-links from ``pip config list`` (pip's config files and ``PIP_*``
+    variables; a variable over the ``install`` section over the ``global`` one), and pip's choice
+    of the best version across all of them (``--index-strategy unsafe-best-match``).
+
+    Raises:
+        EnvError: ``pip config list`` fails.
+    """
+    done = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise EnvError(f"pip config list failed: {done.stderr.strip()}")
+    found: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        section, _, name = key.rpartition(".")
+        if name in ("index-url", "extra-index-url", "find-links"):
+            found[name][section] = value.strip().strip("'\"").split()
+    options = ["--index-strategy", "unsafe-best-match"]
+    for name in ("index-url", "extra-index-url", "find-links"):
+        values = next((found[name][s] for s in (":env:", "install", "global") if s in found[name]), [])
+        for value in values:
+            options += [f"--{name}", value]
+    return options
+
+
+_LOCK_HEADER = """\
+# The lock of {source}: every package it installs, pinned, with the sha256 of each of its files, for
+# CPython 3.11 on linux x86_64, from the package indexes pip is configured with where `make lock` ran
+# (knowlab.tooling.envs.write_locks). Edit {source}, then run `make lock`; never this file.
+{omitted}"""
+
+
+def compile_lock(lock: Lock, root: str | os.PathLike = ROOT, sources: Sequence[str] | None = None) -> str:
+    """The text of ``lock`` resolved anew by ``uv pip compile --generate-hashes`` (``python -m uv``,
+    from ``root``) for :data:`LOCK_TARGET`, from ``sources`` (default: :func:`pip_index_options`),
+    preferring the versions the current lock pins (uv reads its output file), under a header that
+    says what it is.
+
+    Raises:
+        EnvError: uv is not installed, or the resolution fails (uv's message).
+    """
+    root = Path(root)
+    sources = pip_index_options() if sources is None else sources
+    omitted = "".join(
+        f"# Not in it: {name} (the Makefile builds it; its dependencies are in it).\n" for name in lock.omit
+    )
+    with tempfile.TemporaryDirectory(prefix="knowlab-lock.") as tmp:
+        out = Path(tmp) / lock.path.name
+        if lock.path.is_file():
+            shutil.copyfile(lock.path, out)
+        command = [
+            sys.executable,
+            "-m",
+            "uv",
+            "pip",
+            "compile",
+            lock.source.relative_to(root).as_posix(),
+            "--output-file",
+            str(out),
+            "--generate-hashes",
+            *LOCK_TARGET,
+            "--custom-compile-command",
+            LOCK_COMMAND,
+            "--quiet",
+            "--no-progress",
+            *sources,
+        ]
+        for name in lock.omit:
+            command += ["--no-emit-package", name]
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise EnvError(f"uv pip compile {lock.source.name} failed: {done.stderr.strip()[-2000:]}")
+        text = out.read_text(encoding="utf-8")
+    header = _LOCK_HEADER.format(source=lock.source.relative_to(root).as_posix(), omitted=omitted)
+    return header + text
+
+
+def write_locks(root: str | os.PathLike = ROOT, only: Iterable[str] = (), out=sys.stdout) -> int:
+    """``make lock``: every lock of :func:`locks` (or those whose source's stem is in ``only``)
+    compiled anew (:func:`compile_lock`) and written where it changed, and each env file's ``-r``
+    line given its lock's sha256.  Prints one line per lock.
+
+    Returns:
+        How many files it wrote.
+
+    Raises:
+        EnvError: see :func:`compile_lock`; an env file whose pip list does not install its lock.
+    """
+    root, written = Path(root), 0
+    sources = pip_index_options()
+    for lock in locks(root):
+        if only and lock.source.stem not in set(only):
+            continue
+        if lock.env is not None and env_lock(lock.env) != lock.path.relative_to(root).as_posix():
+            raise EnvError(f"{lock.env}: its pip list has no '-r ${{{ROOT_VARIABLE}}}/{lock.path.relative_to(root)}'")
+        text = compile_lock(lock, root, sources)
+        changed = not lock.path.is_file() or lock.path.read_text(encoding="utf-8") != text
+        if changed:
+            lock.path.write_text(text, encoding="utf-8")
+            written += 1
+        if lock.env is not None:
+            env_text = lock.env.read_text(encoding="utf-8")
+            digest = _sha256(lock.path)
+            new = _LOCK_LINE_TEXT.sub(lambda m: f"{m.group(1)}  # sha256:{digest}", env_text)
+            if new != env_text:
+                lock.env.write_text(new, encoding="utf-8")
+                written += 1
+        name = lock.path.relative_to(root)
+        print(f"{name}: {'written' if changed else 'unchanged'} ({len(read_lock(lock.path))} packages)", file=out)
+    return written
+
+
 # -- the check, for real ------------------------------------------------------------------
 
 _CHILD = r"""
@@ -655,12 +988,33 @@ def _tail(log: Path, lines: int = 5) -> str:
     return " | ".join(line.strip() for line in log.read_text(errors="replace").splitlines()[-lines:])
 
 
+_INSTALLED = (
+    "import importlib.metadata as m, json, re, sys; json.dump({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): "
+    "d.version for d in m.distributions()}, open(sys.argv[1], 'w'))"
+)
+
+
+def _installed(venv: Path, log: Path, environ: dict[str, str]) -> dict[str, str]:
+    """The distributions installed in ``venv``: ``{canonical name: version}`` (run with ``environ``,
+    which has no ``PYTHONPATH``: only the venv's own)."""
+    listing = venv.parent / "installed.json"
+    _run([str(venv / "bin" / "python"), "-c", _INSTALLED, str(listing)], log, env=environ, cwd=venv.parent)
+    return json.loads(listing.read_text()) if listing.is_file() else {}
+
+
 def _fresh_venv(
-    workdir: Path, python: str, lines: list[str], pip_cache: Path | None, root: Path | None = None
+    workdir: Path,
+    python: str,
+    lines: list[str],
+    pip_cache: Path | None,
+    root: Path | None = None,
+    pip: str | None = None,
 ) -> tuple[Path, dict[str, str], str | None]:
-    """A fresh venv ``workdir/venv`` with ``pip install -r`` of ``lines`` (log: ``workdir/log.txt``),
-    in an environment without ``PYTHONPATH`` (``KNOWLAB_ROOT=root`` when given, as the Snakefile
-    sets it for ``--sdm conda``).  Returns the venv, that environment and None, or the failure."""
+    """A fresh venv ``workdir/venv``, its pip made ``pip`` when given (a requirement: what the env
+    file's conda dependencies ask for), then ``pip install -r`` of ``lines`` (log:
+    ``workdir/log.txt``), in an environment without ``PYTHONPATH`` (``KNOWLAB_ROOT=root`` when
+    given, as the Snakefile sets it for ``--sdm conda``).  What the venv held before that install
+    is left in ``workdir/before.json``.  Returns the venv, that environment and None, or the failure."""
     workdir.mkdir(parents=True)
     log, listing, venv = workdir / "log.txt", workdir / "requirements.txt", workdir / "venv"
     listing.write_text("\n".join(lines) + "\n")
@@ -669,21 +1023,46 @@ def _fresh_venv(
         environ[ROOT_VARIABLE] = str(root)
     if pip_cache is not None:
         environ["PIP_CACHE_DIR"] = str(pip_cache)
+    bin_python = str(venv / "bin" / "python")
     if _run([python, "-m", "venv", str(venv)], log).returncode:
         return venv, environ, f"{python} -m venv failed: {_tail(log)}"
-    if _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-r", str(listing)], log, env=environ).returncode:
+    if pip and _run([bin_python, "-m", "pip", "install", pip], log, env=environ).returncode:
+        return venv, environ, f"pip install {pip} failed: {_tail(log)}"
+    (workdir / "before.json").write_text(json.dumps(_installed(venv, log, environ)))
+    if _run([bin_python, "-m", "pip", "install", "-r", str(listing)], log, env=environ).returncode:
         return venv, environ, f"pip install -r failed: {_tail(log)}"
     return venv, environ, None
+
+
+def _disk_size(folder: Path) -> str:
+    """``du -sh`` of ``folder`` (its size on disk, e.g. ``1.9G``), or ``?`` when du fails."""
+    done = subprocess.run(["du", "-sh", str(folder)], capture_output=True, text=True, check=False)
+    return done.stdout.split()[0] if done.returncode == 0 and done.stdout else "?"
+
+
+def _not_from_lock(workdir: Path, venv: Path, lock: Path, log: Path, environ: dict[str, str]) -> list[str]:
+    """What the install put in ``venv`` that ``lock`` does not pin at that version, the
+    workflow's own package aside (``name==version``, sorted)."""
+    before = json.loads((workdir / "before.json").read_text())
+    locked = {name: Version(package.version) for name, package in read_lock(lock).items()}
+    return sorted(
+        f"{name}=={version}"
+        for name, version in _installed(venv, log, environ).items()
+        if before.get(name) != version and name != "knowlab" and locked.get(name) != Version(version)
+    )
 
 
 def check_env(
     env: Path, rules: list[Rule], workdir: Path, python: str, root: Path, pip_cache: Path | None
 ) -> str | None:
-    """Install one env file's pip list in a fresh venv under ``workdir`` and run its rules' imports.
+    """Install one env file's pip list in a fresh venv under ``workdir`` (the pip its conda
+    dependencies name first), check that everything installed but the workflow's package is what
+    the env's lock pins, and run its rules' imports.
 
     Returns:
-        None when every import ran; else what failed (the pip error, or the first failing
-        import with its rules, its place and the error).
+        None when every import ran; else what failed (the pip error, a package installed at a
+        version its lock does not pin, or the first failing import with its rules, its place and
+        the error).
     """
     requirements = env_requirements(env)
     if "torch" in distribution_closure(requirements) and not any(
@@ -692,11 +1071,16 @@ def check_env(
         return "torch is pulled in without a torch== pin (any other spec pulls CUDA wheels)"
     if env_package_extra(env) is None:
         return f"does not install the workflow's package (a '-e ${{{ROOT_VARIABLE}}}[extra]' pip line)"
-    # the env file as --sdm conda installs it: pip expands ${KNOWLAB_ROOT}, the Snakefile sets it
-    venv, environ, failure = _fresh_venv(workdir, python, _pip_list(env), pip_cache, root)
+    # the env file as --sdm conda installs it: the pip its conda dependencies ask for, then its pip
+    # list (its lock, then the package); pip expands ${KNOWLAB_ROOT}, the Snakefile sets it
+    venv, environ, failure = _fresh_venv(workdir, python, _pip_list(env), pip_cache, root, pip=_conda_pip(env))
     if failure:
         return failure
     log, bin_python = workdir / "log.txt", str(venv / "bin" / "python")
+    lock = env_lock(env)
+    outside = _not_from_lock(workdir, venv, root / lock, log, environ) if lock else []
+    if outside:
+        return f"installed what {lock} does not pin: {', '.join(outside)}"
     where: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     index = _Index(root / "src")
     for rule in rules:
@@ -763,14 +1147,17 @@ def check_envs(
     keep: bool = False,
     out=sys.stdout,
 ) -> tuple[int, int]:
-    """For every env file (or those named in ``only``, by stem): a fresh venv (``python -m
-    venv``, in a temporary folder), a plain ``pip install -r`` of its pip list (the workflow's
-    package included, editable from ``root``: ``KNOWLAB_ROOT=<root>``), then every import its rules
-    reach, run in that venv outside the checkout with no ``PYTHONPATH``.  First Snakemake's own env
-    (``workflow/environment.yaml``, stem ``environment``): :func:`check_snakemake_env`.
+    """First the locks (:func:`lock_problems`: a stale one stops the check, no env checked), then
+    for every env file (or those named in ``only``, by stem): a fresh venv (``python -m venv``, in
+    a temporary folder), a plain ``pip install -r`` of its pip list (its lock, then the workflow's
+    package, editable from ``root``: ``KNOWLAB_ROOT=<root>``), what it installed checked against the
+    lock, then every import its rules reach, run in that venv outside the checkout with no
+    ``PYTHONPATH`` (:func:`check_env`).  First Snakemake's own env (``workflow/environment.yaml``,
+    stem ``environment``): :func:`check_snakemake_env`.
 
-    Prints one line per env (``envs/x.yaml: ok ...`` or ``envs/x.yaml: failed: ...``) and
-    last ``envs=N ok=M``.  ``pip_cache`` (PIP_CACHE_DIR) lets repeated checks reuse downloads;
+    Prints ``locks: ok (N)`` or each lock's problem, then one line per env (``envs/x.yaml: ok
+    (..., <seconds>, <du -sh of its venv>)`` or ``envs/x.yaml: failed: ...``) and last ``envs=N
+    ok=M``.  ``pip_cache`` (PIP_CACHE_DIR) lets repeated checks reuse downloads;
     it should not be the dev venv's cache, whose wheels may have been built differently
     (deepspeed, built there with ``--no-build-isolation``).  ``keep`` keeps the venvs.
 
@@ -788,6 +1175,13 @@ def check_envs(
                 f"{len(rules)} rules",
                 lambda work, env=env, rules=rules: check_env(env, rules, work, python, root, cache),
             )
+    problems = lock_problems(root)
+    for problem in problems:
+        print(f"locks: {problem}", file=out, flush=True)
+    if problems:
+        print(f"envs={len(checks)} ok=0 (stale locks: make lock)", file=out, flush=True)
+        return len(checks), 0
+    print(f"locks: ok ({len(locks(root))})", file=out, flush=True)
     ok = 0
     workdir = Path(tempfile.mkdtemp(prefix="knowlab-check-envs."))
     try:
@@ -798,7 +1192,8 @@ def check_envs(
             name = env.relative_to(root) if env.is_relative_to(root) else env
             if failure is None:
                 ok += 1
-                print(f"{name}: ok ({what}, {took})", file=out, flush=True)
+                size = _disk_size(workdir / env.stem / "venv")
+                print(f"{name}: ok ({what}, {took}, venv {size})", file=out, flush=True)
             else:
                 print(f"{name}: failed ({took}): {failure}", file=out, flush=True)
             if not keep:  # one venv on disk at a time (those with torch take 1-2 GB)
@@ -813,7 +1208,13 @@ def check_envs(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``check``: :func:`check_envs`; ``missing``: :func:`missing_modules`, one line per import."""
+    """``check``: :func:`check_envs`; ``missing``: :func:`missing_modules`, one line per import;
+    ``lock``: :func:`write_locks`; ``lock-check``: :func:`lock_problems`, one line per problem
+    (exit 1 when any).
+
+    Raises:
+        EnvError: ``lock`` cannot compile a lock (uv's message).
+    """
     parser = argparse.ArgumentParser(prog="python -m knowlab.tooling.envs", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="install every env file in a fresh venv and run its rules' imports")
@@ -823,7 +1224,20 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--pip-cache", default=str(default_cache), help="PIP_CACHE_DIR of the installs")
     check.add_argument("--keep", action="store_true", help="keep the venvs (their folder is printed)")
     commands.add_parser("missing", help="statically: per rule, what its env does not provide")
+    lock = commands.add_parser("lock", help="compile every lock anew from its source (uv pip compile; network)")
+    lock.add_argument("sources", nargs="*", help="source stems: requirements, data, train, ... (default: all)")
+    lock_check = commands.add_parser("lock-check", help="fail when a lock is stale against its source (no network)")
+    lock_check.add_argument("--root", default=str(ROOT), help="the checkout whose locks to check")
     args = parser.parse_args(argv)
+    if args.command == "lock":
+        write_locks(only=args.sources)
+        return 0
+    if args.command == "lock-check":
+        problems = lock_problems(args.root)
+        for problem in problems:
+            print(problem)
+        print(f"locks={len(locks(args.root))}", f"problems={len(problems)}" if problems else "ok")
+        return 1 if problems else 0
     if args.command == "missing":
         missing = missing_modules()
         for rule, imports in missing.items():

@@ -15,7 +15,8 @@ Two parts, both driven from the repository root:
   a running fine-tuning job and a running evaluation job with ``scancel`` (:class:`Canceller`)
   (the profile's ``retries`` re-runs them), then runs one fine-tuning interval with
   ``launcher: srun`` on 2 tasks and one job past its time limit, and checks what
-  :func:`main` lists.  Its last line is :func:`summary_line`.
+  :func:`main` lists (where each download job ran: :func:`download_sites`).  Its last line is
+  :func:`summary_line`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 import yaml
 
 from knowlab.config import load_config
+from knowlab.downloads import DOWNLOAD_RULES
 from knowlab.layout import (
     CHECKPOINT,
     CHECKPOINT_TRAIN_LOG,
@@ -296,13 +298,15 @@ CHECKED_RESOURCES = ("mem_mb", "runtime", "cpus_per_task")
 @dataclass(frozen=True)
 class PrintedJob:
     """A job as a Snakemake printout shows it (a dry run, or a run's log): its rule, whether it is a local
-    rule's (on the submit host), its first output, its threads and its resources (the printed text of each)."""
+    rule's (on the submit host), its first output, its threads, its resources (the printed text of each)
+    and its inputs."""
 
     rule: str
     local: bool
     output: str
     threads: int
     resources: dict[str, str]
+    inputs: tuple[str, ...] = ()
 
 
 def printed_jobs(printout: str) -> list[PrintedJob]:
@@ -328,6 +332,7 @@ def printed_jobs(printout: str) -> list[PrintedJob]:
                 output=fields.get("output", "").split(", ")[0],
                 threads=int(fields.get("threads", 1)),
                 resources=resources,
+                inputs=tuple(fields["input"].split(", ")) if fields.get("input") else (),
             )
         )
     return jobs
@@ -420,6 +425,38 @@ def started_rules(log: str) -> tuple[dict[str, int], dict[str, int]]:
             target = local if match.group(1) else remote
             target[match.group(2)] = target.get(match.group(2), 0) + 1
     return local, remote
+
+
+def download_sites(
+    log: str, rows: Sequence[Mapping[str, str]], rules: Iterable[str] = DOWNLOAD_RULES
+) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Where the download jobs of a SLURM run ran (``rules``: the rules that fetch from the network,
+    :data:`knowlab.downloads.DOWNLOAD_RULES`): ``(sites, problems)``.  ``sites``: per download rule with a
+    job in the run, ``submit_host``, its jobs the log shows starting as ``localrule`` (:func:`started_rules`),
+    and ``slurm``, those that ran as SLURM jobs: started as ``rule`` (handed to the executor) in the log,
+    or listed by ``rows`` (:func:`parse_sacct` of the run's jobs, read by their comment), whichever counts
+    more.  ``problems``: one line per rule with a SLURM job (a compute node may have no network), and one
+    when no download job ran at all (then nothing was checked)."""
+    rules = tuple(rules)
+    local, submitted = started_rules(log)
+    in_sacct: dict[str, list[str]] = {}
+    for row in rows:
+        if row["Comment"].startswith("rule_") and (rule := comment_rule(row["Comment"])[0]) in rules:
+            in_sacct.setdefault(rule, []).append(row["JobIDRaw"])
+    sites: dict[str, dict[str, int]] = {}
+    problems = []
+    for rule in rules:
+        slurm_jobs = max(submitted.get(rule, 0), len(in_sacct.get(rule, ())))
+        if local.get(rule, 0) or slurm_jobs:
+            sites[rule] = {"submit_host": local.get(rule, 0), "slurm": slurm_jobs}
+        if slurm_jobs:
+            problems.append(
+                f"download rule {rule}: {slurm_jobs} job(s) ran as SLURM jobs (sacct job ids "
+                f"{in_sacct.get(rule, [])}), where a compute node may have no network: it must be a local rule"
+            )
+    if not sites:
+        problems.append(f"no job of a download rule ({', '.join(rules)}) ran: where downloads run was not checked")
+    return sites, problems
 
 
 SACCT_FIELDS = (
@@ -842,6 +879,11 @@ def run_test(work: Path, config: Path, timeout_s: int) -> tuple[str, list[str]]:
             )
     requested = requested_resources(log)
     problems += oversized_requests(requested) + resource_mismatches(rows, requested)
+    # the downloads: each on the submit host, none a SLURM job (compute nodes often have no network)
+    sites, misplaced = download_sites(log, rows)
+    problems += misplaced
+    _say("downloads: " + "; ".join(f"{rule} {n['submit_host']} on the submit host, {n['slurm']} as SLURM jobs"
+                                   for rule, n in sites.items()))  # fmt: skip
     gpu_jobs = sum("gres/gpu=" in row["AllocTRES"] for row in rows)
     _say(f"SLURM run: {len(rows)} jobs ({sum(submitted.values())} submitted, {gpu_jobs} with a GPU allocated), "
          f"{sum(ran_local.values())} local jobs; memory, time limit and CPUs checked against the requests")  # fmt: skip
