@@ -242,22 +242,3 @@ def test_slurm_profile_dry_run_of_the_paper_with_generation(paper_slurm_dry_run)
     assert "rule finetune:" in dry and "rule fictionalqa_rank_distractors:" in dry
     assert "srun --nodes 1 --ntasks 8 --ntasks-per-node 8" in dry
     assert "gpu=8, tasks_per_gpu=1, tasks=8, mpi=srun" in dry
-
-
-def test_the_workflow_runs_as_a_module_of_another_workflow(tmp_path, module_snakefile):
-    """Another folder's Snakefile uses this one as a Snakemake module (the catalog's standardized
-    usage, .snakemake-workflow-catalog.yml): its rules run there, reading the checkout's shipped data
-    and scripts, and write into that folder."""
-    (tmp_path / "Snakefile").write_text(module_snakefile)
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", str(TEST_CONFIG)]
-    proc = subprocess.run([*cmd, "--until", "knowlab_fictionalqa_split"], cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    split = json.loads((tmp_path / "results" / "fictionalqa" / "splits" / "doc.json").read_text())
-    assert split["split"] == "doc" and split["train_documents"]
-    assert (tmp_path / "results" / "fictionalqa" / "corpus" / "fiction" / "manifest.json").is_file()
-    # the rest of config/test.yaml's DAG, every rule under the module's prefix
-    proc = subprocess.run([*cmd, "-n"], cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    planned = set(re.findall(r"^(?:local)?rule (\w+):", proc.stdout, flags=re.M))
-    assert {"knowlab_finetune", "knowlab_fictionalqa_evaluate", "knowlab_findings", "knowlab_all"} <= planned
-    assert all(rule.startswith("knowlab_") for rule in planned) and "knowlab_fictionalqa_split" not in planned
