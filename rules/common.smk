@@ -369,6 +369,19 @@ def generation_inputs(wildcards):
     return inputs
 
 
+def generate_params(stage, settings):
+    """The params of the rule of a generation stage (seeds, fictsheets, fictions, fict_qa,
+    attempts, grades; scripts/generate_stage.py): its name and ``settings`` with the shared ones.
+    """
+    return {
+        "compute": COMPUTE,
+        "stage": stage,
+        "settings": settings,
+        "seed": config["seed"],
+        "basedir": BASEDIR,
+    }
+
+
 def ranker_inputs(wildcards):
     """The ranker model: the project's base model unless the config names another."""
     inputs = {"fict_qa": layout.CORPUS.path(table="fict_qa")}
@@ -567,3 +580,31 @@ def grounding_item_inputs(wildcards):
         }
 
     return {}
+
+
+# ----------------------------------------------------------------- figures in the report
+
+
+def figure_outputs(figure, caption, category, subcategory, labels={}, titles=None):
+    """The outputs of a figure rule: each figure as PDF and as PNG, the PNG in the report.
+
+    ``figure`` is the figures' knowlab.layout.Table, with {ext} (and {name} with ``titles``);
+    ``caption`` the caption file's name under workflow/report/ without .rst (with {name}:
+    each figure's); ``labels`` the report's labels of every figure (a value may name a wildcard,
+    "{ft_model}"). Without ``titles``, the outputs are ``pdf`` and ``png``; with ``titles``
+    ({name: title}, a study's FIGURES), ``<name>_pdf`` and ``<name>_png`` in its order, each
+    labelled ``figure``: its title, before ``labels``.
+    """
+    outputs = {}
+    for name, title in (titles or {None: None}).items():
+        names = {"name": name} if titles else {}
+        key = f"{name}_" if titles else ""
+        outputs[f"{key}pdf"] = figure.fix(ext="pdf", **names).smk
+        outputs[f"{key}png"] = report(
+            figure.fix(ext="png", **names).smk,
+            caption=f"../workflow/report/{caption.format(**names)}.rst",
+            category=category,
+            subcategory=subcategory,
+            labels=({"figure": title} if titles else {}) | labels,
+        )
+    return outputs

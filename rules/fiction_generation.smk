@@ -39,11 +39,7 @@ rule generate_seeds:
     resources:
         **job_resources(config, "api_generation"),
     params:
-        compute=COMPUTE,
-        stage="seeds",
-        settings=GENERATE_SEEDS,
-        seed=config["seed"],
-        basedir=BASEDIR,
+        **generate_params("seeds", GENERATE_SEEDS),
     script:
         "../scripts/generate_stage.py"
 
@@ -60,11 +56,7 @@ use rule generate_seeds as generate_fictsheets with:
     benchmark:
         layout.GENERATE_FICTSHEETS_STEP.benchmark
     params:
-        compute=COMPUTE,
-        stage="fictsheets",
-        settings=GENERATE_FICTSHEETS,
-        seed=config["seed"],
-        basedir=BASEDIR,
+        **generate_params("fictsheets", GENERATE_FICTSHEETS),
 
 
 use rule generate_seeds as generate_fictions with:
@@ -80,11 +72,7 @@ use rule generate_seeds as generate_fictions with:
     benchmark:
         layout.GENERATE_FICTIONS_STEP.benchmark
     params:
-        compute=COMPUTE,
-        stage="fictions",
-        settings=GENERATE_FICTIONS,
-        seed=config["seed"],
-        basedir=BASEDIR,
+        **generate_params("fictions", GENERATE_FICTIONS),
 
 
 use rule generate_seeds as generate_fict_qa with:
@@ -101,11 +89,7 @@ use rule generate_seeds as generate_fict_qa with:
     benchmark:
         layout.GENERATE_FICT_QA_STEP.benchmark
     params:
-        compute=COMPUTE,
-        stage="fict_qa",
-        settings=GENERATE_FICT_QA,
-        seed=config["seed"],
-        basedir=BASEDIR,
+        **generate_params("fict_qa", GENERATE_FICT_QA),
 
 
 use rule generate_seeds as generate_attempts with:
@@ -121,11 +105,7 @@ use rule generate_seeds as generate_attempts with:
     benchmark:
         layout.GENERATE_ATTEMPTS_STEP.benchmark
     params:
-        compute=COMPUTE,
-        stage="attempts",
-        settings=GENERATE_ATTEMPTS,
-        seed=config["seed"],
-        basedir=BASEDIR,
+        **generate_params("attempts", GENERATE_ATTEMPTS),
 
 
 use rule generate_seeds as generate_grades with:
@@ -142,11 +122,7 @@ use rule generate_seeds as generate_grades with:
     benchmark:
         layout.GENERATE_GRADES_STEP.benchmark
     params:
-        compute=COMPUTE,
-        stage="grades",
-        settings=GENERATE_GRADES,
-        seed=config["seed"],
-        basedir=BASEDIR,
+        **generate_params("grades", GENERATE_GRADES),
 
 
 rule generate_annotate:

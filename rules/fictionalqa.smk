@@ -4,12 +4,10 @@
 # `base_model` (knowlab.core.checkpoints).  Results under results/fictionalqa/, figures under
 # results/figures/fictionalqa/ (every path: knowlab.layout); each script calls knowlab.fictionalqa.steps.
 
-# the paper's figure families drawn by the workflow (knowlab.fictionalqa.figures.FAMILIES
-# also holds fig9 and fig10, which paper_figures draws from the paper's own numbers)
-FIGURE_FAMILIES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig10_11")
-# the figures across the base models (knowlab.fictionalqa.figures.ACROSS_MODELS): one series per
-# model, in one colour per model in every figure, each model's control beside it
-ACROSS_MODEL_FAMILIES = ("fig4", "fig7", "fig9", "fig10", "fig10_11")
+# the paper's figure families drawn by the workflow per base model, family -> title in the report, and
+# across the base models (knowlab.fictionalqa.settings; their drawing: knowlab.fictionalqa.figures)
+from knowlab.fictionalqa.settings import FIGURES as FIGURE_FAMILIES
+from knowlab.fictionalqa.settings import ACROSS_MODEL_FIGURES as ACROSS_MODEL_FAMILIES
 
 
 rule fictionalqa_webtext:
@@ -275,25 +273,12 @@ for family in FIGURE_FAMILIES:
                 training=FICTIONALQA_TRAININGS[wildcards.ft_model],
             ),
         output:
-            pdf=layout.FQA_FIGURE.fix(family=family, ext="pdf").smk,
-            png=report(
-                layout.FQA_FIGURE.fix(family=family, ext="png").smk,
-                caption=f"../workflow/report/fictionalqa_{family}.rst",
-                category="FictionalQA",
-                subcategory="Paper figures",
-                labels={
-                    "figure": {
-                        "fig2": "Fig. 2: samples seen and epochs per source",
-                        "fig3": "Fig. 3: verbatim memorization (Doc split)",
-                        "fig4": "Fig. 4: document loss, Doc and Event splits",
-                        "fig5": "Fig. 5: fictsheet loss and held-out webtext loss",
-                        "fig6": "Fig. 6: nll(answer | question)",
-                        "fig7": "Fig. 7: MCQ-4 accuracy",
-                        "fig8": "Fig. 8: MCQ-4 accuracy, train vs val questions",
-                        "fig10_11": "Figs. 10-11: MCQ-4 vs MCQ-10 accuracy",
-                    }[family],
-                    "base model": "{ft_model}",
-                },
+            **figure_outputs(
+                layout.FQA_FIGURE.fix(family=family),
+                f"fictionalqa_{family}",
+                "FictionalQA",
+                "Paper figures",
+                {"figure": FIGURE_FAMILIES[family], "base model": "{ft_model}"},
             ),
             manifest=layout.FQA_FIGURE_STEP.fix(family=family).manifest,
         log:
@@ -315,13 +300,12 @@ rule fictionalqa_figure_pvalues:
     input:
         table=layout.PAIRED_TESTS.smk,
     output:
-        pdf=layout.FQA_PVALUES_FIGURE.fix(ext="pdf").smk,
-        png=report(
-            layout.FQA_PVALUES_FIGURE.fix(ext="png").smk,
-            caption="../workflow/report/fictionalqa_pvalues.rst",
-            category="FictionalQA",
-            subcategory="Paired tests",
-            labels={
+        **figure_outputs(
+            layout.FQA_PVALUES_FIGURE,
+            "fictionalqa_pvalues",
+            "FictionalQA",
+            "Paired tests",
+            {
                 "base model": "{ft_model}",
                 "run": "{run}",
                 "suite": "{suite}",
@@ -371,13 +355,12 @@ for family in ACROSS_MODEL_FAMILIES:
         input:
             summaries=expand(layout.SUMMARY.smk, ft_model=FT_MODELS),
         output:
-            pdf=layout.ACROSS_MODELS_FIGURE.path(family=family, ext="pdf"),
-            png=report(
-                layout.ACROSS_MODELS_FIGURE.path(family=family, ext="png"),
-                caption=f"../workflow/report/fictionalqa_across_models_{family}.rst",
-                category="FictionalQA",
-                subcategory="Across base models",
-                labels={"figure": f"{family} across base models"},
+            **figure_outputs(
+                layout.ACROSS_MODELS_FIGURE.fix(family=family),
+                f"fictionalqa_across_models_{family}",
+                "FictionalQA",
+                "Across base models",
+                {"figure": f"{family} across base models"},
             ),
             manifest=layout.ACROSS_MODELS_FIGURE_STEP.fix(family=family).manifest,
         log:

@@ -12,8 +12,8 @@ from knowlab.grounding.settings import (
     GroundingTablesSettings,
 )
 
-# figures of rule grounding_figures (knowlab.grounding.plots), the keys of its outputs
-GROUNDING_FIGURES = ("fig3c", "fig4", "fig5", "fig15_16", "position")
+# the figures of rule grounding_figures (knowlab.grounding.plots): name -> title in the report
+from knowlab.grounding.settings import FIGURES as GROUNDING_FIGURES
 
 # each step's settings (knowlab.grounding.settings): the config keys it reads, its rules' param
 # `settings`, so that a changed key re-runs the jobs that read it (config/README.md)
@@ -188,29 +188,13 @@ rule grounding_figures:
     input:
         tables=layout.GROUNDING_TABLES.smk,
     output:
-        **{
-            f"{name}_{ext}": (
-                report(
-                    layout.GROUNDING_FIGURE.path(name=name, ext=ext),
-                    caption=f"../workflow/report/grounding_{name}.rst",
-                    category="Grounding",
-                    subcategory="Paper figures",
-                    labels={
-                        "figure": {
-                            "fig3c": "Fig. 3c: F1 by question and context factors",
-                            "fig4": "Fig. 4: F1 against input length",
-                            "fig5": "Fig. 5: F1 reduction from Gold to Dist",
-                            "fig15_16": "Figs. 15-16: precision and recall",
-                            "position": "F1 by gold-context position",
-                        }[name]
-                    },
-                )
-                if ext == "png"
-                else layout.GROUNDING_FIGURE.path(name=name, ext=ext)
-            )
-            for name in GROUNDING_FIGURES
-            for ext in ("pdf", "png")
-        },
+        **figure_outputs(
+            layout.GROUNDING_FIGURE,
+            "grounding_{name}",
+            "Grounding",
+            "Paper figures",
+            titles=GROUNDING_FIGURES,
+        ),
         manifest=layout.GROUNDING_FIGURES_STEP.manifest,
     log:
         layout.GROUNDING_FIGURES_STEP.log,
@@ -279,19 +263,16 @@ checkpoint_probe(
         layout.GROUNDING_FINETUNE_FIGURES_STEP,
         "../scripts/grounding_finetune_figures.py",
         input={"rates": layout.GROUNDING_FINETUNE_RATES.smk},
-        output={
-            "pdf": layout.GROUNDING_FINETUNE_FIGURE.fix(ext="pdf").smk,
-            "png": report(
-                layout.GROUNDING_FINETUNE_FIGURE.fix(ext="png").smk,
-                caption="../workflow/report/grounding_finetune.rst",
-                category="Grounding",
-                subcategory="Across fine-tuning",
-                labels={
-                    "item": "figure: F1 and follow rates per checkpoint",
-                    "base model": "{ft_model}",
-                },
-            ),
-        },
+        output=figure_outputs(
+            layout.GROUNDING_FINETUNE_FIGURE,
+            "grounding_finetune",
+            "Grounding",
+            "Across fine-tuning",
+            {
+                "item": "figure: F1 and follow rates per checkpoint",
+                "base model": "{ft_model}",
+            },
+        ),
     ),
 )
 

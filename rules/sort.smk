@@ -15,6 +15,10 @@ from knowlab.sort.settings import (
     evaluate_settings,
 )
 
+# the figures of rules sort_figures and sort_parametric_figures: name -> title in the report
+from knowlab.sort.settings import FIGURES as SORT_FIGURES
+from knowlab.sort.settings import PARAMETRIC_FIGURES as SORT_PARAMETRIC_FIGURES
+
 # the param `settings` of each SORT rule: the config keys its step reads (knowlab.sort.settings);
 # sort.batch_size, which cannot change a score, is read by the scripts from the config
 SORT_SOURCES_SETTINGS = SortSourcesSettings.from_config(config).param()
@@ -39,10 +43,6 @@ SORT_FIGURE_STATS = STATS.param("confidence", "bootstrap_resamples")
 # the texts' folder under resources/ and its manifest: the config's source
 SORT_SOURCES = layout.SORT_SOURCES_STEP.fix(source=config["sort"]["source"])
 
-# figures of the base model (knowlab.sort.condition_plots, matrix_plots), the keys of rule sort_figures' outputs
-SORT_FIGURES = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")
-# figures across parametric fine-tuning, the keys of rule sort_parametric_figures' outputs
-SORT_PARAMETRIC_FIGURES = ("fig12", "fig13", "fig14", "fig15", "fig16")
 # the segments' nll of every parametric epoch, the base model's at epoch 0 (Fig. 12's points)
 PARAMETRIC_NLL = LAYOUT.parametric_nll()
 
@@ -234,30 +234,13 @@ rule sort_figures:
         ttest=layout.SORT_TTEST.path(model=BASE.evaluated_as),
         bands=expand(layout.SORT_BANDS.smk, name=CONDITION_FIGURES),
     output:
-        **{
-            f"{name}_{ext}": (
-                report(
-                    layout.SORT_FIGURE.path(name=name, ext=ext),
-                    caption=f"../workflow/report/sort_{name}.rst",
-                    category="SORT",
-                    subcategory="Memory conditions (base model)",
-                    labels={
-                        "figure": {
-                            "fig3a": "Fig. 3a: in-context accuracy by excerpt length",
-                            "fig3b": "Fig. 3b: in-context accuracy by distance",
-                            "fig4": "Fig. 4: RAG and oracle RAG accuracy by distance",
-                            "fig10": "Fig. 10: baseline accuracy by distance",
-                            "mcnemar": "McNemar matrix across conditions",
-                            "ttest": "Paired t-test matrix across conditions",
-                        }[name]
-                    },
-                )
-                if ext == "png"
-                else layout.SORT_FIGURE.path(name=name, ext=ext)
-            )
-            for name in SORT_FIGURES
-            for ext in ("pdf", "png")
-        },
+        **figure_outputs(
+            layout.SORT_FIGURE,
+            "sort_{name}",
+            "SORT",
+            "Memory conditions (base model)",
+            titles=SORT_FIGURES,
+        ),
         manifest=layout.SORT_FIGURES_STEP.manifest,
     log:
         layout.SORT_FIGURES_STEP.log,
@@ -326,19 +309,16 @@ checkpoint_probe(
             "rows": layout.SORT_FICTION_ALL_ROWS.smk,
             "bands": layout.SORT_FICTION_BANDS.smk,
         },
-        output={
-            "pdf": layout.SORT_FICTION_FIGURE.fix(ext="pdf").smk,
-            "png": report(
-                layout.SORT_FICTION_FIGURE.fix(ext="png").smk,
-                caption="../workflow/report/sort_fiction_sort.rst",
-                category="SORT",
-                subcategory="FictionalQA documents across fine-tuning",
-                labels={
-                    "figure": "SORT on the FictionalQA documents per checkpoint",
-                    "base model": "{ft_model}",
-                },
-            ),
-        },
+        output=figure_outputs(
+            layout.SORT_FICTION_FIGURE,
+            "sort_fiction_sort",
+            "SORT",
+            "FictionalQA documents across fine-tuning",
+            {
+                "figure": "SORT on the FictionalQA documents per checkpoint",
+                "base model": "{ft_model}",
+            },
+        ),
         params={"stats": SORT_FIGURE_STATS},
     ),
 )
@@ -449,29 +429,13 @@ rule sort_parametric_figures:
         bands=expand(layout.SORT_PARAMETRIC_BANDS.smk, name=EPOCH_FIGURES),
         nll=PARAMETRIC_NLL,
     output:
-        **{
-            f"{name}_{ext}": (
-                report(
-                    layout.SORT_FIGURE.path(name=name, ext=ext),
-                    caption=f"../workflow/report/sort_{name}.rst",
-                    category="SORT",
-                    subcategory="Parametric memory (fine-tuning)",
-                    labels={
-                        "figure": {
-                            "fig12": "Fig. 12: segment perplexity by epoch",
-                            "fig13": "Fig. 13: accuracy by epoch",
-                            "fig14": "Fig. 14: McNemar matrix across checkpoints",
-                            "fig15": "Fig. 15: paired t-test matrix across checkpoints",
-                            "fig16": "Fig. 16: score of the correct answer by epoch",
-                        }[name]
-                    },
-                )
-                if ext == "png"
-                else layout.SORT_FIGURE.path(name=name, ext=ext)
-            )
-            for name in SORT_PARAMETRIC_FIGURES
-            for ext in ("pdf", "png")
-        },
+        **figure_outputs(
+            layout.SORT_FIGURE,
+            "sort_{name}",
+            "SORT",
+            "Parametric memory (fine-tuning)",
+            titles=SORT_PARAMETRIC_FIGURES,
+        ),
         manifest=layout.SORT_PARAMETRIC_FIGURES_STEP.manifest,
     log:
         layout.SORT_PARAMETRIC_FIGURES_STEP.log,

@@ -22,6 +22,8 @@ from knowlab.fictionalqa.figures import (
     plot_family,
 )
 from knowlab.fictionalqa.paper_figures import EXPORTS, paper_curves, parse_run, read_wandb_export
+from knowlab.fictionalqa.settings import ACROSS_MODEL_FIGURES
+from knowlab.fictionalqa.settings import FIGURES as WORKFLOW_FIGURES
 
 PAPER = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "fictionalqa_paper_figures"
 STEPS = (0, 10, 20)
@@ -532,3 +534,15 @@ def test_plot_family_takes_an_explicit_palette(tmp_path):
     assert {to_hex(line.get_color()) for line in default.axes[0].lines} == {
         to_hex(c) for c in (PALETTE[0], CONTROL_COLOUR, PALETTE[1])
     }, "without one: as before (series in turn, the control grey)"
+
+
+def test_the_workflow_draws_families_of_this_module_and_each_has_a_caption():
+    """The families the rules draw (knowlab.fictionalqa.settings, importable where the DAG is built,
+    without matplotlib) are this module's, and each has its report caption."""
+    root = Path(__file__).resolve().parents[2]
+    assert set(WORKFLOW_FIGURES) <= set(FAMILIES)
+    assert ACROSS_MODEL_FIGURES == tuple(ACROSS_MODELS)
+    for family in WORKFLOW_FIGURES:
+        assert (root / f"workflow/report/fictionalqa_{family}.rst").is_file()
+    for family in ACROSS_MODEL_FIGURES:
+        assert (root / f"workflow/report/fictionalqa_across_models_{family}.rst").is_file()

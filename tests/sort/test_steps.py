@@ -13,6 +13,7 @@ from knowlab.core.io import read_parquets, write_parquet
 from knowlab.core.plotting import read_description
 from knowlab.sort import analysis, bands
 from knowlab.sort.steps import figures, stats
+from knowlab.sort.settings import FIGURES
 
 
 def test_condition_stats_write_the_tables_and_return_the_tests(rows, sub, tmp_path, stats_settings):
@@ -92,7 +93,7 @@ def test_condition_figures_draw_every_figure_from_the_saved_tables(rows, sub, tm
     for name, table in {"binomial": binomial, **tests[0]}.items():
         write_parquet(tmp_path / f"{name}.parquet", table)
         saved[name] = read_parquets([tmp_path / f"{name}.parquet"])
-    names = ("fig3a", "fig3b", "fig4", "fig10", "mcnemar", "ttest")  # rules/sort.smk's SORT_FIGURES
+    names = tuple(FIGURES)  # rule sort_figures' figures
     paths = {f"{name}_{ext}": tmp_path / f"{name}.{ext}" for name in names for ext in ("pdf", "png")}
     figures.condition_figures(base, saved.pop("binomial"), saved, saved_bands, paths, model="m1", stats=stats_settings)
     assert all(path.stat().st_size > 0 for path in paths.values())

@@ -166,6 +166,23 @@ class SplitSettings(StepSettings):
 
 #: the document-loss suites: the fiction documents and the fictsheets (:mod:`knowlab.fictionalqa.suites`)
 DOCUMENT_SUITES = ("fiction_doc", "fictsheet_doc")
+#: the families drawn across the base models (the keys of :data:`knowlab.fictionalqa.figures.ACROSS_MODELS`):
+#: one series per model; caption ``workflow/report/fictionalqa_across_models_<family>.rst``
+ACROSS_MODEL_FIGURES = ("fig4", "fig7", "fig9", "fig10", "fig10_11")
+#: the figure families the workflow draws per base model (:data:`knowlab.fictionalqa.figures.FAMILIES`,
+#: which also holds fig9 and fig10, drawn by paper_figures from the paper's own numbers): family ->
+#: its title in the report, whose caption is ``workflow/report/fictionalqa_<family>.rst``.  Here, not
+#: in the figures module, because building the workflow's DAG imports no plotting library
+FIGURES = {
+    "fig2": "Fig. 2: samples seen and epochs per source",
+    "fig3": "Fig. 3: verbatim memorization (Doc split)",
+    "fig4": "Fig. 4: document loss, Doc and Event splits",
+    "fig5": "Fig. 5: fictsheet loss and held-out webtext loss",
+    "fig6": "Fig. 6: nll(answer | question)",
+    "fig7": "Fig. 7: MCQ-4 accuracy",
+    "fig8": "Fig. 8: MCQ-4 accuracy, train vs val questions",
+    "fig10_11": "Figs. 10-11: MCQ-4 vs MCQ-10 accuracy",
+}
 
 
 def document_suites(run: str, other_documents: bool) -> tuple[str, ...]:

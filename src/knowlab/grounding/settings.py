@@ -54,6 +54,15 @@ from knowlab.grounding.methods import (
 
 GOLD_CONDITIONS = ("original_gold", "original_dist", "conflict_gold", "conflict_dist")
 NO_CONTEXT = "no_context"
+#: the figures of rule ``grounding_figures`` (:mod:`knowlab.grounding.plots`): name -> its title in
+#: the report, whose caption is ``workflow/report/grounding_<name>.rst``
+FIGURES = {
+    "fig3c": "Fig. 3c: F1 by question and context factors",
+    "fig4": "Fig. 4: F1 against input length",
+    "fig5": "Fig. 5: F1 reduction from Gold to Dist",
+    "fig15_16": "Figs. 15-16: precision and recall",
+    "position": "F1 by gold-context position",
+}
 # across fine-tuning (issue: "the fiction-derived set with Gold and Conflict contexts")
 FINETUNE_CONDITIONS = ("original_gold", "conflict_gold")
 

@@ -57,6 +57,26 @@ CONDITION_FIGURES: dict[str, tuple[str, dict[str, Any]]] = {
 }
 #: the figures across parametric fine-tuning drawn with bands: name -> metric (:func:`knowlab.sort.bands.epoch_bands`)
 EPOCH_FIGURES = {"fig12": "perplexity", "fig13": "accuracy", "fig16": "score"}
+#: the base model's figures (rule ``sort_figures``; :mod:`knowlab.sort.condition_plots`,
+#: :mod:`knowlab.sort.matrix_plots`): name -> its title in the report, whose caption is
+#: ``workflow/report/sort_<name>.rst``
+FIGURES = {
+    "fig3a": "Fig. 3a: in-context accuracy by excerpt length",
+    "fig3b": "Fig. 3b: in-context accuracy by distance",
+    "fig4": "Fig. 4: RAG and oracle RAG accuracy by distance",
+    "fig10": "Fig. 10: baseline accuracy by distance",
+    "mcnemar": "McNemar matrix across conditions",
+    "ttest": "Paired t-test matrix across conditions",
+}
+#: the figures across parametric fine-tuning (rule ``sort_parametric_figures``;
+#: :mod:`knowlab.sort.finetune_plots`), as :data:`FIGURES`
+PARAMETRIC_FIGURES = {
+    "fig12": "Fig. 12: segment perplexity by epoch",
+    "fig13": "Fig. 13: accuracy by epoch",
+    "fig14": "Fig. 14: McNemar matrix across checkpoints",
+    "fig15": "Fig. 15: paired t-test matrix across checkpoints",
+    "fig16": "Fig. 16: score of the correct answer by epoch",
+}
 
 
 def _optional_tuple(values: Any) -> tuple | None:
