@@ -66,13 +66,13 @@ def copy_checkout():
     return _copy_checkout
 
 
-# Snakemake's command line in a Python whose sys.path lacks the checkout's src/ (the venv's editable
-# install of the package puts it there): `python -c _HIDDEN <src> [snakemake args]`; without args, it
-# prints what `import knowlab` would find (None)
+# Snakemake's command line in a Python whose sys.path holds no folder with the package (the venv's editable
+# install puts a checkout's src/ there: this one's, or, where the venv is shared, another's):
+# `python -c _HIDDEN [snakemake args]`; without args, it prints what `import knowlab` would find (None)
 _HIDDEN = """
+import os
 import sys
-hidden = sys.argv.pop(1)
-sys.path[:] = [p for p in sys.path if p.rstrip("/") != hidden]
+sys.path[:] = [p for p in sys.path if not os.path.isfile(os.path.join(p or ".", "knowlab", "__init__.py"))]
 if len(sys.argv) == 1:
     import importlib.util
     print(importlib.util.find_spec("knowlab"))
@@ -88,7 +88,7 @@ def _snakemake_without_checkout(cwd, *args, environ=None) -> subprocess.Complete
     no ``src/`` on sys.path; ``environ``: variables to add); raises AssertionError with the ends of its
     output when it fails.  Without ``args``: the process that prints ``None``, what it finds of ``knowlab``."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | dict(environ or {})
-    command = [sys.executable, "-c", _HIDDEN, str(ROOT / "src"), *map(str, args)]
+    command = [sys.executable, "-c", _HIDDEN, *map(str, args)]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
     if proc.returncode != 0:
         raise AssertionError(
