@@ -3,6 +3,7 @@ built in the session, and a scripted local OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import email.parser
 import email.policy
@@ -729,6 +730,27 @@ def _openai_handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+@contextlib.contextmanager
+def _serving(handler):
+    """``http://127.0.0.1:<port>``: a threaded HTTP server answering with ``handler`` (a request handler
+    class, or a factory of one) on an ephemeral port for the ``with`` block, shut down after it."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def serve_on_localhost():
+    """:func:`_serving`: ``with serve_on_localhost(handler) as url:`` serves ``handler`` on 127.0.0.1."""
+    return _serving
+
+
 @pytest.fixture
 def openai_stub(monkeypatch):
     """``(fake, base_url)`` of a scripted OpenAI-compatible server (:class:`FakeOpenAI`) on an
@@ -737,13 +759,8 @@ def openai_stub(monkeypatch):
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     fake = FakeOpenAI()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _openai_handler(fake))
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield fake, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+    with _serving(_openai_handler(fake)) as url:
+        yield fake, f"{url}/v1"
 
 
 # ------------------------------------------------------------------ RO-Crate validation

@@ -18,8 +18,7 @@ import json
 import re
 import shutil
 import subprocess
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 
 import pytest
 
@@ -34,17 +33,12 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture
-def served(tmp_path, copy_checkout):
+def served(tmp_path, copy_checkout, serve_on_localhost):
     """(folder, URL): the checkout's files as its next commit would hold them, served over HTTP on an
     ephemeral port of 127.0.0.1."""
     tree = copy_checkout(tmp_path / "served")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(tree)))
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield tree, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+    with serve_on_localhost(functools.partial(_Quiet, directory=str(tree))) as url:
+        yield tree, url
 
 
 def _job_counts(stdout: str, prefix: str = "") -> dict[str, int]:
