@@ -15,10 +15,8 @@ from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
 from knowlab.core.stats import StatsSettings
 from knowlab.downloads import (
-    embedder_snapshot,
     eval_model_snapshot,
-    evaluator_snapshot,
-    instructions_snapshot,
+    reader_snapshots,
     model_snapshot,
     snapshot_inputs,
     snapshots,
@@ -96,21 +94,20 @@ ACROSS_MODELS_NOTE = settings_note(config, "")
 # the local rule hub_download downloads each on the submit host, and the jobs that read it list it among
 # their inputs, so that no cluster job needs a network (docs/cluster.md, "Downloads: on the submit host")
 HUB_SNAPSHOTS = snapshots(config)
-# the Hub inputs of the rules that read an embedder or the grounding evaluator (none: {})
-SORT_EMBEDDER_INPUTS = snapshot_inputs(
-    embedder=embedder_snapshot(config["sort"]["rag"]["embedder"], "sort.rag.embedder")
-)
+# the Hub inputs of the rules that read an embedder, the grounding evaluator or the instruction data
+# (none: {})
+READER_SNAPSHOTS = reader_snapshots(config)
+SORT_EMBEDDER_INPUTS = snapshot_inputs(embedder=READER_SNAPSHOTS["sort_embedder"])
 GROUNDING_RETRIEVER_INPUTS = snapshot_inputs(
-    retriever=embedder_snapshot(config["grounding"]["retriever"], "grounding.retriever")
+    retriever=READER_SNAPSHOTS["grounding_retriever"]
 )
-GROUNDING_EVALUATOR_INPUTS = snapshot_inputs(evaluator=evaluator_snapshot(config))
+GROUNDING_EVALUATOR_INPUTS = snapshot_inputs(
+    evaluator=READER_SNAPSHOTS["grounding_evaluator"]
+)
 NEAR_DUPLICATES_INPUTS = snapshot_inputs(
-    embedder=embedder_snapshot(
-        config["fiction"]["generate"]["near_duplicates"]["embedder"],
-        "fiction.generate.near_duplicates.embedder",
-    )
+    embedder=READER_SNAPSHOTS["near_duplicates_embedder"]
 )
-INSTRUCTIONS_INPUTS = snapshot_inputs(instructions=instructions_snapshot(config))
+INSTRUCTIONS_INPUTS = snapshot_inputs(instructions=READER_SNAPSHOTS["instructions"])
 
 
 # each base model's folder: the project's (``base``), else its own under resources/base_models

@@ -10,7 +10,7 @@ dataset in seconds; whatever is heavy stays a cluster job that reads their files
   the repository list its folder among their inputs and load it from there: ``base_model`` and
   ``finetune_base_model`` (:func:`model_snapshot`; they convert it to safetensors: an 8B model holds
   39 GB of memory), ``eval_model`` (:func:`eval_model_snapshot`), the embedders' and the cross-encoder's
-  jobs (:func:`embedder_snapshot`, :func:`evaluator_snapshot`) and ``sort_parametric_texts``
+  jobs (:data:`EMBEDDERS`, :func:`evaluator_snapshot`) and ``sort_parametric_texts``
   (OpenHermes, :func:`instructions_snapshot`);
 - ``fictionalqa_real_qa`` (TriviaQA's sample, ``real_qa.source: triviaqa``), ``fictionalqa_corpus``
   (the released corpus, ``fiction.source: release``), ``sort_sources`` (the SORT texts),
@@ -87,12 +87,6 @@ def eval_model_snapshot(config: Mapping[str, Any], name: str) -> HubSnapshot | N
     return None if spec == "base" else snapshot_of(spec, key=f"eval_models.{name}")
 
 
-def embedder_snapshot(name: str | None, key: str) -> HubSnapshot | None:
-    """The Hub snapshot of a sentence embedder named by config ``key`` (``sort.rag.embedder``,
-    ``grounding.retriever``, ``fiction.generate.near_duplicates.embedder``)."""
-    return snapshot_of(name, key=key)
-
-
 def evaluator_snapshot(config: Mapping[str, Any]) -> HubSnapshot | None:
     """The Hub snapshot of the grounding evaluator (``grounding.evaluator``: its ``model``, else its kind's
     default, :data:`knowlab.grounding.methods.DEFAULTS`; the LLM judge reads a model folder)."""
@@ -112,22 +106,37 @@ def instructions_snapshot(config: Mapping[str, Any]) -> HubSnapshot | None:
     return snapshot_of(path, block.get("revision"), "dataset", key="sort.parametric.instructions.path")
 
 
+#: the sentence embedders a config names, by the input name of the jobs that read each: its config key
+EMBEDDERS = {
+    "sort_embedder": ("sort", "rag", "embedder"),
+    "grounding_retriever": ("grounding", "retriever"),
+    "near_duplicates_embedder": ("fiction", "generate", "near_duplicates", "embedder"),
+}
+
+
+def reader_snapshots(config: Mapping[str, Any]) -> dict[str, HubSnapshot | None]:
+    """The Hub snapshot each kind of job that reads one beside its model reads (None: from no Hub
+    repository): the embedders of :data:`EMBEDDERS`, ``grounding_evaluator`` (:func:`evaluator_snapshot`)
+    and ``instructions`` (:func:`instructions_snapshot`)."""
+    found: dict[str, HubSnapshot | None] = {}
+    for name, keys in EMBEDDERS.items():
+        value: Any = config
+        for key in keys:
+            value = value[key]
+        found[name] = snapshot_of(value, key=".".join(keys))
+    found["grounding_evaluator"] = evaluator_snapshot(config)
+    found["instructions"] = instructions_snapshot(config)
+    return found
+
+
 def snapshots(config: Mapping[str, Any]) -> dict[str, HubSnapshot]:
     """Every Hub snapshot a job of ``config`` may read, by its key (:attr:`knowlab.core.hub.HubSnapshot.key`,
-    rule ``hub_download``'s wildcard): the base models (each of ``finetune.models``), ``eval_models``, the
-    embedders, the grounding evaluator and the instruction data."""
+    rule ``hub_download``'s wildcard): the base models (each of ``finetune.models``), ``eval_models`` and
+    :func:`reader_snapshots`."""
     found = [model_snapshot(model_config(config, name)) for name in finetune_models(config)]
     found.append(model_snapshot(config))
     found += [eval_model_snapshot(config, name) for name in config["eval_models"]]
-    found += [
-        embedder_snapshot(config["sort"]["rag"]["embedder"], "sort.rag.embedder"),
-        embedder_snapshot(config["grounding"]["retriever"], "grounding.retriever"),
-        embedder_snapshot(
-            config["fiction"]["generate"]["near_duplicates"]["embedder"], "fiction.generate.near_duplicates.embedder"
-        ),
-        evaluator_snapshot(config),
-        instructions_snapshot(config),
-    ]
+    found += reader_snapshots(config).values()
     return {snapshot.key: snapshot for snapshot in found if snapshot is not None}
 
 
