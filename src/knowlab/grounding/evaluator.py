@@ -53,9 +53,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from knowlab.core.device import current_compute, one_cpu_thread
-from knowlab.core.hub import local_snapshot
 from knowlab.core.llm.local import render_messages
-from knowlab.core.models import is_local_path, load_model, pinned_hub_id
+from knowlab.core.models import is_local_path, load_model, resolve_model
 from knowlab.core.retrieval import embed, load_embedder
 from knowlab.core.scoring import encode_context, score_token_ids
 from knowlab.grounding.facts import split_sentences
@@ -418,7 +417,7 @@ class CrossEncoderEvaluator(_PassageEvaluator):
 
     Args:
         model: Hub id (default the paper's ``cross-encoder/ms-marco-MiniLM-L-12-v2``; read from rule
-            ``hub_download``'s folder of it where there is one, :func:`knowlab.core.hub.local_snapshot`) or a
+            ``hub_download``'s folder of it where there is one, :func:`knowlab.core.models.resolve_model`) or a
             local folder; or a loaded ``CrossEncoder`` (its activation is then set to the identity).
         threshold: logit threshold, strictly greater (paper App. B.2: 6).
         batch_size: pairs per forward pass.
@@ -449,12 +448,9 @@ class CrossEncoderEvaluator(_PassageEvaluator):
 
         if isinstance(model, str):
             compute = current_compute()  # the job's device and dtype (knowlab.core.device)
-            key, revision = "grounding.evaluator.model", None
-            if not is_local_path(model):
-                model, revision = pinned_hub_id(model, None, key)
-                snapshot = local_snapshot(model, revision)  # rule hub_download's folder of it: no network
-                if snapshot is not None:
-                    model, revision = str(snapshot), None
+            revision = None
+            if not is_local_path(model):  # a Hub id: rule hub_download's folder of it where there is one
+                model, revision, _ = resolve_model(model, None, "grounding.evaluator.model")
             model = CrossEncoder(
                 model,
                 revision=revision,
