@@ -140,7 +140,10 @@ def _equivalence_status(excerpts: int, items: int, difference: float, spread: fl
 EQUIVALENCE_REPLICATES = 1000
 
 
-@pytest.mark.parametrize("excerpts, items, spread", [(6, 24, 0.05), (12, 24, 0.05)])
+# 12 excerpts: at 6 no replicate of 1,000 was declared equivalent, under the null or at a true
+# difference of 0 (power 0.000; docs/findings.md, measured once), so the suite keeps the size
+# where the test can declare it
+@pytest.mark.parametrize("excerpts, items, spread", [(12, 24, 0.05)])
 def test_equivalence_at_the_margins_edge_keeps_alpha(excerpts, items, spread):
     null, alternative = (_equivalence_status(excerpts, items, d, spread) for d in (MARGIN, 0.0))
     seeds = (excerpts + int(100 * spread), 7)

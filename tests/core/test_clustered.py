@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.optimize import minimize_scalar
+from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2, mannwhitneyu, norm, rankdata, spearmanr, wilcoxon
 from statsmodels.stats.contingency_tables import mcnemar
 
@@ -90,7 +90,9 @@ def test_randomization_test_lists_or_draws_the_designs_assignments():
 
 def _score_interval_by_hand(b, c, n, confidence):
     """Tango's interval by brute force: the profile likelihood's constrained maximum found
-    numerically at each difference on a fine grid, the score statistic compared with z."""
+    numerically at each difference, and each end of the interval where the score statistic crosses
+    z, found by bisection between the point estimate and the edge of the differences (a grid of
+    9,991 differences gave the same ends to 2e-4, at 40 times the time)."""
     z = norm.ppf(0.5 + confidence / 2)
 
     def statistic(delta):
@@ -105,9 +107,11 @@ def _score_interval_by_hand(b, c, n, confidence):
         q = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}).x
         return (b - c - n * delta) / np.sqrt(n * (2 * q + delta - delta**2))
 
-    grid = np.linspace(-0.999, 0.999, 9991)
-    inside = grid[np.abs([statistic(d) for d in grid]) <= z]
-    return inside.min(), inside.max()
+    def end(edge):
+        outside = abs(statistic(edge)) - z
+        return edge if outside <= 0 else brentq(lambda d: abs(statistic(d)) - z, (b - c) / n, edge, xtol=1e-9)
+
+    return end(-0.999), end(0.999)
 
 
 @pytest.mark.parametrize("b, c, n", [(0, 0, 24), (3, 1, 24), (10, 2, 50), (1, 9, 40)])
@@ -165,7 +169,9 @@ def _effects(rng, n_clusters, per_cluster, icc):
 
 
 def _old_mcnemar(a, b):
-    table = pd.crosstab(pd.Categorical(a, [0.0, 1.0]), pd.Categorical(b, [0.0, 1.0]), dropna=False).to_numpy()
+    """McNemar over 0/1 items: the 2 x 2 table of (a, b) counted with numpy (a pandas crosstab per
+    replicate was most of this calibration's time)."""
+    table = np.bincount(2 * a.astype(int) + b.astype(int), minlength=4).reshape(2, 2)
     return mcnemar(table, exact=table[0, 1] + table[1, 0] < 25).pvalue
 
 
@@ -205,8 +211,8 @@ EVENT_ASSIGNMENTS = [
 
 
 def _old_rank_sum(losses, treated):
-    held = ~losses.index.isin(treated)
-    return mannwhitneyu(losses[held], losses[~held]).pvalue
+    held, values = ~losses.index.isin(treated), losses.to_numpy()
+    return mannwhitneyu(values[held], values[~held]).pvalue
 
 
 def _event_split(rng, icc, effect):
@@ -217,10 +223,14 @@ def _event_split(rng, icc, effect):
     return randomization_test(losses, treated, EVENT_ASSIGNMENTS, 0, 0)[0], _old_rank_sum(losses, treated)
 
 
+# the documents of each (event, style) pair of the Doc split's design: 6 events x 5 styles, 2 each
+DOC_PAIRS = np.array([[f"e{g // 5:02d}-d{2 * (g % 5) + k}" for k in (0, 1)] for g in range(30)])
+
+
 def _doc_draw(rng):
-    """The Doc split's draw: one of the 2 documents of each (event, style) held out (6 events x 5 styles)."""
+    """The Doc split's draw: one of the 2 documents of each (event, style) held out, the other trained."""
     held = rng.integers(0, 2, 30)
-    return frozenset(f"e{g // 5:02d}-d{2 * (g % 5) + (1 - h)}" for g, h in enumerate(held))
+    return frozenset(DOC_PAIRS[np.arange(30), 1 - held])
 
 
 def _doc_split(rng, icc, effect):
