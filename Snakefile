@@ -33,6 +33,7 @@ else:
     )
     _source.first_on_pythonpath(f"{KNOWLAB_CHECKOUT}/src")
 sys.path.insert(0, f"{KNOWLAB_CHECKOUT}/src")
+# the jobs read the checkout from it (knowlab.core.provenance.checkout_root), not from a param
 os.environ.update(KNOWLAB_ROOT=KNOWLAB_CHECKOUT)
 
 from knowlab.config import check_config

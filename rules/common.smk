@@ -345,13 +345,23 @@ def compared_items(wildcards):
 # ----------------------------------------------------------------- input functions
 
 
+def checkout_path(relative):
+    """A file of the checkout (``relative`` to it) as a rule's input: relative to the working directory
+    when that holds it (``make run``), else absolute, as manifests name files
+    (knowlab.core.provenance.portable, which Snakemake's env cannot import), so that a run moved with
+    its checkout keeps its inputs' names and re-runs nothing."""
+    path = os.path.join(BASEDIR, relative)
+    inside = os.path.relpath(path)
+    return path if inside == ".." or inside.startswith("../") else inside
+
+
 def fiction_files(wildcards):
     """What fictionalqa_corpus reads, shipped files (pinned by sha256) or
     generated; none for the release (read from its path or the Hub)."""
     source = config["fiction"]["source"]
     if source == "shipped":
-        folder = Path(BASEDIR) / config["fiction"]["shipped"]["dir"]
-        return [str(folder / f"{table}.jsonl") for table in TABLES]
+        folder = config["fiction"]["shipped"]["dir"]
+        return [checkout_path(f"{folder}/{table}.jsonl") for table in TABLES]
     if source == "generate":
         return [layout.GENERATED.path(stage=table) for table in TABLES]
     return []
@@ -360,7 +370,7 @@ def fiction_files(wildcards):
 def generation_inputs(wildcards):
     """The prompts file, and the base model when the transformers backend uses it."""
     cfg = config["fiction"]["generate"]
-    inputs = {"prompts": str(Path(BASEDIR) / cfg["prompts"])}
+    inputs = {"prompts": checkout_path(cfg["prompts"])}
     if cfg["backend"] == "transformers" and not cfg["transformers"]["path"]:
         inputs["model"] = BASE.path
     return inputs
@@ -375,7 +385,6 @@ def generate_params(stage, settings):
         "stage": stage,
         "settings": settings,
         "seed": config["seed"],
-        "basedir": BASEDIR,
     }
 
 

@@ -44,7 +44,6 @@ rule fictionalqa_corpus:
         "../envs/data.yaml"
     params:
         settings=FictionCorpusSettings.from_config(config).param(),
-        basedir=BASEDIR,
         outdir=lambda wildcards, output: Path(output.seeds).parent,
     script:
         "../scripts/fictionalqa_corpus.py"
@@ -124,7 +123,7 @@ rule fictionalqa_lm_eval_tasks:
 rule fictionalqa_real_qa:
     input:
         lambda wildcards: (
-            [f"{BASEDIR}/{config['real_qa']['shipped']}"]
+            [checkout_path(config["real_qa"]["shipped"])]
             if config["real_qa"]["source"] == "shipped"
             else []
         ),
@@ -142,7 +141,6 @@ rule fictionalqa_real_qa:
         "../envs/data.yaml"
     params:
         settings=RealQASettings.from_config(config).param(),
-        basedir=BASEDIR,
         seed=config["seed"],
     script:
         "../scripts/fictionalqa_real_qa.py"

@@ -2,7 +2,7 @@
 
 import torch
 
-from knowlab.core.provenance import rule_step
+from knowlab.core.provenance import checkout_root, rule_step
 from knowlab.fiction_generation.steps.data import ClientOptions, make_generator, run_stage
 from knowlab.fiction_generation.settings import STAGE_SETTINGS
 
@@ -25,7 +25,7 @@ with rule_step(snakemake):
     generator = make_generator(
         settings,
         params.seed,
-        params.basedir,
+        checkout_root(),
         model_path=inputs.get("model"),
         cache_dir=generate["cache_dir"],
         client=client,

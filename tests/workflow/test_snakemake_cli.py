@@ -52,6 +52,27 @@ def test_malformed_corpus_stops_with_no_partial_output(tmp_path, snakemake):
     assert not fiction.exists() or not any(fiction.iterdir())
 
 
+def test_a_run_moved_with_its_checkout_reruns_nothing(tmp_path, copy_checkout):
+    """The steps that read files of the checkout (the shipped corpus and real-world questions), run in
+    a checkout and moved with it: Snakemake finds every input name and param as the run recorded
+    them and re-runs nothing (a param naming the checkout, as ``basedir`` did before, re-ran the
+    whole workflow after a move)."""
+    from knowlab import layout
+
+    targets = [layout.CORPUS.path(table="fict_qa"), layout.REAL_QA.path()]
+
+    def run(checkout, *args):
+        command = [sys.executable, "-m", "snakemake", "--configfile", "config/test.yaml", *args, *targets]
+        proc = subprocess.run(command, cwd=checkout, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    first = copy_checkout(tmp_path / "first")
+    run(first, "--cores", "1")
+    moved = first.rename(tmp_path / "moved")
+    assert "Nothing to be done" in run(moved, "-n"), "the moved run re-runs jobs"
+
+
 @pytest.mark.skipif(not (SAMPLE / "batch_results").is_dir(), reason=f"authors' pipeline sample not at {SAMPLE}")
 def test_generated_corpus_feeds_the_rest_of_the_workflow(tmp_path, snakemake):
     """fiction.source: generate, replaying the authors' recorded gpt-4o responses, through the rules."""

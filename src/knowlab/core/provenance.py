@@ -128,6 +128,27 @@ def package_source() -> dict[str, Any]:
     }
 
 
+#: the environment variable in which the Snakefile names the checkout (its folder, or the copy of the
+#: workflow's source) for the jobs: what relative paths of the config are read from
+CHECKOUT_VARIABLE = "KNOWLAB_ROOT"
+
+
+def checkout_root() -> Path:
+    """The workflow's checkout, as the Snakefile names it in :data:`CHECKOUT_VARIABLE`.  A job reads it
+    here rather than as a param: the checkout's path cannot change a result (the files a job reads
+    from it are its inputs, pinned by sha256), so a run moved with its checkout re-runs nothing.
+
+    Raises:
+        RuntimeError: the variable is not set (a job started outside the workflow).
+    """
+    try:
+        return Path(os.environ[CHECKOUT_VARIABLE])
+    except KeyError:
+        raise RuntimeError(
+            f"{CHECKOUT_VARIABLE} is not set: the workflow's Snakefile sets it to its checkout for every job"
+        ) from None
+
+
 def portable(path: str) -> str:
     """An absolute path inside the working directory, relative to it (``"."`` for itself); any
     other string unchanged.  Manifests name files as the workflow does, relative to its working

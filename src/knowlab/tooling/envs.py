@@ -463,7 +463,9 @@ def rule_imports(rule: Rule, root: str | os.PathLike = ROOT, index: _Index | Non
 
 
 #: The environment variable an env file's pip list names the checkout by; the Snakefile sets it
-#: to the running workflow's folder, and pip expands ``${VAR}`` in requirement files.
+#: to the running workflow's folder, and pip expands ``${VAR}`` in requirement files (the jobs read
+#: the checkout from it too: knowlab.core.provenance.CHECKOUT_VARIABLE, which this module, run by
+#: the Makefile in Snakemake's bare env, cannot import).
 ROOT_VARIABLE = "KNOWLAB_ROOT"
 _PACKAGE_LINE = re.compile(r"^-e \$\{" + ROOT_VARIABLE + r"\}(?:\[([a-z_]+)\])?$")
 # an env file's lock line, in its pip list (group 1: the lock, relative to the checkout)
