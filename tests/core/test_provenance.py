@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from knowlab.core.io import sha256_file
-from knowlab.core.provenance import attempts_path, record, rule_step
+from knowlab.core.provenance import CHECKOUT_VARIABLE, attempts_path, checkout_root, record, rule_step
 
 
 class _Named(list):
@@ -162,3 +162,11 @@ def test_a_named_output_that_is_a_list_is_recorded_file_by_file(tmp_path):
             (tmp_path / "out" / band).write_text(str(i))
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["outputs"] == [{"path": band, "sha256": sha256_file(band)} for band in bands]
+
+
+def test_a_job_reads_the_checkout_from_the_variable_the_snakefile_sets(monkeypatch, tmp_path):
+    monkeypatch.setenv(CHECKOUT_VARIABLE, str(tmp_path))
+    assert checkout_root() == tmp_path
+    monkeypatch.delenv(CHECKOUT_VARIABLE)
+    with pytest.raises(RuntimeError, match="KNOWLAB_ROOT is not set: the workflow's Snakefile sets it"):
+        checkout_root()
