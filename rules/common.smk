@@ -13,6 +13,7 @@ from knowlab.config import model_config, model_source, settings_note
 from knowlab.core.checkpoints import CONTROL_RUN, replicated_run, run_seed
 from knowlab.core.device import ComputeSettings
 from knowlab.core.models import BaseModelSettings
+from knowlab.core.provenance import portable
 from knowlab.core.stats import StatsSettings
 from knowlab.downloads import (
     eval_model_snapshot,
@@ -346,13 +347,11 @@ def compared_items(wildcards):
 
 
 def checkout_path(relative):
-    """A file of the checkout (``relative`` to it) as a rule's input: relative to the working directory
-    when that holds it (``make run``), else absolute, as manifests name files
-    (knowlab.core.provenance.portable, which Snakemake's env cannot import), so that a run moved with
-    its checkout keeps its inputs' names and re-runs nothing."""
-    path = os.path.join(BASEDIR, relative)
-    inside = os.path.relpath(path)
-    return path if inside == ".." or inside.startswith("../") else inside
+    """A file of the checkout (``relative`` to it) as a rule's input, named as manifests name files
+    (knowlab.core.provenance.portable): relative to the working directory when that holds it
+    (``make run``), else absolute, so that a run moved with its checkout re-runs nothing.
+    """
+    return portable(os.path.join(BASEDIR, relative))
 
 
 def fiction_files(wildcards):
