@@ -6,10 +6,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
 CONFIG ?=
-SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
+# --rerun-incomplete: a run stopped hard (kill -9, power loss) leaves the outputs its running jobs were
+# writing marked incomplete; `make unlock` then `make run` re-runs those jobs and what had not run (every job
+# writes its outputs whole or not at all, so nothing half-written is read), as the SLURM profile does
+SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) --rerun-incomplete $(if $(CONFIG),--configfile $(CONFIG))
 REPORT := results/report.html
 
-.PHONY: run plan report test test-fast test-slurm verify lint dryrun-slurm check-envs lock trace measured config-docs clean
+.PHONY: run unlock plan report test test-fast test-slurm verify lint dryrun-slurm check-envs lock trace measured config-docs clean
 
 $(STAMP): requirements.txt requirements.lock.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +35,12 @@ run: $(STAMP)
 	$(SNAKEMAKE)
 	@if [ ! -f $(REPORT) ] || [ -n "$$(find results -newer $(REPORT) -type f -print -quit)" ]; then \
 		$(SNAKEMAKE) --quiet all --report $(REPORT) && echo "report: $(REPORT)"; fi
+
+# After a run stopped hard, Snakemake's lock on the folder stays behind ("Directory cannot be locked"): this
+# removes it. Only once nothing of that run still runs (a job's process can outlive a killed Snakemake:
+# `pgrep -f "$(CURDIR)"`). A run stopped with Ctrl-C needs none of this.
+unlock: $(STAMP)
+	$(SNAKEMAKE) --unlock
 
 plan: $(STAMP)
 	$(BIN)/python -m knowlab.findings.plan $(if $(CONFIG),--configfile $(CONFIG))
