@@ -6,9 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
 CONFIG ?=
-# --rerun-incomplete: a run stopped hard (kill -9, power loss) leaves the outputs its running jobs were
-# writing marked incomplete; `make unlock` then `make run` re-runs those jobs and what had not run (every job
-# writes its outputs whole or not at all, so nothing half-written is read), as the SLURM profile does
+# --rerun-incomplete (as the SLURM profile): after a run stopped hard (see unlock), the jobs it was running
+# run again; every job writes its outputs whole or not at all, so nothing half-written is read
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) --rerun-incomplete $(if $(CONFIG),--configfile $(CONFIG))
 REPORT := results/report.html
 
