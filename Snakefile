@@ -52,6 +52,7 @@ check_config(config)
 
 
 include: "rules/common.smk"
+include: "rules/step.smk"
 include: "rules/probe.smk"
 include: "rules/models.smk"
 include: "rules/fiction_generation.smk"

@@ -402,6 +402,24 @@ def mcq_inputs(wildcards):
     return inputs
 
 
+def real_qa_files(wildcards):
+    """The shipped real questions (real_qa.source shipped), else none: a local rule, since
+    real_qa.source triviaqa downloads (on the submit host, whose network a cluster job may lack).
+    """
+    return (
+        [checkout_path(config["real_qa"]["shipped"])]
+        if config["real_qa"]["source"] == "shipped"
+        else []
+    )
+
+
+def train_logs_of(wildcards):
+    """The training logs of base model {ft_model}'s runs."""
+    return expand(
+        layout.TRAIN_LOG.smk, training=FICTIONALQA_TRAININGS[wildcards.ft_model]
+    )
+
+
 def base_model_inputs(wildcards):
     """The tiny random model trains its tokenizer on the run's own text (the project's base model,
     or FictionalQA's base model {ft_model}); a Hub model is read from its download (hub_download).
@@ -546,6 +564,11 @@ def eval_model_dir(name):
     return BASE.path if spec == "base" else layout.EVAL_MODEL.format(model=name)
 
 
+def eval_model_input(wildcards):
+    """The folder of model {model} (eval_model_dir), an input of the rules that evaluate it."""
+    return eval_model_dir(wildcards.model)
+
+
 def eval_model_label(name):
     """The model's name in item rows and figures: the base model's own name, else the eval_models key."""
     return BASE.name if config["eval_models"][name] == "base" else name
@@ -577,6 +600,17 @@ def sort_figure_inputs(wildcards):
     return inputs
 
 
+def sort_parametric_conditions(wildcards):
+    """No-context SORT at every epoch; in context (App. E.4) after the last one; at epoch 0 only
+    segment perplexity (the base model's SORT rows are those of sort_evaluate_base)."""
+    epoch = int(wildcards.epoch)
+    return (
+        []
+        if epoch == 0
+        else ["baseline"] + (["in_context"] if epoch == SORT_EPOCHS else [])
+    )
+
+
 def grounding_item_inputs(wildcards):
     """The fiction set is derived from the validated corpus; the KAIST release is read by the rule."""
     if wildcards.dataset == "fiction":
@@ -587,7 +621,33 @@ def grounding_item_inputs(wildcards):
     return {}
 
 
+def grounding_score_params(scored):
+    """The params of a scoring rule; ``scored(wildcards)``: the key of its atomic-fact cache."""
+    return {
+        "compute": COMPUTE,
+        "settings": GROUNDING_SCORE,
+        "cache": lambda wildcards: layout.GROUNDING_FACTS_CACHE.path(
+            scored=scored(wildcards)
+        ),
+        "request_cache": DECOMPOSER_REQUESTS,  # decomposer backend openai
+        "model_label": BASE.name,  # the base model in the rows' decomposer / evaluator columns
+    }
+
+
 # ----------------------------------------------------------------- figures in the report
+
+
+def tables_output(folder, category):
+    """A stats rule's folder of tables (a knowlab.layout.Table), each CSV in the report under
+    ``category``/Tables with the caption workflow/report/<study>_tables.rst."""
+    return report(
+        directory(folder.smk),
+        patterns=["{table}.csv"],
+        caption=f"../workflow/report/{category.lower()}_tables.rst",
+        category=category,
+        subcategory="Tables",
+        labels={"table": "{table}"},
+    )
 
 
 def figure_outputs(figure, caption, category, subcategory, labels={}, titles=None):
@@ -613,3 +673,10 @@ def figure_outputs(figure, caption, category, subcategory, labels={}, titles=Non
             labels=({"figure": title} if titles else {}) | labels,
         )
     return outputs
+
+
+def sort_figure_outputs(subcategory, titles):
+    """A SORT figure rule's figures ({name: title}), in the report under SORT/``subcategory``."""
+    return figure_outputs(
+        layout.SORT_FIGURE, "sort_{name}", "SORT", subcategory, titles=titles
+    )

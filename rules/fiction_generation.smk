@@ -23,136 +23,84 @@ GENERATE_GRADES = FictionGenerationGradesSettings.from_config(config).param()
 GENERATE_ANNOTATE = FictionGenerationAnnotateSettings.from_config(config).param()
 
 
-rule generate_seeds:
-    input:
-        unpack(generation_inputs),
-    output:
-        table=layout.GENERATED.path(stage="seeds"),
-        manifest=layout.GENERATE_SEEDS_STEP.manifest,
-    log:
-        layout.GENERATE_SEEDS_STEP.log,
-    benchmark:
-        layout.GENERATE_SEEDS_STEP.benchmark
-    conda:
-        "../envs/generate.yaml"
-    threads: job_threads(config, "api_generation")
-    resources:
-        **job_resources(config, "api_generation"),
-    params:
-        **generate_params("seeds", GENERATE_SEEDS),
-    script:
-        "../scripts/generate_stage.py"
+# the LLM stages, in order: stage -> (its step, the earlier stages' tables it reads by input name,
+# the table it writes, its settings); the answer attempts and their grades run per attempt {kind}
+GENERATION_STAGES = {
+    "seeds": (layout.GENERATE_SEEDS_STEP, {}, "seeds", GENERATE_SEEDS),
+    "fictsheets": (
+        layout.GENERATE_FICTSHEETS_STEP,
+        {"seeds": "seeds"},
+        "fictsheets",
+        GENERATE_FICTSHEETS,
+    ),
+    "fictions": (
+        layout.GENERATE_FICTIONS_STEP,
+        {"seeds": "seeds", "fictsheets": "fictsheets"},
+        "fictions",
+        GENERATE_FICTIONS,
+    ),
+    "fict_qa": (
+        layout.GENERATE_FICT_QA_STEP,
+        {"seeds": "seeds", "fictsheets": "fictsheets", "fictions": "fictions"},
+        "fict_qa_raw",
+        GENERATE_FICT_QA,
+    ),
+    "attempts": (
+        layout.GENERATE_ATTEMPTS_STEP,
+        {"fictions": "fictions", "fict_qa_raw": "fict_qa_raw"},
+        "attempts_{kind}",
+        GENERATE_ATTEMPTS,
+    ),
+    "grades": (
+        layout.GENERATE_GRADES_STEP,
+        {
+            "fictions": "fictions",
+            "fict_qa_raw": "fict_qa_raw",
+            "attempts": "attempts_{kind}",
+        },
+        "grades_{kind}",
+        GENERATE_GRADES,
+    ),
+}
 
+for stage, (step, reads, table, settings) in GENERATION_STAGES.items():
+    step_rule(
+        step,
+        "generate",
+        unnamed_input=[unpack(generation_inputs)],
+        input={
+            name: layout.GENERATED.fix(stage=read).smk for name, read in reads.items()
+        },
+        output={"table": layout.GENERATED.fix(stage=table).smk},
+        params=generate_params(stage, settings),
+        kind="api_generation",
+        script="../scripts/generate_stage.py",
+    )
 
-use rule generate_seeds as generate_fictsheets with:
-    input:
-        unpack(generation_inputs),
-        seeds=layout.GENERATED.path(stage="seeds"),
-    output:
-        table=layout.GENERATED.path(stage="fictsheets"),
-        manifest=layout.GENERATE_FICTSHEETS_STEP.manifest,
-    log:
-        layout.GENERATE_FICTSHEETS_STEP.log,
-    benchmark:
-        layout.GENERATE_FICTSHEETS_STEP.benchmark
-    params:
-        **generate_params("fictsheets", GENERATE_FICTSHEETS),
-
-
-use rule generate_seeds as generate_fictions with:
-    input:
-        unpack(generation_inputs),
-        seeds=layout.GENERATED.path(stage="seeds"),
-        fictsheets=layout.GENERATED.path(stage="fictsheets"),
-    output:
-        table=layout.GENERATED.path(stage="fictions"),
-        manifest=layout.GENERATE_FICTIONS_STEP.manifest,
-    log:
-        layout.GENERATE_FICTIONS_STEP.log,
-    benchmark:
-        layout.GENERATE_FICTIONS_STEP.benchmark
-    params:
-        **generate_params("fictions", GENERATE_FICTIONS),
-
-
-use rule generate_seeds as generate_fict_qa with:
-    input:
-        unpack(generation_inputs),
-        seeds=layout.GENERATED.path(stage="seeds"),
-        fictsheets=layout.GENERATED.path(stage="fictsheets"),
-        fictions=layout.GENERATED.path(stage="fictions"),
-    output:
-        table=layout.GENERATED.path(stage="fict_qa_raw"),
-        manifest=layout.GENERATE_FICT_QA_STEP.manifest,
-    log:
-        layout.GENERATE_FICT_QA_STEP.log,
-    benchmark:
-        layout.GENERATE_FICT_QA_STEP.benchmark
-    params:
-        **generate_params("fict_qa", GENERATE_FICT_QA),
-
-
-use rule generate_seeds as generate_attempts with:
-    input:
-        unpack(generation_inputs),
-        fictions=layout.GENERATED.path(stage="fictions"),
-        fict_qa_raw=layout.GENERATED.path(stage="fict_qa_raw"),
-    output:
-        table=layout.GENERATED.fix(stage="attempts_{kind}").smk,
-        manifest=layout.GENERATE_ATTEMPTS_STEP.manifest,
-    log:
-        layout.GENERATE_ATTEMPTS_STEP.log,
-    benchmark:
-        layout.GENERATE_ATTEMPTS_STEP.benchmark
-    params:
-        **generate_params("attempts", GENERATE_ATTEMPTS),
-
-
-use rule generate_seeds as generate_grades with:
-    input:
-        unpack(generation_inputs),
-        fictions=layout.GENERATED.path(stage="fictions"),
-        fict_qa_raw=layout.GENERATED.path(stage="fict_qa_raw"),
-        attempts=layout.GENERATED.fix(stage="attempts_{kind}").smk,
-    output:
-        table=layout.GENERATED.fix(stage="grades_{kind}").smk,
-        manifest=layout.GENERATE_GRADES_STEP.manifest,
-    log:
-        layout.GENERATE_GRADES_STEP.log,
-    benchmark:
-        layout.GENERATE_GRADES_STEP.benchmark
-    params:
-        **generate_params("grades", GENERATE_GRADES),
-
-
-rule generate_annotate:
-    input:
+step_rule(
+    layout.GENERATE_ANNOTATE_STEP,
+    "generate",
+    input={
         **NEAR_DUPLICATES_INPUTS,
-        fict_qa_raw=layout.GENERATED.path(stage="fict_qa_raw"),
-        grades=[layout.GENERATED.path(stage=f"grades_{kind}") for kind in ATTEMPT_KINDS],
+        "fict_qa_raw": layout.GENERATED.path(stage="fict_qa_raw"),
+        "grades": [
+            layout.GENERATED.path(stage=f"grades_{kind}") for kind in ATTEMPT_KINDS
+        ],
         # counted in the summary table only
-        stages=expand(layout.GENERATED.smk, stage=("seeds", "fictsheets", "fictions")),
-    output:
-        annotated=layout.GENERATED.path(stage="fict_qa_annotated"),
-        fict_qa=layout.GENERATED.path(stage="fict_qa"),
-        summary=report(
+        "stages": expand(
+            layout.GENERATED.smk, stage=("seeds", "fictsheets", "fictions")
+        ),
+    },
+    output={
+        "annotated": layout.GENERATED.path(stage="fict_qa_annotated"),
+        "fict_qa": layout.GENERATED.path(stage="fict_qa"),
+        "summary": report(
             layout.GENERATION_SUMMARY.smk,
             caption="../workflow/report/generation_summary.rst",
             category="Fiction generation",
             labels={"table": "summary.csv: items per stage and questions per filter"},
         ),
-        manifest=layout.GENERATE_ANNOTATE_STEP.manifest,
-    log:
-        layout.GENERATE_ANNOTATE_STEP.log,
-    benchmark:
-        layout.GENERATE_ANNOTATE_STEP.benchmark
-    conda:
-        "../envs/generate.yaml"
-    threads: job_threads(config, "cpu_step")
-    resources:
-        **job_resources(config, "cpu_step"),
-    params:
-        compute=COMPUTE,
-        settings=GENERATE_ANNOTATE,
-    script:
-        "../scripts/generate_annotate.py"
+    },
+    params={"compute": COMPUTE, "settings": GENERATE_ANNOTATE},
+    kind="cpu_step",
+)

@@ -29,185 +29,121 @@ DECOMPOSER_REQUESTS = layout.GROUNDING_REQUESTS.path(served="decomposer")
 GROUNDING_TABLES = GroundingTablesSettings.from_config(config).param()
 
 
-rule grounding_items:
-    input:
-        unpack(grounding_item_inputs),
-    output:
-        grounding_items=layout.GROUNDING_ITEMS.smk,
-        pool=layout.GROUNDING_POOL.smk,
-        manifest=layout.GROUNDING_ITEMS_STEP.manifest,
-    log:
-        layout.GROUNDING_ITEMS_STEP.log,
-    benchmark:
-        layout.GROUNDING_ITEMS_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/data.yaml"
-    params:
+step_rule(
+    layout.GROUNDING_ITEMS_STEP,
+    "data",
+    unnamed_input=[unpack(grounding_item_inputs)],
+    output={
+        "grounding_items": layout.GROUNDING_ITEMS.smk,
+        "pool": layout.GROUNDING_POOL.smk,
+    },
+    params={
         # the KAIST release's keys for dataset kaist; the fiction set reads the seed
-        settings=lambda wildcards: GROUNDING_ITEMS.for_dataset(
+        "settings": lambda wildcards: GROUNDING_ITEMS.for_dataset(
             wildcards.dataset
         ).param(),
-        seed=lambda wildcards: (
+        "seed": lambda wildcards: (
             config["seed"] if wildcards.dataset == "fiction" else None
         ),
-    script:
-        "../scripts/grounding_items.py"
+    },
+)
 
-
-rule grounding_distractors:
-    input:
+step_rule(
+    layout.GROUNDING_DISTRACTORS_STEP,
+    "grounding",
+    input={
         **GROUNDING_RETRIEVER_INPUTS,
-        grounding_items=layout.GROUNDING_ITEMS.smk,
-        pool=layout.GROUNDING_POOL.smk,
-    output:
-        table=layout.GROUNDING_DISTRACTORS.smk,
-        manifest=layout.GROUNDING_DISTRACTORS_STEP.manifest,
-    log:
-        layout.GROUNDING_DISTRACTORS_STEP.log,
-    benchmark:
-        layout.GROUNDING_DISTRACTORS_STEP.benchmark
-    conda:
-        "../envs/grounding.yaml"
-    threads: job_threads(config, "cpu_step")
-    resources:
-        **job_resources(config, "cpu_step"),
-    params:
-        compute=COMPUTE,
-        settings=GROUNDING_DISTRACTORS,
-    script:
-        "../scripts/grounding_distractors.py"
+        "grounding_items": layout.GROUNDING_ITEMS.smk,
+        "pool": layout.GROUNDING_POOL.smk,
+    },
+    output={"table": layout.GROUNDING_DISTRACTORS.smk},
+    params={"compute": COMPUTE, "settings": GROUNDING_DISTRACTORS},
+    kind="cpu_step",
+)
 
-
-rule grounding_generate:
-    input:
-        grounding_items=layout.GROUNDING_ITEMS.smk,
-        pool=layout.GROUNDING_POOL.smk,
-        distractors=layout.GROUNDING_DISTRACTORS.smk,
-        model=lambda wildcards: eval_model_dir(wildcards.model),
-    output:
-        responses=layout.GROUNDING_RESPONSES.smk,
-        manifest=layout.GROUNDING_RESPONSES_STEP.manifest,
-    log:
-        layout.GROUNDING_RESPONSES_STEP.log,
-    benchmark:
-        layout.GROUNDING_RESPONSES_STEP.benchmark
-    # the default's longest job (32 questions x 8 conditions): started with fine-tuning, not left as the
-    # run's tail on one core (issue 56: it started 45 min into the default's run and ran alone for its last 20)
-    priority: 10
-    conda:
-        "../envs/eval.yaml"
-    threads: job_threads(config, "long_generation")
-    resources:
-        **job_resources(config, "long_generation"),
-    params:
-        compute=COMPUTE,
+step_rule(
+    layout.GROUNDING_RESPONSES_STEP,
+    "eval",
+    input={
+        "grounding_items": layout.GROUNDING_ITEMS.smk,
+        "pool": layout.GROUNDING_POOL.smk,
+        "distractors": layout.GROUNDING_DISTRACTORS.smk,
+        "model": eval_model_input,
+    },
+    output={"responses": layout.GROUNDING_RESPONSES.smk},
+    params={
+        "compute": COMPUTE,
         # backend openai: only this model's entry of grounding.generation.openai.models
-        settings=lambda wildcards: GROUNDING_GENERATE.for_served(
+        "settings": lambda wildcards: GROUNDING_GENERATE.for_served(
             wildcards.model
         ).param(),
-        seed=config["seed"],
-        model=lambda wildcards: eval_model_label(wildcards.model),
-        run=BASE.run,
-        step=0,
+        "seed": config["seed"],
+        "model": lambda wildcards: eval_model_label(wildcards.model),
+        "run": BASE.run,
+        "step": 0,
         # backend openai: the key of grounding.generation.openai.models, and the request cache
-        served_key=lambda wildcards: wildcards.model,
-        request_cache=lambda wildcards: layout.GROUNDING_REQUESTS.path(
+        "served_key": lambda wildcards: wildcards.model,
+        "request_cache": lambda wildcards: layout.GROUNDING_REQUESTS.path(
             served=f"{wildcards.dataset}/{wildcards.model}"
         ),
-    script:
-        "../scripts/grounding_generate.py"
+    },
+    kind="long_generation",
+    # the default's longest job (32 questions x 8 conditions): started with fine-tuning, not left as the
+    # run's tail on one core (issue 56: it started 45 min into the default's run and ran alone for its last 20)
+    priority=10,
+)
 
-
-rule grounding_score:
-    input:
+step_rule(
+    layout.GROUNDING_SCORES_STEP,
+    "grounding",
+    input={
         **GROUNDING_EVALUATOR_INPUTS,
-        responses=layout.GROUNDING_RESPONSES.smk,
-        decomposer=BASE.path,
-    output:
-        table=layout.GROUNDING_SCORES.smk,
-        facts=layout.GROUNDING_FACTS.smk,
-        manifest=layout.GROUNDING_SCORES_STEP.manifest,
-    log:
-        layout.GROUNDING_SCORES_STEP.log,
-    benchmark:
-        layout.GROUNDING_SCORES_STEP.benchmark
-    conda:
-        "../envs/grounding.yaml"
-    threads: job_threads(config, "model_evaluation")
-    resources:
-        **job_resources(config, "model_evaluation"),
-    params:
-        compute=COMPUTE,
-        settings=GROUNDING_SCORE,
-        cache=lambda wildcards: layout.GROUNDING_FACTS_CACHE.path(
-            scored=f"{wildcards.dataset}/{wildcards.model}"
-        ),
-        request_cache=DECOMPOSER_REQUESTS,  # decomposer backend openai
-        model_label=BASE.name,  # the base model in the rows' decomposer / evaluator columns
-    script:
-        "../scripts/grounding_score.py"
+        "responses": layout.GROUNDING_RESPONSES.smk,
+        "decomposer": BASE.path,
+    },
+    output={"table": layout.GROUNDING_SCORES.smk, "facts": layout.GROUNDING_FACTS.smk},
+    params=grounding_score_params(
+        lambda wildcards: f"{wildcards.dataset}/{wildcards.model}"
+    ),
+    kind="model_evaluation",
+)
 
-
-rule grounding_tables:
-    input:
-        scores=expand(
-            layout.GROUNDING_SCORES.smk,
-            dataset=GROUNDING_DATASETS,
-            model=EVAL_MODELS,
-        ),
-    output:
-        rows=layout.GROUNDING_ROWS.smk,
-        tables=report(
-            directory(layout.GROUNDING_TABLES.smk),
-            patterns=["{table}.csv"],
-            caption="../workflow/report/grounding_tables.rst",
-            category="Grounding",
-            subcategory="Tables",
-            labels={"table": "{table}"},
-        ),
-        manifest=layout.GROUNDING_TABLES_STEP.manifest,
-    log:
-        layout.GROUNDING_TABLES_STEP.log,
-    benchmark:
-        layout.GROUNDING_TABLES_STEP.benchmark
-    conda:
-        "../envs/stats.yaml"
-    resources:
-        **job_resources(config, "cpu_step"),
-    params:
-        settings=GROUNDING_TABLES,
-        stats=STATS.param("confidence", "bootstrap_resamples", "seed"),
+step_rule(
+    layout.GROUNDING_TABLES_STEP,
+    "stats",
+    input={
+        "scores": expand(
+            layout.GROUNDING_SCORES.smk, dataset=GROUNDING_DATASETS, model=EVAL_MODELS
+        )
+    },
+    output={
+        "rows": layout.GROUNDING_ROWS.smk,
+        "tables": tables_output(layout.GROUNDING_TABLES, "Grounding"),
+    },
+    params={
+        "settings": GROUNDING_TABLES,
+        "stats": STATS.param("confidence", "bootstrap_resamples", "seed"),
         # read by the report's caption (workflow/report/grounding_tables.rst)
-        models=[eval_model_label(name) for name in EVAL_MODELS],
-    script:
-        "../scripts/grounding_tables.py"
+        "models": [eval_model_label(name) for name in EVAL_MODELS],
+    },
+    kind="cpu_step",
+    threads=1,
+)
 
-
-rule grounding_figures:
-    input:
-        tables=layout.GROUNDING_TABLES.smk,
-    output:
-        **figure_outputs(
-            layout.GROUNDING_FIGURE,
-            "grounding_{name}",
-            "Grounding",
-            "Paper figures",
-            titles=GROUNDING_FIGURES,
-        ),
-        manifest=layout.GROUNDING_FIGURES_STEP.manifest,
-    log:
-        layout.GROUNDING_FIGURES_STEP.log,
-    benchmark:
-        layout.GROUNDING_FIGURES_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    params:
-        # read by the report's captions (workflow/report/grounding_<figure>.rst)
-        models=[eval_model_label(name) for name in EVAL_MODELS],
-    script:
-        "../scripts/grounding_figures.py"
+step_rule(
+    layout.GROUNDING_FIGURES_STEP,
+    "plot",
+    input={"tables": layout.GROUNDING_TABLES.smk},
+    output=figure_outputs(
+        layout.GROUNDING_FIGURE,
+        "grounding_{name}",
+        "Grounding",
+        "Paper figures",
+        titles=GROUNDING_FIGURES,
+    ),
+    # read by the report's captions (workflow/report/grounding_<figure>.rst)
+    params={"models": [eval_model_label(name) for name in EVAL_MODELS]},
+)
 
 
 # grounding on the fiction set at every checkpoint (rules/probe.smk): grounding_checkpoint_generate,
@@ -277,36 +213,25 @@ checkpoint_probe(
 )
 
 
-rule grounding_checkpoint_score:
-    input:
+step_rule(
+    layout.GROUNDING_CHECKPOINT_SCORES_STEP,
+    "grounding",
+    input={
         **GROUNDING_EVALUATOR_INPUTS,
-        responses=layout.GROUNDING_CHECKPOINT_RESPONSES.smk,
-        decomposer=BASE.path,
-    output:
-        table=layout.GROUNDING_CHECKPOINT_SCORES.smk,
-        facts=layout.GROUNDING_CHECKPOINT_FACTS.smk,
-        manifest=layout.GROUNDING_CHECKPOINT_SCORES_STEP.manifest,
-    log:
-        layout.GROUNDING_CHECKPOINT_SCORES_STEP.log,
-    benchmark:
-        layout.GROUNDING_CHECKPOINT_SCORES_STEP.benchmark
-    wildcard_constraints:
-        run=PROBE_RUNS,
-    conda:
-        "../envs/grounding.yaml"
-    threads: job_threads(config, "checkpoint_evaluation")
-    resources:
-        **job_resources(config, "checkpoint_evaluation"),
-    params:
-        compute=COMPUTE,
-        settings=GROUNDING_SCORE,
-        cache=lambda wildcards: layout.GROUNDING_FACTS_CACHE.path(
-            scored=f"finetune/{checkpoint_key(wildcards)}"
-        ),
-        request_cache=DECOMPOSER_REQUESTS,  # decomposer backend openai
-        model_label=BASE.name,  # the base model in the rows' decomposer / evaluator columns
-    script:
-        "../scripts/grounding_score.py"
+        "responses": layout.GROUNDING_CHECKPOINT_RESPONSES.smk,
+        "decomposer": BASE.path,
+    },
+    output={
+        "table": layout.GROUNDING_CHECKPOINT_SCORES.smk,
+        "facts": layout.GROUNDING_CHECKPOINT_FACTS.smk,
+    },
+    params=grounding_score_params(
+        lambda wildcards: f"finetune/{checkpoint_key(wildcards)}"
+    ),
+    kind="checkpoint_evaluation",
+    script="../scripts/grounding_score.py",
+    constraints={"run": PROBE_RUNS},
+)
 
 
 # the stats rules' manifests and the figures (as SORT_OUTPUTS): the files rule all asked for

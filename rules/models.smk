@@ -5,91 +5,69 @@
 # checkpoint, each launched as one process per GPU (finetune.distributed).
 
 
-rule hub_download:
-    """A Hub repository at its revision (HUB_SNAPSHOTS: a model, or a dataset), its files as they are,
-    downloaded where Snakemake runs. A local rule, so that on a cluster it runs on the submit host,
-    which has a network, and the jobs that read the repository (listing its folder among their inputs,
-    knowlab.downloads) load it from there on nodes without one; no model is loaded here
-    (knowlab.core.hub)."""
-    output:
-        snapshot=directory(layout.HUB_SNAPSHOT),
-        manifest=layout.HUB_SNAPSHOT_STEP.manifest,
-    log:
-        layout.HUB_SNAPSHOT_STEP.log,
-    benchmark:
-        layout.HUB_SNAPSHOT_STEP.benchmark
-    wildcard_constraints:
-        snapshot="|".join(re.escape(key) for key in HUB_SNAPSHOTS) or "(?!)",
+# A Hub repository at its revision (HUB_SNAPSHOTS: a model, or a dataset), its files as they are,
+# downloaded where Snakemake runs. A local rule, so that on a cluster it runs on the submit host, which
+# has a network, and the jobs that read the repository (listing its folder among their inputs,
+# knowlab.downloads) load it from there on nodes without one; no model is loaded here (knowlab.core.hub).
+step_rule(
+    layout.HUB_SNAPSHOT_STEP,
+    "data",
+    output={"snapshot": directory(layout.HUB_SNAPSHOT)},
+    params={"settings": lambda wildcards: HUB_SNAPSHOTS[wildcards.snapshot].param()},
     # the base models' conversions wait on it
-    priority: 40
-    localrule: True
-    conda:
-        "../envs/data.yaml"
-    params:
-        settings=lambda wildcards: HUB_SNAPSHOTS[wildcards.snapshot].param(),
-    script:
-        "../scripts/hub_download.py"
+    priority=40,
+    constraints={
+        "snapshot": "|".join(re.escape(key) for key in HUB_SNAPSHOTS) or "(?!)"
+    },
+)
 
+# the project's base model, then FictionalQA's other base models (finetune.models); every model job
+# waits on them: started first
+step_rule(
+    layout.BASE_MODEL_STEP,
+    "train",
+    unnamed_input=[unpack(base_model_inputs)],
+    output={"model": directory(BASE.path)},
+    params={
+        "settings": BaseModelSettings.from_config(config).param(),
+        "seed": config["seed"],
+    },
+    kind="model_conversion",
+    threads=1,
+    priority=30,
+)
 
-rule base_model:
-    input:
-        unpack(base_model_inputs),
-    output:
-        model=directory(BASE.path),
-        manifest=layout.BASE_MODEL_STEP.manifest,
-    log:
-        layout.BASE_MODEL_STEP.log,
-    benchmark:
-        layout.BASE_MODEL_STEP.benchmark
-    # every model job waits on it: start it first
-    priority: 30
-    conda:
-        "../envs/train.yaml"
-    resources:
-        **job_resources(config, "model_conversion"),
-    params:
-        settings=BaseModelSettings.from_config(config).param(),
-        seed=config["seed"],
-    script:
-        "../scripts/base_model.py"
-
-
-use rule base_model as finetune_base_model with:
-    output:
-        model=directory(layout.FT_BASE_MODEL),
-        manifest=layout.FT_BASE_MODEL_STEP.manifest,
-    log:
-        layout.FT_BASE_MODEL_STEP.log,
-    benchmark:
-        layout.FT_BASE_MODEL_STEP.benchmark
-    params:
-        settings=lambda wildcards: BaseModelSettings.from_config(
+step_rule(
+    layout.FT_BASE_MODEL_STEP,
+    "train",
+    unnamed_input=[unpack(base_model_inputs)],
+    output={"model": directory(layout.FT_BASE_MODEL)},
+    params={
+        "settings": lambda wildcards: BaseModelSettings.from_config(
             FT_CONFIGS[wildcards.ft_model]
         ).param(),
-        seed=config["seed"],
+        "seed": config["seed"],
+    },
+    kind="model_conversion",
+    threads=1,
+    priority=30,
+    script="../scripts/base_model.py",
+)
 
-
-rule eval_model:
-    """A model evaluated as it is (eval_models): a Hub id (from its download) or a local folder, saved
-    as safetensors."""
-    input:
-        unpack(eval_model_inputs),
-    output:
-        model=directory(layout.EVAL_MODEL),
-        manifest=layout.EVAL_MODEL_STEP.manifest,
-    log:
-        layout.EVAL_MODEL_STEP.log,
-    benchmark:
-        layout.EVAL_MODEL_STEP.benchmark
-    conda:
-        "../envs/train.yaml"
-    resources:
-        **job_resources(config, "eval_model_conversion"),
-    params:
-        compute=COMPUTE,
-        spec=lambda wildcards: config["eval_models"][wildcards.model],
-    script:
-        "../scripts/eval_model.py"
+# A model evaluated as it is (eval_models): a Hub id (from its download) or a local folder, saved as
+# safetensors.
+step_rule(
+    layout.EVAL_MODEL_STEP,
+    "train",
+    unnamed_input=[unpack(eval_model_inputs)],
+    output={"model": directory(layout.EVAL_MODEL)},
+    params={
+        "compute": COMPUTE,
+        "spec": lambda wildcards: config["eval_models"][wildcards.model],
+    },
+    kind="eval_model_conversion",
+    threads=1,
+)
 
 
 rule finetune:
@@ -141,21 +119,11 @@ use rule finetune as finetune_last with:
         checkpoint=LAST_CHECKPOINTS,
 
 
-rule train_log:
-    """A run's training log, one row per optimizer step, from its checkpoints' logs."""
-    input:
-        logs=lambda wildcards: train_logs(wildcards.training),
-    output:
-        train_log=layout.TRAIN_LOG.smk,
-        manifest=layout.TRAIN_LOG_STEP.manifest,
-    log:
-        layout.TRAIN_LOG_STEP.log,
-    benchmark:
-        layout.TRAIN_LOG_STEP.benchmark
-    wildcard_constraints:
-        training="|".join(TRAININGS),
-    localrule: True
-    conda:
-        "../envs/data.yaml"
-    script:
-        "../scripts/train_log.py"
+# A run's training log, one row per optimizer step, from its checkpoints' logs.
+step_rule(
+    layout.TRAIN_LOG_STEP,
+    "data",
+    input={"logs": lambda wildcards: train_logs(wildcards.training)},
+    output={"train_log": layout.TRAIN_LOG.smk},
+    constraints={"training": "|".join(TRAININGS)},
+)

@@ -6,31 +6,25 @@
 PROVENANCE_OUTPUTS = [layout.PROVENANCE_PAGES.smk, layout.RO_CRATE.smk]
 
 
-rule provenance:
-    input:
+step_rule(
+    layout.PROVENANCE_STEP,
+    "stats",
+    unnamed_input=[
         FICTIONALQA_OUTPUTS,
         SORT_OUTPUTS,
         GROUNDING_OUTPUTS,
         FINDINGS_OUTPUTS,
-    output:
-        pages=report(
+    ],
+    output={
+        "pages": report(
             directory(layout.PROVENANCE_PAGES.smk),
             patterns=["{page}.html"],
             caption="../workflow/report/provenance.rst",
             category="Provenance",
             labels={"output": "{page}"},
         ),
-        crate=directory(layout.RO_CRATE.smk),
-        manifest=layout.PROVENANCE_STEP.manifest,
-    log:
-        layout.PROVENANCE_STEP.log,
-    benchmark:
-        layout.PROVENANCE_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/stats.yaml"
-    params:
-        # where each rule is defined and its env: the crate's tools (knowlab.tooling.crate)
-        rules=rule_sources,
-    script:
-        "../scripts/provenance.py"
+        "crate": directory(layout.RO_CRATE.smk),
+    },
+    # where each rule is defined and its env: the crate's tools (knowlab.tooling.crate)
+    params={"rules": rule_sources},
+)

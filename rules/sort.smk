@@ -47,233 +47,127 @@ SORT_SOURCES = layout.SORT_SOURCES_STEP.fix(source=config["sort"]["source"])
 PARAMETRIC_NLL = LAYOUT.parametric_nll()
 
 
-rule sort_sources:
-    output:
-        texts=directory(layout.SORT_SOURCE.format(source=config["sort"]["source"])),
-        manifest=SORT_SOURCES.manifest,
-    log:
-        SORT_SOURCES.log,
-    benchmark:
-        SORT_SOURCES.benchmark
-    localrule: True
-    conda:
-        "../envs/data.yaml"
-    params:
-        settings=SORT_SOURCES_SETTINGS,
-    script:
-        "../scripts/sort_sources.py"
+step_rule(
+    SORT_SOURCES,
+    "data",
+    output={
+        "texts": directory(layout.SORT_SOURCE.format(source=config["sort"]["source"]))
+    },
+    params={"settings": SORT_SOURCES_SETTINGS},
+)
 
+step_rule(
+    layout.SORT_ITEMS_STEP,
+    "data",
+    input={"texts": rules.sort_sources.output.texts},
+    output={"books": layout.SORT_BOOKS.smk, "sort_items": layout.SORT_ITEMS.smk},
+    params={"settings": SORT_ITEMS_SETTINGS, "seed": config["seed"]},
+)
 
-rule sort_items:
-    input:
-        texts=rules.sort_sources.output.texts,
-    output:
-        books=layout.SORT_BOOKS.smk,
-        sort_items=layout.SORT_ITEMS.smk,
-        manifest=layout.SORT_ITEMS_STEP.manifest,
-    log:
-        layout.SORT_ITEMS_STEP.log,
-    benchmark:
-        layout.SORT_ITEMS_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/data.yaml"
-    params:
-        settings=SORT_ITEMS_SETTINGS,
-        seed=config["seed"],
-    script:
-        "../scripts/sort_items.py"
-
-
-rule sort_retrieval:
-    input:
+step_rule(
+    layout.SORT_RETRIEVAL_STEP,
+    "sort",
+    input={
         **SORT_EMBEDDER_INPUTS,
-        books=layout.SORT_BOOKS.smk,
-        sort_items=layout.SORT_ITEMS.smk,
-    output:
-        table=layout.SORT_RETRIEVAL.smk,
-        manifest=layout.SORT_RETRIEVAL_STEP.manifest,
-    log:
-        layout.SORT_RETRIEVAL_STEP.log,
-    benchmark:
-        layout.SORT_RETRIEVAL_STEP.benchmark
-    conda:
-        "../envs/sort.yaml"
-    threads: job_threads(config, "cpu_step")
-    resources:
-        **job_resources(config, "cpu_step"),
-    params:
-        compute=COMPUTE,
-        settings=SORT_RETRIEVAL_SETTINGS,
-    script:
-        "../scripts/sort_retrieval.py"
+        "books": layout.SORT_BOOKS.smk,
+        "sort_items": layout.SORT_ITEMS.smk,
+    },
+    output={"table": layout.SORT_RETRIEVAL.smk},
+    params={"compute": COMPUTE, "settings": SORT_RETRIEVAL_SETTINGS},
+    kind="cpu_step",
+)
 
+step_rule(
+    layout.SORT_PROMPT_STEP,
+    "eval",
+    input={"sort_items": layout.SORT_ITEMS.smk, "model": eval_model_input},
+    output={"selection": layout.SORT_SELECTION.smk, "rows": layout.SORT_VALIDATION.smk},
+    params={"compute": COMPUTE, "settings": SORT_PROMPT_SETTINGS},
+    kind="model_evaluation",
+)
 
-rule sort_prompt:
-    input:
-        sort_items=layout.SORT_ITEMS.smk,
-        model=lambda wildcards: eval_model_dir(wildcards.model),
-    output:
-        selection=layout.SORT_SELECTION.smk,
-        rows=layout.SORT_VALIDATION.smk,
-        manifest=layout.SORT_PROMPT_STEP.manifest,
-    log:
-        layout.SORT_PROMPT_STEP.log,
-    benchmark:
-        layout.SORT_PROMPT_STEP.benchmark
-    conda:
-        "../envs/eval.yaml"
-    threads: job_threads(config, "model_evaluation")
-    resources:
-        **job_resources(config, "model_evaluation"),
-    params:
-        compute=COMPUTE,
-        settings=SORT_PROMPT_SETTINGS,
-    script:
-        "../scripts/sort_prompt.py"
+step_rule(
+    layout.SORT_RAG_PROMPT_STEP,
+    "eval",
+    input={
+        "sort_items": layout.SORT_ITEMS.smk,
+        "retrieval": layout.SORT_RETRIEVAL.smk,
+        "selection": layout.SORT_SELECTION.smk,
+        "model": eval_model_input,
+    },
+    output={
+        "selection": layout.SORT_RAG_SELECTION.smk,
+        "rows": layout.SORT_RAG_VALIDATION.smk,
+    },
+    params={"compute": COMPUTE, "settings": SORT_RAG_PROMPT_SETTINGS},
+    kind="model_evaluation",
+)
 
-
-rule sort_rag_prompt:
-    input:
-        sort_items=layout.SORT_ITEMS.smk,
-        retrieval=layout.SORT_RETRIEVAL.smk,
-        selection=layout.SORT_SELECTION.smk,
-        model=lambda wildcards: eval_model_dir(wildcards.model),
-    output:
-        selection=layout.SORT_RAG_SELECTION.smk,
-        rows=layout.SORT_RAG_VALIDATION.smk,
-        manifest=layout.SORT_RAG_PROMPT_STEP.manifest,
-    log:
-        layout.SORT_RAG_PROMPT_STEP.log,
-    benchmark:
-        layout.SORT_RAG_PROMPT_STEP.benchmark
-    conda:
-        "../envs/eval.yaml"
-    threads: job_threads(config, "model_evaluation")
-    resources:
-        **job_resources(config, "model_evaluation"),
-    params:
-        compute=COMPUTE,
-        settings=SORT_RAG_PROMPT_SETTINGS,
-    script:
-        "../scripts/sort_rag_prompt.py"
-
-
-rule sort_evaluate_base:
-    input:
-        unpack(sort_condition_inputs),
-        model=lambda wildcards: eval_model_dir(wildcards.model),
-    output:
-        table=layout.SORT_ROWS.smk,
-        manifest=layout.SORT_ROWS_STEP.manifest,
-    log:
-        layout.SORT_ROWS_STEP.log,
-    benchmark:
-        layout.SORT_ROWS_STEP.benchmark
-    conda:
-        "../envs/eval.yaml"
-    threads: job_threads(config, "model_evaluation")
-    resources:
-        **job_resources(config, "model_evaluation"),
-    params:
-        compute=COMPUTE,
+step_rule(
+    layout.SORT_ROWS_STEP,
+    "eval",
+    unnamed_input=[unpack(sort_condition_inputs)],
+    input={"model": eval_model_input},
+    output={"table": layout.SORT_ROWS.smk},
+    params={
+        "compute": COMPUTE,
         # the RAG reading instructions only under rag and oracle_rag
-        settings=lambda wildcards: evaluate_settings(
+        "settings": lambda wildcards: evaluate_settings(
             config, wildcards.condition
         ).param(),
-        checkpoint=lambda wildcards, input: input.model,
-        condition=lambda wildcards: wildcards.condition,
-        model=lambda wildcards: eval_model_label(wildcards.model),
-        run=BASE.run,
-        step=0,
-    script:
-        "../scripts/sort_evaluate.py"
+        "checkpoint": lambda wildcards, input: input.model,
+        "condition": lambda wildcards: wildcards.condition,
+        "model": lambda wildcards: eval_model_label(wildcards.model),
+        "run": BASE.run,
+        "step": 0,
+    },
+    kind="model_evaluation",
+    script="../scripts/sort_evaluate.py",
+)
 
+step_rule(
+    layout.SORT_STATS_STEP,
+    "stats",
+    input={
+        "rows": expand(
+            layout.SORT_ROWS.smk, model=EVAL_MODELS, condition=SORT_CONDITIONS
+        )
+    },
+    output={
+        "tables": tables_output(layout.SORT_TABLES, "SORT"),
+        "binomial": layout.SORT_BINOMIAL.smk,
+        "mcnemar": expand(layout.SORT_MCNEMAR.smk, model=EVAL_MODELS),
+        "ttest": expand(layout.SORT_TTEST.smk, model=EVAL_MODELS),
+        "bands": expand(layout.SORT_BANDS.smk, name=CONDITION_FIGURES),
+    },
+    params={
+        "conditions": SORT_CONDITIONS,
+        "models": [eval_model_label(name) for name in EVAL_MODELS],
+        "stats": SORT_STATS,
+    },
+)
 
-rule sort_stats:
-    input:
-        rows=expand(
-            layout.SORT_ROWS.smk,
-            model=EVAL_MODELS,
-            condition=SORT_CONDITIONS,
-        ),
-    output:
-        tables=report(
-            directory(layout.SORT_TABLES.smk),
-            patterns=["{table}.csv"],
-            caption="../workflow/report/sort_tables.rst",
-            category="SORT",
-            subcategory="Tables",
-            labels={"table": "{table}"},
-        ),
-        binomial=layout.SORT_BINOMIAL.smk,
-        mcnemar=expand(layout.SORT_MCNEMAR.smk, model=EVAL_MODELS),
-        ttest=expand(layout.SORT_TTEST.smk, model=EVAL_MODELS),
-        bands=expand(layout.SORT_BANDS.smk, name=CONDITION_FIGURES),
-        manifest=layout.SORT_STATS_STEP.manifest,
-    log:
-        layout.SORT_STATS_STEP.log,
-    benchmark:
-        layout.SORT_STATS_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/stats.yaml"
-    params:
-        conditions=SORT_CONDITIONS,
-        models=[eval_model_label(name) for name in EVAL_MODELS],
-        stats=SORT_STATS,
-    script:
-        "../scripts/sort_stats.py"
+step_rule(
+    layout.SORT_FIGURES_STEP,
+    "plot",
+    unnamed_input=[unpack(sort_figure_inputs)],
+    input={
+        "binomial": layout.SORT_BINOMIAL.smk,
+        "mcnemar": layout.SORT_MCNEMAR.path(model=BASE.evaluated_as),
+        "ttest": layout.SORT_TTEST.path(model=BASE.evaluated_as),
+        "bands": expand(layout.SORT_BANDS.smk, name=CONDITION_FIGURES),
+    },
+    output=sort_figure_outputs("Memory conditions (base model)", SORT_FIGURES),
+    params={"model": BASE.name, "stats": SORT_FIGURE_STATS},
+)
 
-
-rule sort_figures:
-    input:
-        unpack(sort_figure_inputs),
-        binomial=layout.SORT_BINOMIAL.smk,
-        mcnemar=layout.SORT_MCNEMAR.path(model=BASE.evaluated_as),
-        ttest=layout.SORT_TTEST.path(model=BASE.evaluated_as),
-        bands=expand(layout.SORT_BANDS.smk, name=CONDITION_FIGURES),
-    output:
-        **figure_outputs(
-            layout.SORT_FIGURE,
-            "sort_{name}",
-            "SORT",
-            "Memory conditions (base model)",
-            titles=SORT_FIGURES,
-        ),
-        manifest=layout.SORT_FIGURES_STEP.manifest,
-    log:
-        layout.SORT_FIGURES_STEP.log,
-    benchmark:
-        layout.SORT_FIGURES_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    params:
-        model=BASE.name,
-        stats=SORT_FIGURE_STATS,
-    script:
-        "../scripts/sort_figures.py"
-
-
-rule sort_fiction_items:
-    input:
-        fictions=layout.CORPUS.path(table="fictions"),
-    output:
-        sort_items=layout.SORT_FICTION_ITEMS.smk,
-        manifest=layout.SORT_FICTION_ITEMS_STEP.manifest,
-    log:
-        layout.SORT_FICTION_ITEMS_STEP.log,
-    benchmark:
-        layout.SORT_FICTION_ITEMS_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/data.yaml"
-    params:
-        settings=SORT_FICTION_ITEMS_SETTINGS,
-        seed=config["seed"],
-    script:
-        "../scripts/sort_fiction_items.py"
+step_rule(
+    layout.SORT_FICTION_ITEMS_STEP,
+    "data",
+    input={"fictions": layout.CORPUS.path(table="fictions")},
+    output={"sort_items": layout.SORT_FICTION_ITEMS.smk},
+    params={"settings": SORT_FICTION_ITEMS_SETTINGS, "seed": config["seed"]},
+)
 
 
 # SORT on the FictionalQA documents at every checkpoint (rules/probe.smk): sort_fiction_evaluate
@@ -324,131 +218,89 @@ checkpoint_probe(
 )
 
 
-rule sort_parametric_texts:
-    input:
+step_rule(
+    layout.SORT_PARAMETRIC_TEXTS_STEP,
+    "train",
+    input={
         **INSTRUCTIONS_INPUTS,
-        books=layout.SORT_BOOKS.smk,
-        sort_items=layout.SORT_ITEMS.smk,
-        selection=layout.SORT_SELECTION.path(model=BASE.evaluated_as),
-        model=BASE.path,
-    output:
-        texts=layout.SORT_PARAMETRIC_TEXTS.smk,
-        manifest=layout.SORT_PARAMETRIC_TEXTS_STEP.manifest,
-    log:
-        layout.SORT_PARAMETRIC_TEXTS_STEP.log,
-    benchmark:
-        layout.SORT_PARAMETRIC_TEXTS_STEP.benchmark
-    conda:
-        "../envs/train.yaml"
-    resources:
-        **job_resources(config, "cpu_step"),
-    params:
-        settings=SORT_PARAMETRIC_TEXTS_SETTINGS,
-        seed=config["seed"],
-    script:
-        "../scripts/sort_parametric_texts.py"
+        "books": layout.SORT_BOOKS.smk,
+        "sort_items": layout.SORT_ITEMS.smk,
+        "selection": layout.SORT_SELECTION.path(model=BASE.evaluated_as),
+        "model": BASE.path,
+    },
+    output={"texts": layout.SORT_PARAMETRIC_TEXTS.smk},
+    params={"settings": SORT_PARAMETRIC_TEXTS_SETTINGS, "seed": config["seed"]},
+    kind="cpu_step",
+    threads=1,
+)
 
 
-rule sort_parametric_evaluate:
-    input:
-        sort_items=layout.SORT_ITEMS.smk,
-        selection=layout.SORT_SELECTION.path(model=BASE.evaluated_as),
-        texts=layout.SORT_PARAMETRIC_TEXTS.smk,
-        model=checkpoint_input,
-    output:
-        rows=layout.SORT_PARAMETRIC_ROWS.smk,
-        nll=layout.SORT_PARAMETRIC_NLL.smk,
-        manifest=layout.SORT_PARAMETRIC_EVALUATE_STEP.manifest,
-    log:
-        layout.SORT_PARAMETRIC_EVALUATE_STEP.log,
-    benchmark:
-        layout.SORT_PARAMETRIC_EVALUATE_STEP.benchmark
-    wildcard_constraints:
-        prun="|".join([BASE.run, *PARAMETRIC_RUNS]),
-    conda:
-        "../envs/eval.yaml"
-    threads: job_threads(config, "checkpoint_evaluation")
-    resources:
-        **job_resources(config, "checkpoint_evaluation"),
-    params:
-        compute=COMPUTE,
-        settings=SORT_EVALUATE_SETTINGS,
-        checkpoint=checkpoint_path,
-        # no-context SORT at every epoch; in context (App. E.4) after the last one; at epoch 0
-        # only segment perplexity (the base model's SORT rows are those of sort_evaluate_base)
-        conditions=lambda wildcards: (
-            []
-            if int(wildcards.epoch) == 0
-            else ["baseline"]
-            + (["in_context"] if int(wildcards.epoch) == SORT_EPOCHS else [])
-        ),
-        model=BASE.name,
-        run=lambda wildcards: wildcards.prun,
-        epoch=lambda wildcards: int(wildcards.epoch),
-    script:
-        "../scripts/sort_parametric_evaluate.py"
+step_rule(
+    layout.SORT_PARAMETRIC_EVALUATE_STEP,
+    "eval",
+    input={
+        "sort_items": layout.SORT_ITEMS.smk,
+        "selection": layout.SORT_SELECTION.path(model=BASE.evaluated_as),
+        "texts": layout.SORT_PARAMETRIC_TEXTS.smk,
+        "model": checkpoint_input,
+    },
+    output={
+        "rows": layout.SORT_PARAMETRIC_ROWS.smk,
+        "nll": layout.SORT_PARAMETRIC_NLL.smk,
+    },
+    params={
+        "compute": COMPUTE,
+        "settings": SORT_EVALUATE_SETTINGS,
+        "checkpoint": checkpoint_path,
+        "conditions": sort_parametric_conditions,
+        "model": BASE.name,
+        "run": lambda wildcards: wildcards.prun,
+        "epoch": lambda wildcards: int(wildcards.epoch),
+    },
+    kind="checkpoint_evaluation",
+    constraints={"prun": "|".join([BASE.run, *PARAMETRIC_RUNS])},
+)
 
-
-rule sort_parametric_stats:
-    input:
-        base=expand(
+step_rule(
+    layout.SORT_PARAMETRIC_STATS_STEP,
+    "stats",
+    input={
+        "base": expand(
             layout.SORT_ROWS.smk,
             model=BASE.evaluated_as,
             condition=["baseline", "in_context"],
         ),
-        rows=expand(
+        "rows": expand(
             layout.SORT_PARAMETRIC_ROWS.smk,
             prun=PARAMETRIC_RUNS,
             epoch=range(1, SORT_EPOCHS + 1),
         ),
-        nll=PARAMETRIC_NLL,
-    output:
-        rows=layout.SORT_PARAMETRIC_ALL_ROWS.smk,
-        mcnemar=layout.SORT_PARAMETRIC_MCNEMAR.smk,
-        ttest=layout.SORT_PARAMETRIC_TTEST.smk,
-        bands=expand(layout.SORT_PARAMETRIC_BANDS.smk, name=EPOCH_FIGURES),
-        manifest=layout.SORT_PARAMETRIC_STATS_STEP.manifest,
-    log:
-        layout.SORT_PARAMETRIC_STATS_STEP.log,
-    benchmark:
-        layout.SORT_PARAMETRIC_STATS_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/stats.yaml"
-    params:
-        stats=SORT_STATS,
-    script:
-        "../scripts/sort_parametric_stats.py"
+        "nll": PARAMETRIC_NLL,
+    },
+    output={
+        "rows": layout.SORT_PARAMETRIC_ALL_ROWS.smk,
+        "mcnemar": layout.SORT_PARAMETRIC_MCNEMAR.smk,
+        "ttest": layout.SORT_PARAMETRIC_TTEST.smk,
+        "bands": expand(layout.SORT_PARAMETRIC_BANDS.smk, name=EPOCH_FIGURES),
+    },
+    params={"stats": SORT_STATS},
+)
 
-
-rule sort_parametric_figures:
-    input:
-        rows=layout.SORT_PARAMETRIC_ALL_ROWS.smk,
-        mcnemar=layout.SORT_PARAMETRIC_MCNEMAR.smk,
-        ttest=layout.SORT_PARAMETRIC_TTEST.smk,
-        bands=expand(layout.SORT_PARAMETRIC_BANDS.smk, name=EPOCH_FIGURES),
-        nll=PARAMETRIC_NLL,
-    output:
-        **figure_outputs(
-            layout.SORT_FIGURE,
-            "sort_{name}",
-            "SORT",
-            "Parametric memory (fine-tuning)",
-            titles=SORT_PARAMETRIC_FIGURES,
-        ),
-        manifest=layout.SORT_PARAMETRIC_FIGURES_STEP.manifest,
-    log:
-        layout.SORT_PARAMETRIC_FIGURES_STEP.log,
-    benchmark:
-        layout.SORT_PARAMETRIC_FIGURES_STEP.benchmark
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    params:
-        model=BASE.name,
-        stats=SORT_FIGURE_STATS,
-    script:
-        "../scripts/sort_parametric_figures.py"
+step_rule(
+    layout.SORT_PARAMETRIC_FIGURES_STEP,
+    "plot",
+    input={
+        "rows": layout.SORT_PARAMETRIC_ALL_ROWS.smk,
+        "mcnemar": layout.SORT_PARAMETRIC_MCNEMAR.smk,
+        "ttest": layout.SORT_PARAMETRIC_TTEST.smk,
+        "bands": expand(layout.SORT_PARAMETRIC_BANDS.smk, name=EPOCH_FIGURES),
+        "nll": PARAMETRIC_NLL,
+    },
+    output=sort_figure_outputs(
+        "Parametric memory (fine-tuning)", SORT_PARAMETRIC_FIGURES
+    ),
+    params={"model": BASE.name, "stats": SORT_FIGURE_STATS},
+)
 
 
 SORT_OUTPUTS = [layout.SORT_TABLES.smk, layout.SORT_STATS_STEP.manifest]

@@ -73,14 +73,14 @@ def rules():
 def test_the_workflow_is_read_whole(rules):
     assert {"base_model", "finetune", "finetune_last", "fictionalqa_figure_fig2", "generate_grades"} <= set(rules)
     assert rules["finetune"].module == rules["finetune_last"].module == "knowlab.finetune_job"
-    assert rules["generate_grades"].script == ROOT / "scripts" / "generate_stage.py"  # use rule ... with:
+    assert rules["generate_grades"].script == ROOT / "scripts" / "generate_stage.py"  # made in a loop
     assert rules["base_model"].env == ROOT / "envs" / "train.yaml"
     assert {rule.env for rule in rules.values() if rule.env} == set(ENVS)
 
 
 def test_the_two_checkpoint_probes_come_from_one_template(rules):
     """rules/probe.smk writes SORT's and grounding's rules of each kind with the same env, locality
-    and shared params, each probe with its own script (a function's closures, not a loop's)."""
+    and shared params, each probe with its own script, through the rule template of rules/step.smk."""
     kinds = {
         "eval": (
             ("sort_fiction_evaluate", "grounding_checkpoint_generate"),
@@ -100,7 +100,7 @@ def test_the_two_checkpoint_probes_come_from_one_template(rules):
     for env, (names, shared) in kinds.items():
         for name in names:
             rule = rules[name]
-            assert rule.snakefile == ROOT / "rules" / "probe.smk", name
+            assert rule.snakefile == ROOT / "rules" / "step.smk", name
             assert rule.env == ROOT / "envs" / f"{env}.yaml" and rule.local == (env != "eval"), name
             assert shared <= rule.params and rule.script == ROOT / "scripts" / scripts[name], name
     assert rules["grounding_checkpoint_generate"].params - rules["sort_fiction_evaluate"].params == {

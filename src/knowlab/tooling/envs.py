@@ -158,10 +158,10 @@ def workflow_rules(root: str | os.PathLike = ROOT) -> dict[str, Rule]:
     """Every rule of ``root``'s workflow under its default config, by name, as Snakemake defines
     them: the Snakefile is loaded (in a child process, with this Python), no job is run.
 
-    Snakemake's own definitions cover every way a rule is written: ``rule NAME:``, a rule made in a
-    loop or by a function with ``name:`` (``fictionalqa_figure_fig2``, the checkpoint probes of
-    rules/probe.smk), and ``use rule X as Y`` with what its ``with:`` block changes.  Paths are
-    resolved against the folder of the file that defines the rule.
+    Snakemake's own definitions cover every way a rule is written: ``rule NAME:``, a rule made by a
+    function with ``name:`` (step_rule of rules/step.smk, which writes every step's rule, in a loop
+    too: ``fictionalqa_figure_fig2``), and ``use rule X as Y`` with what its ``with:`` block changes.
+    Paths are resolved against the folder of the file that defines the rule.
 
     Returns:
         ``{name: Rule}``; ``Rule.env`` is None for a rule without ``conda:`` (``all``).
