@@ -301,13 +301,16 @@ def checkpoint_key(wildcards):
 
 
 def rule_sources(wildcards):
-    """The file that defines each of the workflow's rules and their conda env files, relative to
-    the checkout (or to the URL or git source Snakemake reads the workflow from), as Snakemake
-    defines them (knowlab.tooling.crate.rule_sources; the paths: relative_source of
+    """The file each of the workflow's rules is written in (RULE_FILES of rules/step.smk for a
+    step's rule, whose `rule:` keyword is the template's; else the file Snakemake names) and their
+    conda env files, relative to the checkout (or to the URL or git source Snakemake reads the
+    workflow from) (knowlab.tooling.crate.rule_sources; the paths: relative_source of
     knowlab.tooling.source)."""
     return {
         each.name: {
-            "file": relative_source(KNOWLAB_SOURCE, each.snakefile),
+            "file": relative_source(
+                KNOWLAB_SOURCE, RULE_FILES.get(each.name, each.snakefile)
+            ),
             "conda": (
                 relative_source(KNOWLAB_SOURCE, each.basedir, each.conda_env)
                 if isinstance(each.conda_env, str)

@@ -3,7 +3,11 @@
 # under envs/, and is either a local rule (no cluster kind: bookkeeping, tables, figures) or a cluster
 # job of a kind (knowlab.cluster: its threads and its SLURM request).  step_rule writes that part once;
 # a study's rule file gives only what its step reads and writes.  Snakemake names the file of the
-# `rule:` keyword as the rule's file (here), as it does for the probes' rules.
+# `rule:` keyword as the rule's file (here); RULE_FILES keeps the file each rule is written in, the one a
+# reader opens (the RO-Crate's rule files, rule_sources of rules/common.smk).
+import inspect
+
+RULE_FILES = {}
 
 
 def step_rule(
@@ -30,6 +34,7 @@ def step_rule(
     ``constraints``, its wildcard constraints.
     ``script`` is its path relative to rules/ (default: scripts/<rule>.py).
     """
+    RULE_FILES[step.rule] = inspect.currentframe().f_back.f_code.co_filename
 
     rule:
         name:

@@ -100,7 +100,7 @@ def test_the_two_checkpoint_probes_come_from_one_template(rules):
     for env, (names, shared) in kinds.items():
         for name in names:
             rule = rules[name]
-            assert rule.snakefile == ROOT / "rules" / "step.smk", name
+            assert rule.snakefile == ROOT / "rules" / "probe.smk", name
             assert rule.env == ROOT / "envs" / f"{env}.yaml" and rule.local == (env != "eval"), name
             assert shared <= rule.params and rule.script == ROOT / "scripts" / scripts[name], name
     assert rules["grounding_checkpoint_generate"].params - rules["sort_fiction_evaluate"].params == {

@@ -143,8 +143,9 @@ with SnakemakeApi(OutputSettings(enable_file_logging=False)) as api:
         resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(),
         storage_settings=StorageSettings(), snakefile=root / "Snakefile",
     )._workflow
+    written_in = workflow.globals.get("RULE_FILES", {})  # a step's rule: the file of its step_rule call
     rules = [
-        {"name": rule.name, "snakefile": str(rule.snakefile), "basedir": str(rule.basedir),
+        {"name": rule.name, "snakefile": str(written_in.get(rule.name, rule.snakefile)), "basedir": str(rule.basedir),
          "env": rule.conda_env if isinstance(rule.conda_env, str) else None,
          "script": rule.script, "shellcmd": rule.shellcmd, "params": list(rule.params.keys()),
          "local": rule.name in workflow._localrules or rule.norun, "log": bool(rule.log)}
@@ -161,7 +162,9 @@ def workflow_rules(root: str | os.PathLike = ROOT) -> dict[str, Rule]:
     Snakemake's own definitions cover every way a rule is written: ``rule NAME:``, a rule made by a
     function with ``name:`` (step_rule of rules/step.smk, which writes every step's rule, in a loop
     too: ``fictionalqa_figure_fig2``), and ``use rule X as Y`` with what its ``with:`` block changes.
-    Paths are resolved against the folder of the file that defines the rule.
+    ``Rule.snakefile`` of a step's rule is the file its step_rule call is in (the workflow's
+    ``RULE_FILES``), not the template's.  Paths are resolved against the folder of the file that
+    defines the rule.
 
     Returns:
         ``{name: Rule}``; ``Rule.env`` is None for a rule without ``conda:`` (``all``).
