@@ -74,7 +74,7 @@ for stage, (step, reads, table, settings) in GENERATION_STAGES.items():
         output={"table": layout.GENERATED.fix(stage=table).smk},
         params=generate_params(stage, settings),
         kind="api_generation",
-        script="../scripts/generate_stage.py",
+        script_path="../scripts/generate_stage.py",
     )
 
 step_rule(

@@ -186,7 +186,7 @@ for family, title in FIGURE_FAMILIES.items():
             "model": lambda wildcards: wildcards.ft_model,
             "note": lambda wildcards: FT_NOTES[wildcards.ft_model],
         },
-        script="../scripts/fictionalqa_figure.py",
+        script_path="../scripts/fictionalqa_figure.py",
     )
 
 step_rule(
@@ -233,7 +233,7 @@ for family in ACROSS_MODEL_FAMILIES:
             {"figure": f"{family} across base models"},
         ),
         params={"family": family, "models": FT_MODELS, "note": ACROSS_MODELS_NOTE},
-        script="../scripts/fictionalqa_across_models.py",
+        script_path="../scripts/fictionalqa_across_models.py",
     )
 
 

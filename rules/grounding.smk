@@ -229,7 +229,7 @@ step_rule(
         lambda wildcards: f"finetune/{checkpoint_key(wildcards)}"
     ),
     kind="checkpoint_evaluation",
-    script="../scripts/grounding_score.py",
+    script_path="../scripts/grounding_score.py",
     constraints={"run": PROBE_RUNS},
 )
 

@@ -51,7 +51,7 @@ step_rule(
     kind="model_conversion",
     threads=1,
     priority=30,
-    script="../scripts/base_model.py",
+    script_path="../scripts/base_model.py",
 )
 
 # A model evaluated as it is (eval_models): a Hub id (from its download) or a local folder, saved as

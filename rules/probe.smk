@@ -29,7 +29,7 @@ def checkpoint_probe(evaluate, table, stats, figures):
             "model": lambda wildcards: wildcards.ft_model,
         },
         kind=evaluate.kind,
-        script=evaluate.script,
+        script_path=evaluate.script,
         constraints={"run": PROBE_RUNS},
     )
     across = {"runs": fiction_runs_of, "control": control_of, "steps": STEPS}
@@ -39,7 +39,7 @@ def checkpoint_probe(evaluate, table, stats, figures):
         input=probe_inputs(table),
         output=stats.output,
         params={**stats.params, **across},
-        script=stats.script,
+        script_path=stats.script,
     )
     step_rule(
         figures.step,
@@ -53,5 +53,5 @@ def checkpoint_probe(evaluate, table, stats, figures):
             "note": lambda wildcards: FT_NOTES[wildcards.ft_model],
             **across,
         },
-        script=figures.script,
+        script_path=figures.script,
     )

@@ -122,7 +122,7 @@ step_rule(
         "step": 0,
     },
     kind="model_evaluation",
-    script="../scripts/sort_evaluate.py",
+    script_path="../scripts/sort_evaluate.py",
 )
 
 step_rule(

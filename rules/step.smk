@@ -19,7 +19,7 @@ def step_rule(
     kind=None,
     threads=None,
     unnamed_input=(),
-    script=None,
+    script_path=None,
     priority=0,
     constraints={},
 ):
@@ -32,7 +32,8 @@ def step_rule(
     (knowlab.cluster.job_threads and job_resources); without one the rule is a local rule.
     ``threads`` overrides the kind's (1: a one-thread step that still runs as a cluster job);
     ``constraints``, its wildcard constraints.
-    ``script`` is its path relative to rules/ (default: scripts/<rule>.py).
+    ``script_path`` is its script relative to rules/ (default: scripts/<rule>.py; not named ``script``,
+    which the job's run function calls: a local of that name would shadow Snakemake's).
     """
     RULE_FILES[step.rule] = inspect.currentframe().f_back.f_code.co_filename
 
@@ -61,4 +62,4 @@ def step_rule(
         params:
             **params,
         script:
-            script or f"../scripts/{step.rule}.py"
+            script_path or f"../scripts/{step.rule}.py"
