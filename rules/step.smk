@@ -32,8 +32,10 @@ def step_rule(
     (knowlab.cluster.job_threads and job_resources); without one the rule is a local rule.
     ``threads`` overrides the kind's (1: a one-thread step that still runs as a cluster job);
     ``constraints``, its wildcard constraints.
-    ``script_path`` is its script relative to rules/ (default: scripts/<rule>.py; not named ``script``,
-    which the job's run function calls: a local of that name would shadow Snakemake's).
+    ``script_path`` is its script relative to rules/ (default: scripts/<rule>.py).
+
+    The job's run function, which the rule block below writes inside this function, calls
+    Snakemake's ``script`` with the global ``config``: no local here may take either name.
     """
     RULE_FILES[step.rule] = inspect.currentframe().f_back.f_code.co_filename
 
