@@ -21,38 +21,30 @@ step_rule(
     },
 )
 
-# the project's base model, then FictionalQA's other base models (finetune.models); every model job
-# waits on them: started first
-step_rule(
-    layout.BASE_MODEL_STEP,
-    "train",
-    unnamed_input=[unpack(base_model_inputs)],
-    output={"model": directory(BASE.path)},
-    params={
-        "settings": BaseModelSettings.from_config(config).param(),
-        "seed": config["seed"],
-    },
-    kind="model_conversion",
-    threads=1,
-    priority=30,
-)
-
-step_rule(
-    layout.FT_BASE_MODEL_STEP,
-    "train",
-    unnamed_input=[unpack(base_model_inputs)],
-    output={"model": directory(layout.FT_BASE_MODEL)},
-    params={
-        "settings": lambda wildcards: BaseModelSettings.from_config(
+# the project's base model, then FictionalQA's other base models (finetune.models), each with the
+# settings of its own config; every model job waits on them: started first
+BASE_MODEL_RULES = [
+    (layout.BASE_MODEL_STEP, BASE.path, BaseModelSettings.from_config(config).param()),
+    (
+        layout.FT_BASE_MODEL_STEP,
+        layout.FT_BASE_MODEL,
+        lambda wildcards: BaseModelSettings.from_config(
             FT_CONFIGS[wildcards.ft_model]
         ).param(),
-        "seed": config["seed"],
-    },
-    kind="model_conversion",
-    threads=1,
-    priority=30,
-    script_path="../scripts/base_model.py",
-)
+    ),
+]
+for step, folder, settings in BASE_MODEL_RULES:
+    step_rule(
+        step,
+        "train",
+        unnamed_input=[unpack(base_model_inputs)],
+        output={"model": directory(folder)},
+        params={"settings": settings, "seed": config["seed"]},
+        kind="model_conversion",
+        threads=1,
+        priority=30,
+        script_path="../scripts/base_model.py",
+    )
 
 # A model evaluated as it is (eval_models): a Hub id (from its download) or a local folder, saved as
 # safetensors.
