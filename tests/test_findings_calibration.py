@@ -20,7 +20,8 @@ Rows (and what they replace):
   log-scale SD 0.5-0.8; on the log scale they keep alpha/2.
 - Directional claims at 6, 12 and 24 events (MCQ-4 above the control: sign flips over event means),
   at 6 + 6 excerpts (two samples), the Event split's randomisation over 12 events of the
-  shipped corpus, Wilcoxon over 16 fictsheets and Page's L over 24 events.
+  shipped corpus, a style split over its 24 events against the control (the held-out style's own
+  difficulty included), Wilcoxon over 16 fictsheets and Page's L over 24 events.
 - Coverage of the 95% t interval over 6, 12 and 24 units, against the percentile bootstrap it replaced.
 """
 
@@ -386,6 +387,67 @@ def test_the_event_splits_randomisation_keeps_alpha_through_the_decision(events)
         f"Event split over {events} events: supported {supported:.3f} (bound {bound:.3f}); power at 1 SD: {power:.3f}"
     )
     assert supported <= bound
+
+
+def _style_split_status(shift: float, against_control: bool = True):
+    """The style_news split of the shipped corpus (24 events x 5 styles x 2 documents; news held out),
+    each document's loss at the last checkpoint under the run and under the control (nats/token): its
+    event's (SD 0.2), its (event, style)'s (0.2) and its own (0.3) difficulty, which both models
+    share; its style's (news 0.4 and blog 0.5 above the rest: the held-out news documents start about
+    0.3 above the trained styles', as the base model's do on this corpus); each style's response to
+    fine-tuning (-0.1 to -0.3, the same under both: webtext's); the fiction's lowering of every
+    document by 0.3 in the run; and each model's own noise (0.15).  The trained styles' documents are
+    ``shift`` lower in the run (null: 0).  Tested as ``fqa.train_below_val_loss`` decides a style
+    split (:func:`split_comparison`, a family of one here): over the events against the control, or
+    (``against_control=False``) on the run's losses alone."""
+    from knowlab.fiction.schema import read_corpus
+    from knowlab.fiction.splits import make_split
+    from knowlab.findings.base import split_comparison
+
+    corpus = read_corpus(ROOT / "data" / "fiction")
+    split = make_split("style_news", corpus["fictions"], corpus["fict_qa"], seed=1)
+    tables = {
+        layout.SPLIT.relative(split="style_news"): split,
+        layout.CORPUS.relative(table="fictions"): pd.DataFrame(corpus["fictions"]),
+        layout.CORPUS.relative(table="fict_qa"): pd.DataFrame(corpus["fict_qa"]),
+    }
+    entry = ENTRY["fqa.train_below_val_loss"]
+    docs = pd.DataFrame(corpus["fictions"]).set_index("fiction_id")
+    pairs = docs["event_id"] + "/" + docs["style"]
+    level = docs["style"].map({"news": 0.4, "blog": 0.5}).fillna(0.0).to_numpy()
+    response = docs["style"].map({"blog": -0.1, "corporate": -0.3, "encyclopedia": -0.2}).fillna(-0.2).to_numpy()
+    trained = docs.index.isin(split["train_documents"])
+
+    def draw(rng, index: pd.Series, sd: float) -> np.ndarray:
+        return pd.Series(rng.normal(0, sd, index.nunique()), index=sorted(set(index)))[index].to_numpy()
+
+    def once(rng) -> str:
+        r = _results(tables)
+        shared = 3.0 + draw(rng, docs["event_id"], 0.2) + draw(rng, pairs, 0.2) + rng.normal(0, 0.3, len(docs))
+        shared += level + response
+        control = pd.Series(shared + rng.normal(0, 0.15, len(docs)), index=docs.index)
+        run = pd.Series(shared - 0.3 - shift * trained + rng.normal(0, 0.15, len(docs)), index=docs.index)
+        reference = control if against_control else None
+        comparison = split_comparison("style_news", r, "style_news", run, "nats/token", "", reference)
+        return _judge(entry, entry.study, [comparison], r.settings)[0].status
+
+    return once
+
+
+def test_a_style_splits_test_over_events_keeps_alpha_through_the_decision():
+    """A style split's held-out style is the config's, so its test is over the 24 events, each
+    document against the control's loss on it; on the raw losses the held-out style's own
+    difficulty would read as the training's effect (a large rejection rate under the null)."""
+    supported, _, power, bound = _calibrate(
+        _style_split_status(0.0), _style_split_status(0.1), DIRECTIONAL_REPLICATES, ALPHA / 2, (24, 124)
+    )
+    raw = _status_rate(_style_split_status(0.0, against_control=False), 50, 224)[0]
+    print(
+        f"style split over 24 events against the control: supported {supported:.3f} (bound {bound:.3f}); "
+        f"power at 0.1 nats: {power:.3f}; on the raw losses under the null: {raw:.3f}"
+    )
+    assert supported <= bound
+    assert raw > 0.5
 
 
 def test_wilcoxon_over_fictsheets_and_pages_trend_keep_alpha_through_the_decision():

@@ -164,15 +164,17 @@ def split_assignments(
       documents (fictsheets: the event ids).  They are listed when there are at most ``max_listed``
       (C(6, 4) = 15 for the shipped corpus); otherwise a function draws one uniformly (the
       paper's 100 events, 67 trained, have far too many choices to list).
-    - ``style_<s>``: the style is the config's choice, not a random one.  The closest randomisation
-      is the choice of held-out style, so each style is listed as the held-out one.
     - ``doc``: one held-out document per (event, style), each drawn uniformly as :func:`doc_split`
       draws it (a function of a generator; one vectorised draw for all pairs, not
       :func:`doc_split`'s keyed stream per pair, which cost 4.8 million generators per test at 24
       events).  There are too many assignments to list (2^120 for the 24-event corpus).
 
+    A style split (``style_<s>``) holds out the style the config names, a choice and not a draw,
+    so it has no assignments to list (:func:`knowlab.findings.base.split_comparison` tests it over
+    the events).
+
     Raises:
-        SplitError: an unknown split.
+        SplitError: an unknown split, or a style split.
     """
     name = split["split"]
     if name == "doc":
@@ -203,8 +205,7 @@ def split_assignments(
         choices = itertools.combinations(events, n_train)
         return [frozenset(i for i in ids if event_of[i] in chosen) for chosen in choices]
     if name in SPLITS:
-        styles = sorted({r["style"] for r in fictions})
-        return [frozenset(style_split(fictions, style)[0]) for style in styles]
+        raise SplitError(f"split {name!r} holds out the style the config names: no random draw to re-make")
     raise SplitError(f"unknown split {name!r}; implemented: {', '.join(SPLITS)}")
 
 

@@ -101,8 +101,9 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Figs. 3-4",
         "validation minus training document loss at the last checkpoint, each side the mean of its events' means "
         "(nats/token), per document-split run",
-        "document (Doc split), event (Event split), style (a style split)",
-        "randomisation test of the split's own draw",
+        "document (Doc split), event (Event split, a style split)",
+        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
+        "the control",
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper (test.yaml's 6 events give no p below 1/15)",
         train_below_val_loss,
         figure=_fqa_figure("fig3"),
@@ -214,8 +215,9 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Fig. 3",
         "exact match of the documents' last n tokens (n the smallest of evaluate.em_tokens) at the last "
         "checkpoint, training minus validation documents (exact match), per document-split run",
-        "document (Doc split), event (Event split)",
-        "randomisation test of the split's own draw",
+        "document (Doc split), event (Event split, a style split)",
+        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
+        "the control",
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper",
         exact_match_only_when_trained,
         figure=_fqa_figure("fig3"),
@@ -285,8 +287,9 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Figs. 3-4",
         "change of the validation minus training document loss from the first checkpoint after the fiction warm-up "
         "to the last (nats/token), per document-split run",
-        "document (Doc split), event (Event split), style (a style split)",
-        "randomisation test of the split's own draw",
+        "document (Doc split), event (Event split, a style split)",
+        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
+        "the control",
         "default, cpu-full (checkpoints 16, 32), paper; not test.yaml (one checkpoint)",
         gap_opens_after_minimum,
         figure=_fqa_figure("fig3"),
@@ -319,8 +322,9 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Fig. 8",
         "per document, run minus control accuracy on its questions; training minus validation documents, each side "
         "the mean of its events' means (accuracy), per document-split run",
-        "document (Doc split), event (Event split), style (a style split)",
-        "randomisation test of the split's own draw",
+        "document (Doc split), event (Event split, a style split)",
+        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
+        "the control",
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper",
         held_out_below_trained,
         figure=_fqa_figure("fig8"),

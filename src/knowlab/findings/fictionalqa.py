@@ -22,6 +22,7 @@ from knowlab.findings.base import (
     _rows,
     by_cluster,
     identity,
+    is_style_split,
     signed_rank,
     split_comparison,
 )
@@ -34,6 +35,27 @@ def _doc_losses(r: Results, run: str, step: int, side: str) -> pd.Series:
     return _rows(r.items(run, step), DOC_SUITE[split["documents"]], split[f"{side}_documents"])["loss"]
 
 
+def _control_reference(r: Results, run: str, measure: Callable[[str], pd.Series]) -> pd.Series | None:
+    """``measure(CONTROL_RUN)``, the webtext-only control's value of each document, which a style
+    split's test subtracts (:func:`knowlab.findings.base.split_comparison`); None for the Doc and
+    Event splits, whose test is their own draw.
+
+    Raises:
+        Skip: a style split and no control run in the config.
+    """
+    if not is_style_split(run):
+        return None
+    if not r.control:
+        raise Skip(f"the {run} split is tested against the webtext-only control, and the config has none")
+    return measure(CONTROL_RUN)
+
+
+def _all_doc_losses(r: Results, run: str, step: int, documents: str) -> pd.Series:
+    """Per-document mean loss (nats/token) of every scored document of ``run`` (``documents``:
+    the split's ``fictions`` or ``fictsheets``), indexed by document id."""
+    return _rows(r.items(run, step), DOC_SUITE[documents])["loss"]
+
+
 def train_below_val_loss(r: Results) -> list[Comparison]:
     """Training-document loss below validation-document loss at the last checkpoint, per document-split run.
 
@@ -42,13 +64,16 @@ def train_below_val_loss(r: Results) -> list[Comparison]:
     fictional data and base webtext" (Fig. 3 left: loss on training vs validation samples), and
     Fig. 4.  Effect: mean validation minus mean training document loss (nats/token), each side the
     mean of its events' means.  Tested by re-drawing the split (:func:`split_comparison`): the
-    Doc split at the document, the Event split at the event.  The Fictsheets run is claims 3-4's.
+    Doc split at the document, the Event split at the event; a style split over the events,
+    against the control's loss on each document.  The Fictsheets run is claims 3-4's.
     """
     out = []
     for run in r.document_runs():
         train, val = (_doc_losses(r, run, r.last, side) for side in ("train", "val"))
         detail = f"train {train.mean():.2f} vs val {val.mean():.2f} at step {r.last}"
-        out.append(split_comparison(run, r, run, pd.concat([train, val]), "nats/token", detail))
+        documents = r.split(run)["documents"]
+        control = _control_reference(r, run, lambda c: _all_doc_losses(r, c, r.last, documents))
+        out.append(split_comparison(run, r, run, pd.concat([train, val]), "nats/token", detail, control))
     return out
 
 
@@ -236,7 +261,10 @@ def exact_match_only_when_trained(r: Results) -> list[Comparison]:
             f"{columns[0]} (last {columns[0][2:]} tokens) at step {r.last}: "
             f"train {train.mean():.2f} vs val {val.mean():.2f}"
         )
-        out.append(split_comparison(run, r, run, -pd.concat([train, val]), "exact match", detail))
+        control = _control_reference(
+            r, run, lambda c: -_rows(r.items(c, r.last), DOC_SUITE[split["documents"]])[columns[0]]
+        )
+        out.append(split_comparison(run, r, run, -pd.concat([train, val]), "exact match", detail, control))
     return out
 
 
@@ -593,7 +621,8 @@ def held_out_below_trained(r: Results) -> list[Comparison]:
     questions corresponding to scenarios that were trained on '(Train)'".  Per question, the run's
     accuracy minus the control's at the last checkpoint; per document, the mean over its questions;
     training minus validation documents, tested as claim 1 by re-drawing the split
-    (:func:`split_comparison`; values negated there so that the effect reads trained minus held out).
+    (:func:`split_comparison`; values negated there so that the effect reads trained minus held out;
+    a style split over the events, the gains being against the control already).
     """
     if not r.control:
         raise Skip("no webtext-only control run in the config (finetune.control)")
@@ -623,11 +652,17 @@ def gap_opens_after_minimum(r: Results) -> list[Comparison]:
     run: per document, its loss at the last checkpoint minus at the pre-named checkpoint of
     :func:`validation_loss_improves_in_parallel`; validation minus training documents, each side
     the mean of its events' means, tested by re-drawing the split (:func:`split_comparison`, as
-    claim 1): the change of the gap.
+    claim 1; a style split against the control's change on each document): the change of the gap.
     """
     during_step = _during_training(r)
     out = []
     for run in r.document_runs():
+        documents = r.split(run)["documents"]
+        control = _control_reference(
+            r,
+            run,
+            lambda c: _all_doc_losses(r, c, r.last, documents) - _all_doc_losses(r, c, during_step, documents),
+        )
         sides = {
             side: {step: _doc_losses(r, run, step, side) for step in (during_step, r.last)} for side in ("train", "val")
         }
@@ -636,5 +671,5 @@ def gap_opens_after_minimum(r: Results) -> list[Comparison]:
         detail = (
             f"validation minus training loss {gaps[0]:+.2f} at step {during_step} -> {gaps[1]:+.2f} at step {r.last}"
         )
-        out.append(split_comparison(run, r, run, change.dropna(), "nats/token", detail))
+        out.append(split_comparison(run, r, run, change.dropna(), "nats/token", detail, control))
     return out
