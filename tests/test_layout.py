@@ -37,11 +37,8 @@ def test_the_test_configs_expansions():
     plan = Layout(load_config(CONFIG / "test.yaml"))
     assert plan.runs == ["doc", "event", "fictsheets", "control"] and plan.steps == [0, 6]
     assert plan.ft_models == ["tiny", "tiny-wide"]
-    # tiny-wide trains no control (finetune.models.tiny-wide.finetune.control: false)
-    assert plan.model_runs == {
-        "tiny": ["doc", "event", "fictsheets", "control"],
-        "tiny-wide": ["doc", "event", "fictsheets"],
-    }
+    # tiny-wide trains Doc and no control (finetune.models.tiny-wide.finetune: runs [doc], control false)
+    assert plan.model_runs == {"tiny": ["doc", "event", "fictsheets", "control"], "tiny-wide": ["doc"]}
     assert plan.trainings == {
         **{
             f"fictionalqa/{model}/finetune/{run}": ["step-6"]
@@ -51,7 +48,7 @@ def test_the_test_configs_expansions():
         "sort/parametric/books": ["epoch-1", "epoch-2"],
         "sort/parametric/instructions": ["epoch-1", "epoch-2"],
     }
-    assert plan.checkpoints == 5 + 4 and plan.probe_checkpoints == 5 and plan.grounding_finetune
+    assert plan.checkpoints == 5 + 2 and plan.probe_checkpoints == 5 and plan.grounding_finetune
     assert plan.run_items("tiny-wide", "doc", "control") == [
         "results/fictionalqa/tiny-wide/evaluate/base_model/step-0.parquet",
         "results/fictionalqa/tiny-wide/evaluate/doc/step-6.parquet",
@@ -107,7 +104,7 @@ def test_training_seeds_multiply_every_run_and_leave_the_first_seeds_names():
         f"fictionalqa/{model}/finetune/{run}.seed-7" for model in ("tiny", "tiny-wide") for run in one.model_runs[model]
     }
     # every seed's checkpoints are evaluated; the probes (probe_models: tiny) read the first seed's
-    assert plan.checkpoints == (1 + 8) + (1 + 6) and plan.probe_checkpoints == one.probe_checkpoints == 5
+    assert plan.checkpoints == (1 + 8) + (1 + 2) and plan.probe_checkpoints == one.probe_checkpoints == 5
     assert (
         "results/fictionalqa/tiny-wide/evaluate/doc.seed-7/step-6.parquet"
         in plan.findings_inputs("base_model")["item_tables"]

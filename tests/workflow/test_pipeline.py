@@ -136,14 +136,14 @@ def test_every_figure_shows_its_panels_axes_and_series(workdir):
 
 
 def test_a_base_model_trains_only_its_own_runs(workdir):
-    """finetune.models.tiny-wide.finetune.control: false (knowlab.layout.model_runs): tiny-wide trains and
-    evaluates the three splits and no control, and its summary has no control rows (the figures across
-    models show both models: test_every_figure_shows_its_panels_axes_and_series)."""
+    """finetune.models.tiny-wide.finetune: runs [doc], control false (knowlab.layout.model_runs): tiny-wide
+    trains and evaluates Doc alone, and its summary has no other run's rows (the figures across models
+    show both models: test_every_figure_shows_its_panels_axes_and_series)."""
     results = workdir / "results" / "fictionalqa"
-    assert sorted(p.name for p in (results / "tiny-wide" / "finetune").iterdir()) == sorted(RUNS)
+    assert [p.name for p in (results / "tiny-wide" / "finetune").iterdir()] == ["doc"]
     assert sorted(p.name for p in (results / "tiny" / "finetune").iterdir()) == sorted([*RUNS, "control"])
-    assert not (results / "tiny-wide" / "evaluate" / "control").exists()
-    assert set(pd.read_csv(results / "tiny-wide" / "summary.csv")["run"]) == set(RUNS)
+    assert sorted(p.name for p in (results / "tiny-wide" / "evaluate").iterdir() if p.is_dir()) == ["base_model", "doc"]
+    assert set(pd.read_csv(results / "tiny-wide" / "summary.csv")["run"]) == {"doc"}
     assert set(pd.read_csv(results / "tiny" / "summary.csv")["run"]) == {*RUNS, "control"}
 
 

@@ -258,8 +258,8 @@ def test_a_base_models_key_reruns_only_that_models_jobs(workdir, snakemake, tmp_
     jobs = _jobs(snakemake, workdir, tmp_path / "wide.yaml", ("finetune.models.tiny-wide.finetune.lr", 2.0e-3))
     per_model = [(rule, wildcards) for rule, wildcards in jobs if "ft_model=" in wildcards or "training=" in wildcards]
     assert per_model and all("tiny-wide" in wildcards for _, wildcards in per_model), per_model
-    # tiny-wide's Doc, Event and Fictsheets (config/test.yaml trains the control on tiny only)
-    assert sum(rule == "finetune_last" for rule, _ in jobs) == 3
+    # tiny-wide's Doc run (config/test.yaml trains the other runs and the control on tiny only)
+    assert sum(rule == "finetune_last" for rule, _ in jobs) == 1
     rules = {rule for rule, _ in jobs}
     assert {"fictionalqa_across_models_fig4", "findings", "dataset_card"} <= rules
     assert not {rule for rule in rules if rule.startswith("sort_parametric") or rule == "sort_evaluate_base"}
@@ -289,7 +289,7 @@ def test_a_second_training_seed_adds_its_replicates_and_reruns_only_the_findings
     jobs = _jobs(snakemake, workdir, tmp_path / "seeds.yaml", ("finetune.seeds", [seed, 99]))
     replicates = [(rule, wildcards) for rule, wildcards in jobs if ".seed-99" in wildcards]
     assert {rule for rule, _ in replicates} == {"finetune_last", "fictionalqa_evaluate"}
-    assert sum(rule == "finetune_last" for rule, _ in replicates) == 4 + 3  # tiny's 4 runs, tiny-wide's 3
+    assert sum(rule == "finetune_last" for rule, _ in replicates) == 4 + 1  # tiny's 4 runs, tiny-wide's Doc
     assert {rule for rule, wildcards in jobs if ".seed-99" not in wildcards} == {"findings", "provenance", "all"}
 
 
