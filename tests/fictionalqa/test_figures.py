@@ -179,18 +179,18 @@ def test_every_family_renders_from_the_pipeline(family, tmp_path):
             assert any(np.allclose(line.get_ydata(), panel.chance) for line in ax.lines), "no chance line"
             assert drawn["bands"] == n_curves, "one shaded 95% CI band per curve"
     if family == "fig5":  # the synthetic config has no Fictsheets run
-        assert (shown["panels"][0]["texts"], shown["panels"][0]["lines"]) == (["no Fictsheets run in this config"], 0)
+        assert (shown["panels"][0]["texts"], shown["panels"][0]["lines"]) == (["no Fictsheets run of this model"], 0)
         assert shown["panels"][1]["lines"] == 2, "the webtext panel: the Doc split run and the control"
 
 
 def test_missing_runs_render_with_a_message(tmp_path):
     _, fig4 = _render("fig4", curves_from_summary(_summary(splits=("doc",)), "fig4"), tmp_path)
     assert _axes(fig4) == PANELS["fig4"]
-    assert [(p["texts"], p["lines"]) for p in fig4["panels"]] == [([], 4), (["no Event split run in this config"], 0)]
+    assert [(p["texts"], p["lines"]) for p in fig4["panels"]] == [([], 4), (["no Event split run of this model"], 0)]
     assert fig4["legend"] == [DOC, CONTROL, *DOCS]
     _, fig3 = _render("fig3", curves_from_summary(_summary(splits=("event",)), "fig3"), tmp_path)
     assert _axes(fig3) == PANELS["fig3"]
-    assert [(p["texts"], p["lines"]) for p in fig3["panels"]] == [(["no Doc split run in this config"], 0)] * 2
+    assert [(p["texts"], p["lines"]) for p in fig3["panels"]] == [(["no Doc split run of this model"], 0)] * 2
     assert fig3["legend"] == [], "nothing drawn: an empty legend"
 
 

@@ -124,12 +124,12 @@ FAMILIES = {
         3,
         "Verbatim memorization of the Doc split",
         (
-            Panel("Loss on train / val documents", LOSS, missing="no Doc split run in this config"),
+            Panel("Loss on train / val documents", LOSS, missing="no Doc split run of this model"),
             Panel(
                 "Exact match of the last 50 tokens",
                 "EM@50",
                 xlabel="epochs completed on the training documents",
-                missing="no Doc split run in this config",
+                missing="no Doc split run of this model",
                 ylim=(-0.03, 1.03),
             ),
         ),
@@ -138,16 +138,16 @@ FAMILIES = {
         4,
         "Loss on train / val documents by split",
         (
-            Panel("Doc split", LOSS, missing="no Doc split run in this config"),
-            Panel("Event split", LOSS, missing="no Event split run in this config"),
+            Panel("Doc split", LOSS, missing="no Doc split run of this model"),
+            Panel("Event split", LOSS, missing="no Event split run of this model"),
         ),
     ),
     "fig5": Family(
         5,
         "Fictsheets loss and held-out webtext loss",
         (
-            Panel("Fictsheets split", LOSS, missing="no Fictsheets run in this config"),
-            Panel("Held-out webtext (training on the Doc split)", LOSS, missing="no Doc split run in this config"),
+            Panel("Fictsheets split", LOSS, missing="no Fictsheets run of this model"),
+            Panel("Held-out webtext (training on the Doc split)", LOSS, missing="no Doc split run of this model"),
         ),
     ),
     "fig6": Family(
@@ -159,7 +159,7 @@ FAMILIES = {
         7,
         "Multiple-choice accuracy, 4 choices",
         (
-            Panel("Across models (Doc split)", missing="no Doc split run in this config", **_mcq(4)),
+            Panel("Across models (Doc split)", missing="no Doc split run of this model", **_mcq(4)),
             Panel("Across splits", **_mcq(4)),
         ),
     ),
@@ -168,8 +168,8 @@ FAMILIES = {
         9,
         "Answer loss given the question, across models (Doc split)",
         (
-            Panel("Fictional Q&A", NLL, missing="no Doc split run in this config"),
-            Panel("Real-world Q&A", NLL, missing="no Doc split run in this config"),
+            Panel("Fictional Q&A", NLL, missing="no Doc split run of this model"),
+            Panel("Real-world Q&A", NLL, missing="no Doc split run of this model"),
         ),
     ),
     "fig10": Family(
