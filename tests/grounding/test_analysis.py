@@ -1,5 +1,7 @@
 """Grounding tables and across-fine-tuning statistics on hand-made item rows."""
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -83,6 +85,22 @@ def test_question_sample_is_seeded_and_order_free():
     assert a == select_question_ids(items[::-1], 5, seed=1) and len(set(a)) == 5
     assert a != select_question_ids(items, 5, seed=2)
     assert len(select_question_ids(items, None, seed=1)) == 30
+
+
+def test_question_sample_spreads_over_the_documents_its_findings_are_tested_at():
+    """FictionalQA questions share their document (the findings' unit): 12 documents x 4 questions, a
+    sample of 10 holds 10 documents, of 30 every document 2 or 3 times; a benchmark question (no
+    fiction_id) is its own document, so a plain ranking is left as it was."""
+    items = [{"item_id": f"d{d:02d}_q{q}", "extra": {"fiction_id": f"d{d:02d}"}} for d in range(12) for q in range(4)]
+    ten = select_question_ids(items, 10, seed=1)
+    assert len({i[:3] for i in ten}) == 10 and ten == select_question_ids(items[::-1], 10, seed=1)
+    per_document = pd.Series([i[:3] for i in select_question_ids(items, 30, seed=1)]).value_counts()
+    assert len(per_document) == 12 and set(per_document) == {2, 3}
+    plain = [{"item_id": i["item_id"]} for i in items]
+    assert (
+        select_question_ids(plain, 10, seed=1)
+        == sorted((i["item_id"] for i in plain), key=lambda i: hashlib.sha256(f"1:{i}".encode()).hexdigest())[:10]
+    )
 
 
 def test_table1_table12_reduction_and_factors(rows, stats_settings):

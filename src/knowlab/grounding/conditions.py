@@ -38,13 +38,27 @@ def _rank(seed: int, item_id: str) -> str:
 
 
 def select_question_ids(items: Sequence[Mapping[str, Any]], max_items: int | None, seed: int) -> list[str]:
-    """A seeded sample of ``max_items`` question ids (all when None), the same for every model and checkpoint.
+    """A seeded sample of ``max_items`` question ids (all when None), the same for every model and checkpoint,
+    spread over the documents the questions are about.
 
-    Questions are ordered by ``sha256(f"{seed}:{item_id}")``, which does not depend on the
-    order of the file or on Python's ``hash``; the first ``max_items`` are kept, returned
-    in that order.
+    Questions are ranked by ``sha256(f"{seed}:{item_id}")``, which does not depend on the order of
+    the file or on Python's ``hash``, and taken in rounds: each document's best-ranked question
+    first (documents in the order of those questions), then each one's second, and so on; the first
+    ``max_items`` are kept, returned in that order.  A FictionalQA question's document is its
+    ``extra["fiction_id"]``, the unit its findings are tested at (its questions share it as gold
+    context, :mod:`knowlab.findings.grounding`), so a sample of n questions holds
+    min(n, documents) units rather than as many as a plain draw happens to hit (the default's 32 of
+    its 192 questions: 23 documents before); a benchmark question (no ``fiction_id``) is its own
+    document, which leaves the plain ranking.
     """
-    ids = sorted({item["item_id"] for item in items}, key=lambda i: _rank(seed, i))
+    ranked = sorted({item["item_id"]: item for item in items}.values(), key=lambda item: _rank(seed, item["item_id"]))
+    seen: dict[str, int] = {}
+    rounds = []  # per ranked question: how many of its document's questions rank above it
+    for item in ranked:
+        document = (item.get("extra") or {}).get("fiction_id", item["item_id"])
+        rounds.append(seen.get(document, 0))
+        seen[document] = rounds[-1] + 1
+    ids = [ranked[k]["item_id"] for k in sorted(range(len(ranked)), key=lambda k: (rounds[k], k))]
     return ids if max_items is None else ids[:max_items]
 
 
