@@ -344,6 +344,15 @@ def test_the_t_interval_covers_where_the_percentile_bootstrap_did_not(units):
 # ------------------------------------------------------------------------------ the other tests
 
 
+def _split_tables(corpus: dict, split: dict) -> dict[str, object]:
+    """The tables a split's findings read (:class:`Results`): the split and the corpus's documents and questions."""
+    return {
+        layout.SPLIT.relative(split=split["split"]): split,
+        layout.CORPUS.relative(table="fictions"): pd.DataFrame(corpus["fictions"]),
+        layout.CORPUS.relative(table="fict_qa"): pd.DataFrame(corpus["fict_qa"]),
+    }
+
+
 def _event_split_status(events: int, shift: float, icc: float = 0.3):
     """The Event split of the shipped corpus's first ``events`` events (2/3 trained, the split's own
     draw), each document's loss its event's shift plus noise, the trained documents ``shift`` lower
@@ -356,11 +365,7 @@ def _event_split_status(events: int, shift: float, icc: float = 0.3):
 
     corpus = first_events(read_corpus(ROOT / "data" / "fiction"), events)
     split = make_split("event", corpus["fictions"], corpus["fict_qa"], seed=1, event_train_fraction=2 / 3)
-    tables = {
-        layout.SPLIT.relative(split="event"): split,
-        layout.CORPUS.relative(table="fictions"): pd.DataFrame(corpus["fictions"]),
-        layout.CORPUS.relative(table="fict_qa"): pd.DataFrame(corpus["fict_qa"]),
-    }
+    tables = _split_tables(corpus, split)
     entry = ENTRY["fqa.train_below_val_loss"]
     docs = pd.DataFrame(corpus["fictions"]).set_index("fiction_id")["event_id"]
     trained = docs.index.isin(split["train_documents"])
@@ -406,11 +411,7 @@ def _style_split_status(shift: float, against_control: bool = True):
 
     corpus = read_corpus(ROOT / "data" / "fiction")
     split = make_split("style_news", corpus["fictions"], corpus["fict_qa"], seed=1)
-    tables = {
-        layout.SPLIT.relative(split="style_news"): split,
-        layout.CORPUS.relative(table="fictions"): pd.DataFrame(corpus["fictions"]),
-        layout.CORPUS.relative(table="fict_qa"): pd.DataFrame(corpus["fict_qa"]),
-    }
+    tables = _split_tables(corpus, split)
     entry = ENTRY["fqa.train_below_val_loss"]
     docs = pd.DataFrame(corpus["fictions"]).set_index("fiction_id")
     pairs = docs["event_id"] + "/" + docs["style"]

@@ -107,6 +107,12 @@ class Family:
     per_split: Panel | None = None
 
 
+def _no_run(run: str, where: str = "of this model") -> str:
+    """An empty panel's text: no ``run`` (``doc``, ``event``, ``fictsheets``) run of the figure's model,
+    or (``where="in this config"``: the figures across models) of any."""
+    return f"no {run_name(run)} run {where}"
+
+
 def _mcq(n: int) -> dict:
     return {"ylabel": f"MCQ-{n} accuracy", "chance": 1 / n}
 
@@ -124,12 +130,12 @@ FAMILIES = {
         3,
         "Verbatim memorization of the Doc split",
         (
-            Panel("Loss on train / val documents", LOSS, missing="no Doc split run of this model"),
+            Panel("Loss on train / val documents", LOSS, missing=_no_run("doc")),
             Panel(
                 "Exact match of the last 50 tokens",
                 "EM@50",
                 xlabel="epochs completed on the training documents",
-                missing="no Doc split run of this model",
+                missing=_no_run("doc"),
                 ylim=(-0.03, 1.03),
             ),
         ),
@@ -138,16 +144,16 @@ FAMILIES = {
         4,
         "Loss on train / val documents by split",
         (
-            Panel("Doc split", LOSS, missing="no Doc split run of this model"),
-            Panel("Event split", LOSS, missing="no Event split run of this model"),
+            Panel("Doc split", LOSS, missing=_no_run("doc")),
+            Panel("Event split", LOSS, missing=_no_run("event")),
         ),
     ),
     "fig5": Family(
         5,
         "Fictsheets loss and held-out webtext loss",
         (
-            Panel("Fictsheets split", LOSS, missing="no Fictsheets run of this model"),
-            Panel("Held-out webtext (training on the Doc split)", LOSS, missing="no Doc split run of this model"),
+            Panel("Fictsheets split", LOSS, missing=_no_run("fictsheets")),
+            Panel("Held-out webtext (training on the Doc split)", LOSS, missing=_no_run("doc")),
         ),
     ),
     "fig6": Family(
@@ -159,7 +165,7 @@ FAMILIES = {
         7,
         "Multiple-choice accuracy, 4 choices",
         (
-            Panel("Across models (Doc split)", missing="no Doc split run of this model", **_mcq(4)),
+            Panel("Across models (Doc split)", missing=_no_run("doc"), **_mcq(4)),
             Panel("Across splits", **_mcq(4)),
         ),
     ),
@@ -168,8 +174,8 @@ FAMILIES = {
         9,
         "Answer loss given the question, across models (Doc split)",
         (
-            Panel("Fictional Q&A", NLL, missing="no Doc split run of this model"),
-            Panel("Real-world Q&A", NLL, missing="no Doc split run of this model"),
+            Panel("Fictional Q&A", NLL, missing=_no_run("doc")),
+            Panel("Real-world Q&A", NLL, missing=_no_run("doc")),
         ),
     ),
     "fig10": Family(
@@ -182,7 +188,7 @@ FAMILIES = {
     ),
 }
 
-NO_DOC = "no Doc split run in this config"
+NO_DOC = _no_run("doc", "in this config")
 ACROSS_SPLITS = ("doc", "event", "fictsheets")  # panels of the across-models fig10 (and, first two, fig4)
 ACROSS_MODELS = {
     "fig4": Family(
@@ -190,7 +196,7 @@ ACROSS_MODELS = {
         "Loss on train / val documents by split, across models",
         (
             Panel("Doc split", LOSS, missing=NO_DOC),
-            Panel("Event split", LOSS, missing="no Event split run in this config"),
+            Panel("Event split", LOSS, missing=_no_run("event", "in this config")),
         ),
     ),
     "fig7": Family(
@@ -206,7 +212,7 @@ ACROSS_MODELS = {
     "fig10": Family(
         10,
         "MCQ-4 accuracy on questions from train vs val documents, across models",
-        tuple(Panel(run_name(s), missing=f"no {run_name(s)} run in this config", **_mcq(4)) for s in ACROSS_SPLITS),
+        tuple(Panel(run_name(s), missing=_no_run(s, "in this config"), **_mcq(4)) for s in ACROSS_SPLITS),
     ),
     "fig10_11": Family(
         11,

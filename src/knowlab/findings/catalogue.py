@@ -90,6 +90,15 @@ def _grounding_table(name: str) -> str:
     return f"{GROUNDING_TABLES.relative()}/{name}.csv"
 
 
+#: unit and test of the claims that compare a document-split run's training with its validation documents
+#: (:func:`knowlab.findings.base.split_comparison`)
+SPLIT_DESIGN = (
+    "document (Doc split), event (Event split, a style split)",
+    "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
+    "the control",
+)
+
+
 #: the catalogue, in the order the findings print (:mod:`knowlab.findings`)
 CLAIMS: tuple[Claim, ...] = (
     Claim(
@@ -101,9 +110,7 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Figs. 3-4",
         "validation minus training document loss at the last checkpoint, each side the mean of its events' means "
         "(nats/token), per document-split run",
-        "document (Doc split), event (Event split, a style split)",
-        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
-        "the control",
+        *SPLIT_DESIGN,
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper (test.yaml's 6 events give no p below 1/15)",
         train_below_val_loss,
         figure=_fqa_figure("fig3"),
@@ -215,9 +222,7 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Fig. 3",
         "exact match of the documents' last n tokens (n the smallest of evaluate.em_tokens) at the last "
         "checkpoint, training minus validation documents (exact match), per document-split run",
-        "document (Doc split), event (Event split, a style split)",
-        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
-        "the control",
+        *SPLIT_DESIGN,
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper",
         exact_match_only_when_trained,
         figure=_fqa_figure("fig3"),
@@ -287,9 +292,7 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Figs. 3-4",
         "change of the validation minus training document loss from the first checkpoint after the fiction warm-up "
         "to the last (nats/token), per document-split run",
-        "document (Doc split), event (Event split, a style split)",
-        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
-        "the control",
+        *SPLIT_DESIGN,
         "default, cpu-full (checkpoints 16, 32), paper; not test.yaml (one checkpoint)",
         gap_opens_after_minimum,
         figure=_fqa_figure("fig3"),
@@ -322,9 +325,7 @@ CLAIMS: tuple[Claim, ...] = (
         f"{FICTIONALQA} Sec. 5, Fig. 8",
         "per document, run minus control accuracy on its questions; training minus validation documents, each side "
         "the mean of its events' means (accuracy), per document-split run",
-        "document (Doc split), event (Event split, a style split)",
-        "randomisation test of the split's own draw; a style split: sign flips over events, each document against "
-        "the control",
+        *SPLIT_DESIGN,
         "Doc: default, test, cpu-full, paper; Event: default, cpu-full, paper",
         held_out_below_trained,
         figure=_fqa_figure("fig8"),

@@ -35,10 +35,13 @@ def _doc_losses(r: Results, run: str, step: int, side: str) -> pd.Series:
     return _rows(r.items(run, step), DOC_SUITE[split["documents"]], split[f"{side}_documents"])["loss"]
 
 
-def _control_reference(r: Results, run: str, measure: Callable[[str], pd.Series]) -> pd.Series | None:
-    """``measure(CONTROL_RUN)``, the webtext-only control's value of each document, which a style
-    split's test subtracts (:func:`knowlab.findings.base.split_comparison`); None for the Doc and
-    Event splits, whose test is their own draw.
+def _control_reference(
+    r: Results, run: str, measure: Callable[[Callable[[int], pd.DataFrame]], pd.Series]
+) -> pd.Series | None:
+    """The webtext-only control's value of each document, which a style split's test subtracts
+    (:func:`knowlab.findings.base.split_comparison`): ``measure(at)``, ``at(step)`` the control's rows
+    of the split's documents (fictions, or fictsheets) at ``step``, indexed by document id.  None for
+    the Doc and Event splits, whose test is their own draw.
 
     Raises:
         Skip: a style split and no control run in the config.
@@ -47,13 +50,8 @@ def _control_reference(r: Results, run: str, measure: Callable[[str], pd.Series]
         return None
     if not r.control:
         raise Skip(f"the {run} split is tested against the webtext-only control, and the config has none")
-    return measure(CONTROL_RUN)
-
-
-def _all_doc_losses(r: Results, run: str, step: int, documents: str) -> pd.Series:
-    """Per-document mean loss (nats/token) of every scored document of ``run`` (``documents``:
-    the split's ``fictions`` or ``fictsheets``), indexed by document id."""
-    return _rows(r.items(run, step), DOC_SUITE[documents])["loss"]
+    suite = DOC_SUITE[r.split(run)["documents"]]
+    return measure(lambda step: _rows(r.items(CONTROL_RUN, step), suite))
 
 
 def train_below_val_loss(r: Results) -> list[Comparison]:
@@ -71,8 +69,7 @@ def train_below_val_loss(r: Results) -> list[Comparison]:
     for run in r.document_runs():
         train, val = (_doc_losses(r, run, r.last, side) for side in ("train", "val"))
         detail = f"train {train.mean():.2f} vs val {val.mean():.2f} at step {r.last}"
-        documents = r.split(run)["documents"]
-        control = _control_reference(r, run, lambda c: _all_doc_losses(r, c, r.last, documents))
+        control = _control_reference(r, run, lambda at: at(r.last)["loss"])
         out.append(split_comparison(run, r, run, pd.concat([train, val]), "nats/token", detail, control))
     return out
 
@@ -261,9 +258,7 @@ def exact_match_only_when_trained(r: Results) -> list[Comparison]:
             f"{columns[0]} (last {columns[0][2:]} tokens) at step {r.last}: "
             f"train {train.mean():.2f} vs val {val.mean():.2f}"
         )
-        control = _control_reference(
-            r, run, lambda c: -_rows(r.items(c, r.last), DOC_SUITE[split["documents"]])[columns[0]]
-        )
+        control = _control_reference(r, run, lambda at: -at(r.last)[columns[0]])
         out.append(split_comparison(run, r, run, -pd.concat([train, val]), "exact match", detail, control))
     return out
 
@@ -657,12 +652,7 @@ def gap_opens_after_minimum(r: Results) -> list[Comparison]:
     during_step = _during_training(r)
     out = []
     for run in r.document_runs():
-        documents = r.split(run)["documents"]
-        control = _control_reference(
-            r,
-            run,
-            lambda c: _all_doc_losses(r, c, r.last, documents) - _all_doc_losses(r, c, during_step, documents),
-        )
+        control = _control_reference(r, run, lambda at: at(r.last)["loss"] - at(during_step)["loss"])
         sides = {
             side: {step: _doc_losses(r, run, step, side) for step in (during_step, r.last)} for side in ("train", "val")
         }
