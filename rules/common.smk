@@ -146,11 +146,6 @@ FICTIONALQA_TRAININGS = {
 }
 
 
-def fiction_runs_of(wildcards):
-    """Base model {ft_model}'s fiction runs (a param of its tables and figures across runs)."""
-    return [run for run in MODEL_RUNS[wildcards.ft_model] if run != CONTROL_RUN]
-
-
 def control_of(wildcards):
     """The control run when base model {ft_model} trains it, else None."""
     return CONTROL_RUN if CONTROL_RUN in MODEL_RUNS[wildcards.ft_model] else None
@@ -271,14 +266,28 @@ class ProbeRule(NamedTuple):
     kind: str | None = None
 
 
-# the run wildcard of a per-checkpoint job
-PROBE_RUNS = "|".join([BASE.run, *RUNS])
+# each probed base model's probed runs (finetune.probe_runs), and the run wildcard of a probe's
+# per-checkpoint job
+PROBED_RUNS = LAYOUT.probe_runs
+PROBE_RUNS = "|".join(
+    [BASE.run, *dict.fromkeys(run for runs in PROBED_RUNS.values() for run in runs)]
+)
+
+
+def probed_fiction_runs(wildcards):
+    """Base model {ft_model}'s probed fiction runs (a param of a probe's tables and figures)."""
+    return [run for run in PROBED_RUNS[wildcards.ft_model] if run != CONTROL_RUN]
+
+
+def probed_control(wildcards):
+    """The control run when base model {ft_model}'s probes take it, else None."""
+    return CONTROL_RUN if CONTROL_RUN in PROBED_RUNS[wildcards.ft_model] else None
 
 
 def probe_inputs(table):
     """The inputs of a probe's job across checkpoints, its per-checkpoint ``table`` (a path with
     ``{ft_model}``, ``{run}`` and ``{step}``; {ft_model} stays the job's wildcard): ``base`` (the
-    base model's, step 0), ``rows`` (every run's later checkpoints), and the runs' splits and the
+    base model's, step 0), ``rows`` (its probed runs' later checkpoints), and the runs' splits and the
     fictions (each item's side, knowlab.core.probe).
     """
     return {
@@ -286,7 +295,7 @@ def probe_inputs(table):
         "rows": lambda wildcards: expand(
             table,
             ft_model=wildcards.ft_model,
-            run=MODEL_RUNS[wildcards.ft_model],
+            run=PROBED_RUNS[wildcards.ft_model],
             step=STEPS[1:],
         ),
         "splits": expand(layout.SPLIT.smk, split=FICTION_RUNS),

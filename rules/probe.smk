@@ -1,6 +1,7 @@
 # A probe at every FictionalQA checkpoint: the rule template of SORT on the fiction documents
 # (rules/sort.smk) and of grounding across fine-tuning (rules/grounding.smk).  Both probe every
-# checkpoint of every base model of PROBE_MODELS with their own items (knowlab.core.probe):
+# checkpoint of the probed runs (PROBED_RUNS) of every base model of PROBE_MODELS with their own
+# items (knowlab.core.probe):
 #   evaluate  a job per checkpoint (the base model once, as run base_model at step 0), on the GPU
 #   stats     one job across them all per base model ({ft_model}), with each item's side
 #   figures   the figure of the stats job's tables
@@ -32,7 +33,7 @@ def checkpoint_probe(evaluate, table, stats, figures):
         script_path=evaluate.script,
         constraints={"run": PROBE_RUNS},
     )
-    across = {"runs": fiction_runs_of, "control": control_of, "steps": STEPS}
+    across = {"runs": probed_fiction_runs, "control": probed_control, "steps": STEPS}
     step_rule(
         stats.step,
         "stats",

@@ -55,6 +55,10 @@ def test_shipped_configs_pass(name):
             {"finetune": {"models": {"a": "base"}, "probe_models": ["a", "b"]}},
             "finetune.probe_models ['b'] are not base models of finetune.models (a)",
         ),
+        (
+            {"finetune": {"runs": ["doc"], "control": False, "probe_runs": ["doc", "control"]}},
+            "finetune.probe_runs ['control'] are not trained runs (doc)",
+        ),
     ],
 )
 def test_each_rule_names_its_keys(overlay, message):
@@ -113,6 +117,9 @@ def test_base_models_and_their_settings():
     # the probes of every checkpoint: every base model by default, the first one in config/test.yaml
     assert Layout(load_config({"finetune": {"models": {"a": "base", "b": "base"}}})).probe_models == ["a", "b"]
     assert Layout(test).probe_models == ["tiny"]
+    # and every run of a probed model by default, the Doc run and the control in config/test.yaml
+    assert Layout(load_config()).probe_runs == {"SmolLM2-135M-Instruct.Q4_1": ["doc", "event", "fictsheets", "control"]}
+    assert Layout(test).probe_runs == {"tiny": ["doc", "control"]}
     wide = model_config(test, "tiny-wide")
     assert wide["model"]["tiny_random"]["hidden_size"] == 96 and wide["model"]["tiny_random"]["num_hidden_layers"] == 2
     assert test["model"]["tiny_random"]["hidden_size"] == 64  # the config itself is not changed

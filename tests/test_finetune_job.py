@@ -133,7 +133,7 @@ SHIPPED = ("config.yaml", "test.yaml", "cpu-full.yaml", "paper.yaml", "models.ya
 # runs, training seeds and base models exist (each job gets its own model's block, knowlab.config.model_config,
 # and its own seed) or are probed, and what a job asks its scheduler for.  A training key is a field of a
 # record (knowlab.finetune_job.RECIPES) and is not listed anywhere.
-NOT_READ = {"runs", "control", "seeds", "models", "probe_models", "resources"}
+NOT_READ = {"runs", "control", "seeds", "models", "probe_models", "probe_runs", "resources"}
 # A valid new value of the keys of the schema's ``finetune`` block whose schema alone gives none (_changed), for
 # config/test.yaml's block (``offload`` on a block with ``zero_stage: 3``, which offloading needs).
 CHANGES = {
@@ -146,6 +146,7 @@ CHANGES = {
     "seeds": [7, 8],
     "models": {"other": "base"},
     "probe_models": ["other"],
+    "probe_runs": ["doc"],
     "resources": {"mem_mb": 1, "runtime": 1},
 }
 NEEDS = {"offload": {"zero_stage": 3}}

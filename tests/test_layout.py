@@ -48,7 +48,8 @@ def test_the_test_configs_expansions():
         "sort/parametric/books": ["epoch-1", "epoch-2"],
         "sort/parametric/instructions": ["epoch-1", "epoch-2"],
     }
-    assert plan.checkpoints == 5 + 2 and plan.probe_checkpoints == 5 and plan.grounding_finetune
+    # the probes: tiny's base model, Doc run and control (finetune.probe_models [tiny], probe_runs)
+    assert plan.checkpoints == 5 + 2 and plan.probe_checkpoints == 3 and plan.grounding_finetune
     assert plan.run_items("tiny-wide", "doc", "control") == [
         "results/fictionalqa/tiny-wide/evaluate/base_model/step-0.parquet",
         "results/fictionalqa/tiny-wide/evaluate/doc/step-6.parquet",
@@ -72,10 +73,10 @@ def test_the_test_configs_expansions():
         "sort_rows", "item_tables", "sort_fiction_rows", "sort_parametric_rows", "sort_parametric_nll",
         "grounding_scores", "grounding_checkpoint_scores",
     ]  # fmt: skip
-    assert card["sort_fiction_rows"][:3] == [
+    assert card["sort_fiction_rows"] == [  # the probed runs (finetune.probe_runs [doc, control])
         "results/sort/fiction/tiny/evaluate/base_model/step-0.parquet",
         "results/sort/fiction/tiny/evaluate/doc/step-6.parquet",
-        "results/sort/fiction/tiny/evaluate/event/step-6.parquet",
+        "results/sort/fiction/tiny/evaluate/control/step-6.parquet",
     ]
     assert card["sort_parametric_nll"][-1] == "results/sort/parametric/base_model/evaluate/epoch-0_segment_nll.parquet"
     off = Layout(load_config(CONFIG / "test.yaml", {"sort": {"parametric": {"enabled": False}}}))
@@ -104,7 +105,7 @@ def test_training_seeds_multiply_every_run_and_leave_the_first_seeds_names():
         f"fictionalqa/{model}/finetune/{run}.seed-7" for model in ("tiny", "tiny-wide") for run in one.model_runs[model]
     }
     # every seed's checkpoints are evaluated; the probes (probe_models: tiny) read the first seed's
-    assert plan.checkpoints == (1 + 8) + (1 + 2) and plan.probe_checkpoints == one.probe_checkpoints == 5
+    assert plan.checkpoints == (1 + 8) + (1 + 2) and plan.probe_checkpoints == one.probe_checkpoints == 3
     assert (
         "results/fictionalqa/tiny-wide/evaluate/doc.seed-7/step-6.parquet"
         in plan.findings_inputs("base_model")["item_tables"]

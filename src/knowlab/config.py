@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.train import launch_command
 from knowlab.fictionalqa.settings import check_candidate_budget
 from knowlab.layout import BaseModel, finetune_models, model_name, model_runs
@@ -183,7 +184,8 @@ def check_config(config: Mapping[str, Any]) -> None:
     ``finetune.distributed`` processes; torchrun runs on one node; offload needs ZeRO
     (parameters: stage 3); each base model of ``finetune.models`` with its own settings merged
     (:func:`model_config`), and its runs a subset of ``finetune.runs`` (:func:`knowlab.layout.model_runs`);
-    ``finetune.probe_models`` names base models of ``finetune.models``.
+    ``finetune.probe_models`` names base models of ``finetune.models``, and ``finetune.probe_runs``
+    runs that are trained (``finetune.runs``, and the control when ``finetune.control`` is on).
 
     Raises:
         ValueError: the first rule broken, with a message naming the config keys.
@@ -207,6 +209,9 @@ def check_config(config: Mapping[str, Any]) -> None:
         raise ValueError(
             f"finetune.probe_models {unknown} are not base models of finetune.models ({', '.join(models)})"
         )
+    trained = [*config["finetune"]["runs"], *([CONTROL_RUN] if config["finetune"]["control"] else [])]
+    if unknown := [run for run in config["finetune"].get("probe_runs") or () if run not in trained]:
+        raise ValueError(f"finetune.probe_runs {unknown} are not trained runs ({', '.join(trained)})")
     _check_fictionalqa(config)
     _check_sort(config)
 

@@ -477,6 +477,13 @@ class Layout:
         self.runs: list[str] = self.fiction_runs + ([CONTROL_RUN] if finetune["control"] else [])
         #: each base model's runs (:func:`model_runs`): all of :attr:`runs` unless its entry names fewer
         self.model_runs: dict[str, list[str]] = {name: model_runs(config, name) for name in self.ft_models}
+        #: each probed base model's runs whose checkpoints SORT and grounding probe, in :attr:`model_runs`
+        #: order (``finetune.probe_runs``; null: all of them)
+        probed = finetune.get("probe_runs")
+        self.probe_runs: dict[str, list[str]] = {
+            name: [run for run in self.model_runs[name] if probed is None or run in probed]
+            for name in self.probe_models
+        }
         #: the training seeds of every run (``finetune.seeds``), the first the runs' own
         self.seeds: list[int] = training_seeds(config)
         #: the runs of the other seeds, run by run (``doc.seed-7``): trained and evaluated at every
@@ -527,9 +534,9 @@ class Layout:
 
     @property
     def probe_checkpoints(self) -> int:
-        """The checkpoints SORT and grounding probe: those of the first training seed's runs of the
-        base models of :attr:`probe_models`."""
-        return sum(1 + len(self.model_runs[m]) * (len(self.steps) - 1) for m in self.probe_models)
+        """The checkpoints SORT and grounding probe: those of the first training seed's runs of
+        :attr:`probe_runs`, and each probed base model's step 0."""
+        return sum(1 + len(self.probe_runs[m]) * (len(self.steps) - 1) for m in self.probe_models)
 
     def run_items(self, ft_model: str, *runs: str) -> list[str]:
         """Item tables of every checkpoint of base model ``ft_model``'s ``runs``: step 0 is the base
@@ -574,7 +581,7 @@ class Layout:
     def probe_tables(self, table: Table) -> dict[str, list[str]]:
         """A checkpoint probe's per-checkpoint tables (``table``: SORT on the fiction documents, or
         grounding across fine-tuning) of every base model of :attr:`probe_models`: ``base``, the base
-        model's (step 0), and ``rows``, every run's later checkpoints."""
+        model's (step 0), and ``rows``, the later checkpoints of its :attr:`probe_runs`."""
         return {
             "base": [table.path(ft_model=m, run=BASE_RUN, step=0) for m in self.probe_models],
             "rows": [
@@ -582,7 +589,7 @@ class Layout:
                 for run in self.runs
                 for step in self.steps[1:]
                 for m in self.probe_models
-                if run in self.model_runs[m]
+                if run in self.probe_runs[m]
             ],
         }
 

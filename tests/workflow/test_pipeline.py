@@ -67,21 +67,18 @@ FIGURES = {
     "sort/fig16": ("cf. paper Fig. 16", 2, SORT_RUNS),
     "sort/mcnemar": ("McNemar's test", 1, set()),
     "sort/ttest": ("paired t-test", 1, set()),
+    # the probes: tiny's Doc run and control (finetune.probe_models [tiny], probe_runs [doc, control])
     "sort/fiction/tiny/fiction_sort": (
         "SORT on FictionalQA documents",
         2,
-        FINETUNE_RUNS | {"train documents", "val documents"},
+        {"Doc split", CONTROL, "train documents", "val documents"},
     ),
     "grounding/fig3c": ("factors", 1, {"fiction / tiny random Llama (test)"}),
     "grounding/fig4": ("distractor contexts lengthen the input", 1, {"fiction / tiny random Llama (test)"}),
     "grounding/fig5": ("reduce grounding F1", 1, set()),
     "grounding/fig15_16": ("Precision", 4, {"precision", "recall"}),
     "grounding/position": ("position of the gold contexts", 1, {"start", "random"}),
-    "grounding/finetune/tiny": (
-        "across fine-tuning",
-        5,
-        {"Doc split", "Event split", "Fictsheets", "control (webtext only)"},
-    ),
+    "grounding/finetune/tiny": ("across fine-tuning", 5, {"Doc split", "control (webtext only)"}),
 }
 # the figures across the base models: one series per model (its legend entry), each model's control
 FIGURES |= {
@@ -154,11 +151,14 @@ def test_a_base_model_trains_only_its_own_runs(workdir):
 
 
 def test_only_the_probed_models_checkpoints_are_probed(workdir):
-    """finetune.probe_models [tiny]: SORT and grounding probe tiny's checkpoints; nothing of theirs exists
-    for tiny-wide, whose FictionalQA results are complete."""
+    """finetune.probe_models [tiny], probe_runs [doc, control]: SORT and grounding probe tiny's base model,
+    Doc run and control; nothing of theirs exists for tiny's other runs, nor for tiny-wide, whose FictionalQA
+    results are complete."""
     results = workdir / "results"
     for study in PROBES:
         assert any((results / study.format(model="tiny")).rglob("*.parquet")), study
+        probed = {p.parent.name for p in (results / study.format(model="tiny")).rglob("step-*.*")}
+        assert probed == {"base_model", "doc", "control"}, (study, probed)
         assert not list(results.glob(f"{study.format(model='tiny-wide')}*")), study
         assert not list((results / "figures").glob(f"{study.format(model='tiny-wide')}*")), study
     assert (results / "fictionalqa" / "tiny-wide" / "summary.csv").exists()
@@ -312,7 +312,7 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir, own_choice):
     sort = workdir / "results" / "sort"
     base_rows = pd.concat(map(pd.read_parquet, (sort / "evaluate" / "base_model").glob("*.parquet")))
     fiction_rows = pd.read_parquet(sort / "fiction" / "tiny" / "rows.parquet")
-    assert set(fiction_rows["run"]) == {*RUNS, "control"}
+    assert set(fiction_rows["run"]) == {"doc", "control"}  # finetune.probe_runs
     assert set(fiction_rows.loc[fiction_rows.run != "control", "side"]) == {"train", "val"}
     assert fiction_rows.loc[fiction_rows.run == "control", "side"].isna().all()
     tables = [(base_rows, pd.read_parquet(p)) for p in (sort / "stats" / "base_model").glob("*.parquet")]
@@ -328,7 +328,7 @@ def test_sort_pvalues_recompute_and_fiction_sides(workdir, own_choice):
     tables += [(parametric, pd.read_parquet(sort / "parametric" / "stats" / f"{t}.parquet")) for t in TESTS]
     log = pd.read_parquet(sort / "parametric" / "books" / "train_log.parquet")
     assert log["fiction_samples_seen"].iloc[-1] > 0 and log["epoch"].iloc[-1] == 2
-    assert len(tables) == 2 + 2 * len(RUNS) + 2
+    assert len(tables) == 2 + 2 + 2  # the base model's, the Doc run's (probe_runs), the parametric runs'
     for rows, table in tables:
         assert (table["correction"] == "holm").all()
         for record in table.to_dict("records"):
@@ -418,14 +418,12 @@ def test_grounding_across_finetuning_recomputes(workdir):
 
     finetune = workdir / "results" / "grounding" / "finetune" / "tiny"
     rows = pd.read_parquet(finetune / "rows.parquet")
-    assert set(rows["run"]) == {*RUNS, "control"} and set(rows["condition"]) == {"original_gold", "conflict_gold"}
+    assert set(rows["run"]) == {"doc", "control"} and set(rows["condition"]) == {"original_gold", "conflict_gold"}
     assert rows.loc[rows.condition == "original_gold", "follows_training"].isna().all()
     assert rows.loc[rows.condition == "conflict_gold", "follows_training"].isin([0, 1]).all()
     table = pd.read_parquet(finetune / "mcnemar.parquet")
     assert (
-        set(table["run_a"]) <= set(RUNS)
-        and (table["run_b"] == "control").all()
-        and (table["correction"] == "holm").all()
+        set(table["run_a"]) == {"doc"} and (table["run_b"] == "control").all() and (table["correction"] == "holm").all()
     )
     for record in table.to_dict("records"):
         trained = rows.loc[(rows.run == record["run_a"]) & (rows.side == "train"), "item_id"]

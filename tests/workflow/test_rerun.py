@@ -96,6 +96,9 @@ KEYS = [
     # long, so their jobs are all finetune_last
     ("finetune.lr", 2.0e-3, {"finetune_last"}, SORT_PARAMETRIC),
     ("compute.dtype", "bfloat16", model_rules, set()),
+    # a probed run more: its probes' jobs are added, and the probes' tables, their figures and the dataset
+    # card (which lists them) re-run; no FictionalQA job and no finding reads a probe
+    ("finetune.probe_runs", ["doc", "event", "control"], PROBE_RULES | {"dataset_card"}, set()),
     (
         "sort.parametric.epochs",
         3,
