@@ -59,6 +59,15 @@ def test_shipped_configs_pass(name):
             {"finetune": {"runs": ["doc"], "control": False, "probe_runs": ["doc", "control"]}},
             "finetune.probe_runs ['control'] are not trained runs (doc)",
         ),
+        (
+            {
+                "finetune": {
+                    "models": {"a": "base", "b": {"finetune": {"runs": ["doc"], "control": False}}},
+                    "probe_runs": ["event"],
+                }
+            },
+            "finetune.probe_runs ['event']: base model b of finetune.probe_models trains none of them (doc)",
+        ),
     ],
 )
 def test_each_rule_names_its_keys(overlay, message):

@@ -185,7 +185,8 @@ def check_config(config: Mapping[str, Any]) -> None:
     (parameters: stage 3); each base model of ``finetune.models`` with its own settings merged
     (:func:`model_config`), and its runs a subset of ``finetune.runs`` (:func:`knowlab.layout.model_runs`);
     ``finetune.probe_models`` names base models of ``finetune.models``, and ``finetune.probe_runs``
-    runs that are trained (``finetune.runs``, and the control when ``finetune.control`` is on).
+    runs that are trained (``finetune.runs``, and the control when ``finetune.control`` is on), at
+    least one of them by each probed base model.
 
     Raises:
         ValueError: the first rule broken, with a message naming the config keys.
@@ -209,9 +210,16 @@ def check_config(config: Mapping[str, Any]) -> None:
         raise ValueError(
             f"finetune.probe_models {unknown} are not base models of finetune.models ({', '.join(models)})"
         )
-    trained = [*config["finetune"]["runs"], *([CONTROL_RUN] if config["finetune"]["control"] else [])]
-    if unknown := [run for run in config["finetune"].get("probe_runs") or () if run not in trained]:
-        raise ValueError(f"finetune.probe_runs {unknown} are not trained runs ({', '.join(trained)})")
+    if probed := config["finetune"].get("probe_runs"):
+        trained = [*config["finetune"]["runs"], *([CONTROL_RUN] if config["finetune"]["control"] else [])]
+        if unknown := [run for run in probed if run not in trained]:
+            raise ValueError(f"finetune.probe_runs {unknown} are not trained runs ({', '.join(trained)})")
+        for name in config["finetune"].get("probe_models") or models:
+            if not set(probed) & set(own := model_runs(config, name)):
+                raise ValueError(
+                    f"finetune.probe_runs {probed}: base model {name} of finetune.probe_models trains none of "
+                    f"them ({', '.join(own)})"
+                )
     _check_fictionalqa(config)
     _check_sort(config)
 
