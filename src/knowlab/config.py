@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from knowlab.core.checkpoints import CONTROL_RUN
 from knowlab.core.train import launch_command
 from knowlab.fictionalqa.settings import check_candidate_budget
 from knowlab.layout import BaseModel, finetune_models, model_name, model_runs
@@ -211,7 +210,7 @@ def check_config(config: Mapping[str, Any]) -> None:
             f"finetune.probe_models {unknown} are not base models of finetune.models ({', '.join(models)})"
         )
     if probed := config["finetune"].get("probe_runs"):
-        trained = [*config["finetune"]["runs"], *([CONTROL_RUN] if config["finetune"]["control"] else [])]
+        trained = model_runs(config, next(iter(models)))  # the first base model trains every run
         if unknown := [run for run in probed if run not in trained]:
             raise ValueError(f"finetune.probe_runs {unknown} are not trained runs ({', '.join(trained)})")
         for name in config["finetune"].get("probe_models") or models:
