@@ -84,6 +84,32 @@ def run_snakemake(workdir, *args, configs=(TEST_CONFIG,), check=True) -> subproc
     return proc
 
 
+def run_many_dry_runs(workdir, runs: dict[str, dict]) -> dict[str, str]:
+    """What ``snakemake --directory workdir --configfile *configs -n`` prints, for each run of ``runs``
+    (``{name: {"configs": [...], "quiet_rules": bool, "rulegraph": bool}}``: ``--quiet rules``,
+    ``--rulegraph`` instead of ``-n``), all made in one child process through Snakemake's API
+    (tests/workflow/many_dry_runs.py): a run costs its DAG, about 0.5 CPU-s on config/test.yaml,
+    not Snakemake's start too (2.3 CPU-s as its own process).  Raises AssertionError naming the runs
+    that failed, with their errors."""
+    spec = {"snakefile": str(ROOT / "Snakefile"), "workdir": str(workdir), "runs": runs}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "workflow" / "many_dry_runs.py")],
+        input=json.dumps(spec, default=str), capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    if proc.returncode:
+        raise AssertionError(f"tests/workflow/many_dry_runs.py failed:\n{proc.stderr[-5000:]}")
+    done = json.loads(proc.stdout)
+    if failed := {name: run["output"][-3000:] for name, run in done.items() if not run["ok"]}:
+        raise AssertionError(f"dry runs {sorted(failed)} failed:\n" + "\n".join(failed.values()))
+    return {name: run["output"] for name, run in done.items()}
+
+
+@pytest.fixture(scope="session")
+def many_dry_runs():
+    """:func:`run_many_dry_runs`."""
+    return run_many_dry_runs
+
+
 @pytest.fixture(scope="session")
 def stats_settings():
     """The statistics settings of the library-level tests (knowlab.core.stats.StatsSettings): the

@@ -9,7 +9,6 @@ by hand from the rules; the descendants come from the workflow's own rule graph.
 
 import functools
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -146,12 +145,8 @@ def _overlay(*changes: tuple[str, object]) -> dict:
     return overlay
 
 
-def _dry_run(snakemake, workdir, folder, name, *changes) -> tuple[dict[str, int], dict[str, set[str]]]:
-    """Jobs per rule of ``snakemake -n`` with ``changes`` laid over config/test.yaml, and the rules per
-    reason Snakemake gives."""
-    overlay = folder / f"{name}.yaml"
-    overlay.write_text(yaml.safe_dump(_overlay(*changes)))
-    out = snakemake(workdir, "-n", "--quiet", "rules", configs=(TEST_CONFIG, overlay)).stdout
+def _job_counts(out: str) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """Jobs per rule of a ``snakemake -n --quiet rules`` output, and the rules per reason Snakemake gives."""
     jobs = {
         match[1]: int(match[2])
         for match in re.finditer(r"^(\w+)\s+(\d+)$", out, re.MULTILINE)
@@ -164,28 +159,54 @@ def _dry_run(snakemake, workdir, folder, name, *changes) -> tuple[dict[str, int]
     return jobs, reasons
 
 
+def _job_list(out: str) -> list[tuple[str, str]]:
+    """(rule, its wildcards line) of every job of a ``snakemake -n`` output."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", out):
+        if rule := re.match(r"(?:local)?rule (\w+):\n", block):
+            wildcards = re.search(r"^    wildcards: (.*)$", block, re.MULTILINE)
+            jobs.append((rule[1], wildcards[1] if wildcards else ""))
+    return jobs
+
+
+# the changes whose every job the tests below read (``snakemake -n`` in full), by name
+JOB_LISTS = {
+    "wide": (("finetune.models.tiny-wide.finetune.lr", 2.0e-3),),
+    "probe": (("finetune.probe_models", ["tiny", "tiny-wide"]),),
+    "seeds": (("finetune.seeds", [load_config(TEST_CONFIG)["seed"], 99]),),
+    "suites": (("stats.suites", ["mcq4", "mcq10"]),),
+}
+
+
 @pytest.fixture(scope="module")
-def rule_graph(workdir, snakemake) -> dict[str, set[str]]:
+def outputs(workdir, many_dry_runs, tmp_path_factory) -> dict[str, str]:
+    """What Snakemake prints for every change of this module laid over config/test.yaml on the finished
+    run: ``-n --quiet rules`` for each key of :data:`KEYS` and for every :data:`NO_RESULT_KEYS` change
+    at once (``no result``), ``-n`` for each of :data:`JOB_LISTS`, and ``--rulegraph`` of the run's
+    own config (``rule graph``); all in one child process (conftest.run_many_dry_runs)."""
+    folder = tmp_path_factory.mktemp("overlays")
+
+    def configs(name: str, changes) -> list[str]:
+        overlay = folder / f"{name.replace(' ', '_')}.yaml"
+        overlay.write_text(yaml.safe_dump(_overlay(*changes)))
+        return [str(TEST_CONFIG), str(overlay)]
+
+    runs = {key: {"configs": configs(key, ((key, value),)), "quiet_rules": True} for key, value, *_ in KEYS}
+    runs["no result"] = {"configs": configs("no result", NO_RESULT_KEYS), "quiet_rules": True}
+    runs |= {name: {"configs": configs(name, changes)} for name, changes in JOB_LISTS.items()}
+    runs["rule graph"] = {"configs": [str(TEST_CONFIG)], "rulegraph": True}
+    return many_dry_runs(workdir, runs)
+
+
+@pytest.fixture(scope="module")
+def rule_graph(outputs) -> dict[str, set[str]]:
     """Each rule of the run -> the rules that consume its outputs (``snakemake --rulegraph``)."""
-    dot = snakemake(workdir, "--rulegraph").stdout
+    dot = outputs["rule graph"]
     names = {m[1]: m[2] for m in re.finditer(r'^\s*(\d+)\[label = "(\w+)"', dot, re.MULTILINE)}
     graph: dict[str, set[str]] = {name: set() for name in names.values()}
     for m in re.finditer(r"^\s*(\d+) -> (\d+)", dot, re.MULTILINE):
         graph[names[m[1]]].add(names[m[2]])  # "a -> b": b reads what a writes
     return graph
-
-
-@pytest.fixture(scope="module")
-def dry_runs(workdir, snakemake, tmp_path_factory) -> dict[str, tuple[dict[str, int], dict[str, set[str]]]]:
-    """The dry run of each key of :data:`KEYS`, and one of every :data:`NO_RESULT_KEYS` change at once
-    (``no result``), two at a time (each is a Snakemake process of seconds)."""
-    folder = tmp_path_factory.mktemp("overlays")
-    runs = {key: ((key, value),) for key, value, *_ in KEYS} | {"no result": tuple(NO_RESULT_KEYS)}
-    with ThreadPoolExecutor(2) as pool:
-        done = {
-            name: pool.submit(_dry_run, snakemake, workdir, folder, name, *changes) for name, changes in runs.items()
-        }
-    return {name: future.result() for name, future in done.items()}
 
 
 def _downstream(graph: dict[str, set[str]], rules: set[str]) -> set[str]:
@@ -210,8 +231,8 @@ def test_the_keys_exist_and_their_values_are_valid():
 
 
 @pytest.mark.parametrize("key,value,readers,untouched", KEYS, ids=[k for k, *_ in KEYS])
-def test_a_key_reruns_its_readers_and_their_descendants(dry_runs, rule_graph, key, value, readers, untouched):
-    jobs, reasons = dry_runs[key]
+def test_a_key_reruns_its_readers_and_their_descendants(outputs, rule_graph, key, value, readers, untouched):
+    jobs, reasons = _job_counts(outputs[key])
     readers = (readers() if callable(readers) else readers) & rule_graph.keys()  # those config/test.yaml runs
     downstream = _downstream(rule_graph, readers)
     assert untouched <= downstream  # a rule named here is a descendant in the rule graph
@@ -236,29 +257,17 @@ def test_every_stats_key_is_checked():
     assert stats_keys - {key for key, *_ in KEYS} == {"stats.suites"}
 
 
-def test_keys_that_cannot_change_a_result_rerun_nothing(dry_runs):
-    jobs, reasons = dry_runs["no result"]
+def test_keys_that_cannot_change_a_result_rerun_nothing(outputs):
+    jobs, reasons = _job_counts(outputs["no result"])
     assert not jobs, f"{[key for key, _ in NO_RESULT_KEYS]}: re-run {jobs} ({reasons})"
 
 
-def _jobs(snakemake, workdir, overlay_path, *changes) -> list[tuple[str, str]]:
-    """(rule, its wildcards line) of every job of ``snakemake -n`` with ``changes`` over config/test.yaml."""
-    overlay_path.write_text(yaml.safe_dump(_overlay(*changes)))
-    out = snakemake(workdir, "-n", configs=(TEST_CONFIG, overlay_path)).stdout
-    jobs = []
-    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", out):
-        if rule := re.match(r"(?:local)?rule (\w+):\n", block):
-            wildcards = re.search(r"^    wildcards: (.*)$", block, re.MULTILINE)
-            jobs.append((rule[1], wildcards[1] if wildcards else ""))
-    return jobs
-
-
-def test_a_base_models_key_reruns_only_that_models_jobs(workdir, snakemake, tmp_path):
+def test_a_base_models_key_reruns_only_that_models_jobs(outputs):
     """``finetune.models.tiny-wide.finetune.lr``: the second base model's runs retrain and everything
     of that model downstream re-runs, with the figures across models, the findings and the dataset
     card; no job of the first model, and no SORT parametric run (each job's params hold its own
     model's settings, knowlab.config.model_config)."""
-    jobs = _jobs(snakemake, workdir, tmp_path / "wide.yaml", ("finetune.models.tiny-wide.finetune.lr", 2.0e-3))
+    jobs = _job_list(outputs["wide"])
     per_model = [(rule, wildcards) for rule, wildcards in jobs if "ft_model=" in wildcards or "training=" in wildcards]
     assert per_model and all("tiny-wide" in wildcards for _, wildcards in per_model), per_model
     # tiny-wide's Doc run (config/test.yaml trains the other runs and the control on tiny only)
@@ -268,11 +277,11 @@ def test_a_base_models_key_reruns_only_that_models_jobs(workdir, snakemake, tmp_
     assert not {rule for rule in rules if rule.startswith("sort_parametric") or rule == "sort_evaluate_base"}
 
 
-def test_probing_another_model_adds_its_probes_and_reruns_only_the_dataset_card(workdir, snakemake, tmp_path):
+def test_probing_another_model_adds_its_probes_and_reruns_only_the_dataset_card(outputs):
     """``finetune.probe_models: [tiny, tiny-wide]``: SORT's and grounding's jobs of tiny-wide's checkpoints
     are added; of what exists, only the dataset card (which lists the probes' tables) and the provenance
     re-run."""
-    jobs = _jobs(snakemake, workdir, tmp_path / "probe.yaml", ("finetune.probe_models", ["tiny", "tiny-wide"]))
+    jobs = _job_list(outputs["probe"])
     added = {rule for rule, wildcards in jobs if "ft_model=tiny-wide" in wildcards}
     assert added == PROBE_RULES
     # and the run's provenance (trace pages and RO-Crate), which reads every result
@@ -283,23 +292,22 @@ def test_probing_another_model_adds_its_probes_and_reruns_only_the_dataset_card(
     }
 
 
-def test_a_second_training_seed_adds_its_replicates_and_reruns_only_the_findings(workdir, snakemake, tmp_path):
+def test_a_second_training_seed_adds_its_replicates_and_reruns_only_the_findings(outputs):
     """``finetune.seeds: [<seed>, 99]``: every run of both base models is trained and evaluated again as
     ``<run>.seed-99``; of what exists, only the findings (they read the replicates) and the provenance
     re-run.  The first
     seed's runs keep their names and params: nothing of them retrains."""
-    seed = load_config(TEST_CONFIG)["seed"]
-    jobs = _jobs(snakemake, workdir, tmp_path / "seeds.yaml", ("finetune.seeds", [seed, 99]))
+    jobs = _job_list(outputs["seeds"])
     replicates = [(rule, wildcards) for rule, wildcards in jobs if ".seed-99" in wildcards]
     assert {rule for rule, _ in replicates} == {"finetune_last", "fictionalqa_evaluate"}
     assert sum(rule == "finetune_last" for rule, _ in replicates) == 4 + 1  # tiny's 4 runs, tiny-wide's Doc
     assert {rule for rule, wildcards in jobs if ".seed-99" not in wildcards} == {"findings", "provenance", "all"}
 
 
-def test_another_suite_adds_its_paired_tests_and_reruns_only_the_provenance(workdir, snakemake, tmp_path):
+def test_another_suite_adds_its_paired_tests_and_reruns_only_the_provenance(outputs):
     """``stats.suites: [mcq4, mcq10]``: the paired tests of MCQ-10 (scored already) and their figures are
     added for every run; of what exists, only the provenance (which reads every result) re-runs."""
-    jobs = _jobs(snakemake, workdir, tmp_path / "suites.yaml", ("stats.suites", ["mcq4", "mcq10"]))
+    jobs = _job_list(outputs["suites"])
     added = {rule for rule, wildcards in jobs if "suite=mcq10" in wildcards}
     assert added == {"fictionalqa_paired_tests", "fictionalqa_figure_pvalues"}
     assert {rule for rule, wildcards in jobs if "suite=mcq10" not in wildcards} == {"provenance", "all"}
