@@ -24,6 +24,28 @@ def test_shipped_configs_pass(name):
     check_config(load_config(overlay))
 
 
+def test_a_config_loaded_again_is_an_equal_copy_and_a_changed_file_is_read_anew(tmp_path):
+    """load_config keeps what it made by the texts and mappings it was made from: the same inputs give an
+    equal config that the caller may change; a changed file, another overlay, or a mapping that JSON
+    cannot hold as itself (a tuple, which the schema refuses where the same list passes) is validated anew."""
+    (tmp_path / "config").mkdir()
+    for name in ("config.yaml", "schema.yaml"):
+        (tmp_path / "config" / name).write_text((ROOT / "config" / name).read_text())
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("stats:\n  confidence: 0.9\n")
+    first = load_config(overlay, root=tmp_path)
+    first["stats"]["confidence"] = 0.5
+    assert load_config(overlay, root=tmp_path)["stats"]["confidence"] == 0.9
+    assert load_config({"stats": {"confidence": 0.8}}, root=tmp_path)["stats"]["confidence"] == 0.8
+    overlay.write_text("stats:\n  confidence: 0.7\n")
+    assert load_config(overlay, root=tmp_path)["stats"]["confidence"] == 0.7
+    with pytest.raises(Exception, match="confidence"):
+        load_config({"stats": {"confidence": 7}}, root=tmp_path)
+    assert load_config({"sort": {"excerpt_lengths": [250]}}, root=tmp_path)["sort"]["excerpt_lengths"] == [250]
+    with pytest.raises(Exception, match="excerpt_lengths"):  # the schema's array is a list: not the list's copy
+        load_config({"sort": {"excerpt_lengths": (250,)}}, root=tmp_path)
+
+
 @pytest.mark.parametrize(
     "overlay, message",
     [
