@@ -311,3 +311,13 @@ def test_another_suite_adds_its_paired_tests_and_reruns_only_the_provenance(outp
     added = {rule for rule, wildcards in jobs if "suite=mcq10" in wildcards}
     assert added == {"fictionalqa_paired_tests", "fictionalqa_figure_pvalues"}
     assert {rule for rule, wildcards in jobs if "suite=mcq10" not in wildcards} == {"provenance", "all"}
+
+
+def test_the_dry_runs_in_one_process_list_what_snakemakes_own_lists(outputs, workdir, snakemake, tmp_path):
+    """The child process makes its dry runs one after another (conftest.run_many_dry_runs): its last change
+    lists the jobs, with their wildcards, that ``snakemake -n`` lists in a process of its own, so nothing
+    an earlier run left in the process moves a later one."""
+    overlay = tmp_path / "suites.yaml"
+    overlay.write_text(yaml.safe_dump(_overlay(*JOB_LISTS["suites"])))
+    own = snakemake(workdir, "-n", configs=(TEST_CONFIG, overlay)).stdout
+    assert sorted(_job_list(outputs["suites"])) == sorted(_job_list(own)) != []
