@@ -32,7 +32,8 @@ def load_config(*overlays: Mapping[str, Any] | str | os.PathLike, root: str | os
     ``validate(..., set_default=True)``).
 
     An overlay is a mapping or the path of a YAML file (e.g. ``config/paper.yaml``); overlays are
-    copied, never changed.
+    copied, never changed.  A process that asks again with the same texts and mappings gets a copy
+    of the config made the first time, not a second validation.
 
     Raises:
         snakemake.exceptions.WorkflowError: the merged config fails ``config/schema.yaml`` (naming the key).
@@ -43,12 +44,12 @@ def load_config(*overlays: Mapping[str, Any] | str | os.PathLike, root: str | os
 
     root = Path(root)
     base, schema = (root / "config" / "config.yaml").read_text(), root / "config" / "schema.yaml"
-    overlays = [overlay if isinstance(overlay, Mapping) else Path(overlay).read_text() for overlay in overlays]
-    key = _config_key(base, schema.read_text(), overlays)
+    given = [overlay if isinstance(overlay, Mapping) else Path(overlay).read_text() for overlay in overlays]
+    key = _config_key(base, schema.read_text(), given)
     if key in _LOADED:
         return copy.deepcopy(_LOADED[key])
     config = yaml.safe_load(base)
-    for overlay in overlays:
+    for overlay in given:
         if not isinstance(overlay, Mapping):
             overlay = yaml.safe_load(overlay) or {}
         update_config(config, copy.deepcopy(dict(overlay)))

@@ -1,5 +1,5 @@
 """Run many ``snakemake -n`` (or ``--rulegraph``) of one workflow in this one process, through Snakemake's
-API, and print what each printed, as JSON.  A child process of the tests (:func:`conftest.dry_runs`):
+API, and print what each printed, as JSON.  A child process of the tests (:func:`conftest.run_many_dry_runs`):
 Snakemake's start (about 1.3 CPU-s, its imports) is paid once instead of once a run, and the
 workflow's logging and ``sys.path`` stay out of the pytest worker.
 
