@@ -178,6 +178,13 @@ JOB_LISTS = {
 }
 
 
+def _configs(folder: Path, name: str, *changes: tuple[str, object]) -> list[str]:
+    """config/test.yaml and an overlay of ``changes`` written in ``folder``, as ``--configfile`` takes them."""
+    overlay = folder / f"{name.replace(' ', '_')}.yaml"
+    overlay.write_text(yaml.safe_dump(_overlay(*changes)))
+    return [str(TEST_CONFIG), str(overlay)]
+
+
 @pytest.fixture(scope="module")
 def outputs(workdir, many_dry_runs, tmp_path_factory) -> dict[str, str]:
     """What Snakemake prints for every change of this module laid over config/test.yaml on the finished
@@ -185,15 +192,9 @@ def outputs(workdir, many_dry_runs, tmp_path_factory) -> dict[str, str]:
     at once (``no result``), ``-n`` for each of :data:`JOB_LISTS`, and ``--rulegraph`` of the run's
     own config (``rule graph``); all in one child process (conftest.run_many_dry_runs)."""
     folder = tmp_path_factory.mktemp("overlays")
-
-    def configs(name: str, changes) -> list[str]:
-        overlay = folder / f"{name.replace(' ', '_')}.yaml"
-        overlay.write_text(yaml.safe_dump(_overlay(*changes)))
-        return [str(TEST_CONFIG), str(overlay)]
-
-    runs = {key: {"configs": configs(key, ((key, value),)), "quiet_rules": True} for key, value, *_ in KEYS}
-    runs["no result"] = {"configs": configs("no result", NO_RESULT_KEYS), "quiet_rules": True}
-    runs |= {name: {"configs": configs(name, changes)} for name, changes in JOB_LISTS.items()}
+    runs = {key: {"configs": _configs(folder, key, (key, value)), "quiet_rules": True} for key, value, *_ in KEYS}
+    runs["no result"] = {"configs": _configs(folder, "no result", *NO_RESULT_KEYS), "quiet_rules": True}
+    runs |= {name: {"configs": _configs(folder, name, *changes)} for name, changes in JOB_LISTS.items()}
     runs["rule graph"] = {"configs": [str(TEST_CONFIG)], "rulegraph": True}
     return many_dry_runs(workdir, runs)
 
@@ -317,7 +318,5 @@ def test_the_dry_runs_in_one_process_list_what_snakemakes_own_lists(outputs, wor
     """The child process makes its dry runs one after another (conftest.run_many_dry_runs): its last change
     lists the jobs, with their wildcards, that ``snakemake -n`` lists in a process of its own, so nothing
     an earlier run left in the process moves a later one."""
-    overlay = tmp_path / "suites.yaml"
-    overlay.write_text(yaml.safe_dump(_overlay(*JOB_LISTS["suites"])))
-    own = snakemake(workdir, "-n", configs=(TEST_CONFIG, overlay)).stdout
+    own = snakemake(workdir, "-n", configs=_configs(tmp_path, "suites", *JOB_LISTS["suites"])).stdout
     assert sorted(_job_list(outputs["suites"])) == sorted(_job_list(own)) != []
