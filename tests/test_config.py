@@ -149,7 +149,10 @@ def test_base_models_and_their_settings():
     assert Layout(load_config({"finetune": {"models": {"a": "base", "b": "base"}}})).probe_models == ["a", "b"]
     assert Layout(test).probe_models == ["tiny"]
     # and every run of a probed model by default, the Doc run and the control in config/test.yaml
-    assert Layout(load_config()).probe_runs == {"SmolLM2-135M-Instruct.Q4_1": ["doc", "event", "fictsheets", "control"]}
+    assert Layout(load_config()).probe_runs == {"SmolLM2-135M-Instruct.Q4_1": ["doc", "control"]}
+    assert Layout(load_config({"finetune": {"probe_runs": None}})).probe_runs == {
+        "SmolLM2-135M-Instruct.Q4_1": ["doc", "event", "fictsheets", "control"]
+    }
     assert Layout(test).probe_runs == {"tiny": ["doc", "control"]}
     wide = model_config(test, "tiny-wide")
     assert wide["model"]["tiny_random"]["hidden_size"] == 96 and wide["model"]["tiny_random"]["num_hidden_layers"] == 2
