@@ -3,7 +3,7 @@
 import pytest
 
 from knowlab.core.io import HashMismatchError
-from knowlab.core.models import CheckpointError, check_model_dir, convert_gguf, load_model
+from knowlab.core.models import CheckpointError, check_model_dir, convert_gguf, gguf_read_once, load_model
 
 
 def test_tiny_model_loads(tiny_model_dir):
@@ -36,6 +36,32 @@ def test_gguf_hash_is_checked_before_loading(tmp_path):
     ):
         convert_gguf(fake, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_gguf_read_once_shares_one_parse_and_restores_gguf(tmp_path):
+    """Inside the context a GGUF file is parsed once (a Path and its str share it) and gguf's tensor-name
+    map is built once per architecture; on exit, an error included, gguf's own functions are back.
+    (That the packaged SmolLM2 converts to the same files byte for byte: docs/measured.md.)"""
+    import numpy as np
+
+    gguf = pytest.importorskip("gguf")
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(2)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with pytest.raises(RuntimeError, match="inside"), gguf_read_once():
+        first = gguf.GGUFReader(path)
+        assert isinstance(first, reader) and first.tensors[0].name == "token_embd.weight"
+        assert gguf.GGUFReader(str(path)) is first
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
+        raise RuntimeError("inside")
+    assert gguf.GGUFReader is reader and gguf.get_tensor_name_map is name_map
+    assert gguf.GGUFReader(path) is not first
 
 
 def test_hub_loader_with_a_local_folder(tiny_model_dir, tmp_path):
