@@ -148,7 +148,7 @@ def test_base_models_and_their_settings():
     # the probes of every checkpoint: every base model by default, the first one in config/test.yaml
     assert Layout(load_config({"finetune": {"models": {"a": "base", "b": "base"}}})).probe_models == ["a", "b"]
     assert Layout(test).probe_models == ["tiny"]
-    # and every run of a probed model by default, the Doc run and the control in config/test.yaml
+    # the Doc run and the control by default and in config/test.yaml; null: every run of a probed model
     assert Layout(load_config()).probe_runs == {"SmolLM2-135M-Instruct.Q4_1": ["doc", "control"]}
     assert Layout(load_config({"finetune": {"probe_runs": None}})).probe_runs == {
         "SmolLM2-135M-Instruct.Q4_1": ["doc", "event", "fictsheets", "control"]

@@ -446,7 +446,7 @@ def convert_gguf(gguf_path: str | os.PathLike, sha256: str, out_dir: str | os.Pa
     with gguf_read_once():
         tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
         model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
-    config = copy.deepcopy(model.config)  # the GGUF's config, without parsing the file a third time (5 s)
+    config = copy.deepcopy(model.config)  # the GGUF's config, less the quantizer the GGUF load attached
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
